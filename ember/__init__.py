@@ -1,0 +1,33 @@
+"""ember: a deep-learning framework you can read end to end, modelled on Burn.
+
+Importing ember loads neither Numba, CuPy nor PyTorch: backends load on first use.
+"""
+from ember.tensor import (Device, DType, Gradients, Tensor, bool_, default_device, detect_anomaly, dtype,
+                          dtype_from_numpy, enable_grad, float16, float32, float64, int32, int64,
+                          is_grad_enabled, no_grad, set_default_device)
+from ember.tensor.creation import (arange, bernoulli, empty, eye, from_dlpack, from_numpy, full, full_like,
+                                   linspace, ones, ones_like, rand, randint, randn, seed, tensor, zeros,
+                                   zeros_like)
+from ember.tensor.ops.elementwise import clamp, leaky_relu, mask_fill, relu, sigmoid, silu, softplus, where
+from ember.tensor.ops.indexing import (argsort, gather, index_put, index_select, one_hot, scatter_add, sort,
+                                       take_along_dim, topk)
+from ember.tensor.ops.linalg import matmul
+from ember.tensor.ops.movement import cat, chunk, flatten, pad, split, stack
+from ember.tensor.ops.nn import (attention, cross_entropy_per_sample, dropout, embedding, gelu, layer_norm,
+                                 log_softmax, quiet_softmax, rms_norm, softmax)
+from ember.tensor.ops.reduction import logsumexp
+
+bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
+__version__ = "0.1.0"
+
+__all__ = [
+    "Device", "DType", "Gradients", "Tensor", "arange", "argsort", "attention", "bernoulli", "bool", "bool_",
+    "cat", "chunk", "clamp", "cross_entropy_per_sample", "default_device", "detect_anomaly", "dropout",
+    "dtype", "dtype_from_numpy", "embedding", "empty", "enable_grad", "eye", "flatten", "float16", "float32",
+    "float64", "from_dlpack", "from_numpy", "full", "full_like", "gather", "gelu", "index_put",
+    "index_select", "int32", "int64", "is_grad_enabled", "layer_norm", "leaky_relu", "linspace",
+    "log_softmax", "logsumexp", "mask_fill", "matmul", "no_grad", "one_hot", "ones", "ones_like", "pad",
+    "quiet_softmax", "rand", "randint", "randn", "relu", "rms_norm", "scatter_add", "seed",
+    "set_default_device", "sigmoid", "silu", "softmax", "softplus", "sort", "split", "stack",
+    "take_along_dim", "tensor", "topk", "where", "zeros", "zeros_like",
+]

@@ -1,0 +1,270 @@
+"""The backend contract.
+
+A backend computes on its own arrays (NumPy arrays for ``reference`` and ``cpu``, CuPy arrays
+for ``cuda``). ``Tensor`` wraps one array; no other layer touches raw arrays except through a
+backend. A backend implements the closed list of *primitives* below. *Composites* (softmax,
+norms, GELU, cross-entropy, embedding, dropout, attention, and their backward passes) have a
+default implementation in :class:`Backend` composed from primitives; a backend overrides them
+with fused kernels that must agree with the ``reference`` backend on the conformance suite.
+
+Conventions for every method: inputs are never modified; outputs are new arrays; ``dtype``
+arguments are :class:`ember.tensor.dtypes.DType`; axes are non-negative ints already
+normalised by the tensor layer, which also validates shapes, dtypes and index ranges.
+"""
+from __future__ import annotations
+
+import math
+
+from ember.tensor import dtypes as dt
+
+PRIMITIVES = (
+    # creation and transfer
+    "empty", "full", "arange", "linspace", "eye", "from_host", "to_host",
+    "uniform", "normal", "bernoulli", "randint",
+    # element-wise
+    "cast", "unary", "binary", "where",
+    # reductions and scans
+    "reduce", "arg_reduce", "cumsum", "sort",
+    # movement
+    "reshape", "permute", "expand", "getitem", "pad", "cat", "flip", "tile",
+    # indexing
+    "gather", "scatter_add", "index_select", "index_add", "index_put",
+    # linear algebra
+    "matmul",
+)
+
+UNARY_OPS = ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos",
+             "tanh", "sigmoid", "erf", "relu", "reciprocal", "square", "floor", "ceil", "round",
+             "logical_not", "isnan", "isinf", "isfinite")
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
+              "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
+
+# Dropout: a counter-based hash (SplitMix64 finaliser) so masks are regenerated in backward
+# instead of stored, and are bit-identical on every backend.
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+ATTN_MASK_VALUE = -1.0e4  # Burn fills masked scores with -1e4, not -inf
+
+
+class Backend:
+    """Base class: declares the primitives and implements the composites from them."""
+
+    name = "abstract"
+
+    # ---- primitives (every backend implements these) ------------------------------------
+    def __getattr__(self, item):
+        if item in PRIMITIVES:
+            raise NotImplementedError(f"backend {self.name!r} does not implement primitive {item!r}")
+        raise AttributeError(item)
+
+    # ---- composites: softmax family -----------------------------------------------------
+    def softmax(self, x):
+        m = self.reduce("max", x, (x.ndim - 1,), True)
+        e = self.unary("exp", self.binary("sub", x, m))
+        return self.binary("div", e, self.reduce("sum", e, (x.ndim - 1,), True))
+
+    def softmax_backward(self, y, dy):
+        s = self.reduce("sum", self.binary("mul", dy, y), (y.ndim - 1,), True)
+        return self.binary("mul", y, self.binary("sub", dy, s))
+
+    def log_softmax(self, x):
+        return self.binary("sub", x, self.logsumexp(x))
+
+    def log_softmax_backward(self, y, dy):
+        s = self.reduce("sum", dy, (y.ndim - 1,), True)
+        return self.binary("sub", dy, self.binary("mul", self.unary("exp", y), s))
+
+    def logsumexp(self, x):
+        """log(sum(exp(x))) over the last axis, keepdim; stable for -inf rows."""
+        m = self.reduce("max", x, (x.ndim - 1,), True)
+        m = self.where(self.unary("isfinite", m), m, self.full(m.shape, 0.0, self.dtype_of(m)))
+        e = self.unary("exp", self.binary("sub", x, m))
+        return self.binary("add", self.unary("log", self.reduce("sum", e, (x.ndim - 1,), True)), m)
+
+    # ---- composites: normalisation ------------------------------------------------------
+    def layer_norm(self, x, gamma, beta, eps):
+        ax = (x.ndim - 1,)
+        d = x.shape[-1]
+        mean = self.binary("div", self.reduce("sum", x, ax, True), self._scalar(d, x))
+        xc = self.binary("sub", x, mean)
+        var = self.binary("div", self.reduce("sum", self.unary("square", xc), ax, True), self._scalar(d, x))
+        rstd = self.unary("rsqrt", self.binary("add", var, self._scalar(eps, x)))
+        y = self.binary("mul", xc, rstd)
+        if gamma is not None:
+            y = self.binary("mul", y, gamma)
+        if beta is not None:
+            y = self.binary("add", y, beta)
+        return y, self.reshape(mean, x.shape[:-1]), self.reshape(rstd, x.shape[:-1])
+
+    def layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        ax = (x.ndim - 1,)
+        d = x.shape[-1]
+        mean = self.reshape(mean, mean.shape + (1,))
+        rstd = self.reshape(rstd, rstd.shape + (1,))
+        xhat = self.binary("mul", self.binary("sub", x, mean), rstd)
+        rows = tuple(range(x.ndim - 1))
+        dgamma = dbeta = None
+        g = dy
+        if gamma is not None:
+            dgamma = self.reduce("sum", self.binary("mul", dy, xhat), rows, False)
+            dbeta = self.reduce("sum", dy, rows, False)
+            g = self.binary("mul", dy, gamma)
+        mg = self.binary("div", self.reduce("sum", g, ax, True), self._scalar(d, x))
+        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True), self._scalar(d, x))
+        dx = self.binary("mul", self.binary("sub", self.binary("sub", g, mg), self.binary("mul", xhat, mgx)), rstd)
+        return dx, dgamma, dbeta
+
+    def rms_norm(self, x, gamma, eps):
+        ax = (x.ndim - 1,)
+        ms = self.binary("div", self.reduce("sum", self.unary("square", x), ax, True), self._scalar(x.shape[-1], x))
+        rstd = self.unary("rsqrt", self.binary("add", ms, self._scalar(eps, x)))
+        y = self.binary("mul", x, rstd)
+        if gamma is not None:
+            y = self.binary("mul", y, gamma)
+        return y, self.reshape(rstd, x.shape[:-1])
+
+    def rms_norm_backward(self, dy, x, rstd, gamma):
+        ax = (x.ndim - 1,)
+        rstd = self.reshape(rstd, rstd.shape + (1,))
+        xhat = self.binary("mul", x, rstd)
+        dgamma = None
+        g = dy
+        if gamma is not None:
+            dgamma = self.reduce("sum", self.binary("mul", dy, xhat), tuple(range(x.ndim - 1)), False)
+            g = self.binary("mul", dy, gamma)
+        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True), self._scalar(x.shape[-1], x))
+        dx = self.binary("mul", self.binary("sub", g, self.binary("mul", xhat, mgx)), rstd)
+        return dx, dgamma
+
+    # ---- composites: activations --------------------------------------------------------
+    def gelu(self, x, approximate):
+        half = self._scalar(0.5, x)
+        if approximate:
+            inner = self._gelu_tanh_inner(x)
+            return self.binary("mul", self.binary("mul", half, x),
+                               self.binary("add", self._scalar(1.0, x), self.unary("tanh", inner)))
+        cdf = self.binary("mul", half, self.binary("add", self._scalar(1.0, x),
+                                                   self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
+        return self.binary("mul", x, cdf)
+
+    def gelu_backward(self, x, dy, approximate):
+        one, half = self._scalar(1.0, x), self._scalar(0.5, x)
+        if approximate:
+            c = math.sqrt(2 / math.pi)
+            t = self.unary("tanh", self._gelu_tanh_inner(x))
+            dinner = self.binary("mul", self._scalar(c, x), self.binary(
+                "add", one, self.binary("mul", self._scalar(3 * 0.044715, x), self.unary("square", x))))
+            d = self.binary("add", self.binary("mul", half, self.binary("add", one, t)), self.binary(
+                "mul", self.binary("mul", self.binary("mul", half, x), self.binary("sub", one, self.unary("square", t))), dinner))
+            return self.binary("mul", dy, d)
+        cdf = self.binary("mul", half, self.binary("add", one, self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
+        pdf = self.binary("mul", self._scalar(1 / math.sqrt(2 * math.pi), x),
+                          self.unary("exp", self.binary("mul", self._scalar(-0.5, x), self.unary("square", x))))
+        return self.binary("mul", dy, self.binary("add", cdf, self.binary("mul", x, pdf)))
+
+    def _gelu_tanh_inner(self, x):
+        x3 = self.binary("mul", self.unary("square", x), x)
+        return self.binary("mul", self._scalar(math.sqrt(2 / math.pi), x),
+                           self.binary("add", x, self.binary("mul", self._scalar(0.044715, x), x3)))
+
+    # ---- composites: losses and lookups -------------------------------------------------
+    def cross_entropy(self, logits, targets, smoothing):
+        n, c = logits.shape
+        lse = self.reshape(self.logsumexp(logits), (n,))
+        picked = self.reshape(self.gather(logits, 1, self.reshape(targets, (n, 1))), (n,))
+        loss = self.binary("sub", lse, self.binary("mul", picked, self._scalar(1.0 - smoothing, logits)))
+        if smoothing:
+            mean_logit = self.binary("div", self.reduce("sum", logits, (1,), False), self._scalar(c, logits))
+            loss = self.binary("sub", loss, self.binary("mul", mean_logit, self._scalar(smoothing, logits)))
+        return loss, lse
+
+    def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
+        n, c = logits.shape
+        p = self.unary("exp", self.binary("sub", logits, self.reshape(lse, (n, 1))))
+        onehot = self.scatter_add(self.full((n, c), 0.0, self.dtype_of(logits)), 1, self.reshape(targets, (n, 1)),
+                                  self.full((n, 1), 1.0 - smoothing, self.dtype_of(logits)))
+        g = self.binary("sub", p, onehot)
+        if smoothing:
+            g = self.binary("sub", g, self._scalar(smoothing / c, logits))
+        return self.binary("mul", g, self.reshape(dloss, (n, 1)))
+
+    def embedding(self, weight, ids):
+        flat = self.reshape(ids, (-1,))
+        out = self.index_select(weight, 0, flat)
+        return self.reshape(out, tuple(ids.shape) + (weight.shape[1],))
+
+    def embedding_backward(self, dout, ids, num_embeddings):
+        d = dout.shape[-1]
+        flat = self.reshape(ids, (-1,))
+        zeros = self.full((num_embeddings, d), 0.0, self.dtype_of(dout))
+        return self.index_add(zeros, (flat,), self.reshape(dout, (-1, d)))
+
+    # ---- composites: dropout ------------------------------------------------------------
+    def dropout_keep_mask(self, shape, p, seed):
+        """Boolean keep-mask of the counter-based hash (see module docstring)."""
+        raise NotImplementedError(f"backend {self.name!r} must implement dropout_keep_mask")
+
+    def dropout(self, x, p, seed):
+        if p <= 0.0:
+            return self.binary("mul", x, self._scalar(1.0, x))
+        if p >= 1.0:
+            return self.full(x.shape, 0.0, self.dtype_of(x))
+        keep = self.dropout_keep_mask(x.shape, p, seed)
+        return self.where(keep, self.binary("mul", x, self._scalar(1.0 / (1.0 - p), x)),
+                          self.full((), 0.0, self.dtype_of(x)))
+
+    def dropout_backward(self, dy, p, seed):
+        return self.dropout(dy, p, seed)
+
+    # ---- composites: attention ----------------------------------------------------------
+    def attention_scores(self, q, k, mask_pad, scale, dropout_p, seed):
+        s = self.binary("mul", self.matmul(q, self.permute(k, (0, 1, 3, 2))), self._scalar(scale, q))
+        if dropout_p > 0.0:
+            s = self.dropout(s, dropout_p, seed)
+        if mask_pad is not None:
+            b, sk = mask_pad.shape
+            m = self.reshape(mask_pad, (b, 1, 1, sk))
+            s = self.where(m, self.full((), ATTN_MASK_VALUE, self.dtype_of(s)), s)
+        return s
+
+    def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
+        s = self.attention_scores(q, k, mask_pad, scale, dropout_p, seed)
+        lse = self._attention_lse(s, quiet)
+        w = self.unary("exp", self.binary("sub", s, lse))
+        out = self.matmul(w, v)
+        return out, self.reshape(lse, lse.shape[:-1])
+
+    def _attention_lse(self, s, quiet):
+        if not quiet:
+            return self.logsumexp(s)
+        # quiet softmax: exp(s) / (1 + sum exp(s)) -> logsumexp over the scores and a 0 logit
+        m = self.binary("maximum", self.reduce("max", s, (s.ndim - 1,), True), self._scalar(0.0, s))
+        e = self.reduce("sum", self.unary("exp", self.binary("sub", s, m)), (s.ndim - 1,), True)
+        e = self.binary("add", e, self.unary("exp", self.unary("neg", m)))
+        return self.binary("add", self.unary("log", e), m)
+
+    def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
+        s = self.attention_scores(q, k, mask_pad, scale, dropout_p, seed)
+        w = self.unary("exp", self.binary("sub", s, self.reshape(lse, lse.shape + (1,))))
+        dv = self.matmul(self.permute(w, (0, 1, 3, 2)), dout)
+        dw = self.matmul(dout, self.permute(v, (0, 1, 3, 2)))
+        rowdot = self.reduce("sum", self.binary("mul", dout, out), (3,), True)
+        ds = self.binary("mul", w, self.binary("sub", dw, rowdot))
+        if mask_pad is not None:
+            b, sk = mask_pad.shape
+            ds = self.where(self.reshape(mask_pad, (b, 1, 1, sk)), self.full((), 0.0, self.dtype_of(ds)), ds)
+        if dropout_p > 0.0:
+            ds = self.dropout_backward(ds, dropout_p, seed)
+        ds = self.binary("mul", ds, self._scalar(scale, q))
+        dq = self.matmul(ds, k)
+        dk = self.matmul(self.permute(ds, (0, 1, 3, 2)), q)
+        return dq, dk, dv
+
+    # ---- helpers ------------------------------------------------------------------------
+    def dtype_of(self, x) -> dt.DType:
+        return dt.dtype_from_numpy(x.dtype)
+
+    def _scalar(self, value, like):
+        return self.full((), value, self.dtype_of(like))

@@ -1,0 +1,40 @@
+"""Backend registry: one backend instance per device, created lazily on first use.
+
+Loading is lazy so that ``import ember`` needs neither Numba, CuPy nor a GPU.
+"""
+from __future__ import annotations
+
+_BACKENDS: dict = {}
+_SEED: list = [None]
+
+
+def get_backend(device):
+    key = (device.kind, device.index)
+    backend = _BACKENDS.get(key)
+    if backend is None:
+        backend = _BACKENDS[key] = _create(device)
+    return backend
+
+
+def _create(device):
+    if device.kind == "reference":
+        from ember.kernels.reference import ReferenceBackend
+        return ReferenceBackend(_SEED[0])
+    if device.kind == "cpu":
+        from ember.kernels.cpu.backend import CpuBackend
+        return CpuBackend(_SEED[0])
+    if device.kind == "cuda":
+        from ember.kernels.cuda.backend import CudaBackend
+        return CudaBackend(device.index, _SEED[0])
+    raise ValueError(f"no backend for device {device}")
+
+
+def seed_all(seed: int) -> None:
+    """Seed every backend (those created later too): same seed, same numbers on a backend."""
+    _SEED[0] = seed
+    for backend in _BACKENDS.values():
+        backend.seed(seed)
+
+
+def loaded_backends() -> dict:
+    return dict(_BACKENDS)

@@ -1,0 +1,84 @@
+"""The reverse-mode engine: walks the graph from a tensor and returns ``Gradients``."""
+from __future__ import annotations
+
+from ember.tensor.gradients import Gradients
+from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
+from ember.tensor.ops._core import shape_str
+
+
+def _topological(root):
+    """Nodes reachable from ``root``, each after every node that consumes it."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        stack.append((node, True))
+        for parent, _, _ in node.inputs:
+            if parent is not None and parent.id not in seen:
+                stack.append((parent, False))
+    order.reverse()
+    return order
+
+
+def sum_to_shape(g, shape):
+    """Undo broadcasting: sum ``g`` down to ``shape`` (the one place this happens)."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+    if axes:
+        g = g.sum(axes, keepdim=True)
+    return g.reshape(shape)
+
+
+def backward(root, grad=None) -> Gradients:
+    from ember.tensor.creation import ones_like
+    from ember.tensor.vjp import VJP
+    node = root._node
+    if node is None:
+        raise RuntimeError("backward: this tensor does not require grad (no input was marked with "
+                           "require_grad(), or it was computed under no_grad())")
+    if grad is None:
+        if root.numel != 1:
+            raise RuntimeError(f"backward: tensor of shape {shape_str(root.shape)} is not a scalar; "
+                               f"pass a seed gradient of the same shape: t.backward(grad)")
+        grad = ones_like(root)
+    elif tuple(grad.shape) != root.shape:
+        raise ValueError(f"backward: seed gradient has shape {shape_str(grad.shape)}, "
+                         f"expected {shape_str(root.shape)}")
+    result = Gradients()
+    anomaly = is_anomaly_enabled()
+    pending = {node.id: grad.detach().to(root.dtype)}
+    with no_grad():
+        for n in _topological(node):
+            g = pending.pop(n.id, None)
+            if g is None:
+                continue
+            if n.op is None:
+                result._put(n.id, g)
+                continue
+            if n.freed:
+                raise RuntimeError(f"backward: the graph through op '{n.op}' was already freed by an earlier "
+                                   f"backward(); run the forward pass again to backpropagate a second time")
+            grads = VJP[n.op](n, g)
+            n.ctx = None  # free saved activations as soon as they are consumed
+            n.freed = True
+            for (parent, shape, dtype), ig in zip(n.inputs, grads):
+                if parent is None or ig is None:
+                    continue
+                ig = sum_to_shape(ig, shape)
+                if ig.dtype is not dtype:
+                    ig = ig.to(dtype)
+                if anomaly and not bool(ig.isfinite().all()):
+                    where = "".join(n.origin.format()) if n.origin else "  (origin not recorded)\n"
+                    raise FloatingPointError(f"backward: op '{n.op}' produced a non-finite (NaN/Inf) gradient "
+                                             f"for an input of shape {shape_str(shape)}; the op was created at:\n{where}")
+                prev = pending.get(parent.id)
+                pending[parent.id] = ig if prev is None else prev + ig
+    return result

@@ -1,0 +1,91 @@
+"""Devices: where a tensor's data lives and which backend computes on it."""
+from __future__ import annotations
+
+_KINDS = ("cpu", "reference", "cuda")
+
+
+class Device:
+    """A compute device: ``Device("cpu")`` (Numba kernels, the default),
+    ``Device("reference")`` (pure NumPy, the specification) or ``Device("cuda:N")`` (CuPy).
+    """
+
+    __slots__ = ("kind", "index", "_backend")
+
+    def __init__(self, spec: "str | Device" = "cpu", index: int | None = None):
+        if isinstance(spec, Device):
+            spec, index = spec.kind, spec.index if index is None else index
+        if not isinstance(spec, str):
+            raise TypeError(f"Device: expected a string like 'cpu', 'reference' or 'cuda:0', got {spec!r}")
+        kind, _, idx = spec.partition(":")
+        kind = kind.strip().lower()
+        if kind not in _KINDS:
+            raise ValueError(f"Device: unknown device {spec!r}; expected 'cpu', 'reference' or 'cuda[:N]'")
+        if idx:
+            if not idx.isdigit():
+                raise ValueError(f"Device: bad device index in {spec!r}")
+            index = int(idx)
+        if kind != "cuda":
+            if index not in (None, 0):
+                raise ValueError(f"Device: {kind} has a single device, got index {index}")
+            index = None
+        elif index is None:
+            index = 0
+        self.kind = kind
+        self.index = index
+        self._backend = None
+
+    @property
+    def backend(self):
+        """The backend computing on this device (loaded on first use)."""
+        if self._backend is None:
+            from ember.kernels.registry import get_backend
+            self._backend = get_backend(self)
+        return self._backend
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = Device(other)
+        return isinstance(other, Device) and self.kind == other.kind and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.index))
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.index}" if self.kind == "cuda" else self.kind
+
+    def __repr__(self) -> str:
+        return f"Device('{self}')"
+
+    def __reduce__(self):
+        return (Device, (str(self),))
+
+
+_default_device = Device("cpu")
+
+
+def default_device() -> Device:
+    return _default_device
+
+
+def set_default_device(device: "str | Device") -> None:
+    """Set the device used when a creation function is given none."""
+    global _default_device
+    _default_device = as_device(device)
+
+
+_CACHE: dict = {}
+
+
+def as_device(device) -> Device:
+    """Normalise ``None`` / a string / a Device into a (shared) Device object."""
+    if device is None:
+        return _default_device
+    if isinstance(device, Device):
+        key = (device.kind, device.index)
+    else:
+        d = Device(device)
+        key = (d.kind, d.index)
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = _CACHE[key] = Device(device)
+    return cached

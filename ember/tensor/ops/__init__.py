@@ -1,0 +1,1 @@
+"""Tensor-level operations: validate, dispatch to the device's backend, record for autodiff."""

@@ -1,0 +1,108 @@
+"""Shared plumbing of tensor ops: wrapping backend arrays and recording graph nodes."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ember.tensor import dtypes as dt
+from ember.tensor.grad_mode import _state
+from ember.tensor.node import Ctx, Node
+
+
+def _tensor_cls():
+    from ember.tensor.tensor import Tensor
+    return Tensor
+
+
+def wrap(data, device, dtype: dt.DType | None = None):
+    """Wrap a backend array into a Tensor (no autodiff)."""
+    t = object.__new__(Tensor)
+    t._data = data
+    t._device = device
+    t._dtype = dtype if dtype is not None else dt.dtype_from_numpy(data.dtype)
+    t._node = None
+    return t
+
+
+def needs_grad(*tensors) -> bool:
+    if not _state.grad_enabled:
+        return False
+    for t in tensors:
+        if t is not None and t._node is not None:
+            return True
+    return False
+
+
+def record(result, op: str, inputs: tuple, **saved):
+    """Attach a graph node to ``out`` when an input requires grad and grad mode is on.
+
+    ``inputs`` are the differentiable inputs, in the order the VJP rule returns their grads.
+    """
+    if not _state.grad_enabled or not result._dtype.is_float:
+        return result
+    for t in inputs:
+        if t is not None and t._node is not None:
+            break
+    else:
+        return result
+    meta = tuple((None, None, None) if t is None else (t._node, t._data.shape, t._dtype) for t in inputs)
+    result._node = Node(op, meta, Ctx(**saved) if saved else None)
+    return result
+
+
+def detached(t):
+    """A view of ``t`` without graph (what VJP rules save)."""
+    return wrap(t._data, t._device, t._dtype)
+
+
+def check_devices(op: str, *tensors) -> None:
+    dev = None
+    for t in tensors:
+        if t is None:
+            continue
+        if dev is None:
+            dev = t._device
+        elif t._device is not dev and t._device != dev:
+            raise RuntimeError(f"{op}: tensors are on different devices ({dev} and {t._device}); "
+                               f"move them to one device with .to(device) first")
+
+
+def normalize_dim(op: str, dim: int, ndim: int) -> int:
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {dim!r}")
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
+                         f"(expected -{max(ndim, 1)} <= dim < {max(ndim, 1)})")
+    return dim % max(ndim, 1)
+
+
+def normalize_dims(op: str, dims, ndim: int) -> tuple:
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, (int, np.integer)):
+        dims = (dims,)
+    out = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
+    if len(out) != len(tuple(dims)):
+        raise ValueError(f"{op}: repeated dims in {tuple(dims)}")
+    return out
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.number, np.bool_)) and not isinstance(x, np.ndarray)
+
+
+def as_tensor_like(op: str, value, like, dtype: dt.DType | None = None):
+    """Turn a Python scalar / array into a tensor on ``like``'s device."""
+    Tensor = _tensor_cls()
+    if isinstance(value, Tensor):
+        return value
+    from ember.tensor.creation import tensor as make
+    return make(value, dtype=dtype, device=like._device)
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+from ember.tensor.tensor import Tensor  # noqa: E402  (Tensor imports this module lazily)

@@ -1,0 +1,175 @@
+"""Element-wise ops: unary math, binary arithmetic with broadcasting, comparisons, where."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.tensor import dtypes as dt
+from ember.tensor.ops._core import (Tensor, check_devices, detached, is_scalar, needs_grad,
+                                    record, shape_str, wrap)
+
+# Ops whose output is float even for integer input.
+_FLOAT_UNARY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+                "erf", "reciprocal"}
+_NON_DIFF_UNARY = {"sign", "floor", "ceil", "round"}
+_RULE_USES_OUTPUT = {"exp", "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "expm1"}
+
+
+def unary(op: str, x: Tensor) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x._dtype.is_bool and op not in ("logical_not",):
+        raise TypeError(f"{op}: not defined for bool tensors (got dtype bool); cast with .int() or .float()")
+    if op in _FLOAT_UNARY and not x._dtype.is_float:
+        x = x.to(dt.default_float)
+    b = x._device.backend
+    out = wrap(b.unary(op, x._data), x._device)
+    if op in _NON_DIFF_UNARY or op == "logical_not" or not needs_grad(x):
+        return out
+    # Save only what the op's rule reads: the output where it is cheaper than the input.
+    if op in _RULE_USES_OUTPUT:
+        return record(out, op, (x,), y=detached(out))
+    return record(out, op, (x,), x=detached(x))
+
+
+def _to_tensor_pair(op: str, a, b):
+    """Promote (tensor|scalar, tensor|scalar) to two tensors of one dtype on one device."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        check_devices(op, a, b)
+        rdt = dt.promote_types(a._dtype, b._dtype)
+    elif isinstance(a, Tensor):
+        if not is_scalar(b):
+            b = _coerce(op, b, a)
+            return _to_tensor_pair(op, a, b)
+        rdt = dt.promote_scalar(a._dtype, b)
+        b = wrap(a._device.backend.full((), b, rdt), a._device, rdt)
+    elif isinstance(b, Tensor):
+        if not is_scalar(a):
+            a = _coerce(op, a, b)
+            return _to_tensor_pair(op, a, b)
+        rdt = dt.promote_scalar(b._dtype, a)
+        a = wrap(b._device.backend.full((), a, rdt), b._device, rdt)
+    else:
+        raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+    if a._dtype is not rdt:
+        a = a.to(rdt)
+    if b._dtype is not rdt:
+        b = b.to(rdt)
+    return a, b
+
+
+def _coerce(op, value, like):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        from ember.tensor.creation import tensor
+        return tensor(value, device=like._device)
+    raise TypeError(f"{op}: unsupported operand of type {type(value).__name__}")
+
+
+def _check_broadcast(op: str, a: Tensor, b: Tensor):
+    sa, sb = a._data.shape, b._data.shape
+    if sa == sb:
+        return
+    for x, y in zip(reversed(sa), reversed(sb)):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: shapes {shape_str(sa)} and {shape_str(sb)} cannot be broadcast together "
+                             f"(trailing dims must be equal or 1)")
+
+
+_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+_LOGICAL = {"logical_and", "logical_or", "logical_xor"}
+
+
+def binary(op: str, a, b) -> Tensor:
+    a, b = _to_tensor_pair(op, a, b)
+    _check_broadcast(op, a, b)
+    if op in _LOGICAL:
+        if not (a._dtype.is_bool and b._dtype.is_bool):
+            raise TypeError(f"{op}: expected bool tensors, got {a._dtype} and {b._dtype}")
+    elif a._dtype.is_bool and op not in _COMPARE:
+        raise TypeError(f"{op}: not defined for bool tensors; cast with .int() or .float() first")
+    if op == "div" and not a._dtype.is_float:
+        a, b = a.to(dt.default_float), b.to(dt.default_float)
+    backend = a._device.backend
+    out = wrap(backend.binary(op, a._data, b._data), a._device)
+    if op in _COMPARE or op in _LOGICAL or op == "floordiv" or not needs_grad(a, b):
+        return out
+    if op in ("add", "sub"):
+        return record(out, op, (a, b))
+    if op == "mod":
+        return record(out, op, (a, b), a=detached(a), b=detached(b))
+    if op == "pow":
+        return record(out, op, (a, b), a=detached(a), b=detached(b), y=detached(out))
+    return record(out, op, (a, b), a=detached(a), b=detached(b))
+
+
+def where(cond: Tensor, a, b) -> Tensor:
+    """Element-wise ``a if cond else b`` with broadcasting."""
+    if not isinstance(cond, Tensor) or not cond._dtype.is_bool:
+        raise TypeError(f"where: condition must be a bool tensor, got "
+                        f"{cond._dtype if isinstance(cond, Tensor) else type(cond).__name__}")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        kind = dt.default_float if isinstance(a, float) or isinstance(b, float) else dt.promote_scalar(dt.bool_, a)
+        a = wrap(cond._device.backend.full((), a, kind), cond._device, kind)
+    a, b = _to_tensor_pair("where", a, b)
+    check_devices("where", cond, a, b)
+    _check_broadcast("where", cond, a)
+    _check_broadcast("where", cond, b)
+    out = wrap(a._device.backend.where(cond._data, a._data, b._data), a._device)
+    return record(out, "where", (a, b), cond=detached(cond))
+
+
+def mask_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    """``x`` with ``value`` wherever ``mask`` (bool, broadcastable) is True."""
+    if not isinstance(mask, Tensor) or not mask._dtype.is_bool:
+        raise TypeError("mask_fill: mask must be a bool tensor")
+    if is_scalar(value):
+        value = wrap(x._device.backend.full((), value, x._dtype), x._device, x._dtype)
+    return where(mask, value.to(x._dtype), x)
+
+
+def clamp(x: Tensor, min=None, max=None) -> Tensor:
+    """Clamp to ``[min, max]`` (either may be None); the gradient passes where not clamped."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    out = x
+    if min is not None:
+        out = binary("maximum", out, min)
+    if max is not None:
+        out = binary("minimum", out, max)
+    return out
+
+
+def cast(x: Tensor, dtype) -> Tensor:
+    dtype = dt.dtype(dtype)
+    if dtype is x._dtype:
+        return x
+    out = wrap(x._device.backend.cast(x._data, dtype), x._device, dtype)
+    if dtype.is_float and x._dtype.is_float:
+        return record(out, "cast", (x,))
+    return out
+
+
+# ---- activations composed from primitives (fused ones live in ops/nn.py) -------------------
+def relu(x):
+    return unary("relu", x)
+
+
+def sigmoid(x):
+    return unary("sigmoid", x)
+
+
+def silu(x):
+    return binary("mul", x, unary("sigmoid", x))
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta x)) / beta, linear above ``threshold`` for stability."""
+    bx = binary("mul", x, beta) if beta != 1.0 else x
+    # log1p(exp(-|bx|)) + max(bx, 0) never overflows
+    soft = binary("add", unary("log1p", unary("exp", unary("neg", unary("abs", bx)))), unary("relu", bx))
+    if beta != 1.0:
+        soft = binary("div", soft, beta)
+    return where(binary("gt", bx, threshold), x, soft)
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    return where(binary("ge", x, 0.0), x, binary("mul", x, negative_slope))

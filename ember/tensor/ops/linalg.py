@@ -1,0 +1,34 @@
+"""Matrix multiplication with batch broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.tensor import dtypes as dt
+from ember.tensor.ops._core import Tensor, check_devices, detached, record, shape_str, wrap
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b``: 1-D operands are promoted as in NumPy, leading (batch) dims broadcast."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul: both operands must be Tensors")
+    check_devices("matmul", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: operands must have at least 1 dim (use * for scalars)")
+    if a._dtype.is_bool or b._dtype.is_bool:
+        raise TypeError("matmul: bool tensors are not supported")
+    if a.ndim == 1:
+        return matmul(a.unsqueeze(0), b).squeeze(-2)
+    if b.ndim == 1:
+        return matmul(a, b.unsqueeze(-1)).squeeze(-1)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: inner dims differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
+                         f"({a.shape[-1]} != {b.shape[-2]})")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dims of {shape_str(a.shape)} and {shape_str(b.shape)} "
+                         f"cannot be broadcast") from None
+    rdt = dt.promote_types(a._dtype, b._dtype)
+    a, b = a.to(rdt), b.to(rdt)
+    out = wrap(a._device.backend.matmul(a._data, b._data), a._device, rdt)
+    return record(out, "matmul", (a, b), a=detached(a), b=detached(b))

@@ -1,0 +1,122 @@
+"""Reductions over one or several dims (with keepdim) and scans."""
+from __future__ import annotations
+
+import builtins
+
+from ember.tensor import dtypes as dt
+from ember.tensor.grad_mode import no_grad
+from ember.tensor.ops._core import Tensor, detached, needs_grad, normalize_dim, normalize_dims, record, wrap
+from ember.tensor.ops.elementwise import binary, unary
+
+
+def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype=None) -> Tensor:
+    axes = normalize_dims(op, dim, x.ndim)
+    if x.numel == 0 and op in ("max", "min") and builtins.any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{op}: cannot reduce over an empty dim of a tensor of shape {list(x.shape)}")
+    data = x._device.backend.reduce(op, x._data, axes, keepdim)
+    out = wrap(data, x._device, out_dtype)
+    if op in ("all", "any") or not needs_grad(x):
+        return out
+    if op == "sum":
+        return record(out, "sum", (x,), axes=axes, keepdim=keepdim)
+    return record(out, op, (x,), axes=axes, keepdim=keepdim, x=detached(x), y=detached(out))
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Sum over ``dim`` (an int, a tuple, or None for all); bool sums count as int64."""
+    if x._dtype.is_bool:
+        x = x.to(dt.int64)
+    return _reduce("sum", x, dim, keepdim)
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Product over ``dim``. Its gradient is ``g * prod / x`` (undefined where x == 0)."""
+    if x._dtype.is_bool:
+        x = x.to(dt.int64)
+    return _reduce("prod", x, dim, keepdim)
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim``; ties share the gradient equally."""
+    return _reduce("max", x, dim, keepdim)
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim``; ties share the gradient equally."""
+    return _reduce("min", x, dim, keepdim)
+
+
+def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _reduce("all", x.to(dt.bool_), dim, keepdim, dt.bool_)
+
+
+def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _reduce("any", x.to(dt.bool_), dim, keepdim, dt.bool_)
+
+
+def _count(x: Tensor, dim) -> int:
+    n = 1
+    for a in normalize_dims("mean", dim, x.ndim):
+        n *= x.shape[a]
+    return n
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    if not x._dtype.is_float:
+        x = x.to(dt.default_float)
+    return binary("div", sum(x, dim, keepdim), float(_count(x, dim)))
+
+
+def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Variance with Bessel's ``correction`` (1 = unbiased, as Burn and PyTorch default)."""
+    if not x._dtype.is_float:
+        x = x.to(dt.default_float)
+    n = _count(x, dim)
+    centered = binary("sub", x, mean(x, dim, keepdim=True))
+    return binary("div", sum(unary("square", centered), dim, keepdim), float(n - correction) if n > correction else float("nan"))
+
+
+def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    return unary("sqrt", var(x, dim, keepdim, correction))
+
+
+def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over ``dim``, computed stably (shifted by the detached max)."""
+    if not x._dtype.is_float:
+        x = x.to(dt.default_float)
+    with no_grad():
+        m = max(x, dim, keepdim=True)
+        m = m.mask_fill(~m.isfinite(), 0.0)
+    out = binary("add", unary("log", sum(unary("exp", binary("sub", x, m)), dim, keepdim=True)), m)
+    if not keepdim:
+        out = out.squeeze(normalize_dims("logsumexp", dim, x.ndim))
+    return out
+
+
+def _arg(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
+    if dim is None:
+        flat = x.reshape(-1)
+        out = wrap(x._device.backend.arg_reduce(op, flat._data, 0, False), x._device, dt.int64)
+        return out.reshape([1] * x.ndim) if keepdim else out
+    d = normalize_dim(op, dim, x.ndim)
+    if x.shape[d] == 0:
+        raise ValueError(f"{op}: cannot take {op} over an empty dim {dim} of shape {list(x.shape)}")
+    return wrap(x._device.backend.arg_reduce(op, x._data, d, keepdim), x._device, dt.int64)
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the maximum along ``dim`` (first one on ties), int64."""
+    return _arg("argmax", x, dim, keepdim)
+
+
+def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _arg("argmin", x, dim, keepdim)
+
+
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    """Cumulative sum along ``dim``."""
+    d = normalize_dim("cumsum", dim, x.ndim)
+    if x._dtype.is_bool:
+        x = x.to(dt.int64)
+    out = wrap(x._device.backend.cumsum(x._data, d), x._device)
+    return record(out, "cumsum", (x,), dim=d)

@@ -1,0 +1,385 @@
+"""The table of backward rules (vector-Jacobian products), keyed by op name.
+
+Each rule is ``rule(node, g) -> tuple`` with one gradient (or None) per recorded input, written
+with tensor ops; the engine runs it under ``no_grad`` and then undoes broadcasting and casts
+for every input in one place (``backward.py``), so rules may return broadcast-shaped grads.
+``node.ctx`` holds what the forward saved; ``needs(node, i)`` says whether input i wants a grad.
+"""
+from __future__ import annotations
+
+import math
+
+from ember.tensor.ops._core import wrap
+from ember.tensor.ops.elementwise import where
+
+VJP: dict = {}
+
+
+def rule(*names):
+    def register(fn):
+        for n in names:
+            VJP[n] = fn
+        return fn
+    return register
+
+
+def needs(node, i: int) -> bool:
+    return node.inputs[i][0] is not None
+
+
+def _zeros(shape, like):
+    return wrap(like._device.backend.full(tuple(shape), 0, like._dtype), like._device, like._dtype)
+
+
+def _keepdim(g, axes, keepdim):
+    if keepdim:
+        return g
+    for a in axes:
+        g = g.unsqueeze(a)
+    return g
+
+
+# ---- unary ---------------------------------------------------------------------------------
+@rule("neg")
+def _neg(node, g):
+    return (-g,)
+
+
+@rule("exp")
+def _exp(node, g):
+    return (g * node.ctx.y,)
+
+
+@rule("expm1")
+def _expm1(node, g):
+    return (g * (node.ctx.y + 1),)
+
+
+@rule("log")
+def _log(node, g):
+    return (g / node.ctx.x,)
+
+
+@rule("log1p")
+def _log1p(node, g):
+    return (g / (node.ctx.x + 1),)
+
+
+@rule("sqrt")
+def _sqrt(node, g):
+    return (g * 0.5 / node.ctx.y,)
+
+
+@rule("rsqrt")
+def _rsqrt(node, g):
+    y = node.ctx.y
+    return (g * -0.5 * y * y * y,)
+
+
+@rule("abs")
+def _abs(node, g):
+    return (g * node.ctx.x.sign(),)
+
+
+@rule("sin")
+def _sin(node, g):
+    return (g * node.ctx.x.cos(),)
+
+
+@rule("cos")
+def _cos(node, g):
+    return (-g * node.ctx.x.sin(),)
+
+
+@rule("tanh")
+def _tanh(node, g):
+    y = node.ctx.y
+    return (g * (1 - y * y),)
+
+
+@rule("sigmoid")
+def _sigmoid(node, g):
+    y = node.ctx.y
+    return (g * y * (1 - y),)
+
+
+@rule("erf")
+def _erf(node, g):
+    x = node.ctx.x
+    return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
+
+
+@rule("relu")
+def _relu(node, g):
+    return (where(node.ctx.x > 0, g, 0.0),)
+
+
+@rule("reciprocal")
+def _reciprocal(node, g):
+    y = node.ctx.y
+    return (-g * y * y,)
+
+
+@rule("square")
+def _square(node, g):
+    return (g * 2 * node.ctx.x,)
+
+
+@rule("cast", "to_device")
+def _identity_cast(node, g):
+    dev = getattr(node.ctx, "device", None) if node.ctx is not None else None
+    return (g.to(dev) if dev is not None else g,)
+
+
+# ---- binary ----------------------------------------------------------------------------------
+@rule("add")
+def _add(node, g):
+    return g, g
+
+
+@rule("sub")
+def _sub(node, g):
+    return g, (-g if needs(node, 1) else None)
+
+
+@rule("mul")
+def _mul(node, g):
+    c = node.ctx
+    return (g * c.b if needs(node, 0) else None), (g * c.a if needs(node, 1) else None)
+
+
+@rule("div")
+def _div(node, g):
+    c = node.ctx
+    ga = g / c.b
+    return ga, (-ga * c.a / c.b if needs(node, 1) else None)
+
+
+@rule("pow")
+def _pow(node, g):
+    c = node.ctx
+    ga = g * c.b * c.a ** (c.b - 1) if needs(node, 0) else None
+    gb = None
+    if needs(node, 1):
+        pos = c.a > 0
+        gb = where(pos, g * c.y * where(pos, c.a, 1.0).log(), 0.0)
+    return ga, gb
+
+
+@rule("mod")
+def _mod(node, g):
+    c = node.ctx
+    return g, (-g * (c.a / c.b).floor() if needs(node, 1) else None)
+
+
+def _minmax(node, g, pick_a):
+    c = node.ctx
+    tie = (c.a == c.b).to(g.dtype) * 0.5
+    wa = pick_a.to(g.dtype) + tie
+    return g * wa, g * (1 - wa)
+
+
+@rule("maximum")
+def _maximum(node, g):
+    return _minmax(node, g, node.ctx.a > node.ctx.b)
+
+
+@rule("minimum")
+def _minimum(node, g):
+    return _minmax(node, g, node.ctx.a < node.ctx.b)
+
+
+@rule("where")
+def _where(node, g):
+    cond = node.ctx.cond
+    return (where(cond, g, 0.0) if needs(node, 0) else None), (where(cond, 0.0, g) if needs(node, 1) else None)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+@rule("sum")
+def _sum(node, g):
+    c = node.ctx
+    return (_keepdim(g, c.axes, c.keepdim).expand(node.inputs[0][1]),)
+
+
+@rule("max", "min")
+def _max(node, g):
+    c = node.ctx
+    y = _keepdim(c.y, c.axes, c.keepdim)
+    mask = (c.x == y).to(g.dtype)
+    return (_keepdim(g, c.axes, c.keepdim) * mask / mask.sum(c.axes, keepdim=True),)
+
+
+@rule("prod")
+def _prod(node, g):
+    c = node.ctx
+    return (_keepdim(g, c.axes, c.keepdim) * _keepdim(c.y, c.axes, c.keepdim) / c.x,)
+
+
+@rule("cumsum")
+def _cumsum(node, g):
+    d = node.ctx.dim
+    return (g.flip(d).cumsum(d).flip(d),)
+
+
+# ---- movement --------------------------------------------------------------------------------
+@rule("reshape")
+def _reshape(node, g):
+    return (g.reshape(node.inputs[0][1]),)
+
+
+@rule("permute")
+def _permute(node, g):
+    axes = node.ctx.axes
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return (g.permute(inverse),)
+
+
+@rule("expand")
+def _expand(node, g):
+    return (g,)  # the engine sums the broadcast dims back
+
+
+@rule("repeat")
+def _repeat(node, g):
+    c = node.ctx
+    split = []
+    for r, s in zip(c.reps, c.shape):
+        split += [r, s]
+    return (g.reshape(split).sum(tuple(range(0, 2 * len(c.reps), 2))),)
+
+
+@rule("flip")
+def _flip(node, g):
+    return (g.flip(node.ctx.axes),)
+
+
+@rule("cat")
+def _cat(node, g):
+    c = node.ctx
+    out, start = [], 0
+    for i, s in enumerate(c.sizes):
+        out.append(g.narrow(c.dim, start, s) if needs(node, i) else None)
+        start += s
+    return tuple(out)
+
+
+@rule("pad")
+def _pad(node, g):
+    key = tuple(slice(b, g.shape[i] - a) for i, (b, a) in enumerate(node.ctx.width))
+    return (g[key],)
+
+
+@rule("index")
+def _index(node, g):
+    c = node.ctx
+    b = g._device.backend
+    zeros = b.full(c.shape, 0, g._dtype)
+    return (wrap(b.index_add(zeros, c.key, g._data), g._device, g._dtype),)
+
+
+@rule("index_put")
+def _index_put(node, g):
+    c = node.ctx
+    b = g._device.backend
+    gx = None
+    if needs(node, 0):
+        gx = g if c.accumulate else wrap(
+            b.index_put(g._data, c.key, b.full((), 0, g._dtype), False), g._device, g._dtype)
+    gv = wrap(b.getitem(g._data, c.key), g._device, g._dtype) if needs(node, 1) else None
+    return gx, gv
+
+
+@rule("gather")
+def _gather(node, g):
+    c = node.ctx
+    return (_zeros(c.shape, g).scatter_add(c.dim, c.index, g),)
+
+
+@rule("scatter_add")
+def _scatter_add(node, g):
+    c = node.ctx
+    return g, (g.gather(c.dim, c.index) if needs(node, 1) else None)
+
+
+@rule("index_select")
+def _index_select(node, g):
+    c = node.ctx
+    b = g._device.backend
+    key = (slice(None),) * c.dim + (c.index._data,)
+    return (wrap(b.index_add(b.full(c.shape, 0, g._dtype), key, g._data), g._device, g._dtype),)
+
+
+# ---- linear algebra --------------------------------------------------------------------------
+@rule("matmul")
+def _matmul(node, g):
+    c = node.ctx
+    ga = g @ c.b.transpose() if needs(node, 0) else None
+    gb = c.a.transpose() @ g if needs(node, 1) else None
+    return ga, gb
+
+
+# ---- fused composites: each calls its backend's fused backward -------------------------------
+def _fused(g, data):
+    return wrap(data, g._device)
+
+
+@rule("softmax")
+def _softmax(node, g):
+    return (_fused(g, g._device.backend.softmax_backward(node.ctx.y._data, g._data)),)
+
+
+@rule("log_softmax")
+def _log_softmax(node, g):
+    return (_fused(g, g._device.backend.log_softmax_backward(node.ctx.y._data, g._data)),)
+
+
+@rule("layer_norm")
+def _layer_norm(node, g):
+    c = node.ctx
+    gamma = None if c.gamma is None else c.gamma._data
+    dx, dgamma, dbeta = g._device.backend.layer_norm_backward(g._data, c.x._data, c.mean, c.rstd, gamma)
+    return (_fused(g, dx), None if dgamma is None else _fused(g, dgamma), None if dbeta is None else _fused(g, dbeta))
+
+
+@rule("rms_norm")
+def _rms_norm(node, g):
+    c = node.ctx
+    dx, dgamma = g._device.backend.rms_norm_backward(g._data, c.x._data, c.rstd,
+                                                     None if c.gamma is None else c.gamma._data)
+    return _fused(g, dx), (None if dgamma is None else _fused(g, dgamma))
+
+
+@rule("gelu")
+def _gelu(node, g):
+    c = node.ctx
+    return (_fused(g, g._device.backend.gelu_backward(c.x._data, g._data, c.approximate)),)
+
+
+@rule("cross_entropy")
+def _cross_entropy(node, g):
+    c = node.ctx
+    d = g._device.backend.cross_entropy_backward(c.logits._data, c.targets._data, c.lse, g._data, c.smoothing)
+    return (_fused(g, d),)
+
+
+@rule("embedding")
+def _embedding(node, g):
+    c = node.ctx
+    return (_fused(g, g._device.backend.embedding_backward(g._data, c.ids._data, c.num)),)
+
+
+@rule("dropout")
+def _dropout(node, g):
+    c = node.ctx
+    return (_fused(g, g._device.backend.dropout_backward(g._data, c.p, c.seed)),)
+
+
+@rule("attention")
+def _attention(node, g):
+    c = node.ctx
+    dq, dk, dv = g._device.backend.attention_backward(g._data, c.q._data, c.k._data, c.v._data, c.out._data,
+                                                      c.lse, c.mask, c.scale, c.quiet, c.p, c.seed)
+    return _fused(g, dq), _fused(g, dk), _fused(g, dv)
