@@ -16,6 +16,7 @@ from ember.tensor.ops.movement import cat, chunk, flatten, pad, split, stack
 from ember.tensor.ops.nn import (attention, cross_entropy_per_sample, dropout, embedding, gelu, layer_norm,
                                  log_softmax, quiet_softmax, rms_norm, softmax)
 from ember.tensor.ops.reduction import logsumexp
+from ember import cuda  # noqa: E402  (device utilities; imports CuPy only when called)
 
 bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 __version__ = "0.1.0"
@@ -31,3 +32,16 @@ __all__ = [
     "set_default_device", "sigmoid", "silu", "softmax", "softplus", "sort", "split", "stack",
     "take_along_dim", "tensor", "topk", "where", "zeros", "zeros_like",
 ]
+
+_LAZY = {"Config": "ember.record.config", "ConfigError": "ember.record.config"}
+
+
+def __getattr__(name):
+    # Sub-packages that pull more imports load on first use, keeping `import ember` fast.
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in ("nn", "optim", "record", "data", "train"):
+        import importlib
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -1,0 +1,196 @@
+"""Matmul and every fused kernel of the backend contract at the AG News model's sizes, on each
+backend (ember-cpu, ember-reference = the op composed from NumPy) and PyTorch when installed.
+
+Kernels are timed at the backend level (one call on ready arrays), forward and backward.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from sizes import BATCH, D_FF, D_MODEL, HEAD_DIM, HEADS, SEQ, VOCAB
+
+try:
+    import torch
+except ImportError:  # the torch columns are simply absent
+    torch = None
+
+IMPLS = ["ember-cpu", "numpy"] + (["torch"] if torch is not None else [])
+RNG = np.random.default_rng(0)
+
+
+def _backend(impl):
+    return ember.Device("cpu" if impl == "ember-cpu" else "reference").backend
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _run(benchmark, group, impl, fn):
+    benchmark.group = group
+    benchmark.extra_info["impl"] = impl
+    fn()  # warm-up (JIT compilation, caches)
+    benchmark.pedantic(fn, rounds=10, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def bench_matmul(benchmark, impl):
+    a, b = _f32(BATCH * SEQ, D_MODEL), _f32(D_MODEL, D_FF)
+    if impl == "torch":
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        fn = lambda: ta @ tb  # noqa: E731
+    else:
+        be = _backend(impl)
+        fn = lambda: be.matmul(a, b)  # noqa: E731
+    _run(benchmark, f"matmul [{BATCH * SEQ},{D_MODEL}]x[{D_MODEL},{D_FF}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_softmax(benchmark, impl, direction):
+    x = _f32(BATCH * HEADS * SEQ, SEQ)
+    dy = _f32(*x.shape)
+    if impl == "torch":
+        tx = torch.from_numpy(x).requires_grad_(direction == "bwd")
+        y = torch.softmax(tx, -1)
+        fn = (lambda: torch.softmax(tx, -1)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+    else:
+        be = _backend(impl)
+        y = be.softmax(x)
+        fn = (lambda: be.softmax(x)) if direction == "fwd" else (lambda: be.softmax_backward(y, dy))
+    _run(benchmark, f"softmax {direction} [{BATCH * HEADS * SEQ},{SEQ}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_log_softmax(benchmark, impl, direction):
+    x = _f32(BATCH * SEQ, D_MODEL)
+    dy = _f32(*x.shape)
+    if impl == "torch":
+        tx = torch.from_numpy(x).requires_grad_(True)
+        y = torch.log_softmax(tx, -1)
+        fn = (lambda: torch.log_softmax(tx, -1)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+    else:
+        be = _backend(impl)
+        y = be.log_softmax(x)
+        fn = (lambda: be.log_softmax(x)) if direction == "fwd" else (lambda: be.log_softmax_backward(y, dy))
+    _run(benchmark, f"log_softmax {direction} [{BATCH * SEQ},{D_MODEL}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_layer_norm(benchmark, impl, direction):
+    x, g, b = _f32(BATCH, SEQ, D_MODEL), _f32(D_MODEL), _f32(D_MODEL)
+    dy = _f32(*x.shape)
+    if impl == "torch":
+        tx, tg, tb = (torch.from_numpy(a).requires_grad_(True) for a in (x, g, b))
+        y = torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)
+        fn = (lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(y, (tx, tg, tb), torch.from_numpy(dy), retain_graph=True))
+    else:
+        be = _backend(impl)
+        _, mean, rstd = be.layer_norm(x, g, b, 1e-5)
+        fn = (lambda: be.layer_norm(x, g, b, 1e-5)) if direction == "fwd" else (
+            lambda: be.layer_norm_backward(dy, x, mean, rstd, g))
+    _run(benchmark, f"layer_norm {direction} [{BATCH},{SEQ},{D_MODEL}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+@pytest.mark.parametrize("approximate", [False, True], ids=["erf", "tanh"])
+def bench_gelu(benchmark, impl, direction, approximate):
+    x, dy = _f32(BATCH, SEQ, D_FF), _f32(BATCH, SEQ, D_FF)
+    if impl == "torch":
+        mode = "tanh" if approximate else "none"
+        tx = torch.from_numpy(x).requires_grad_(True)
+        y = torch.nn.functional.gelu(tx, approximate=mode)
+        fn = (lambda: torch.nn.functional.gelu(tx, approximate=mode)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+    else:
+        be = _backend(impl)
+        fn = (lambda: be.gelu(x, approximate)) if direction == "fwd" else (lambda: be.gelu_backward(x, dy, approximate))
+    kind = "tanh" if approximate else "erf"
+    _run(benchmark, f"gelu-{kind} {direction} [{BATCH},{SEQ},{D_FF}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_cross_entropy(benchmark, impl, direction):
+    n, c = 256, VOCAB  # a vocabulary-sized softmax: the AG News head itself is only [32, 4]
+    logits = _f32(n, c)
+    targets = RNG.integers(0, c, n).astype(np.int64)
+    dloss = np.full(n, 1.0 / n, np.float32)
+    if impl == "torch":
+        tl, tt = torch.from_numpy(logits).requires_grad_(True), torch.from_numpy(targets)
+        loss = torch.nn.functional.cross_entropy(tl, tt, reduction="none")
+        fn = (lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none")) if direction == "fwd" else (
+            lambda: torch.autograd.grad(loss, tl, torch.from_numpy(dloss), retain_graph=True))
+    else:
+        be = _backend(impl)
+        _, lse = be.cross_entropy(logits, targets, 0.0)
+        fn = (lambda: be.cross_entropy(logits, targets, 0.0)) if direction == "fwd" else (
+            lambda: be.cross_entropy_backward(logits, targets, lse, dloss, 0.0))
+    _run(benchmark, f"cross_entropy {direction} [{n},{c}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_embedding(benchmark, impl, direction):
+    w = _f32(VOCAB, D_MODEL)
+    ids = RNG.integers(0, VOCAB, (BATCH, SEQ)).astype(np.int64)
+    dout = _f32(BATCH, SEQ, D_MODEL)
+    if impl == "torch":
+        tw, tids = torch.from_numpy(w).requires_grad_(True), torch.from_numpy(ids)
+        out = torch.nn.functional.embedding(tids, tw)
+        fn = (lambda: torch.nn.functional.embedding(tids, tw)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(out, tw, torch.from_numpy(dout), retain_graph=True))
+    else:
+        be = _backend(impl)
+        fn = (lambda: be.embedding(w, ids)) if direction == "fwd" else (lambda: be.embedding_backward(dout, ids, VOCAB))
+    _run(benchmark, f"embedding {direction} [{VOCAB},{D_MODEL}] ids [{BATCH},{SEQ}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def bench_dropout(benchmark, impl):
+    x = _f32(BATCH, SEQ, D_FF)
+    if impl == "torch":
+        tx = torch.from_numpy(x)
+        fn = lambda: torch.nn.functional.dropout(tx, 0.1, training=True)  # noqa: E731
+    else:
+        be = _backend(impl)
+        fn = lambda: be.dropout(x, 0.1, 1234)  # noqa: E731
+    _run(benchmark, f"dropout fwd p=0.1 [{BATCH},{SEQ},{D_FF}]", impl, fn)
+
+
+def _attn_inputs():
+    q, k, v = (_f32(BATCH, HEADS, SEQ, HEAD_DIM) for _ in range(3))
+    lengths = RNG.integers(SEQ // 4, SEQ + 1, BATCH)
+    mask = np.arange(SEQ)[None, :] >= lengths[:, None]
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_attention(benchmark, impl, direction):
+    q, k, v, mask = _attn_inputs()
+    dout = _f32(*q.shape)
+    scale = 1 / math.sqrt(HEAD_DIM)
+    if impl == "torch":
+        tq, tk, tv = (torch.from_numpy(a).requires_grad_(True) for a in (q, k, v))
+        bias = torch.from_numpy(np.where(mask, -1e4, 0.0).astype(np.float32))[:, None, None, :]
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        out = sdpa(tq, tk, tv, attn_mask=bias)
+        fn = (lambda: sdpa(tq, tk, tv, attn_mask=bias)) if direction == "fwd" else (
+            lambda: torch.autograd.grad(out, (tq, tk, tv), torch.from_numpy(dout), retain_graph=True))
+    else:
+        be = _backend(impl)
+        out, lse = be.attention(q, k, v, mask, scale, True, 0.0, 0)
+        fn = (lambda: be.attention(q, k, v, mask, scale, True, 0.0, 0)) if direction == "fwd" else (
+            lambda: be.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.0, 0))
+    _run(benchmark, f"attention {direction} B{BATCH} H{HEADS} S{SEQ} D{HEAD_DIM} masked", impl, fn)

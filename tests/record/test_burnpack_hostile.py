@@ -1,0 +1,178 @@
+"""Malformed and hostile burnpack input: clear RecordErrors, no large allocations."""
+import struct
+import tracemalloc
+
+import cbor2
+import numpy as np
+import pytest
+
+import ember.record as rec
+
+LIMIT_BYTES = 2 * 1024 * 1024  # no hostile input may make the reader allocate this much
+
+
+def _pack(meta, data: bytes = b"", *, version=1, magic=0x4255524E, size=None) -> bytes:
+    blob = meta if isinstance(meta, bytes) else cbor2.dumps(meta)
+    header = struct.pack("<IHI", magic, version, len(blob) if size is None else size)
+    start = -(-(10 + len(blob)) // 256) * 256
+    return header + blob + bytes(start - 10 - len(blob)) + data
+
+
+def _tensor(dtype="F32", shape=(2,), offsets=(0, 8), **extra):
+    return {"dtype": dtype, "shape": list(shape), "data_offsets": list(offsets), **extra}
+
+
+def _load_bounded(data: bytes, match: str, tmp_path=None):
+    """Parse from bytes (and from a file when tmp_path is given) under a memory watch."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(rec.RecordError, match=match) as info:
+            rec.from_bytes(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < LIMIT_BYTES, f"reader allocated {peak} bytes on hostile input"
+    if tmp_path is not None:
+        path = tmp_path / "hostile.bpk"
+        path.write_bytes(data)
+        with pytest.raises(rec.RecordError, match=match) as file_info:
+            rec.load(path)
+        assert str(path) in str(file_info.value)  # the message names the file
+    return info.value
+
+
+def test_huge_metadata_size_claim(tmp_path):
+    data = _pack({"tensors": {}}, size=rec.MAX_METADATA_SIZE + 1)
+    _load_bounded(data, "exceeds the limit", tmp_path)
+
+
+def test_metadata_size_past_end_of_file(tmp_path):
+    data = _pack({"tensors": {}}, size=50 * 1024 * 1024)[:300]
+    _load_bounded(data, "truncated", tmp_path)
+
+
+def test_too_many_tensors_checked_before_decoding_entries(tmp_path):
+    # A map header declaring 100,001 entries, followed by nothing: refused on the count.
+    blob = bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("ba000186a1")
+    err = _load_bounded(_pack(blob), "100001 entries, over the limit of 100000", tmp_path)
+    assert "tensors map" in str(err)
+
+
+def test_huge_declared_array_length_is_refused_without_allocating():
+    # An unknown field holding an array that claims 2**32 - 1 items.
+    blob = bytes.fromhex("a2") + cbor2.dumps("tensors") + bytes.fromhex("a0") \
+        + cbor2.dumps("junk") + bytes.fromhex("9affffffff")
+    _load_bounded(_pack(blob), "declares 4294967295 entries")
+
+
+def test_offsets_past_end_of_file(tmp_path):
+    meta = {"tensors": {"w": _tensor(shape=[1024], offsets=[0, 4096])}}
+    err = _load_bounded(_pack(meta, bytes(16)), "tensor 'w'.*past the end", tmp_path)
+    assert "(0, 4096)" in str(err)
+
+
+def test_shape_and_byte_length_mismatch(tmp_path):
+    meta = {"tensors": {"layer.weight": _tensor(shape=[3], offsets=[0, 8])}}
+    _load_bounded(_pack(meta, bytes(8)), r"tensor 'layer.weight'.*\[3\].*needs 12 bytes",
+                  tmp_path)
+
+
+def test_tensor_over_the_size_limit():
+    n = rec.MAX_TENSOR_SIZE // 4 + 1
+    meta = {"tensors": {"big": _tensor(shape=[n], offsets=[0, 4 * n])}}
+    _load_bounded(_pack(meta, bytes(8)), "tensor 'big'.*exceed the limit")
+
+
+def test_shape_product_overflowing_64_bits():
+    meta = {"tensors": {"w": _tensor(shape=[2**40, 2**40], offsets=[0, 8])}}
+    _load_bounded(_pack(meta, bytes(8)), "tensor 'w'.*needs")
+
+
+@pytest.mark.parametrize("desc, match", [
+    (_tensor(offsets=[8, 0]), "end before they start"),
+    (_tensor(offsets=[-1, 7]), "data offset must be an unsigned 64-bit"),
+    (_tensor(offsets=[0.0, 8.0]), "data offset must be an unsigned"),
+    (_tensor(offsets=[0, 8, 16]), "data_offsets must be a pair"),
+    (_tensor(shape=[-2]), "shape dimension"),
+    ({"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}, "shape must be a list"),
+    (_tensor(dtype="F128"), "unknown dtype 'F128'"),
+    (_tensor(dtype={"QFloat": {}}), "quantized"),
+    (_tensor(param_id=-3), "param_id"),
+    ({"dtype": "F32", "shape": [2]}, "missing 'data_offsets'"),
+    ([1, 2], "descriptor must be a map"),
+])
+def test_bad_descriptor_fields(desc, match):
+    err = _load_bounded(_pack({"tensors": {"t0": desc}}, bytes(8)), match)
+    assert "tensor 't0'" in str(err)
+
+
+@pytest.mark.parametrize("data, match", [
+    (b"NRUB\x01", "only 5 bytes"),
+    (struct.pack("<IHI", 0xDEADBEEF, 1, 0), "not a burnpack file"),
+    (struct.pack("<IHI", 0x4255524E, 2, 0), "version 2 is newer"),
+    (_pack(cbor2.dumps([1, 2])), "must be a CBOR map"),
+    (_pack({"metadata": {}}), "no 'tensors' field"),
+    (_pack({"tensors": {}, "metadata": {"k": 1}}), "'metadata' must map text to text"),
+    (_pack({"tensors": {}, "scalars": {"s": {"Int": 1.5}}}), "scalar 's'"),
+    (_pack({"tensors": {}, "scalars": {"s": {"Big": 1}}}), "scalar 's'"),
+    (_pack({"tensors": {}, "scalars": {"s": {"Int": 2**63}}}), "scalar 's'"),
+    (_pack(cbor2.dumps({"tensors": {}}) + b"\x00"), "stray bytes"),
+    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1636162")),
+     "truncated CBOR"),  # a 3-byte key with 2 bytes left
+    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1fe00")),
+     "reserved additional information"),
+    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1617880")),
+     "descriptor must be a map"),
+])
+def test_bad_container(data, match):
+    _load_bounded(data, match)
+
+
+def test_deep_nesting_is_refused_without_recursion_error():
+    deep = bytes.fromhex("81") * 10_000 + b"\x00"  # [[[[...0...]]]] in an unknown field
+    blob = bytes.fromhex("a2") + cbor2.dumps("tensors") + bytes.fromhex("a0") \
+        + cbor2.dumps("junk") + deep
+    _load_bounded(_pack(blob), "nesting deeper than 128")
+
+
+def test_duplicate_tensor_names_are_refused():
+    entry = cbor2.dumps("w") + cbor2.dumps(_tensor())
+    blob = bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a2") + entry + entry
+    _load_bounded(_pack(blob, bytes(8)), "tensor 'w': duplicate tensor name")
+
+
+def test_truncated_data_section(tmp_path):
+    good = rec.to_bytes({"w": np.arange(512, dtype=np.float32)})
+    _load_bounded(good[:len(good) // 2], "tensor 'w'.*past the end", tmp_path)
+
+
+def test_tiny_and_empty_files(tmp_path):
+    path = tmp_path / "empty.bpk"
+    path.write_bytes(b"")
+    with pytest.raises(rec.RecordError, match="only 0 bytes"):
+        rec.load(path)
+
+
+def test_indefinite_lengths_and_unknown_fields_are_accepted():
+    # Burn never writes these, but its ciborium reader accepts them; so does ember.
+    blob = (bytes.fromhex("bf") + cbor2.dumps("future") + cbor2.dumps({"x": [1, 2.5]})
+            + cbor2.dumps("tensors") + bytes.fromhex("bf") + cbor2.dumps("w")
+            + cbor2.dumps(_tensor(extra_field=True)) + bytes.fromhex("ff")
+            + bytes.fromhex("ff"))
+    loaded = rec.from_bytes(_pack(blob, np.float32([1, 2]).tobytes()))
+    np.testing.assert_array_equal(loaded["w"].numpy(), [1, 2])
+
+
+def test_burn_read_only_dtypes():
+    meta = {"tensors": {"f": _tensor(dtype="Flex32"),
+                        "b8": _tensor(dtype={"Bool": "U8"}, shape=[2], offsets=[256, 258]),
+                        "b32": _tensor(dtype={"Bool": "U32"}, shape=[2], offsets=[512, 520])}}
+    data = (np.float32([1, 2]).tobytes() + bytes(248) + b"\x01\x00" + bytes(254)
+            + np.uint32([0, 7]).tobytes())
+    loaded = rec.from_bytes(_pack(meta, data))
+    np.testing.assert_array_equal(loaded["f"].numpy(), [1, 2])
+    assert loaded["b8"].numpy().tolist() == [True, False]
+    assert loaded["b32"].numpy().tolist() == [False, True]
+    assert loaded["b32"].dtype == np.bool_
+    assert rec.to_bytes(loaded.tensors) == rec.to_bytes(rec.from_bytes(
+        rec.to_bytes(loaded.tensors)).tensors)  # re-saved with their original dtypes
