@@ -1,0 +1,136 @@
+"""Padding choices of convolutions and pools (Burn's ``PaddingConfig1d``/``PaddingConfig2d``).
+
+* ``Valid``: no padding.
+* ``Same``: pad so that ``out = ceil(in / stride)``; an odd total puts the extra element at
+  the end (bottom/right), as Burn and TensorFlow do.
+* ``Explicit(...)``: given amounts — 1-D ``(left, right)``, 2-D ``(top, left, bottom, right)``
+  (Burn's order).
+
+Use them as ``PaddingConfig2d.Same``, ``PaddingConfig2d.Valid`` and
+``PaddingConfig2d.Explicit(1, 1, 1, 1)``.
+"""
+from __future__ import annotations
+
+from ember.record.config import Config
+
+__all__ = ["PaddingConfig1d", "PaddingConfig2d", "same_padding"]
+
+
+def same_padding(kernel: int, stride: int, size: int, dilation: int = 1) -> tuple[int, int]:
+    """(before, after) so that ``out = ceil(size / stride)``, using the dilated kernel extent."""
+    extent = dilation * (kernel - 1) + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + extent - size, 0) if out > 0 else 0
+    return total // 2, total - total // 2
+
+
+def _check(name: str, values) -> None:
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name}: paddings must be non-negative ints, got {tuple(values)}")
+
+
+class PaddingConfig1d(Config, frozen=True):
+    """Padding of a 1-D convolution or pool (see the module docstring)."""
+
+    def pairs(self, length: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+        """(left, right) padding for an input of ``length``."""
+        raise NotImplementedError
+
+
+class PaddingConfig2d(Config, frozen=True):
+    """Padding of a 2-D convolution or pool (see the module docstring)."""
+
+    def pairs(self, height: int, width: int, kernel, stride, dilation=(1, 1)):
+        """((top, bottom), (left, right)) padding for an input of ``height`` × ``width``."""
+        raise NotImplementedError
+
+
+class _Valid1d(PaddingConfig1d):
+    def pairs(self, length, kernel, stride, dilation=1):
+        return 0, 0
+
+
+class _Same1d(PaddingConfig1d):
+    def pairs(self, length, kernel, stride, dilation=1):
+        return same_padding(kernel, stride, length, dilation)
+
+
+class _Explicit1d(PaddingConfig1d):
+    left: int
+    right: int | None = None
+
+    def __post_init__(self):
+        if self.right is None:
+            object.__setattr__(self, "right", self.left)  # frozen dataclass
+        _check("PaddingConfig1d.Explicit", (self.left, self.right))
+
+    def pairs(self, length, kernel, stride, dilation=1):
+        return self.left, self.right
+
+
+class _Valid2d(PaddingConfig2d):
+    def pairs(self, height, width, kernel, stride, dilation=(1, 1)):
+        return (0, 0), (0, 0)
+
+
+class _Same2d(PaddingConfig2d):
+    def pairs(self, height, width, kernel, stride, dilation=(1, 1)):
+        return (same_padding(kernel[0], stride[0], height, dilation[0]),
+                same_padding(kernel[1], stride[1], width, dilation[1]))
+
+
+class _Explicit2d(PaddingConfig2d):
+    top: int
+    left: int
+    bottom: int | None = None
+    right: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "bottom", self.top if self.bottom is None else self.bottom)  # frozen dataclass
+        object.__setattr__(self, "right", self.left if self.right is None else self.right)
+        _check("PaddingConfig2d.Explicit", (self.top, self.left, self.bottom, self.right))
+
+    def pairs(self, height, width, kernel, stride, dilation=(1, 1)):
+        return (self.top, self.bottom), (self.left, self.right)
+
+
+# The variants carry Burn's names, which is also how configs write them in JSON.
+for _cls, _name in ((_Valid1d, "Valid"), (_Same1d, "Same"), (_Explicit1d, "Explicit"),
+                    (_Valid2d, "Valid"), (_Same2d, "Same"), (_Explicit2d, "Explicit")):
+    _cls.__name__ = _name
+    _cls.__qualname__ = f"{_cls.__mro__[1].__name__}.{_name}"
+
+PaddingConfig1d.Valid = _Valid1d()
+PaddingConfig1d.Same = _Same1d()
+PaddingConfig1d.Explicit = _Explicit1d
+PaddingConfig2d.Valid = _Valid2d()
+PaddingConfig2d.Same = _Same2d()
+PaddingConfig2d.Explicit = _Explicit2d
+
+
+def padding_1d(value) -> PaddingConfig1d:
+    """Accept a PaddingConfig1d, an int (both sides) or a (left, right) pair."""
+    if isinstance(value, PaddingConfig1d):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _Explicit1d(value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return _Explicit1d(*value)
+    if isinstance(value, str) and value.lower() in ("same", "valid"):
+        return PaddingConfig1d.Same if value.lower() == "same" else PaddingConfig1d.Valid
+    raise TypeError(f"padding: expected a PaddingConfig1d, 'same', 'valid', an int or (left, right), got {value!r}")
+
+
+def padding_2d(value) -> PaddingConfig2d:
+    """Accept a PaddingConfig2d, an int, (h, w) (symmetric) or (top, left, bottom, right)."""
+    if isinstance(value, PaddingConfig2d):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _Explicit2d(value, value, value, value)
+    if isinstance(value, (tuple, list)) and len(value) in (2, 4):
+        return _Explicit2d(*value)
+    if isinstance(value, str) and value.lower() in ("same", "valid"):
+        return PaddingConfig2d.Same if value.lower() == "same" else PaddingConfig2d.Valid
+    raise TypeError(f"padding: expected a PaddingConfig2d, 'same', 'valid', an int, (h, w) or "
+                    f"(top, left, bottom, right), got {value!r}")

@@ -1,0 +1,76 @@
+"""Sliding windows ("im2col") built from tensor ops, shared by convolutions and pools.
+
+A padded input ``[B, C, *spatial]`` is flattened over its spatial dims and one
+``index_select`` with a precomputed index picks every window element at once, giving
+``[B, C, K, L]`` (K elements per window, L windows). Gradients come from the ops' own
+rules (``index_select`` backward scatters-adds), so no layer needs a hand-written backward.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.tensor.creation import from_numpy
+from ember.tensor.tensor import Tensor
+
+__all__ = ["out_size", "unfold_windows"]
+
+_INDEX_CACHE: dict = {}
+
+
+def out_size(size: int, kernel: int, stride: int, dilation: int, ceil_mode: bool = False,
+             pad_after: int = 0) -> int:
+    """Number of windows along one dim of padded length ``size``.
+
+    With ``ceil_mode`` a partial last window counts, as long as it starts inside the input or
+    its leading padding, i.e. before ``size - pad_after`` (PyTorch's and Burn's rule).
+    """
+    extent = dilation * (kernel - 1) + 1
+    if size < extent:
+        return 0
+    span = size - extent
+    if not ceil_mode:
+        return span // stride + 1
+    n = -(-span // stride) + 1
+    if (n - 1) * stride >= size - pad_after:
+        n -= 1
+    return n
+
+
+def _window_index(padded: tuple, kernel: tuple, stride: tuple, dilation: tuple, outs: tuple) -> np.ndarray:
+    """Flat positions (into the padded spatial block) of every window element, K-major."""
+    key = (padded, kernel, stride, dilation, outs)
+    found = _INDEX_CACHE.get(key)
+    if found is not None:
+        return found
+    n = len(padded)
+    k_grid = np.indices(kernel).reshape(n, -1)  # [n, K]
+    o_grid = np.indices(outs).reshape(n, -1)  # [n, L]
+    flat = np.zeros((k_grid.shape[1], o_grid.shape[1]), dtype=np.int64)
+    mult = 1
+    for d in reversed(range(n)):
+        pos = o_grid[d][None, :] * stride[d] + k_grid[d][:, None] * dilation[d]
+        flat += pos * mult
+        mult *= padded[d]
+    index = flat.reshape(-1)
+    if len(_INDEX_CACHE) > 256:
+        _INDEX_CACHE.clear()
+    _INDEX_CACHE[key] = index
+    return index
+
+
+def unfold_windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, outs: tuple) -> Tensor:
+    """Windows of an (already padded) ``x [B, C, *spatial]`` as ``[B, C, K, L]``.
+
+    Args:
+        x: the padded input.
+        kernel, stride, dilation: per spatial dim.
+        outs: number of windows per spatial dim (L = their product).
+    """
+    b, c = x.shape[:2]
+    spatial = tuple(x.shape[2:])
+    k = int(np.prod(kernel))
+    n_out = int(np.prod(outs))
+    index = _window_index(spatial, tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
+    flat = x.reshape(b, c, int(np.prod(spatial)))
+    picked = flat.index_select(2, from_numpy(index, x.device))
+    return picked.reshape(b, c, k, n_out)
