@@ -1,0 +1,262 @@
+"""The learning-rate scheduler contract, shared validation and state helpers.
+
+A scheduler is stepped once per training iteration, *before* the optimizer step, and
+returns the learning rate to use for that iteration (Burn's ``LrScheduler::step``). Its
+state is a flat mapping of scalars (``int``/``float``/``bool``) named like Burn's
+``LrSchedulerRecord``: a leaf scheduler uses its field names (``"remaining_iters"``),
+a composite nests each child's keys under ``"0."``, ``"1."``... so the dictionary can be
+written as the scalars of a burnpack record and read back by either framework.
+"""
+from __future__ import annotations
+
+import abc
+import copy
+import dataclasses
+import importlib.util
+import math
+import numbers
+from typing import Any, Mapping, Union
+
+__all__ = [
+    "ConfigBase",
+    "LrScheduler",
+    "LrSchedulerConfig",
+    "LrSchedulerLike",
+    "Scalar",
+    "SchedulerSpec",
+    "as_scheduler",
+]
+
+Scalar = Union[int, float, bool]
+
+# Configs subclass ember's Config (dataclass + ``with_<field>`` + JSON save/load). The
+# fallback, used only when ember/record/config.py is absent, gives the same dataclass and
+# ``with_<field>`` behaviour without JSON, so the configs never depend on which one is used.
+if importlib.util.find_spec("ember.record.config") is not None:
+    from ember.record.config import Config as ConfigBase
+else:  # pragma: no cover - exercised only in a tree without ember.record
+
+    class ConfigBase:  # type: ignore[no-redef]
+        """Stand-in for ``ember.record.config.Config``: subclasses become dataclasses."""
+
+        def __init_subclass__(cls, **options: Any):
+            super().__init_subclass__()
+            dataclasses.dataclass(cls, **options)
+            for f in dataclasses.fields(cls):
+                if f"with_{f.name}" not in cls.__dict__:
+                    setattr(cls, f"with_{f.name}", _make_with(f.name))
+
+
+def _make_with(name: str):
+    def with_field(self, value):
+        return dataclasses.replace(self, **{name: value})
+
+    with_field.__name__ = f"with_{name}"
+    with_field.__doc__ = f"Return a copy of this config with ``{name}`` set to ``value``."
+    return with_field
+
+
+class LrScheduler(abc.ABC):
+    """A learning-rate schedule: ``step()`` returns the rate for the next iteration."""
+
+    @abc.abstractmethod
+    def step(self) -> float:
+        """Advance the schedule by one iteration and return its learning rate."""
+
+    @abc.abstractmethod
+    def state(self) -> dict[str, Scalar]:
+        """Return the scheduler's progress as a flat ``{name: scalar}`` mapping."""
+
+    @abc.abstractmethod
+    def load_state(self, state: Mapping[str, Scalar]) -> None:
+        """Restore progress saved by :meth:`state` so the run continues exactly.
+
+        Args:
+            state: A mapping produced by ``state()`` of a scheduler built from the same
+                configuration.
+
+        Raises:
+            ValueError: A key is missing or unexpected, or a value has the wrong type.
+        """
+
+    def clone(self) -> "LrScheduler":
+        """Return an independent copy (same configuration and progress)."""
+        return copy.deepcopy(self)
+
+
+class LrSchedulerConfig(ConfigBase):
+    """Base of every scheduler config (Burn's ``LrSchedulerConfig`` enum).
+
+    A field annotated ``SchedulerSpec`` (a number or any ``LrSchedulerConfig``) is saved
+    as JSON tagged with the concrete class, ``{"LinearLrSchedulerConfig": {...}}``, so
+    composed, sequential and per-group configs load back with the right child types.
+    """
+
+    def init(self) -> LrScheduler:
+        """Validate the arguments and build the scheduler."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement init()")
+
+
+SchedulerSpec = Union[float, LrSchedulerConfig]
+"""A child schedule inside a config: a constant rate or a scheduler config."""
+
+LrSchedulerLike = Union[float, int, LrScheduler, LrSchedulerConfig]
+"""Anything :func:`as_scheduler` accepts: a number, a scheduler or a scheduler config."""
+
+
+def as_scheduler(value: LrSchedulerLike) -> LrScheduler:
+    """Turn a learning-rate specification into a scheduler.
+
+    Args:
+        value: A plain number (a constant learning rate, like Burn's ``f64`` scheduler),
+            an :class:`LrScheduler` (returned as is) or a scheduler config exposing
+            ``init()`` (initialised, which validates it).
+
+    Returns:
+        The scheduler.
+
+    Raises:
+        TypeError: ``value`` is none of the above.
+        ValueError: ``value`` is a config with invalid arguments, or a non-finite number.
+    """
+    if isinstance(value, LrScheduler):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        from ember.optim.lr_scheduler.constant import ConstantLr
+
+        return ConstantLr(float(value))
+    init = getattr(value, "init", None)
+    if callable(init):
+        scheduler = init()
+        if not isinstance(scheduler, LrScheduler):
+            raise TypeError(
+                f"as_scheduler: {type(value).__name__}.init() returned "
+                f"{type(scheduler).__name__}, expected an LrScheduler"
+            )
+        return scheduler
+    raise TypeError(
+        "as_scheduler: expected a learning rate (float), an LrScheduler or a scheduler "
+        f"config with init(), got {type(value).__name__} ({value!r})"
+    )
+
+
+def build_child(value: LrSchedulerLike) -> LrScheduler:
+    """Build a fresh child scheduler for a composite; scheduler instances are copied so
+    initialising the same config twice never shares progress."""
+    if isinstance(value, LrScheduler):
+        return value.clone()
+    return as_scheduler(value)
+
+
+# --- argument validation -----------------------------------------------------------------
+
+
+def check_real(owner: str, name: str, value: Any) -> float:
+    """Return ``value`` as a finite float or raise naming ``owner`` and ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{owner}: `{name}` must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: `{name}` must be finite, got {value!r}")
+    return value
+
+
+def check_range(
+    owner: str, name: str, value: Any, low: float, high: float, *,
+    low_open: bool, high_open: bool = False,
+) -> float:
+    """Return ``value`` as a float inside the given interval or raise a clear error."""
+    value = check_real(owner, name, value)
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below):
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{owner}: `{name}` must be in {interval}, got {value!r}")
+    return value
+
+
+def check_int(owner: str, name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an int ``>= minimum`` or raise a clear error."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{owner}: `{name}` must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{owner}: `{name}` must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+# --- state helpers ------------------------------------------------------------------------
+
+
+def read_state(
+    owner: str, state: Mapping[str, Scalar], fields: Mapping[str, type]
+) -> dict[str, Scalar]:
+    """Check that ``state`` holds exactly ``fields`` (name -> int or float) and return the
+    values converted (an int is accepted where a float is stored)."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"{owner}.load_state: expected a mapping, got {type(state).__name__}")
+    missing = sorted(set(fields) - set(state))
+    unexpected = sorted(set(state) - set(fields))
+    if missing or unexpected:
+        raise ValueError(
+            f"{owner}.load_state: state keys do not match; missing {missing}, "
+            f"unexpected {unexpected} (expected exactly {sorted(fields)})"
+        )
+    out: dict[str, Scalar] = {}
+    for key, kind in fields.items():
+        value = state[key]
+        if kind is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            out[key] = float(value)
+        elif kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            out[key] = int(value)
+        else:
+            raise ValueError(
+                f"{owner}.load_state: `{key}` must be {kind.__name__}, got {value!r}"
+            )
+    return out
+
+
+def nest_state(
+    children: list[LrScheduler], own: Mapping[str, Scalar] | None = None
+) -> dict[str, Scalar]:
+    """Merge children's states under ``"0."``, ``"1."``... (Burn's ``with_record``)."""
+    out: dict[str, Scalar] = dict(own or {})
+    for index, child in enumerate(children):
+        for key, value in child.state().items():
+            out[f"{index}.{key}"] = value
+    return out
+
+
+def split_state(
+    owner: str, state: Mapping[str, Scalar], num_children: int, own_keys: tuple[str, ...] = ()
+) -> tuple[dict[str, Scalar], list[dict[str, Scalar]]]:
+    """Inverse of :func:`nest_state`: split into own keys and one mapping per child."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"{owner}.load_state: expected a mapping, got {type(state).__name__}")
+    own: dict[str, Scalar] = {}
+    children: list[dict[str, Scalar]] = [{} for _ in range(num_children)]
+    for key, value in state.items():
+        if key in own_keys:
+            own[key] = value
+            continue
+        head, dot, rest = key.partition(".")
+        if not dot or not head.isdigit() or int(head) >= num_children:
+            raise ValueError(
+                f"{owner}.load_state: unexpected key {key!r} (this scheduler has "
+                f"{num_children} children, keyed '0.'..'{num_children - 1}.'"
+                + (f", and own keys {list(own_keys)}" if own_keys else "")
+                + ")"
+            )
+        children[int(head)][rest] = value
+    return own, children
+
+
+def load_children(
+    children: list[LrScheduler], states: list[dict[str, Scalar]]
+) -> list[LrScheduler]:
+    """Load ``states`` into copies of ``children`` and return the copies, so a state that
+    fails half-way leaves the original children untouched."""
+    loaded = [child.clone() for child in children]
+    for child, child_state in zip(loaded, states):
+        child.load_state(child_state)
+    return loaded
