@@ -142,9 +142,8 @@ class Backend:
     def gelu(self, x, approximate):
         half = self._scalar(0.5, x)
         if approximate:
-            inner = self._gelu_tanh_inner(x)
-            return self.binary("mul", self.binary("mul", half, x),
-                               self.binary("add", self._scalar(1.0, x), self.unary("tanh", inner)))
+            # 0.5 (1 + tanh z) == sigmoid(2z): no cancellation where tanh z is close to -1
+            return self.binary("mul", x, self._gelu_tanh_sigmoid(x, 1.0))
         cdf = self.binary("mul", half, self.binary("add", self._scalar(1.0, x),
                                                    self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
         return self.binary("mul", x, cdf)
@@ -153,16 +152,22 @@ class Backend:
         one, half = self._scalar(1.0, x), self._scalar(0.5, x)
         if approximate:
             c = math.sqrt(2 / math.pi)
-            t = self.unary("tanh", self._gelu_tanh_inner(x))
+            # with s = sigmoid(2z): 0.5 (1 + tanh z) = s and 0.5 (1 - tanh² z) = 2 s (1 - s),
+            # where 1 - s = sigmoid(-2z) is computed directly (accurate in float32 for z << 0)
+            s, s_neg = self._gelu_tanh_sigmoid(x, 1.0), self._gelu_tanh_sigmoid(x, -1.0)
             dinner = self.binary("mul", self._scalar(c, x), self.binary(
                 "add", one, self.binary("mul", self._scalar(3 * 0.044715, x), self.unary("square", x))))
-            d = self.binary("add", self.binary("mul", half, self.binary("add", one, t)), self.binary(
-                "mul", self.binary("mul", self.binary("mul", half, x), self.binary("sub", one, self.unary("square", t))), dinner))
+            d = self.binary("add", s, self.binary(
+                "mul", self.binary("mul", self.binary("mul", self._scalar(2.0, x), x), self.binary("mul", s, s_neg)), dinner))
             return self.binary("mul", dy, d)
         cdf = self.binary("mul", half, self.binary("add", one, self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
         pdf = self.binary("mul", self._scalar(1 / math.sqrt(2 * math.pi), x),
                           self.unary("exp", self.binary("mul", self._scalar(-0.5, x), self.unary("square", x))))
         return self.binary("mul", dy, self.binary("add", cdf, self.binary("mul", x, pdf)))
+
+    def _gelu_tanh_sigmoid(self, x, sign):
+        """sigmoid(±2z), z the tanh-GELU inner term."""
+        return self.unary("sigmoid", self.binary("mul", self._scalar(2.0 * sign, x), self._gelu_tanh_inner(x)))
 
     def _gelu_tanh_inner(self, x):
         x3 = self.binary("mul", self.unary("square", x), x)
@@ -262,9 +267,192 @@ class Backend:
         dk = self.matmul(self.permute(ds, (0, 1, 3, 2)), q)
         return dq, dk, dv
 
+    # =====================================================================================
+    # ---- composites: optimizer updates and gradient clipping (ember.optim) --------------
+    # Each update takes lists of same-dtype arrays (params, grads, state buffers, or handles
+    # from ``optim_pack``) and returns the updated arrays as lists in the same order. The
+    # defaults compose primitives per tensor and never write their inputs (new arrays are
+    # returned); a backend with fused multi-tensor kernels may update its inputs in place and
+    # return those same arrays. State buffers start as zeros. ``lr`` (and ``steps``,
+    # ``first_step_flags``) is a scalar for the group or one value per tensor. The formulas
+    # are those of ``ember.optim.update_kernels`` (Burn's optimizers).
+    # =====================================================================================
+    def optim_own(self, x, copy=False):
+        """An array holding ``x``'s values that this backend's updates may write in place.
+
+        Default: ``x`` itself (the default updates never write), or a copy when ``copy``.
+        """
+        return self.binary("add", x, self._scalar(0, x)) if copy else x
+
+    def optim_pack(self, arrays):
+        """A handle for a list of arrays reused over many update calls (default: the list)."""
+        return list(arrays)
+
+    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
+                   dampening=0.0, nesterov=False, first_step_flags=False):
+        """SGD with L2 decay and (Nesterov) momentum; returns ``(params, momentum_bufs)``."""
+        params, grads = list(params), list(grads)
+        rates = _optim_values("sgd_update", "lr", lr, len(params))
+        first = _optim_values("sgd_update", "first_step_flags", first_step_flags, len(params))
+        bufs = None if momentum_bufs is None else list(momentum_bufs)
+        new_p, new_b = [], None if bufs is None else []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if weight_decay != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            if bufs is not None:
+                v = g if first[i] else self.binary("add", self._optim_mul(bufs[i], momentum),
+                                                   self._optim_mul(g, 1.0 - dampening))
+                new_b.append(v)
+                g = self.binary("add", g, self._optim_mul(v, momentum)) if nesterov else v
+            new_p.append(self.binary("sub", p, self._optim_mul(g, rates[i])))
+        return new_p, new_b
+
+    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
+                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+        """Adam / AdamW (``decoupled``, ``cautious``) / AMSGrad (``vmax`` given); returns
+        ``(params, m, v, vmax)``."""
+        params, grads, m, v = list(params), list(grads), list(m), list(v)
+        n = len(params)
+        rates = _optim_values("adam_update", "lr", lr, n)
+        t = _optim_values("adam_update", "steps", steps, n)
+        vmax = None if vmax is None else list(vmax)
+        out_p, out_m, out_v, out_vmax = [], [], [], None if vmax is None else []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if weight_decay != 0.0 and not decoupled:
+                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            mi = self.binary("add", self._optim_mul(m[i], beta1), self._optim_mul(g, 1.0 - beta1))
+            vi = self.binary("add", self._optim_mul(v[i], beta2),
+                             self._optim_mul(self.unary("square", g), 1.0 - beta2))
+            out_m.append(mi)
+            out_v.append(vi)
+            if vmax is not None:
+                vi = self.binary("maximum", vmax[i], vi)
+                out_vmax.append(vi)
+            bc2_sqrt = math.sqrt(1.0 - beta2 ** t[i])
+            corr = bc2_sqrt / (1.0 - beta1 ** t[i])
+            update = self.binary("div", self._optim_mul(mi, corr),
+                                 self.binary("add", self.unary("sqrt", vi), self._scalar(eps * bc2_sqrt, p)))
+            decay = rates[i] * weight_decay
+            if decoupled and weight_decay != 0.0:
+                if cautious:  # decay only where sign(θ) agrees with sign(m) (arXiv:2510.12402)
+                    zero = self._scalar(0.0, p)
+                    differ = self.binary("ne", self.binary("ge", p, zero), self.binary("ge", mi, zero))
+                    p = self.binary("sub", p, self.where(differ, zero, self._optim_mul(p, decay)))
+                else:
+                    p = self._optim_mul(p, 1.0 - decay)
+            out_p.append(self.binary("sub", p, self._optim_mul(update, rates[i])))
+        return out_p, out_m, out_v, out_vmax
+
+    def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
+                       eps=1e-5, weight_decay=0.0, momentum=0.9, centered=False):
+        """RMSprop, optionally centered and with momentum; returns
+        ``(params, square_avg, grad_avg, momentum_bufs)`` (None for unused buffers)."""
+        params, grads, square_avg = list(params), list(grads), list(square_avg)
+        rates = _optim_values("rmsprop_update", "lr", lr, len(params))
+        grad_avg = list(grad_avg) if centered else None
+        bufs = list(momentum_bufs) if momentum > 0.0 else None
+        out_p, out_s = [], []
+        out_ga = None if grad_avg is None else []
+        out_b = None if bufs is None else []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if weight_decay != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            s = self.binary("add", self._optim_mul(square_avg[i], alpha),
+                            self._optim_mul(self.unary("square", g), 1.0 - alpha))
+            out_s.append(s)
+            if grad_avg is not None:
+                ga = self.binary("add", self._optim_mul(grad_avg[i], alpha), self._optim_mul(g, 1.0 - alpha))
+                out_ga.append(ga)
+                s = self.binary("sub", s, self.unary("square", ga))
+            d = self.binary("div", g, self.binary("add", self.unary("sqrt", s), self._scalar(eps, p)))
+            if bufs is not None:
+                d = self.binary("add", self._optim_mul(bufs[i], momentum), d)
+                out_b.append(d)
+            out_p.append(self.binary("sub", p, self._optim_mul(d, rates[i])))
+        return out_p, out_s, out_ga, out_b
+
+    def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
+        """AdaGrad with learning-rate decay; returns ``(params, sums)``."""
+        params, grads, sums = list(params), list(grads), list(sums)
+        rates = _optim_values("adagrad_update", "lr", lr, len(params))
+        t = _optim_values("adagrad_update", "steps", steps, len(params))
+        out_p, out_s = [], []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if weight_decay != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            total = self.binary("add", sums[i], self.unary("square", g))
+            out_s.append(total)
+            rate = rates[i] / (1.0 + (t[i] - 1.0) * lr_decay)
+            step = self.binary("div", self._optim_mul(g, rate),
+                               self.binary("add", self.unary("sqrt", total), self._scalar(eps, p)))
+            out_p.append(self.binary("sub", p, step))
+        return out_p, out_s
+
+    def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
+        """Lion (sign of an interpolated momentum, decoupled decay); returns ``(params, exp_avg)``."""
+        params, grads, exp_avg = list(params), list(grads), list(exp_avg)
+        rates = _optim_values("lion_update", "lr", lr, len(params))
+        out_p, out_m = [], []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            direction = self.unary("sign", self.binary("add", self._optim_mul(exp_avg[i], beta1),
+                                                       self._optim_mul(g, 1.0 - beta1)))
+            out_p.append(self.binary("sub", self._optim_mul(p, 1.0 - rates[i] * weight_decay),
+                                     self._optim_mul(direction, rates[i])))
+            out_m.append(self.binary("add", self._optim_mul(exp_avg[i], beta2), self._optim_mul(g, 1.0 - beta2)))
+        return out_p, out_m
+
+    def clip_by_value(self, grads, threshold):
+        """Clamp every element to [-threshold, threshold] (NaN stays NaN); returns the grads."""
+        out = []
+        for g in grads:
+            high, low = self._scalar(threshold, g), self._scalar(-threshold, g)
+            out.append(self.where(self.binary("gt", g, high), high,
+                                  self.where(self.binary("lt", g, low), low, g)))
+        return out
+
+    def clip_by_norm(self, grads, max_norm):
+        """Per tensor: ``g · min(1, max_norm / (‖g‖ + tiny))`` (Burn's ``Norm``); returns the grads."""
+        out = []
+        for g in grads:
+            coef = max_norm / (self._optim_sq_norm(g) ** 0.5 + _TINY[self.dtype_of(g).name])
+            out.append(g if coef >= 1.0 else self._optim_mul(g, coef))  # a NaN coef scales to NaN
+        return out
+
+    def grads_norm(self, grads) -> float:
+        """The L2 norm of all the arrays together, accumulated in float64."""
+        return math.sqrt(sum(self._optim_sq_norm(g) for g in grads))
+
+    def scale_grads(self, grads, coef):
+        """Every array multiplied by the scalar ``coef``; returns the grads."""
+        return [self._optim_mul(g, coef) for g in grads]
+
+    def _optim_mul(self, x, value):
+        return self.binary("mul", x, self._scalar(value, x))
+
+    def _optim_sq_norm(self, g) -> float:
+        g64 = self.cast(g, dt.float64)
+        axes = tuple(range(g64.ndim))
+        return float(self.to_host(self.reduce("sum", self.unary("square", g64), axes, False)))
+
     # ---- helpers ------------------------------------------------------------------------
     def dtype_of(self, x) -> dt.DType:
         return dt.dtype_from_numpy(x.dtype)
 
     def _scalar(self, value, like):
         return self.full((), value, self.dtype_of(like))
+
+
+# ---- helpers of the optimizer composites -------------------------------------------------
+_TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
+"""Smallest positive normal number per float dtype: Burn's ``min_positive`` in norm clipping."""
+
+
+def _optim_values(op: str, name: str, value, n: int) -> list:
+    """A scalar, or one value per tensor, as a list of ``n`` Python values."""
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
+        values = list(value)
+        if len(values) != n:
+            raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
+                             f"got {len(values)} values")
+        return values
+    return [value] * n

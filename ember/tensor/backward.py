@@ -1,6 +1,8 @@
 """The reverse-mode engine: walks the graph from a tensor and returns ``Gradients``."""
 from __future__ import annotations
 
+import traceback
+
 from ember.tensor.gradients import Gradients
 from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
 from ember.tensor.ops._core import shape_str
@@ -76,7 +78,7 @@ def backward(root, grad=None) -> Gradients:
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
                 if anomaly and not bool(ig.isfinite().all()):
-                    where = "".join(n.origin.format()) if n.origin else "  (origin not recorded)\n"
+                    where = "".join(traceback.format_list(n.origin)) if n.origin else "  (origin not recorded)\n"
                     raise FloatingPointError(f"backward: op '{n.op}' produced a non-finite (NaN/Inf) gradient "
                                              f"for an input of shape {shape_str(shape)}; the op was created at:\n{where}")
                 prev = pending.get(parent.id)

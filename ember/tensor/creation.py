@@ -50,7 +50,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         out = out.to(dt.dtype(dtype)) if dtype is not None else out
         out = wrap(dev.backend.reshape(out._data.copy(), out.shape), dev, out._dtype)
     else:
-        arr = np.asarray(data)
+        try:
+            arr = np.asarray(data)
+        except ValueError as exc:  # NumPy 2 refuses ragged nested lists
+            raise ValueError(f"tensor: cannot convert data of type {type(data).__name__}: {exc}") from None
         if arr.dtype == object:
             raise TypeError(f"tensor: cannot convert data of type {type(data).__name__} (ragged or non-numeric?)")
         target = dt.dtype(dtype) if dtype is not None else _infer_dtype(arr, data)

@@ -80,12 +80,13 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
 def normalize_dims(op: str, dims, ndim: int) -> tuple:
     if dims is None:
         return tuple(range(ndim))
-    if isinstance(dims, (int, np.integer)):
-        dims = (dims,)
+    if not isinstance(dims, (tuple, list)):
+        dims = (dims,)  # a single dim (normalize_dim rejects non-ints with a clear message)
     out = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
     if len(out) != len(tuple(dims)):
         raise ValueError(f"{op}: repeated dims in {tuple(dims)}")
-    return out
+    # a 0-d tensor accepts dim 0 / -1 (as PyTorch) but has no axis to work on
+    return out if ndim else ()
 
 
 def is_scalar(x) -> bool:

@@ -194,6 +194,9 @@ def one_hot(index: Tensor, num_classes: int, dtype=None) -> Tensor:
 def sort(x: Tensor, dim: int = -1, descending: bool = False):
     """Stable sort along ``dim``: returns ``(values, indices)``."""
     d = normalize_dim("sort", dim, x.ndim)
+    if x.ndim == 0:
+        vals, idx = sort(x.reshape(1), 0, descending)
+        return vals.reshape(()), idx.reshape(())
     vals, idx = x._device.backend.sort(x._data, d, descending)
     idx_t = wrap(idx, x._device, dt.int64)
     out = wrap(vals, x._device, x._dtype)
@@ -208,6 +211,9 @@ def argsort(x: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     d = normalize_dim("topk", dim, x.ndim)
+    if x.ndim == 0:  # a 0-d tensor is a one-element row
+        vals, idx = topk(x.reshape(1), k, 0, largest, sorted)
+        return (vals.reshape(()), idx.reshape(())) if k == 1 else (vals, idx)
     if not 0 <= k <= x.shape[d]:
         raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {x.shape[d]}")
     _, idx = sort(x.detach(), d, descending=largest)

@@ -16,10 +16,14 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise ValueError("matmul: operands must have at least 1 dim (use * for scalars)")
     if a._dtype.is_bool or b._dtype.is_bool:
         raise TypeError("matmul: bool tensors are not supported")
-    if a.ndim == 1:
-        return matmul(a.unsqueeze(0), b).squeeze(-2)
-    if b.ndim == 1:
-        return matmul(a, b.unsqueeze(-1)).squeeze(-1)
+    if a.ndim == 1 or b.ndim == 1:
+        # 1-D operands become a row (left) / column (right) matrix, then that dim is dropped
+        out = matmul(a.unsqueeze(0) if a.ndim == 1 else a, b.unsqueeze(-1) if b.ndim == 1 else b)
+        if b.ndim == 1:
+            out = out.squeeze(-1)
+        if a.ndim == 1:
+            out = out.squeeze(-1 if b.ndim == 1 else -2)
+        return out
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"matmul: inner dims differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
                          f"({a.shape[-1]} != {b.shape[-2]})")

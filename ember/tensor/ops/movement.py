@@ -148,6 +148,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
         raise ValueError("cat: expected a non-empty list of tensors")
     check_devices("cat", *tensors)
     first = tensors[0]
+    if first.ndim == 0:
+        raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
     d = normalize_dim("cat", dim, first.ndim)
     from ember.tensor import dtypes as dt
     rdt = first._dtype

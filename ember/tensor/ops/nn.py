@@ -29,6 +29,8 @@ def _last_dim_op(op: str, x: Tensor, dim: int):
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (computed stably)."""
     _float_input("softmax", x)
+    if x.ndim == 0:
+        return softmax(x.reshape(1)).reshape(())
     d, moved = _last_dim_op("softmax", x, dim)
     if moved:
         return softmax(x.swap_dims(d, -1), -1).swap_dims(d, -1)
@@ -39,6 +41,8 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     _float_input("log_softmax", x)
+    if x.ndim == 0:
+        return log_softmax(x.reshape(1)).reshape(())
     d, moved = _last_dim_op("log_softmax", x, dim)
     if moved:
         return log_softmax(x.swap_dims(d, -1), -1).swap_dims(d, -1)

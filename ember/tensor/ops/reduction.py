@@ -99,6 +99,8 @@ def _arg(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
         out = wrap(x._device.backend.arg_reduce(op, flat._data, 0, False), x._device, dt.int64)
         return out.reshape([1] * x.ndim) if keepdim else out
     d = normalize_dim(op, dim, x.ndim)
+    if x.ndim == 0:  # the single element is its own arg-max
+        return wrap(x._device.backend.full((), 0, dt.int64), x._device, dt.int64)
     if x.shape[d] == 0:
         raise ValueError(f"{op}: cannot take {op} over an empty dim {dim} of shape {list(x.shape)}")
     return wrap(x._device.backend.arg_reduce(op, x._data, d, keepdim), x._device, dt.int64)
@@ -116,6 +118,8 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def cumsum(x: Tensor, dim: int) -> Tensor:
     """Cumulative sum along ``dim``."""
     d = normalize_dim("cumsum", dim, x.ndim)
+    if x.ndim == 0:  # NumPy's cumsum would flatten a 0-d array to shape [1]
+        return cumsum(x.reshape(1), 0).reshape(())
     if x._dtype.is_bool:
         x = x.to(dt.int64)
     out = wrap(x._device.backend.cumsum(x._data, d), x._device)

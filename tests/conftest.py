@@ -1,0 +1,115 @@
+"""Shared pytest configuration: markers, the backend-parametrized ``device`` fixture, helpers.
+
+Every conformance test takes the ``device`` fixture (a device name string) or ``backend``
+(that device's Backend object) and so runs once per backend:
+
+* ``reference`` — pure NumPy, the specification;
+* ``cpu`` — Numba kernels; a core backend, so an import failure FAILS its tests (never skips);
+* ``cuda`` — marked ``cuda`` and skipped, with the runtime's reason, when no GPU/CuPy is usable.
+
+``pytest -m cuda`` therefore selects exactly the cuda-parametrized tests.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import pytest
+
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if _TESTS_DIR not in sys.path:  # makes ``helpers`` (tests/helpers/) importable from any test file
+    sys.path.insert(0, _TESTS_DIR)
+
+_MARKERS = (
+    "cuda: needs a CUDA GPU and CuPy",
+    "slow: long-running",
+    "torch: uses PyTorch as an oracle",
+)
+
+
+def pytest_configure(config):
+    # pyproject.toml registers these too; registering here keeps --strict-markers working
+    # when the tests are run with another config file or none.
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when the cuda backend can run here, else why not, in the runtime's own words
+    (``unavailable_reason()``, or the error ``cupy_or_error()`` raises)."""
+    try:
+        runtime = importlib.import_module("ember.kernels.cuda.runtime")
+    except ImportError as exc:
+        return f"ember.kernels.cuda.runtime cannot be imported ({exc})"
+    try:
+        if runtime.is_available():
+            return None
+        explain = getattr(runtime, "unavailable_reason", None)
+        if explain is not None and explain():
+            return str(explain())
+        getter = getattr(runtime, "cupy_or_error", None)
+        if getter is not None:
+            getter()
+    except Exception as exc:  # noqa: BLE001  -- a broken driver must skip, not crash collection
+        return f"{type(exc).__name__}: {exc}"
+    return "CUDA is not available"
+
+
+def _check_cpu_backend() -> None:
+    try:
+        importlib.import_module("ember.kernels.cpu.backend")
+    except Exception as exc:  # noqa: BLE001  -- any import error of a core backend is a failure
+        pytest.fail(f"the core 'cpu' backend failed to import: {type(exc).__name__}: {exc}", pytrace=False)
+
+
+def _prepare(name: str) -> str:
+    if name == "cpu":
+        _check_cpu_backend()
+    elif name == "cuda":
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"cuda backend unavailable: {reason}")
+    return name
+
+
+DEVICE_PARAMS = [
+    pytest.param("reference", id="reference"),
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+]
+
+# Backends compared against ``reference`` in cross-backend tests.
+OTHER_DEVICE_PARAMS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+]
+
+
+@pytest.fixture(scope="session", params=DEVICE_PARAMS)
+def device(request) -> str:
+    """The name of a device to run a conformance test on (one test per backend).
+
+    Session-scoped so that Hypothesis tests may use it and tests are grouped per backend.
+    """
+    return _prepare(request.param)
+
+
+@pytest.fixture(scope="session")
+def backend(device):
+    """The Backend object computing on ``device``."""
+    from ember.tensor.device import as_device
+    return as_device(device).backend
+
+
+@pytest.fixture(scope="session", params=OTHER_DEVICE_PARAMS)
+def other_device(request) -> str:
+    """A non-reference device, for tests that check it agrees with ``reference``."""
+    return _prepare(request.param)
+
+
+@pytest.fixture
+def rng():
+    """A NumPy generator with a fixed seed, fresh for every test."""
+    import numpy as np
+    return np.random.default_rng(1234)

@@ -1,0 +1,1 @@
+"""Shared test utilities (importable as ``helpers`` because tests/conftest.py puts tests/ on sys.path)."""
