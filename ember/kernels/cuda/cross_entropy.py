@@ -1,0 +1,111 @@
+"""Fused cross-entropy with label smoothing (forward and backward) on CuPy arrays.
+
+``lse_i = logsumexp(logits_i)``,
+``loss_i = lse_i - (1 - s) * logits[i, t_i] - (s / C) * sum_j logits[i, j]``,
+``dlogits_ij = dloss_i * (softmax_ij - (1 - s) * [j == t_i] - s / C)``.
+Targets are range-checked on the device before the unchecked kernels run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.kernels.cuda import indexing, launch, modules, validate
+from ember.kernels.cuda.runtime import cupy_or_error
+
+__all__ = ["cross_entropy", "cross_entropy_backward"]
+
+_SRC = "cross_entropy.cu"
+
+
+def _inputs(cp: Any, op: str, logits: Any, targets: Any, smoothing: float) -> tuple[Any, Any, float]:
+    logits = validate.float_array(cp, op, "logits", logits, min_ndim=2)
+    if logits.ndim != 2:
+        raise ValueError(f"{op}: logits must be 2-D [N, C], got shape {tuple(logits.shape)}")
+    targets = validate.index_array(cp, op, "targets", targets)
+    n, c = (int(s) for s in logits.shape)
+    if tuple(targets.shape) != (n,):
+        raise ValueError(f"{op}: targets must have shape ({n},) to match logits "
+                         f"{tuple(logits.shape)}, got {tuple(targets.shape)}")
+    if c == 0 and n > 0:
+        raise ValueError(f"{op}: logits have 0 classes, shape {tuple(logits.shape)}")
+    smoothing = validate.probability(op, "smoothing", smoothing)
+    return logits, targets, smoothing
+
+
+def cross_entropy(logits: Any, targets: Any, smoothing: float) -> tuple[Any, Any]:
+    """Per-row cross-entropy loss and log-sum-exp.
+
+    Args:
+        logits: float16/32/64 CuPy array ``[N, C]``.
+        targets: int64/int32 CuPy array ``[N]`` with values in ``[0, C)``.
+        smoothing: label smoothing ``s`` in [0, 1].
+
+    Returns:
+        ``(loss [N], lse [N])``; loss has the logits' dtype, lse the accumulation dtype
+        (float32, or float64 for float64 logits).
+
+    Raises:
+        IndexError: a target lies outside ``[0, C)``.
+    """
+    op = "cross_entropy"
+    cp = cupy_or_error()
+    logits, targets, smoothing = _inputs(cp, op, logits, targets, smoothing)
+    n, c = (int(s) for s in logits.shape)
+    loss = cp.empty((n,), dtype=logits.dtype)
+    lse = cp.empty((n,), dtype=modules.acc_dtype(logits.dtype))
+    if n == 0:
+        return loss, lse
+    ct = modules.ctype_of(logits.dtype)
+    indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
+    cfg = launch.row_launch(n, c)
+    fn = modules.kernel(_SRC, ct, "cross_entropy_fwd", ct,
+                        modules.index_ctype_of(targets.dtype), cfg.warp_arg)
+    fn(cfg.grid, cfg.block, (logits, targets, loss, lse, np.int64(n), np.int32(c),
+                             modules.acc_scalar(logits.dtype, smoothing)))
+    return loss, lse
+
+
+def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any,
+                           smoothing: float) -> Any:
+    """Gradient of :func:`cross_entropy` with respect to the logits.
+
+    Args:
+        logits: the forward logits ``[N, C]``.
+        targets: the forward targets ``[N]``.
+        lse: the forward log-sum-exp ``[N]`` (any float dtype).
+        dloss: gradient of each row's loss ``[N]`` (any float dtype).
+        smoothing: the forward label smoothing.
+
+    Returns:
+        ``dlogits [N, C]`` with the logits' dtype.
+
+    Raises:
+        IndexError: a target lies outside ``[0, C)``.
+    """
+    op = "cross_entropy_backward"
+    cp = cupy_or_error()
+    logits, targets, smoothing = _inputs(cp, op, logits, targets, smoothing)
+    n, c = (int(s) for s in logits.shape)
+    acc = modules.acc_dtype(logits.dtype)
+    lse = validate.float_array(cp, op, "lse", lse)
+    dloss = validate.float_array(cp, op, "dloss", dloss)
+    for name, a in (("lse", lse), ("dloss", dloss)):
+        if tuple(a.shape) != (n,):
+            raise ValueError(f"{op}: {name} must have shape ({n},), got {tuple(a.shape)}")
+    if lse.dtype != acc:
+        lse = validate.contiguous(cp, lse.astype(acc))
+    if dloss.dtype != logits.dtype:
+        dloss = validate.contiguous(cp, dloss.astype(logits.dtype))
+    dlogits = cp.empty((n, c), dtype=logits.dtype)
+    if n == 0:
+        return dlogits
+    ct = modules.ctype_of(logits.dtype)
+    indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
+    cfg = launch.row_launch(n, c)
+    fn = modules.kernel(_SRC, ct, "cross_entropy_bwd", ct,
+                        modules.index_ctype_of(targets.dtype), cfg.warp_arg)
+    fn(cfg.grid, cfg.block, (logits, targets, lse, dloss, dlogits, np.int64(n), np.int32(c),
+                             modules.acc_scalar(logits.dtype, smoothing)))
+    return dlogits

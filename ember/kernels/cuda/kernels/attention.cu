@@ -1,0 +1,354 @@
+// Scaled dot-product attention with padding mask, quiet softmax and dropout on the
+// pre-softmax scores (Burn's order), as tiled online-softmax kernels (FlashAttention-2
+// style, on CUDA cores): [B, H, Sq, Sk] scores are never stored.
+//
+// Layout: q/out/dout [BH, Sq, Dh], k/v [BH, Sk, Dh] contiguous, mask [B, Sk] bytes
+// (nonzero = padded key), lse/delta [BH, Sq] in the accumulation type A.
+// Score (q_i, k_j) of head bh:
+//   s = (q_i . k_j) * scale
+//   dropout: s = keep(seed, ((bh * Sq + i) * Sk + j)) ? s * inv_keep : 0
+//   padded key: s = -1e4
+//   lse_i = log(sum_j exp(s_ij) [+ 1 when quiet]);  w_ij = exp(s_ij - lse_i);  out_i = sum_j w_ij v_j
+//
+// Work split: DPAD = Dh rounded up to 32, 64 or 128; TPR = DPAD / 32 consecutive threads own
+// one row (query row in attention_fwd / attention_bwd_dq, key row in attention_bwd_dkv), each
+// holding 32 of its dims, interleaved (dim d = i * TPR + part) so that the shared-memory
+// reads of one warp hit consecutive addresses. Dot products are summed over the TPR
+// threads with shuffles. A block has ATT_THREADS threads = ATT_THREADS / TPR rows and
+// streams the other operand through shared memory in tiles of ATT_TILE<A> rows.
+// Launch: block (ATT_THREADS); grid (BH, ceil(rows / (ATT_THREADS / TPR))).
+// Rows past the end still run every loop (they are zero) so that all threads reach each
+// barrier and shuffle; they just never store.
+
+#define ATT_THREADS 128
+#define ATT_MASKED_SCORE -1.0e4
+
+template <typename A> struct AttTile { static constexpr int rows = 32; };
+template <> struct AttTile<double> { static constexpr int rows = 16; };
+
+// Sum over the TPR threads that share a row (aligned groups of consecutive lanes).
+template <int TPR, typename A> __device__ __forceinline__ A group_sum(A v) {
+  if (TPR >= 2) v += __shfl_xor_sync(EMBER_FULL_MASK, v, 1);
+  if (TPR >= 4) v += __shfl_xor_sync(EMBER_FULL_MASK, v, 2);
+  return v;
+}
+
+// Load rows [r0, r0 + TILE) of a [rows, dh] matrix into a [TILE, DPAD] shared tile in the
+// accumulation type, zero-filling past the end and beyond dh.
+template <typename T, typename A, int TILE, int DPAD>
+__device__ __forceinline__ void att_load_tile(A* __restrict__ dst, const T* __restrict__ src,
+                                              int r0, int rows, int dh) {
+  for (int e = threadIdx.x; e < TILE * DPAD; e += ATT_THREADS) {
+    const int j = e / DPAD;
+    const int d = e - j * DPAD;
+    const int r = r0 + j;
+    dst[e] = (r < rows && d < dh) ? to_acc(src[(long long)r * dh + d]) : (A)0;
+  }
+}
+
+// Load this thread's 32 interleaved dims of row `r` (zeros when the row is invalid).
+template <typename T, typename A, int TPR>
+__device__ __forceinline__ void att_load_row(A (&dst)[32], const T* __restrict__ src, bool ok,
+                                             long long r, int dh, int part) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int d = i * TPR + part;
+    dst[i] = (ok && d < dh) ? to_acc(src[r * dh + d]) : (A)0;
+  }
+}
+
+// The score transform shared by forward and backward. flag: 0 normal, 1 padded key,
+// 2 key out of range. `kept` reports the dropout decision (true without dropout).
+template <typename A>
+__device__ __forceinline__ A att_transform(A dot, A scale, int flag, unsigned long long seed,
+                                           unsigned long long flat, unsigned int threshold,
+                                           A inv_keep, bool& kept) {
+  A s = dot * scale;
+  kept = true;
+  if (threshold != 0u) {
+    kept = ember_keep(seed, flat, threshold);
+    s = kept ? s * inv_keep : (A)0;
+  }
+  if (flag == 1) s = (A)ATT_MASKED_SCORE;
+  if (flag == 2) s = neg_inf<A>();
+  return s;
+}
+
+template <typename T, int DPAD>
+__global__ void __launch_bounds__(ATT_THREADS)
+attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+              const unsigned char* __restrict__ mask, T* __restrict__ out,
+              typename AccType<T>::type* __restrict__ lse, int heads, int sq, int sk, int dh,
+              typename AccType<T>::type scale, int quiet, int has_mask,
+              unsigned long long seed, unsigned int threshold,
+              typename AccType<T>::type inv_keep) {
+  typedef typename AccType<T>::type A;
+  constexpr int TPR = DPAD / 32;
+  constexpr int ROWS = ATT_THREADS / TPR;
+  constexpr int BK = AttTile<A>::rows;
+  __shared__ A sk_tile[BK * DPAD];
+  __shared__ A sv_tile[BK * DPAD];
+  __shared__ int sflag[BK];
+
+  const int bh = blockIdx.x;
+  const int b = bh / heads;
+  const int part = threadIdx.x % TPR;
+  const int qi = blockIdx.y * ROWS + threadIdx.x / TPR;
+  const bool row_ok = qi < sq;
+  const long long qrow = (long long)bh * sq + qi;
+  const T* kb = k + (long long)bh * sk * dh;
+  const T* vb = v + (long long)bh * sk * dh;
+
+  A qr[32], o[32];
+  att_load_row<T, A, TPR>(qr, q, row_ok, qrow, dh, part);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] = (A)0;
+  // Quiet softmax = softmax with one extra logit 0 that carries no value: start the running
+  // max at 0 and the running sum at exp(0 - 0) = 1.
+  A m = quiet ? (A)0 : neg_inf<A>();
+  A l = quiet ? (A)1 : (A)0;
+  const unsigned long long flat_row = (unsigned long long)qrow * (unsigned long long)sk;
+
+  for (int k0 = 0; k0 < sk; k0 += BK) {
+    __syncthreads();  // the previous tile has been consumed by every thread
+    att_load_tile<T, A, BK, DPAD>(sk_tile, kb, k0, sk, dh);
+    att_load_tile<T, A, BK, DPAD>(sv_tile, vb, k0, sk, dh);
+    for (int j = threadIdx.x; j < BK; j += ATT_THREADS) {
+      const int key = k0 + j;
+      sflag[j] = key >= sk ? 2 : ((has_mask && mask[(long long)b * sk + key]) ? 1 : 0);
+    }
+    __syncthreads();
+
+    for (int j = 0; j < BK; ++j) {
+      const A* kj = sk_tile + j * DPAD;
+      const A* vj = sv_tile + j * DPAD;
+      A dot = (A)0;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) dot += qr[i] * kj[i * TPR + part];
+      dot = group_sum<TPR>(dot);
+      bool kept;
+      const A s = att_transform<A>(dot, scale, sflag[j], seed,
+                                   flat_row + (unsigned long long)(k0 + j), threshold, inv_keep,
+                                   kept);
+      // Online softmax, rescaling only when the running max grows. Key 0 is always in
+      // range, so m is finite from the first key on (exp(-inf) = 0 clears l and o then).
+      if (s > m) {
+        const A corr = e_exp(m - s);
+        l *= corr;
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[i] *= corr;
+        m = s;
+      }
+      const A p = e_exp(s - m);
+      l += p;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[i] += p * vj[i * TPR + part];
+    }
+  }
+
+  if (row_ok) {
+    const A inv = (A)1 / l;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int d = i * TPR + part;
+      if (d < dh) out[qrow * dh + d] = from_acc<T>(o[i] * inv);
+    }
+    if (part == 0) lse[qrow] = m + e_log(l);
+  }
+}
+
+// delta[r] = sum_d dout[r, d] * out[r, d]  (rows = BH * Sq). Launch: block 128 (one warp
+// per row), grid ceil(rows / 4).
+template <typename T>
+__global__ void __launch_bounds__(128)
+attention_bwd_delta(const T* __restrict__ dout, const T* __restrict__ out,
+                    typename AccType<T>::type* __restrict__ delta, long long rows, int dh) {
+  typedef typename AccType<T>::type A;
+  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  A s = (A)0;
+  for (int d = lane; d < dh; d += 32) s += to_acc(dout[row * dh + d]) * to_acc(out[row * dh + d]);
+  s = warp_sum(s);
+  if (lane == 0) delta[row] = s;
+}
+
+// Gradient of the score after dropout/mask -> gradient of the raw score (q . k) * scale:
+// masked or dropped scores are constants (0 gradient); kept ones were scaled by inv_keep.
+template <typename A>
+__device__ __forceinline__ A att_ds(A w, A dw, A delta, int flag, bool kept,
+                                    unsigned int threshold, A inv_keep) {
+  A ds = w * (dw - delta);
+  if (flag != 0 || !kept) ds = (A)0;
+  else if (threshold != 0u) ds *= inv_keep;
+  return ds;
+}
+
+// dq_i = scale * sum_j ds_ij k_j; rows are query rows.
+template <typename T, int DPAD>
+__global__ void __launch_bounds__(ATT_THREADS)
+attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                 const unsigned char* __restrict__ mask, const T* __restrict__ dout,
+                 const typename AccType<T>::type* __restrict__ lse,
+                 const typename AccType<T>::type* __restrict__ delta, T* __restrict__ dq,
+                 int heads, int sq, int sk, int dh, typename AccType<T>::type scale,
+                 int has_mask, unsigned long long seed, unsigned int threshold,
+                 typename AccType<T>::type inv_keep) {
+  typedef typename AccType<T>::type A;
+  constexpr int TPR = DPAD / 32;
+  constexpr int ROWS = ATT_THREADS / TPR;
+  constexpr int BK = AttTile<A>::rows;
+  __shared__ A sk_tile[BK * DPAD];
+  __shared__ A sv_tile[BK * DPAD];
+  __shared__ int sflag[BK];
+
+  const int bh = blockIdx.x;
+  const int b = bh / heads;
+  const int part = threadIdx.x % TPR;
+  const int qi = blockIdx.y * ROWS + threadIdx.x / TPR;
+  const bool row_ok = qi < sq;
+  const long long qrow = (long long)bh * sq + qi;
+  const T* kb = k + (long long)bh * sk * dh;
+  const T* vb = v + (long long)bh * sk * dh;
+
+  A qr[32], gr[32], acc[32];
+  att_load_row<T, A, TPR>(qr, q, row_ok, qrow, dh, part);
+  att_load_row<T, A, TPR>(gr, dout, row_ok, qrow, dh, part);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i] = (A)0;
+  const A lse_i = row_ok ? lse[qrow] : (A)0;
+  const A delta_i = row_ok ? delta[qrow] : (A)0;
+  const unsigned long long flat_row = (unsigned long long)qrow * (unsigned long long)sk;
+
+  for (int k0 = 0; k0 < sk; k0 += BK) {
+    __syncthreads();
+    att_load_tile<T, A, BK, DPAD>(sk_tile, kb, k0, sk, dh);
+    att_load_tile<T, A, BK, DPAD>(sv_tile, vb, k0, sk, dh);
+    for (int j = threadIdx.x; j < BK; j += ATT_THREADS) {
+      const int key = k0 + j;
+      sflag[j] = key >= sk ? 2 : ((has_mask && mask[(long long)b * sk + key]) ? 1 : 0);
+    }
+    __syncthreads();
+
+    for (int j = 0; j < BK; ++j) {
+      const A* kj = sk_tile + j * DPAD;
+      const A* vj = sv_tile + j * DPAD;
+      A dot = (A)0, dw = (A)0;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        dot += qr[i] * kj[i * TPR + part];
+        dw += gr[i] * vj[i * TPR + part];
+      }
+      dot = group_sum<TPR>(dot);
+      dw = group_sum<TPR>(dw);
+      const int flag = sflag[j];
+      bool kept;
+      const A s = att_transform<A>(dot, scale, flag, seed, flat_row + (unsigned long long)(k0 + j),
+                                   threshold, inv_keep, kept);
+      const A w = flag == 2 ? (A)0 : e_exp(s - lse_i);
+      const A ds = att_ds<A>(w, dw, delta_i, flag, kept, threshold, inv_keep);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) acc[i] += ds * kj[i * TPR + part];
+    }
+  }
+
+  if (row_ok) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int d = i * TPR + part;
+      if (d < dh) dq[qrow * dh + d] = from_acc<T>(acc[i] * scale);
+    }
+  }
+}
+
+// dk_j = scale * sum_i ds_ij q_i and dv_j = sum_i w_ij dout_i; rows are key rows, query rows
+// (with their lse and delta) stream through shared memory.
+template <typename T, int DPAD>
+__global__ void __launch_bounds__(ATT_THREADS)
+attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                  const unsigned char* __restrict__ mask, const T* __restrict__ dout,
+                  const typename AccType<T>::type* __restrict__ lse,
+                  const typename AccType<T>::type* __restrict__ delta, T* __restrict__ dk,
+                  T* __restrict__ dv, int heads, int sq, int sk, int dh,
+                  typename AccType<T>::type scale, int has_mask, unsigned long long seed,
+                  unsigned int threshold, typename AccType<T>::type inv_keep) {
+  typedef typename AccType<T>::type A;
+  constexpr int TPR = DPAD / 32;
+  constexpr int ROWS = ATT_THREADS / TPR;
+  constexpr int BQ = AttTile<A>::rows;
+  __shared__ A sq_tile[BQ * DPAD];
+  __shared__ A sg_tile[BQ * DPAD];
+  __shared__ A slse[BQ];
+  __shared__ A sdelta[BQ];
+  __shared__ int sok[BQ];
+
+  const int bh = blockIdx.x;
+  const int b = bh / heads;
+  const int part = threadIdx.x % TPR;
+  const int kj = blockIdx.y * ROWS + threadIdx.x / TPR;
+  const bool key_ok = kj < sk;
+  const long long krow = (long long)bh * sk + kj;
+  const T* qb = q + (long long)bh * sq * dh;
+  const T* gb = dout + (long long)bh * sq * dh;
+  const int flag = !key_ok ? 2 : ((has_mask && mask[(long long)b * sk + kj]) ? 1 : 0);
+
+  A kr[32], vr[32], dka[32], dva[32];
+  att_load_row<T, A, TPR>(kr, k, key_ok, krow, dh, part);
+  att_load_row<T, A, TPR>(vr, v, key_ok, krow, dh, part);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    dka[i] = (A)0;
+    dva[i] = (A)0;
+  }
+
+  for (int q0 = 0; q0 < sq; q0 += BQ) {
+    __syncthreads();
+    att_load_tile<T, A, BQ, DPAD>(sq_tile, qb, q0, sq, dh);
+    att_load_tile<T, A, BQ, DPAD>(sg_tile, gb, q0, sq, dh);
+    for (int r = threadIdx.x; r < BQ; r += ATT_THREADS) {
+      const int qi = q0 + r;
+      const bool ok = qi < sq;
+      sok[r] = ok ? 1 : 0;
+      slse[r] = ok ? lse[(long long)bh * sq + qi] : (A)0;
+      sdelta[r] = ok ? delta[(long long)bh * sq + qi] : (A)0;
+    }
+    __syncthreads();
+
+    for (int r = 0; r < BQ; ++r) {
+      const A* qi_row = sq_tile + r * DPAD;
+      const A* gi_row = sg_tile + r * DPAD;
+      A dot = (A)0, dw = (A)0;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        dot += kr[i] * qi_row[i * TPR + part];
+        dw += vr[i] * gi_row[i * TPR + part];
+      }
+      dot = group_sum<TPR>(dot);
+      dw = group_sum<TPR>(dw);
+      const unsigned long long flat =
+          ((unsigned long long)bh * (unsigned long long)sq + (unsigned long long)(q0 + r)) *
+              (unsigned long long)sk + (unsigned long long)kj;
+      bool kept;
+      const A s = att_transform<A>(dot, scale, flag, seed, flat, threshold, inv_keep, kept);
+      const bool live = sok[r] != 0 && flag != 2;
+      const A w = live ? e_exp(s - slse[r]) : (A)0;
+      const A ds = att_ds<A>(w, dw, sdelta[r], flag, kept, threshold, inv_keep);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        dva[i] += w * gi_row[i * TPR + part];
+        dka[i] += ds * qi_row[i * TPR + part];
+      }
+    }
+  }
+
+  if (key_ok) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int d = i * TPR + part;
+      if (d < dh) {
+        dk[krow * dh + d] = from_acc<T>(dka[i] * scale);
+        dv[krow * dh + d] = from_acc<T>(dva[i]);
+      }
+    }
+  }
+}

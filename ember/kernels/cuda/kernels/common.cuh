@@ -1,0 +1,199 @@
+// ember CUDA kernels: shared device helpers.
+//
+// modules.py prepends this file to every kernels/*.cu source before handing it to
+// cupy.RawModule, so each compiled module is one self-contained translation unit.
+// NVRTC (used by CuPy) has no host headers and, without a CUDA toolkit, not even
+// cuda_fp16.h: only CUDA built-ins are used, and float16 is handled as raw bits with
+// PTX conversion instructions (float16 storage, float32 arithmetic).
+//
+// Conventions: flat indices are long long; `A` is the accumulation type of a storage
+// type `T` (float for float and half, double for double); every kernel states the launch
+// shape it expects, and the Python wrappers in ember/kernels/cuda/*.py follow it.
+
+#define EMBER_FULL_MASK 0xffffffffu
+
+// IEEE binary16 storage. Same size and alignment as CuPy's float16 elements.
+struct __align__(2) ember_half {
+  unsigned short bits;
+};
+
+#ifndef EMBER_HOST_EMULATION
+__device__ __forceinline__ float ember_h2f(unsigned short b) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+  return f;
+}
+__device__ __forceinline__ unsigned short ember_f2h(float f) {
+  unsigned short b;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+}
+#endif
+
+template <typename T> struct AccType { typedef float type; };
+template <> struct AccType<double> { typedef double type; };
+
+__device__ __forceinline__ float to_acc(float x) { return x; }
+__device__ __forceinline__ double to_acc(double x) { return x; }
+__device__ __forceinline__ float to_acc(ember_half x) { return ember_h2f(x.bits); }
+
+template <typename T> struct StoreAs;
+template <> struct StoreAs<float> {
+  static __device__ __forceinline__ float cvt(float a) { return a; }
+};
+template <> struct StoreAs<double> {
+  static __device__ __forceinline__ double cvt(double a) { return a; }
+};
+template <> struct StoreAs<ember_half> {
+  static __device__ __forceinline__ ember_half cvt(float a) {
+    ember_half h;
+    h.bits = ember_f2h(a);
+    return h;
+  }
+};
+// Convert an accumulator value to storage type T (round to nearest even for half).
+template <typename T, typename A> __device__ __forceinline__ T from_acc(A a) {
+  return StoreAs<T>::cvt(a);
+}
+
+// ---- math overloads on the accumulation types ------------------------------------------
+__device__ __forceinline__ float e_exp(float x) { return expf(x); }
+__device__ __forceinline__ double e_exp(double x) { return exp(x); }
+__device__ __forceinline__ float e_log(float x) { return logf(x); }
+__device__ __forceinline__ double e_log(double x) { return log(x); }
+__device__ __forceinline__ float e_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double e_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float e_erf(float x) { return erff(x); }
+__device__ __forceinline__ double e_erf(double x) { return erf(x); }
+__device__ __forceinline__ float e_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double e_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float e_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double e_max(double a, double b) { return fmax(a, b); }
+
+template <typename A> __device__ __forceinline__ A neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() {
+  return __int_as_float((int)0xff800000u);
+}
+template <> __device__ __forceinline__ double neg_inf<double>() {
+  return __longlong_as_double((long long)0xfff0000000000000ull);
+}
+
+__device__ __forceinline__ long long ll_min(long long a, long long b) { return a < b ? a : b; }
+
+// ---- reductions -------------------------------------------------------------------------
+template <typename A> __device__ __forceinline__ A warp_sum(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(EMBER_FULL_MASK, v, o);
+  return v;
+}
+
+template <typename A> __device__ __forceinline__ A warp_max(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = e_max(v, __shfl_xor_sync(EMBER_FULL_MASK, v, o));
+  return v;
+}
+
+// Sum over the whole block (1-D, blockDim.x a multiple of 32); every thread gets the
+// result. `scratch` holds >= 32 values in shared memory. The leading barrier makes it
+// safe to call repeatedly with the same scratch.
+template <typename A> __device__ A block_sum(A v, A* scratch) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  A t = scratch[0];
+  const int warps = blockDim.x >> 5;
+  for (int w = 1; w < warps; ++w) t += scratch[w];
+  return t;
+}
+
+template <typename A> __device__ A block_max(A v, A* scratch) {
+  v = warp_max(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  A t = scratch[0];
+  const int warps = blockDim.x >> 5;
+  for (int w = 1; w < warps; ++w) t = e_max(t, scratch[w]);
+  return t;
+}
+
+// Row kernels run in one of two shapes (see launch.row_launch):
+//   WARP=true : 1-D blocks of ROW_WARP_THREADS, one warp per row, rows = blockIdx.x*warps + warp
+//   WARP=false: one 1-D block per row (row = blockIdx.x)
+// `lane` and `width` describe this thread's position among the threads of its row.
+template <bool WARP>
+__device__ __forceinline__ bool row_setup(long long rows, long long& row, int& lane, int& width) {
+  if (WARP) {
+    row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    lane = threadIdx.x & 31;
+    width = 32;
+  } else {
+    row = blockIdx.x;
+    lane = threadIdx.x;
+    width = blockDim.x;
+  }
+  return row < rows;
+}
+
+template <bool WARP, typename A> __device__ __forceinline__ A row_sum(A v, A* scratch) {
+  if constexpr (WARP) {
+    return warp_sum(v);
+  } else {
+    return block_sum(v, scratch);
+  }
+}
+
+template <bool WARP, typename A> __device__ __forceinline__ A row_max(A v, A* scratch) {
+  if constexpr (WARP) {
+    return warp_max(v);
+  } else {
+    return block_max(v, scratch);
+  }
+}
+
+// ---- counter-based dropout hash (SplitMix64 finaliser, see ember/kernels/backend.py) ------
+__device__ __forceinline__ unsigned long long ember_mix64(unsigned long long seed,
+                                                          unsigned long long i) {
+  unsigned long long z = seed + (i + 1ull) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// keep <=> u >= p with u = (z >> 40) * 2^-24. Since u is a multiple of 2^-24 this equals
+// (z >> 40) >= ceil(p * 2^24) exactly; the host computes that threshold in float64.
+__device__ __forceinline__ bool ember_keep(unsigned long long seed, unsigned long long i,
+                                           unsigned int threshold) {
+  return (unsigned int)(ember_mix64(seed, i) >> 40) >= threshold;
+}
+
+// ---- kernels shared by several modules ------------------------------------------------------
+
+// Sum `parts` [chunks, n] (accumulation type) over chunks and store as T: out[c].
+// Also used with chunks == 1 as a plain cast. Launch: 1-D, any grid (grid-stride).
+template <typename T>
+__global__ void __launch_bounds__(256)
+sum_partials(const typename AccType<T>::type* __restrict__ parts, int chunks, long long n,
+             T* __restrict__ out) {
+  typedef typename AccType<T>::type A;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < n; c += stride) {
+    A s = parts[c];
+    for (int k = 1; k < chunks; ++k) s += parts[(long long)k * n + c];
+    out[c] = from_acc<T>(s);
+  }
+}
+
+// Record in *first_bad the smallest position i with ids[i] outside [0, limit); *first_bad
+// must start at ~0ull. Launch: 1-D, any grid (grid-stride).
+template <typename I>
+__global__ void __launch_bounds__(256)
+index_check(const I* __restrict__ ids, long long n, long long limit,
+            unsigned long long* __restrict__ first_bad) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const long long v = (long long)ids[i];
+    if (v < 0 || v >= limit) atomicMin(first_bad, (unsigned long long)i);
+  }
+}

@@ -1,0 +1,176 @@
+// Layer norm and RMS norm over the last axis, forward and backward.
+// Row kernels use row_setup (common.cuh). Statistics (mean, rstd) are stored in the
+// accumulation type. gamma/beta are optional: has_gamma/has_beta = 0 means "absent" and
+// the pointer is then a dummy that is never read.
+
+template <typename T, bool WARP>
+__global__ void __launch_bounds__(512)
+layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+               T* __restrict__ y, typename AccType<T>::type* __restrict__ mean_out,
+               typename AccType<T>::type* __restrict__ rstd_out, long long rows, int cols,
+               typename AccType<T>::type eps, int has_gamma, int has_beta) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const T* xr = x + row * cols;
+  T* yr = y + row * cols;
+
+  A s = 0;
+  for (int c = lane; c < cols; c += width) s += to_acc(xr[c]);
+  const A mean = row_sum<WARP>(s, scratch) / (A)cols;
+  // Two-pass variance: the row is re-read (from cache) instead of using E[x^2]-E[x]^2.
+  A q = 0;
+  for (int c = lane; c < cols; c += width) {
+    const A d = to_acc(xr[c]) - mean;
+    q += d * d;
+  }
+  const A var = row_sum<WARP>(q, scratch) / (A)cols;
+  const A rstd = (A)1 / e_sqrt(var + eps);
+  if (lane == 0) {
+    mean_out[row] = mean;
+    rstd_out[row] = rstd;
+  }
+  for (int c = lane; c < cols; c += width) {
+    A v = (to_acc(xr[c]) - mean) * rstd;
+    if (has_gamma) v *= to_acc(gamma[c]);
+    if (has_beta) v += to_acc(beta[c]);
+    yr[c] = from_acc<T>(v);
+  }
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma, xhat = (x - mean) * rstd
+template <typename T, bool WARP>
+__global__ void __launch_bounds__(512)
+layer_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
+               const typename AccType<T>::type* __restrict__ mean,
+               const typename AccType<T>::type* __restrict__ rstd, const T* __restrict__ gamma,
+               T* __restrict__ dx, long long rows, int cols, int has_gamma) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const long long base = row * cols;
+  const A mu = mean[row];
+  const A r = rstd[row];
+
+  A sg = 0, sgx = 0;
+  for (int c = lane; c < cols; c += width) {
+    A g = to_acc(dy[base + c]);
+    if (has_gamma) g *= to_acc(gamma[c]);
+    sg += g;
+    sgx += g * (to_acc(x[base + c]) - mu) * r;
+  }
+  const A mg = row_sum<WARP>(sg, scratch) / (A)cols;
+  const A mgx = row_sum<WARP>(sgx, scratch) / (A)cols;
+  for (int c = lane; c < cols; c += width) {
+    A g = to_acc(dy[base + c]);
+    if (has_gamma) g *= to_acc(gamma[c]);
+    const A xhat = (to_acc(x[base + c]) - mu) * r;
+    dx[base + c] = from_acc<T>((g - mg - xhat * mgx) * r);
+  }
+}
+
+template <typename T, bool WARP>
+__global__ void __launch_bounds__(512)
+rms_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, T* __restrict__ y,
+             typename AccType<T>::type* __restrict__ rstd_out, long long rows, int cols,
+             typename AccType<T>::type eps, int has_gamma) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const T* xr = x + row * cols;
+  T* yr = y + row * cols;
+
+  A q = 0;
+  for (int c = lane; c < cols; c += width) {
+    const A v = to_acc(xr[c]);
+    q += v * v;
+  }
+  const A ms = row_sum<WARP>(q, scratch) / (A)cols;
+  const A r = (A)1 / e_sqrt(ms + eps);
+  if (lane == 0) rstd_out[row] = r;
+  for (int c = lane; c < cols; c += width) {
+    A v = to_acc(xr[c]) * r;
+    if (has_gamma) v *= to_acc(gamma[c]);
+    yr[c] = from_acc<T>(v);
+  }
+}
+
+// dx = rstd * (g - xhat * mean(g * xhat)),  g = dy * gamma, xhat = x * rstd
+template <typename T, bool WARP>
+__global__ void __launch_bounds__(512)
+rms_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
+             const typename AccType<T>::type* __restrict__ rstd, const T* __restrict__ gamma,
+             T* __restrict__ dx, long long rows, int cols, int has_gamma) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const long long base = row * cols;
+  const A r = rstd[row];
+
+  A sgx = 0;
+  for (int c = lane; c < cols; c += width) {
+    A g = to_acc(dy[base + c]);
+    if (has_gamma) g *= to_acc(gamma[c]);
+    sgx += g * to_acc(x[base + c]) * r;
+  }
+  const A mgx = row_sum<WARP>(sgx, scratch) / (A)cols;
+  for (int c = lane; c < cols; c += width) {
+    A g = to_acc(dy[base + c]);
+    if (has_gamma) g *= to_acc(gamma[c]);
+    const A xhat = to_acc(x[base + c]) * r;
+    dx[base + c] = from_acc<T>((g - xhat * mgx) * r);
+  }
+}
+
+// Partial column sums for dgamma (= sum_rows dy * xhat) and dbeta (= sum_rows dy).
+// Launch: block (32, 8); grid (ceil(cols / 32), chunks); chunk k covers rows
+// [k * rows_per_chunk, min(rows, (k + 1) * rows_per_chunk)). Writes part_g[k, c] and,
+// unless RMS, part_b[k, c]; sum_partials (common.cuh) then reduces over k.
+// RMS=true: xhat = x * rstd (mean is a dummy); RMS=false: xhat = (x - mean) * rstd.
+template <typename T, bool RMS>
+__global__ void __launch_bounds__(256)
+norm_param_grad(const T* __restrict__ dy, const T* __restrict__ x,
+                const typename AccType<T>::type* __restrict__ mean,
+                const typename AccType<T>::type* __restrict__ rstd, long long rows, int cols,
+                long long rows_per_chunk, typename AccType<T>::type* __restrict__ part_g,
+                typename AccType<T>::type* __restrict__ part_b) {
+  typedef typename AccType<T>::type A;
+  __shared__ A tg[8][33];
+  __shared__ A tb[8][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int c = blockIdx.x * 32 + tx;
+  const long long r0 = (long long)blockIdx.y * rows_per_chunk;
+  const long long r1 = ll_min(rows, r0 + rows_per_chunk);
+  A sg = 0, sb = 0;
+  if (c < cols) {
+    for (long long r = r0 + ty; r < r1; r += 8) {
+      const long long i = r * cols + c;
+      const A d = to_acc(dy[i]);
+      const A xh = RMS ? to_acc(x[i]) * rstd[r] : (to_acc(x[i]) - mean[r]) * rstd[r];
+      sg += d * xh;
+      sb += d;
+    }
+  }
+  tg[ty][tx] = sg;
+  tb[ty][tx] = sb;
+  __syncthreads();
+  if (ty == 0 && c < cols) {
+    A g = tg[0][tx], b = tb[0][tx];
+#pragma unroll
+    for (int k = 1; k < 8; ++k) {
+      g += tg[k][tx];
+      b += tb[k][tx];
+    }
+    const long long o = (long long)blockIdx.y * cols + c;
+    part_g[o] = g;
+    if (!RMS) part_b[o] = b;
+  }
+}

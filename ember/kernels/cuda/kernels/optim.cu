@@ -1,0 +1,95 @@
+// Multi-tensor optimizer updates: one launch updates every tensor of a parameter group in
+// place (same formulas as ember/optim/update_kernels.py, the cpu backend's twin).
+//
+// The host passes one table of 64-bit words, T = number of tensors, C = number of chunks
+// (= gridDim.x):
+//   sgd_multi : [params T | grads T | bufs T | sizes T | first T | chunk_tensor C | chunk_start C]
+//   adam_multi: [params T | grads T | m T | v T | vmax T | sizes T | chunk_tensor C | chunk_start C]
+// where pointer slots hold device addresses. Block c updates elements
+// [chunk_start[c], min(chunk_start[c] + chunk_elems, sizes[t])) of tensor t = chunk_tensor[c].
+// P is the parameter/gradient type, S the state type; arithmetic runs in the accumulation
+// type A of P. Per-tensor hyper-parameters come in `per` (A, row-major [T, K]).
+// Launch: block 256, grid C.
+
+// SGD (Burn's Sgd + Momentum), per[t] = {lr}:
+//   g = grad + wd * p
+//   momentum: buf = first[t] ? g : momentum * buf + (1 - dampening) * g
+//             g = nesterov ? g + momentum * buf : buf
+//   p = p - lr * g
+template <typename P, typename S>
+__global__ void __launch_bounds__(256)
+sgd_multi(const unsigned long long* __restrict__ table, int ntensors, long long chunk_elems,
+          const typename AccType<P>::type* __restrict__ per, typename AccType<P>::type weight_decay,
+          typename AccType<P>::type momentum, typename AccType<P>::type one_minus_dampening,
+          int has_momentum, int nesterov) {
+  typedef typename AccType<P>::type A;
+  const long long T = ntensors;
+  const long long C = gridDim.x;
+  const long long t = (long long)table[5 * T + blockIdx.x];
+  const long long start = (long long)table[5 * T + C + blockIdx.x];
+  const long long end = ll_min(start + chunk_elems, (long long)table[3 * T + t]);
+  P* p = reinterpret_cast<P*>(table[t]);
+  const P* g = reinterpret_cast<const P*>(table[T + t]);
+  S* buf = reinterpret_cast<S*>(table[2 * T + t]);
+  const bool first = table[4 * T + t] != 0ull;
+  const A lr = per[t];
+  for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
+    const A pv = to_acc(p[i]);
+    A d = to_acc(g[i]) + weight_decay * pv;
+    if (has_momentum) {
+      const A b = first ? d : momentum * to_acc(buf[i]) + one_minus_dampening * d;
+      buf[i] = from_acc<S>(b);
+      d = nesterov ? d + momentum * b : b;
+    }
+    p[i] = from_acc<P>(pv - lr * d);
+  }
+}
+
+// Adam / AdamW / AMSGrad (Burn's Adam and AdamW), per[t] = {lr, corr, eps_eff, l2, keep, decay}
+// with corr = sqrt(1 - beta2^t) / (1 - beta1^t), eps_eff = eps * sqrt(1 - beta2^t),
+// l2 = wd (Adam) or 0, keep = 1 - lr * wd (AdamW) or 1, decay = lr * wd (AdamW) or 0:
+//   g = grad + l2 * p
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   amsgrad: vmax = max(vmax, v) and vmax replaces v below
+//   mode 1 (AdamW): p = p * keep;  mode 2 (cautious AdamW): p -= decay * p where
+//   (p >= 0) == (m >= 0)
+//   p = p - lr * m * corr / (sqrt(v) + eps_eff)
+template <typename P, typename S>
+__global__ void __launch_bounds__(256)
+adam_multi(const unsigned long long* __restrict__ table, int ntensors, long long chunk_elems,
+           const typename AccType<P>::type* __restrict__ per, typename AccType<P>::type beta1,
+           typename AccType<P>::type one_minus_beta1, typename AccType<P>::type beta2,
+           typename AccType<P>::type one_minus_beta2, int amsgrad, int mode) {
+  typedef typename AccType<P>::type A;
+  const long long T = ntensors;
+  const long long C = gridDim.x;
+  const long long t = (long long)table[6 * T + blockIdx.x];
+  const long long start = (long long)table[6 * T + C + blockIdx.x];
+  const long long end = ll_min(start + chunk_elems, (long long)table[5 * T + t]);
+  P* p = reinterpret_cast<P*>(table[t]);
+  const P* g = reinterpret_cast<const P*>(table[T + t]);
+  S* m = reinterpret_cast<S*>(table[2 * T + t]);
+  S* v = reinterpret_cast<S*>(table[3 * T + t]);
+  S* vmax = reinterpret_cast<S*>(table[4 * T + t]);
+  const A* h = per + 6 * t;
+  const A lr = h[0], corr = h[1], eps = h[2], l2 = h[3], keep = h[4], decay = h[5];
+  for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
+    A theta = to_acc(p[i]);
+    const A grad = to_acc(g[i]) + l2 * theta;
+    const A mj = beta1 * to_acc(m[i]) + one_minus_beta1 * grad;
+    A vj = beta2 * to_acc(v[i]) + one_minus_beta2 * grad * grad;
+    m[i] = from_acc<S>(mj);
+    v[i] = from_acc<S>(vj);
+    if (amsgrad) {
+      vj = e_max(to_acc(vmax[i]), vj);
+      vmax[i] = from_acc<S>(vj);
+    }
+    const A update = mj * corr / (e_sqrt(vj) + eps);
+    if (mode == 1) {
+      theta = theta * keep;
+    } else if (mode == 2 && ((theta >= (A)0) == (mj >= (A)0))) {
+      theta = theta - decay * theta;
+    }
+    p[i] = from_acc<P>(theta - lr * update);
+  }
+}

@@ -1,0 +1,55 @@
+// Softmax and log-softmax over the last axis, forward and backward.
+// Rows are processed by one warp (WARP=true) or one block (WARP=false); see row_setup in
+// common.cuh. x/y/dy/dx are [rows, cols] contiguous.
+
+template <typename T, bool WARP, bool LOG>
+__global__ void __launch_bounds__(512)
+softmax_fwd(const T* __restrict__ x, T* __restrict__ y, long long rows, int cols) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const T* xr = x + row * cols;
+  T* yr = y + row * cols;
+
+  A m = neg_inf<A>();
+  for (int c = lane; c < cols; c += width) m = e_max(m, to_acc(xr[c]));
+  m = row_max<WARP>(m, scratch);
+  A s = 0;
+  for (int c = lane; c < cols; c += width) s += e_exp(to_acc(xr[c]) - m);
+  s = row_sum<WARP>(s, scratch);
+  if (LOG) {
+    const A lse = m + e_log(s);
+    for (int c = lane; c < cols; c += width) yr[c] = from_acc<T>(to_acc(xr[c]) - lse);
+  } else {
+    for (int c = lane; c < cols; c += width) yr[c] = from_acc<T>(e_exp(to_acc(xr[c]) - m) / s);
+  }
+}
+
+// softmax:     dx = y * (dy - sum(dy * y))
+// log_softmax: dx = dy - exp(y) * sum(dy)
+template <typename T, bool WARP, bool LOG>
+__global__ void __launch_bounds__(512)
+softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+            long long rows, int cols) {
+  typedef typename AccType<T>::type A;
+  __shared__ A scratch[32];
+  long long row;
+  int lane, width;
+  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const long long base = row * cols;
+
+  A s = 0;
+  if (LOG) {
+    for (int c = lane; c < cols; c += width) s += to_acc(dy[base + c]);
+  } else {
+    for (int c = lane; c < cols; c += width) s += to_acc(dy[base + c]) * to_acc(y[base + c]);
+  }
+  s = row_sum<WARP>(s, scratch);
+  for (int c = lane; c < cols; c += width) {
+    const A yv = to_acc(y[base + c]);
+    const A g = to_acc(dy[base + c]);
+    dx[base + c] = from_acc<T>(LOG ? g - e_exp(yv) * s : yv * (g - s));
+  }
+}

@@ -1,0 +1,257 @@
+"""Multi-tensor optimizer updates on CuPy arrays: one kernel launch per parameter group.
+
+Same API and formulas as :mod:`ember.optim.update_kernels` (the cpu backend's Numba twin),
+on lists of CuPy arrays updated **in place**. Per call, the host packs one table of device
+pointers, sizes and (tensor, chunk) work items plus a small array of per-tensor
+hyper-parameters, copies both to the device and launches one kernel over all chunks.
+
+Conventions: params and state buffers are C-contiguous CuPy arrays of one float dtype
+(float16, float32 or float64); ``grads[i]`` has the shape and dtype of ``params[i]``. With
+float16 parameters the state buffers may be float32 (recommended) or float16; otherwise
+they have the parameters' dtype. Arithmetic runs in float32 (float64 for float64 params).
+State buffers start as zeros; ``lr``, ``steps`` and ``first_step_flags`` are a scalar or one
+value per tensor.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.kernels.cuda import launch, modules
+from ember.kernels.cuda.runtime import cupy_or_error
+
+__all__ = ["adam_update", "sgd_update"]
+
+_SRC = "optim.cu"
+_PARAM_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _address(a: Any) -> int:
+    """Device address of a CuPy array's first element (host address for NumPy arrays,
+    which the tests' CPU emulation uses)."""
+    data = a.data
+    ptr = getattr(data, "ptr", None)
+    return int(ptr) if ptr is not None else int(a.ctypes.data)
+
+
+def _arrays(cp: Any, op: str, what: str, arrays: Any, like: list | None,
+            in_place: bool) -> list:
+    if arrays is None:
+        raise ValueError(f"{op}: `{what}` is required with these settings, got None")
+    if isinstance(arrays, cp.ndarray) or not isinstance(arrays, (list, tuple)):
+        raise TypeError(f"{op}: `{what}` must be a list of {cp.__name__} arrays, "
+                        f"got {type(arrays).__name__}")
+    if like is not None and len(arrays) != len(like):
+        raise ValueError(f"{op}: `{what}` has {len(arrays)} arrays but `params` has {len(like)}")
+    out = []
+    for i, a in enumerate(arrays):
+        if not isinstance(a, cp.ndarray):
+            raise TypeError(f"{op}: `{what}[{i}]` must be a {cp.__name__}.ndarray, "
+                            f"got {type(a).__name__}")
+        if a.dtype not in _PARAM_DTYPES:
+            raise TypeError(f"{op}: `{what}[{i}]` must be float16/32/64, got dtype {a.dtype}")
+        if in_place and not a.flags.c_contiguous:
+            raise ValueError(f"{op}: `{what}[{i}]` is updated in place and must be "
+                             f"C-contiguous (shape {tuple(a.shape)})")
+        if like is not None and tuple(a.shape) != tuple(like[i].shape):
+            raise ValueError(f"{op}: `{what}[{i}]` has shape {tuple(a.shape)} but "
+                             f"`params[{i}]` has shape {tuple(like[i].shape)}")
+        out.append(a if a.flags.c_contiguous else cp.ascontiguousarray(a))
+    if len({a.dtype for a in out}) > 1:
+        raise TypeError(f"{op}: all `{what}` must share one dtype, got "
+                        f"{sorted({str(a.dtype) for a in out})}")
+    return out
+
+
+def _state_ctype(op: str, what: str, states: list, param_dtype: np.dtype) -> str:
+    if not states:
+        return modules.ctype_of(param_dtype)
+    dtype = states[0].dtype
+    allowed = ((np.dtype(np.float32), np.dtype(np.float16)) if param_dtype == np.float16
+               else (param_dtype,))
+    if dtype not in allowed:
+        raise TypeError(f"{op}: `{what}` has dtype {dtype}; with {param_dtype} parameters it "
+                        f"must be {' or '.join(str(d) for d in allowed)}")
+    return modules.ctype_of(dtype)
+
+
+def _per_tensor(op: str, name: str, value: Any, n: int) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        array = np.full(n, float(array))
+    elif array.shape != (n,):
+        raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
+                         f"got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+    return array
+
+
+def _finite(op: str, name: str, value: Any) -> float:
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+    return v
+
+
+def _unit(op: str, name: str, value: Any) -> float:
+    v = _finite(op, name, value)
+    if not 0.0 <= v < 1.0:
+        raise ValueError(f"{op}: `{name}` must be in [0, 1), got {value!r}")
+    return v
+
+
+def _table(cp: Any, columns: list[list[Any]], sizes: list[int],
+           extra: list[np.ndarray]) -> tuple[Any, int]:
+    """Device table [pointer columns | sizes | extra columns | chunk_tensor | chunk_start]."""
+    tensor, start = launch.optim_chunks(sizes)
+    words = [np.array([_address(a) if a is not None else 0 for a in col], dtype=np.uint64)
+             for col in columns]
+    words.append(np.array(sizes, dtype=np.uint64))
+    words.extend(e.astype(np.uint64) for e in extra)
+    words.append(np.array(tensor, dtype=np.uint64))
+    words.append(np.array(start, dtype=np.uint64))
+    return cp.asarray(np.concatenate(words)), len(tensor)
+
+
+def sgd_update(params: Sequence[Any], grads: Sequence[Any], momentum_bufs: Sequence[Any] | None,
+               lr: float | Sequence[float], weight_decay: float = 0.0, momentum: float = 0.0,
+               dampening: float = 0.0, nesterov: bool = False,
+               first_step_flags: bool | Sequence[bool] = False) -> None:
+    """SGD with optional L2 weight decay and (Nesterov) momentum, in place (Burn ``Sgd``).
+
+    Per element, with λ = ``weight_decay``, μ = ``momentum``, d = ``dampening``::
+
+        g ← g + λ·θ
+        v ← g                         on a tensor's first step (first_step_flags[i])
+        v ← μ·v + (1 − d)·g           afterwards
+        g ← g + μ·v  (nesterov)  or  g ← v
+        θ ← θ − lr·g
+
+    Args:
+        params: CuPy parameter arrays, updated in place.
+        grads: gradients, same shapes and dtype.
+        momentum_bufs: velocity buffers (zeros initially), updated in place; or None
+            (then ``momentum`` must be 0 and ``nesterov`` False).
+        lr: learning rate, for the group or per tensor.
+        weight_decay: L2 penalty λ added to the gradient.
+        momentum: μ.
+        dampening: d.
+        nesterov: use the Nesterov look-ahead gradient.
+        first_step_flags: whether this is each tensor's first step (velocity = gradient).
+    """
+    op = "sgd_update"
+    cp = cupy_or_error()
+    p = _arrays(cp, op, "params", params, None, in_place=True)
+    n = len(p)
+    g = _arrays(cp, op, "grads", grads, p, in_place=False)
+    momentum = _finite(op, "momentum", momentum)
+    has_momentum = momentum_bufs is not None
+    if not has_momentum and (momentum != 0.0 or nesterov):
+        raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_bufs`")
+    b = _arrays(cp, op, "momentum_bufs", momentum_bufs, p, in_place=True) if has_momentum else []
+    rates = _per_tensor(op, "lr", lr, n)
+    first = np.broadcast_to(np.asarray(first_step_flags, dtype=np.bool_), (n,))
+    wd = _finite(op, "weight_decay", weight_decay)
+    keep = 1.0 - _finite(op, "dampening", dampening)
+    if n == 0:
+        return
+    dtype = p[0].dtype
+    if g[0].dtype != dtype:
+        raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
+    pt = modules.ctype_of(dtype)
+    st = _state_ctype(op, "momentum_bufs", b, dtype) if has_momentum else (
+        "float" if pt == "ember_half" else pt)
+    sizes = [int(a.size) for a in p]
+    table, chunks = _table(cp, [p, g, b if has_momentum else [None] * n], sizes,
+                           [first.astype(np.uint64)])
+    if chunks == 0:
+        return
+    acc = modules.acc_dtype(dtype)
+    per = cp.asarray(rates.astype(acc))
+    fn = modules.kernel(_SRC, pt, "sgd_multi", pt, st)
+    fn((chunks,), (launch.OPTIM_THREADS,),
+       (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), per, acc.type(wd), acc.type(momentum),
+        acc.type(keep), np.int32(has_momentum), np.int32(bool(nesterov))))
+
+
+def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v: Sequence[Any],
+                vmax: Sequence[Any] | None, lr: float | Sequence[float], beta1: float = 0.9,
+                beta2: float = 0.999, eps: float = 1e-5, weight_decay: float = 0.0,
+                decoupled: bool = False, cautious: bool = False,
+                steps: int | Sequence[int] = 1) -> None:
+    """Adam / AdamW / AMSGrad, in place (Burn ``Adam`` and ``AdamW``).
+
+    With t = ``steps`` (this update's 1-based step, per tensor) and λ = ``weight_decay``::
+
+        g ← g + λ·θ                                  (Adam: L2, only if not decoupled)
+        m ← β1·m + (1 − β1)·g
+        v ← β2·v + (1 − β2)·g²
+        v̂ ← max(v̂, v) and use v̂ for v              (AMSGrad, when vmax is given)
+        u = m·√(1 − β2ᵗ)/(1 − β1ᵗ) / (√v + ε·√(1 − β2ᵗ))   (= m̂/(√v̂ + ε))
+        θ ← θ·(1 − lr·λ)                              (AdamW: decoupled)
+        θ ← θ − lr·λ·θ only where (θ ≥ 0) == (m ≥ 0)  (AdamW, cautious weight decay)
+        θ ← θ − lr·u
+
+    Args:
+        params: CuPy parameter arrays, updated in place.
+        grads: gradients, same shapes and dtype.
+        m: first-moment buffers (zeros initially), updated in place.
+        v: second-moment buffers (zeros initially), updated in place.
+        vmax: AMSGrad running maxima of v (zeros initially), or None for plain Adam.
+        lr: learning rate, for the group or per tensor.
+        beta1: β1 in [0, 1).
+        beta2: β2 in [0, 1).
+        eps: ε added to the bias-corrected root of v.
+        weight_decay: λ; L2 when not ``decoupled``, decoupled decay otherwise.
+        decoupled: AdamW-style decay.
+        cautious: cautious decoupled decay (requires ``decoupled``).
+        steps: t >= 1 for each tensor (1 on its first update).
+    """
+    op = "adam_update"
+    cp = cupy_or_error()
+    p = _arrays(cp, op, "params", params, None, in_place=True)
+    n = len(p)
+    g = _arrays(cp, op, "grads", grads, p, in_place=False)
+    mt = _arrays(cp, op, "m", m, p, in_place=True)
+    vt = _arrays(cp, op, "v", v, p, in_place=True)
+    amsgrad = vmax is not None
+    vm = _arrays(cp, op, "vmax", vmax, p, in_place=True) if amsgrad else [None] * n
+    if cautious and not decoupled:
+        raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; set decoupled=True")
+    beta1, beta2 = _unit(op, "beta1", beta1), _unit(op, "beta2", beta2)
+    eps, wd = _finite(op, "eps", eps), _finite(op, "weight_decay", weight_decay)
+    rates = _per_tensor(op, "lr", lr, n)
+    t = _per_tensor(op, "steps", steps, n)
+    if np.any(t < 1) or np.any(t != np.floor(t)):
+        raise ValueError(f"{op}: `steps` must be integers >= 1 (the 1-based step t), got {steps!r}")
+    if n == 0:
+        return
+    dtype = p[0].dtype
+    if g[0].dtype != dtype:
+        raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
+    pt = modules.ctype_of(dtype)
+    states = mt + vt + ([a for a in vm if a is not None])
+    if len({a.dtype for a in states}) > 1:
+        raise TypeError(f"{op}: m, v and vmax must share one dtype, got "
+                        f"{sorted({str(a.dtype) for a in states})}")
+    st = _state_ctype(op, "m", states, dtype)
+    bc1 = 1.0 - beta1 ** t
+    bc2_sqrt = np.sqrt(1.0 - beta2 ** t)
+    decay = rates * wd if decoupled else np.zeros(n)
+    acc = modules.acc_dtype(dtype)
+    per = np.stack([rates, bc2_sqrt / bc1, eps * bc2_sqrt,
+                    np.zeros(n) if decoupled else np.full(n, wd), 1.0 - decay, decay],
+                   axis=1).astype(acc)
+    mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
+    sizes = [int(a.size) for a in p]
+    table, chunks = _table(cp, [p, g, mt, vt, vm], sizes, [])
+    if chunks == 0:
+        return
+    fn = modules.kernel(_SRC, pt, "adam_multi", pt, st)
+    fn((chunks,), (launch.OPTIM_THREADS,),
+       (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), cp.asarray(per.reshape(-1)),
+        acc.type(beta1), acc.type(1.0 - beta1), acc.type(beta2), acc.type(1.0 - beta2),
+        np.int32(amsgrad), np.int32(mode)))

@@ -1,0 +1,81 @@
+"""Fused softmax and log-softmax over the last axis (forward and backward) on CuPy arrays."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.kernels.cuda import launch, modules, validate
+from ember.kernels.cuda.runtime import cupy_or_error
+
+__all__ = ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]
+
+_SRC = "softmax.cu"
+
+
+def _forward(op: str, x: Any, log: bool) -> Any:
+    cp = cupy_or_error()
+    x = validate.float_array(cp, op, "x", x)
+    y = cp.empty(x.shape, dtype=x.dtype)
+    rows, cols = validate.rows_cols(x.shape)
+    if rows == 0 or cols == 0:
+        return y
+    ct = modules.ctype_of(x.dtype)
+    cfg = launch.row_launch(rows, cols)
+    fn = modules.kernel(_SRC, ct, "softmax_fwd", ct, cfg.warp_arg, "true" if log else "false")
+    fn(cfg.grid, cfg.block, (x, y, np.int64(rows), np.int32(cols)))
+    return y
+
+
+def _backward(op: str, y: Any, dy: Any, log: bool) -> Any:
+    cp = cupy_or_error()
+    y = validate.float_array(cp, op, "y", y)
+    dy = validate.float_array(cp, op, "dy", dy, dtype=y.dtype)
+    validate.check_same_shape(op, "y", y, "dy", dy)
+    dx = cp.empty(y.shape, dtype=y.dtype)
+    rows, cols = validate.rows_cols(y.shape)
+    if rows == 0 or cols == 0:
+        return dx
+    ct = modules.ctype_of(y.dtype)
+    cfg = launch.row_launch(rows, cols)
+    fn = modules.kernel(_SRC, ct, "softmax_bwd", ct, cfg.warp_arg, "true" if log else "false")
+    fn(cfg.grid, cfg.block, (y, dy, dx, np.int64(rows), np.int32(cols)))
+    return dx
+
+
+def softmax(x: Any) -> Any:
+    """Softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``.
+
+    Args:
+        x: float16/32/64 CuPy array with at least one dimension.
+    """
+    return _forward("softmax", x, log=False)
+
+
+def softmax_backward(y: Any, dy: Any) -> Any:
+    """Gradient of :func:`softmax`: ``dx = y * (dy - sum(dy * y, -1))``.
+
+    Args:
+        y: the softmax output.
+        dy: gradient of the loss with respect to ``y`` (same shape and dtype).
+    """
+    return _backward("softmax_backward", y, dy, log=False)
+
+
+def log_softmax(x: Any) -> Any:
+    """Log-softmax over the last axis: ``x - logsumexp(x, -1)``.
+
+    Args:
+        x: float16/32/64 CuPy array with at least one dimension.
+    """
+    return _forward("log_softmax", x, log=True)
+
+
+def log_softmax_backward(y: Any, dy: Any) -> Any:
+    """Gradient of :func:`log_softmax`: ``dx = dy - exp(y) * sum(dy, -1)``.
+
+    Args:
+        y: the log-softmax output.
+        dy: gradient of the loss with respect to ``y`` (same shape and dtype).
+    """
+    return _backward("log_softmax_backward", y, dy, log=True)

@@ -1,0 +1,182 @@
+"""Argument validation for the ``cuda`` fused kernels' Python entry points.
+
+The CUDA kernels index memory without bounds checks, so every entry point validates types,
+dtypes and shapes here first (on the host, from array metadata only) and raises an error
+naming the op, the argument and what was expected. Index ranges are checked on the device
+by :mod:`ember.kernels.cuda.indexing`. ``cp`` is the array module (CuPy; the tests pass a
+NumPy stand-in), so everything here runs without a GPU.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FLOAT_DTYPES", "INDEX_DTYPES", "check_same_shape", "contiguous", "dropout_threshold",
+    "float_array",
+    "index_array", "optional_vector", "positive_finite", "probability", "rows_cols", "seed_u64",
+]
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
+INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def float_array(cp: Any, op: str, name: str, x: Any, dtype: Any = None,
+                min_ndim: int = 1) -> Any:
+    """Check that ``x`` is a float16/32/64 device array and return it C-contiguous.
+
+    Args:
+        cp: the array module (cupy).
+        op: name of the op, used in error messages.
+        name: name of the argument, used in error messages.
+        x: the value to check.
+        dtype: when given, the dtype ``x`` must have (that of the op's main input).
+        min_ndim: minimum number of dimensions.
+
+    Raises:
+        TypeError: ``x`` is not a device array or has the wrong dtype.
+        ValueError: ``x`` has fewer than ``min_ndim`` dimensions.
+    """
+    if not isinstance(x, cp.ndarray):
+        raise TypeError(f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
+                        f"got {type(x).__module__}.{type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{op}: {name} must be float16, float32 or float64, got dtype {x.dtype}")
+    if dtype is not None and x.dtype != np.dtype(dtype):
+        raise TypeError(f"{op}: {name} has dtype {x.dtype} but the op's input is "
+                        f"{np.dtype(dtype)}; all float arguments must share one dtype")
+    if x.ndim < min_ndim:
+        raise ValueError(f"{op}: {name} must have at least {min_ndim} dimension(s), "
+                         f"got shape {tuple(x.shape)}")
+    return contiguous(cp, x)
+
+
+def contiguous(cp: Any, a: Any) -> Any:
+    """``a`` itself when C-contiguous, else a C-contiguous copy; 0-d arrays stay 0-d
+    (``ascontiguousarray`` would make them 1-d)."""
+    return a if a.flags.c_contiguous else cp.ascontiguousarray(a)
+
+
+def index_array(cp: Any, op: str, name: str, ids: Any) -> Any:
+    """Check that ``ids`` is an int64/int32 device array and return it C-contiguous.
+
+    Range checks happen on the device (see :func:`ember.kernels.cuda.indexing.check_range`).
+
+    Args:
+        cp: the array module.
+        op: name of the op.
+        name: name of the argument ("targets", "ids"...).
+        ids: the index array.
+
+    Raises:
+        TypeError: ``ids`` is not an int64/int32 device array.
+    """
+    if not isinstance(ids, cp.ndarray):
+        raise TypeError(f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
+                        f"got {type(ids).__module__}.{type(ids).__name__}")
+    if ids.dtype not in INDEX_DTYPES:
+        raise TypeError(f"{op}: {name} must be int64 or int32, got dtype {ids.dtype}")
+    return contiguous(cp, ids)
+
+
+def check_same_shape(op: str, name_a: str, a: Any, name_b: str, b: Any) -> None:
+    """Raise ValueError unless ``a`` and ``b`` have the same shape.
+
+    Args:
+        op: name of the op.
+        name_a: name of the first argument.
+        a: first array.
+        name_b: name of the second argument.
+        b: second array.
+    """
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{op}: {name_a} and {name_b} must have the same shape, "
+                         f"got {tuple(a.shape)} and {tuple(b.shape)}")
+
+
+def optional_vector(cp: Any, op: str, name: str, p: Any, dim: int, dtype: Any) -> Any:
+    """Validate an optional per-feature parameter of shape ``[dim]``; None passes through.
+
+    Args:
+        cp: the array module.
+        op: name of the op.
+        name: name of the argument.
+        p: the parameter or None.
+        dim: required length (the input's last dimension).
+        dtype: required dtype (the input's).
+    """
+    if p is None:
+        return None
+    arr = float_array(cp, op, name, p, dtype=dtype)
+    if tuple(arr.shape) != (dim,):
+        raise ValueError(f"{op}: {name} must have shape ({dim},) to match the input's last "
+                         f"dimension, got {tuple(arr.shape)}")
+    return arr
+
+
+def rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, cols) of an array reduced over its last axis (leading dims flattened).
+
+    Args:
+        shape: the array shape (at least 1-D).
+    """
+    return math.prod(shape[:-1]), int(shape[-1])
+
+
+def probability(op: str, name: str, p: object) -> float:
+    """Return ``p`` as a float after checking ``0 <= p <= 1``.
+
+    Args:
+        op: name of the op.
+        name: name of the argument.
+        p: the probability.
+    """
+    value = float(p)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{op}: {name} must lie in [0, 1], got {p!r}")
+    return value
+
+
+def positive_finite(op: str, name: str, value: object, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is finite and > 0 (or >= 0).
+
+    Args:
+        op: name of the op.
+        name: name of the argument.
+        value: the value.
+        allow_zero: accept 0 as well.
+    """
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        expected = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{op}: {name} must be finite and {expected}, got {value!r}")
+    return v
+
+
+def seed_u64(op: str, seed: object) -> np.uint64:
+    """Return an integer seed reduced modulo 2**64, as the hash RNG uses it.
+
+    Args:
+        op: name of the op.
+        seed: a Python or NumPy integer (negative values wrap around).
+    """
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
+    return np.uint64(value % (1 << 64))
+
+
+def dropout_threshold(p: float) -> np.uint32:
+    """Integer threshold t with ``keep <=> (z >> 40) >= t``, equal to ``u >= p`` exactly.
+
+    ``u = (z >> 40) * 2**-24`` is a multiple of 2**-24, so ``u >= p`` iff
+    ``z >> 40 >= ceil(p * 2**24)``; ``p * 2**24`` is exact in float64.
+
+    Args:
+        p: drop probability in [0, 1].
+    """
+    return np.uint32(math.ceil(p * (1 << 24)))
