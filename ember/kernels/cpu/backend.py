@@ -14,7 +14,8 @@ class CpuBackend(ArrayBackend):
 
     def __init__(self, seed=None):
         super().__init__(seed)
-        # The native GELU measured faster than the Numba one at the AG News sizes (bench/).
+        # bench/bench_native.py: the native kernels beat their Numba twins for exact (erf)
+        # GELU and layer-norm forward; Numba wins for tanh GELU, layer-norm backward is a tie.
         self._native = native_ops.available()
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
@@ -35,6 +36,8 @@ class CpuBackend(ArrayBackend):
         return softmax.log_softmax_backward(y, dy)
 
     def layer_norm(self, x, gamma, beta, eps):
+        if self._native and x.dtype in (np.float32, np.float64):
+            return native_ops.layer_norm(x, gamma, beta, eps)
         return norms.layer_norm(x, gamma, beta, eps)
 
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
@@ -47,12 +50,12 @@ class CpuBackend(ArrayBackend):
         return norms.rms_norm_backward(dy, x, rstd, gamma)
 
     def gelu(self, x, approximate):
-        if self._native and x.dtype in (np.float32, np.float64):
+        if self._native and not approximate and x.dtype in (np.float32, np.float64):
             return native_ops.gelu(x, approximate)
         return activations.gelu(x, approximate)
 
     def gelu_backward(self, x, dy, approximate):
-        if self._native and x.dtype in (np.float32, np.float64):
+        if self._native and not approximate and x.dtype in (np.float32, np.float64):
             return native_ops.gelu_backward(x, dy, approximate)
         return activations.gelu_backward(x, dy, approximate)
 
@@ -79,3 +82,109 @@ class CpuBackend(ArrayBackend):
 
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         return attention.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
+
+    # =====================================================================================
+    # ---- optimizer composites: fused multi-tensor Numba kernels (ember.optim.update_kernels)
+    # One parallel kernel call per parameter group: the parameter and state arrays passed in
+    # are updated in place and returned. Lists are packed on every call; an ArrayTable from
+    # ``optim_pack`` skips that. Dtypes other than float32/float64 use the per-tensor default.
+    # =====================================================================================
+    def optim_own(self, x, copy=False):
+        if copy or not x.flags.c_contiguous or not x.flags.writeable:
+            return np.array(x, order="C", copy=True)
+        return x
+
+    def optim_pack(self, arrays):
+        kernels = _update_kernels()
+        if isinstance(arrays, kernels.ArrayTable):
+            return arrays
+        arrays = list(arrays)
+        if arrays and arrays[0].dtype in _FUSED_DTYPES:
+            return kernels.pack_arrays(arrays, op="optim_pack", what="arrays")
+        return arrays
+
+    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
+                   dampening=0.0, nesterov=False, first_step_flags=False):
+        if not _fused(params):
+            return super().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
+                                      dampening, nesterov, first_step_flags)
+        _update_kernels().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
+                                     dampening, nesterov, first_step_flags)
+        return _listed(params), _listed(momentum_bufs)
+
+    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
+                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+        if not _fused(params):
+            return super().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
+                                       weight_decay, decoupled, cautious, steps)
+        _update_kernels().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
+                                      weight_decay, decoupled, cautious, steps)
+        return _listed(params), _listed(m), _listed(v), _listed(vmax)
+
+    def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
+                       eps=1e-5, weight_decay=0.0, momentum=0.9, centered=False):
+        if not _fused(params):
+            return super().rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
+                                          alpha, eps, weight_decay, momentum, centered)
+        _update_kernels().rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
+                                         alpha, eps, weight_decay, momentum, centered)
+        return (_listed(params), _listed(square_avg), _listed(grad_avg) if centered else None,
+                _listed(momentum_bufs) if momentum > 0.0 else None)
+
+    def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
+        if not _fused(params):
+            return super().adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
+        _update_kernels().adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
+        return _listed(params), _listed(sums)
+
+    def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
+        if not _fused(params):
+            return super().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
+        _update_kernels().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
+        return _listed(params), _listed(exp_avg)
+
+    # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
+    def clip_by_value(self, grads, threshold):
+        if not _fused(grads):
+            return super().clip_by_value(grads, threshold)
+        out = [np.array(g, order="C", copy=True) for g in grads]
+        _update_kernels().clip_by_value(out, threshold)
+        return out
+
+    def clip_by_norm(self, grads, max_norm):
+        if not _fused(grads):
+            return super().clip_by_norm(grads, max_norm)
+        out = [np.array(g, order="C", copy=True) for g in grads]
+        _update_kernels().clip_by_norm_per_tensor(out, max_norm)
+        return out
+
+    def grads_norm(self, grads) -> float:
+        if not _fused(grads):
+            return super().grads_norm(grads)
+        return _update_kernels().global_norm(list(grads))
+
+    def scale_grads(self, grads, coef):
+        return [np.multiply(g, g.dtype.type(coef)) for g in grads]
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _update_kernels():
+    # imported on first use: it compiles Numba kernels and lives in ember.optim
+    from ember.optim import update_kernels
+    return update_kernels
+
+
+def _fused(arrays) -> bool:
+    """Whether the Numba kernels take these arrays (an ArrayTable, or float32/float64 arrays)."""
+    if isinstance(arrays, (list, tuple)):
+        return not arrays or getattr(arrays[0], "dtype", None) in _FUSED_DTYPES
+    return isinstance(arrays, _update_kernels().ArrayTable)
+
+
+def _listed(arrays):
+    """The arrays of an ArrayTable or list, as a list (None stays None)."""
+    if arrays is None:
+        return None
+    return list(arrays.arrays) if hasattr(arrays, "arrays") else list(arrays)

@@ -1,0 +1,49 @@
+"""Fused Numba kernels of ember's ``cpu`` backend, one module per concept.
+
+Each module implements composites of the backend contract (``ember/kernels/backend.py``),
+forward and backward, on NumPy arrays, agreeing with the ``reference`` backend:
+
+* :mod:`.softmax` — ``softmax``, ``log_softmax`` and their backward;
+* :mod:`.norms` — ``layer_norm``, ``rms_norm`` and their backward;
+* :mod:`.activations` — ``gelu`` (exact and tanh) and its backward, element-wise ``erf``;
+* :mod:`.cross_entropy` — ``cross_entropy`` with label smoothing and its backward;
+* :mod:`.embedding` — ``embedding`` lookup and its scatter-add backward;
+* :mod:`.dropout` — hash-RNG ``dropout`` and its backward;
+* :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward.
+
+Conventions: float32 and float64 inputs, reductions over the last axis with leading
+dimensions flattened into rows, new arrays returned (inputs never modified), integer
+indices validated before any unchecked loop runs. :mod:`.jit` configures Numba (cache
+directory, threads) and :mod:`.vecmath` holds the vectorisable math the kernels share.
+
+The function names equal their module names in several cases (``softmax.softmax``), so
+the package exposes the modules, not the functions: ``from ember.kernels.cpu import
+softmax; softmax.softmax(x)``. Importing the package imports Numba; kernels compile on
+first use per dtype and are cached on disk.
+"""
+
+from __future__ import annotations
+
+from . import jit  # first: sets up Numba's cache directory and threads
+from . import (
+    activations,
+    attention,
+    cross_entropy,
+    dropout,
+    embedding,
+    norms,
+    softmax,
+    vecmath,
+)
+
+__all__ = [
+    "activations",
+    "attention",
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "jit",
+    "norms",
+    "softmax",
+    "vecmath",
+]

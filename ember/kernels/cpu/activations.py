@@ -1,0 +1,147 @@
+"""Fused GELU (exact and tanh forms), forward and backward, and an element-wise erf.
+
+Both forms are written so that no libm call sits in the element loop (float32), and
+so that the negative tail keeps its relative accuracy:
+
+* exact: ``gelu(x) = x * Phi(x)`` with the normal CDF ``Phi`` evaluated from its tail
+  ``T(x) = erfc(|x| / sqrt2) / 2`` as ``T`` for ``x < 0`` and ``1 - T`` otherwise, which
+  avoids the cancellation in ``1 + erf(x / sqrt2)`` for large negative ``x``;
+* tanh: ``0.5 x (1 + tanh(u)) = x / (1 + exp(-2u))`` with
+  ``u = sqrt(2/pi) (x + 0.044715 x^3)``, one exponential and no cancellation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from . import vecmath as vm
+from .checks import check_same_shape, float_array
+from .jit import kernel
+
+__all__ = ["erf", "gelu", "gelu_backward"]
+
+_INV_SQRT_2PI = 0.3989422804014327
+_SQRT_2_OVER_PI = 0.7978845608028654
+_CUBIC = 0.044715
+
+
+@kernel
+def _gelu_exact(x, y):
+    one = vm.typed(1.0, x)
+    zero = vm.typed(0.0, x)
+    for i in prange(x.shape[0]):
+        v = x[i]
+        tail = vm.normal_tail(v)
+        phi = one - tail if v >= zero else tail
+        y[i] = v * phi
+
+
+@kernel
+def _gelu_exact_backward(x, dy, dx):
+    half = vm.typed(0.5, x)
+    one = vm.typed(1.0, x)
+    c = vm.typed(_INV_SQRT_2PI, x)
+    zero = vm.typed(0.0, x)
+    for i in prange(x.shape[0]):
+        v = x[i]
+        tail = vm.normal_tail(v)
+        phi = one - tail if v >= zero else tail
+        density = c * vm.exp(-half * v * v)
+        dx[i] = dy[i] * (phi + v * density)
+
+
+@kernel
+def _gelu_tanh(x, y):
+    one = vm.typed(1.0, x)
+    a = vm.typed(-2.0 * _SQRT_2_OVER_PI, x)
+    b = vm.typed(_CUBIC, x)
+    for i in prange(x.shape[0]):
+        v = x[i]
+        y[i] = v / (one + vm.exp(a * (v + b * v * v * v)))
+
+
+@kernel
+def _gelu_tanh_backward(x, dy, dx):
+    one = vm.typed(1.0, x)
+    half = vm.typed(0.5, x)
+    a = vm.typed(-2.0 * _SQRT_2_OVER_PI, x)
+    b = vm.typed(_CUBIC, x)
+    b3 = vm.typed(3.0 * _CUBIC, x)
+    for i in prange(x.shape[0]):
+        v = x[i]
+        e = vm.exp(a * (v + b * v * v * v))
+        s = one / (one + e)
+        # 1 - s = e s; take whichever form does not cancel (e * s is inf * 0 once e
+        # overflows, but then s < 1/2 and 1 - s is exact enough).
+        s_neg = one - s if s < half else e * s
+        # d/dv [v s(2u)] = s + v s (1 - s) 2u'(v), 2u' = -a (1 + 3b v^2)
+        dx[i] = dy[i] * (s - v * s * s_neg * a * (one + b3 * v * v))
+
+
+@kernel
+def _erf_flat(x, y):
+    for i in prange(x.shape[0]):
+        y[i] = vm.erf(x[i])
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Element-wise error function (the ``erf`` unary primitive of the cpu backend).
+
+    float32: relative error below 2e-7 (no libm call, vectorised); float64: libm.
+
+    Args:
+        x: float32/float64 array of any shape.
+
+    Returns:
+        A new array of ``x``'s shape and dtype.
+    """
+    x = float_array("erf", "x", x, min_ndim=0)
+    y = np.empty_like(x)
+    if x.size:
+        _erf_flat(x.reshape(-1), y.reshape(-1))
+    return y
+
+
+def gelu(x: np.ndarray, approximate: bool) -> np.ndarray:
+    """GELU activation.
+
+    ``approximate=False``: ``x * 0.5 * (1 + erf(x / sqrt2))``;
+    ``approximate=True``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Args:
+        x: float32/float64 array of any shape.
+        approximate: use the tanh approximation.
+
+    Returns:
+        A new array of ``x``'s shape and dtype.
+    """
+    x = float_array("gelu", "x", x, min_ndim=0)
+    y = np.empty_like(x)
+    if x.size:
+        (_gelu_tanh if approximate else _gelu_exact)(x.reshape(-1), y.reshape(-1))
+    return y
+
+
+def gelu_backward(x: np.ndarray, dy: np.ndarray, approximate: bool) -> np.ndarray:
+    """Gradient of :func:`gelu` with respect to its input.
+
+    exact: ``dx = dy * (Phi(x) + x * phi(x))`` (``phi`` the standard normal density);
+    tanh: ``dx = dy * (s + x s (1 - s) 2 u'(x))`` with ``s = sigmoid(2u)``.
+
+    Args:
+        x: the forward input.
+        dy: gradient of the output (same shape and dtype as ``x``).
+        approximate: whether the forward used the tanh approximation.
+
+    Returns:
+        ``dx``, a new array of ``x``'s shape and dtype.
+    """
+    x = float_array("gelu_backward", "x", x, min_ndim=0)
+    dy = float_array("gelu_backward", "dy", dy, dtype=x.dtype, min_ndim=0)
+    check_same_shape("gelu_backward", "x", x, "dy", dy)
+    dx = np.empty_like(x)
+    if x.size:
+        fn = _gelu_tanh_backward if approximate else _gelu_exact_backward
+        fn(x.reshape(-1), dy.reshape(-1), dx.reshape(-1))
+    return dx

@@ -1,0 +1,355 @@
+"""Fused scaled-dot-product attention core (Burn's ``MultiHeadAttention``), fwd and bwd.
+
+Semantics (see the backend contract)::
+
+    s = (q @ k^T) * scale                     # [B, H, Sq, Sk]
+    s = dropout(s, p, seed)                   # pre-softmax; flat index over [B,H,Sq,Sk]
+    s[mask_pad[b, j]] = -1e4                  # after dropout
+    lse = log(sum_j exp(s))                   # (+ exp(0) inside the sum when quiet)
+    out = exp(s - lse) @ v
+
+One parallel Numba region does everything: each thread takes whole (batch, head) pairs
+and walks their query rows in blocks sized to stay in cache (``_TILE_BYTES``). Per block
+it forms the score tile with the register-blocked products of :mod:`.tilegemm`, turns
+it into weights in place (scale, dropout hash, mask, max, exponentials, sum) and
+multiplies by ``v``, so the ``[B, H, Sq, Sk]`` score array is never materialised. The
+backward recomputes each tile from ``q``, ``k`` and ``lse``, and accumulates ``dk`` and
+``dv`` for its head in thread-private buffers (no races, no atomics). Keeping the GEMMs
+inside the region avoids handing the cores back and forth between NumPy's BLAS thread
+pool and Numba's, which on a 2-core machine cost more than the products.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from . import vecmath as vm
+from .checks import contiguous, float_array, probability, seed_u64
+from .dropout import hash_bits, keep_threshold
+from .jit import kernel, serial
+from .tilegemm import accumulate_at_b, rows_by_matrix, rows_dot_rows
+
+__all__ = ["attention", "attention_backward"]
+
+#: Bytes of one score tile per thread (query rows x Sk); a few tiles per thread stay in
+#: L2. 64 KiB measured best for B=32, H=4, S=256, Dh=32 here.
+_TILE_BYTES = 64 << 10
+_MASK_FILL = -1.0e4
+
+
+@serial
+def _transpose_into(src, dst):
+    """``dst[d, j] = src[j, d]`` (``src [S, D]``, ``dst [D, S]``)."""
+    rows, cols = src.shape
+    for j in range(rows):
+        for d in range(cols):
+            dst[d, j] = src[j, d]
+
+
+@serial
+def _weights_row(row, masked, base, scale, quiet, use_dropout, seed, threshold, drop_scale):
+    """Raw scores of one query row -> softmax weights in place; returns the row's lse."""
+    sk = row.shape[0]
+    fill = vm.typed(_MASK_FILL, row)
+    zero = vm.typed(0.0, row)
+    if use_dropout:
+        for j in range(sk):
+            kept = hash_bits(seed, base + j) >= threshold
+            row[j] = row[j] * scale * drop_scale if kept else zero
+    else:
+        for j in range(sk):
+            row[j] *= scale
+    for j in range(sk):
+        if masked[j]:
+            row[j] = fill
+    m = row[0]
+    for j in range(1, sk):
+        m = vm.vmax(m, row[j])
+    if quiet:
+        m = vm.vmax(m, zero)
+    total = 0.0
+    for j in range(sk):
+        e = vm.exp(row[j] - m)
+        row[j] = e
+        total += e
+    if quiet:
+        total += vm.exp(-m)
+    inv = vm.typed(1.0 / total, row)
+    for j in range(sk):
+        row[j] *= inv
+    return m + math.log(total)
+
+
+@serial
+def _grad_row(
+    row, grow, masked, base, scale, use_dropout, seed, threshold, drop_scale, row_lse,
+    row_delta,
+):
+    """Raw scores -> weights ``w`` (in ``row``) and ``dout v^T`` -> ``d(q k^T)`` (in ``grow``).
+
+    ``ds = w * (g - delta)``; zero where masked; times ``keep / (1 - p)`` under dropout;
+    times ``scale`` (the factor of ``q k^T`` in the forward).
+    """
+    sk = row.shape[0]
+    fill = vm.typed(_MASK_FILL, row)
+    zero = vm.typed(0.0, row)
+    lse = vm.typed(row_lse, row)
+    delta = vm.typed(row_delta, row)
+    if use_dropout:
+        back_scale = drop_scale * scale
+        for j in range(sk):
+            kept = hash_bits(seed, base + j) >= threshold
+            v = row[j] * scale * drop_scale if kept else zero
+            v = fill if masked[j] else v
+            w = vm.exp(v - lse)
+            row[j] = w
+            d = w * (grow[j] - delta) * back_scale
+            grow[j] = zero if masked[j] or not kept else d
+    else:
+        for j in range(sk):
+            v = fill if masked[j] else row[j] * scale
+            w = vm.exp(v - lse)
+            row[j] = w
+            d = w * (grow[j] - delta) * scale
+            grow[j] = zero if masked[j] else d
+
+
+@kernel
+def _forward(
+    q, k, v, mask, heads, block, scale, quiet, use_dropout, seed, threshold, drop_scale,
+    out, lse,
+):
+    n_bh, sq, dh = q.shape
+    sk = k.shape[1]
+    dv = v.shape[2]
+    for bh in prange(n_bh):
+        kt = np.empty((dh, sk), dtype=q.dtype)
+        vt = np.empty((dv, sk), dtype=q.dtype)
+        tile = np.empty((block, sk), dtype=q.dtype)
+        _transpose_into(k[bh], kt)
+        _transpose_into(v[bh], vt)
+        masked = mask[bh // heads]
+        qh = q[bh]
+        oh = out[bh]
+        for q0 in range(0, sq, block):
+            q1 = min(sq, q0 + block)
+            s = tile[: q1 - q0]
+            rows_by_matrix(qh[q0:q1], kt, s)
+            for r in range(q1 - q0):
+                base = (bh * sq + q0 + r) * sk
+                lse[bh, q0 + r] = _weights_row(
+                    s[r], masked, base, scale, quiet, use_dropout, seed, threshold,
+                    drop_scale,
+                )
+            rows_dot_rows(s, vt, oh[q0:q1])
+
+
+@kernel
+def _backward(
+    dout, q, k, v, out, lse, mask, heads, block, scale, use_dropout, seed, threshold,
+    drop_scale, dq, dk, dv,
+):
+    n_bh, sq, dh = q.shape
+    sk = k.shape[1]
+    d_v = v.shape[2]
+    for bh in prange(n_bh):
+        kt = np.empty((dh, sk), dtype=q.dtype)
+        vt = np.empty((d_v, sk), dtype=q.dtype)
+        dkt = np.zeros((dh, sk), dtype=q.dtype)
+        dvt = np.zeros((d_v, sk), dtype=q.dtype)
+        s_tile = np.empty((block, sk), dtype=q.dtype)
+        g_tile = np.empty((block, sk), dtype=q.dtype)
+        _transpose_into(k[bh], kt)
+        _transpose_into(v[bh], vt)
+        masked = mask[bh // heads]
+        qh = q[bh]
+        douth = dout[bh]
+        outh = out[bh]
+        for q0 in range(0, sq, block):
+            q1 = min(sq, q0 + block)
+            s = s_tile[: q1 - q0]
+            g = g_tile[: q1 - q0]
+            rows_by_matrix(qh[q0:q1], kt, s)
+            rows_by_matrix(douth[q0:q1], vt, g)
+            for r in range(q1 - q0):
+                i = q0 + r
+                delta = 0.0
+                for d in range(d_v):
+                    delta += douth[i, d] * outh[i, d]
+                _grad_row(
+                    s[r], g[r], masked, (bh * sq + i) * sk, scale, use_dropout, seed,
+                    threshold, drop_scale, lse[bh, i], delta,
+                )
+            rows_dot_rows(g, kt, dq[bh][q0:q1])
+            accumulate_at_b(dkt, qh[q0:q1], g)
+            accumulate_at_b(dvt, douth[q0:q1], s)
+        _transpose_into(dkt, dk[bh])
+        _transpose_into(dvt, dv[bh])
+
+
+class _Problem:
+    """Validated, reshaped inputs shared by the forward and the backward."""
+
+    def __init__(self, op, q, k, v, mask_pad, scale, dropout_p, seed):
+        self.q = float_array(op, "q", q, min_ndim=4)
+        self.dtype = self.q.dtype
+        self.k = float_array(op, "k", k, dtype=self.dtype, min_ndim=4)
+        self.v = float_array(op, "v", v, dtype=self.dtype, min_ndim=4)
+        for name, arr in (("q", self.q), ("k", self.k), ("v", self.v)):
+            if arr.ndim != 4:
+                raise ValueError(f"{op}: {name} must have shape [B, H, S, Dh], got {arr.shape}")
+        b, h, sq, dh = self.q.shape
+        sk = self.k.shape[2]
+        if self.k.shape[:2] != (b, h) or self.k.shape[3] != dh:
+            raise ValueError(
+                f"{op}: k must have shape [B, H, Sk, Dh] = [{b}, {h}, Sk, {dh}] to match "
+                f"q {self.q.shape}, got {self.k.shape}"
+            )
+        if self.v.shape[:3] != (b, h, sk):
+            raise ValueError(
+                f"{op}: v must have shape [B, H, Sk, Dv] = [{b}, {h}, {sk}, Dv] to match "
+                f"k {self.k.shape}, got {self.v.shape}"
+            )
+        self.b, self.h, self.sq, self.sk, self.dh = b, h, sq, sk, dh
+        self.dv = self.v.shape[3]
+        self.bh = b * h
+        if mask_pad is None:
+            self.mask = np.zeros((b, sk), dtype=np.bool_)
+        else:
+            if not isinstance(mask_pad, np.ndarray) or mask_pad.dtype != np.bool_:
+                raise TypeError(
+                    f"{op}: mask_pad must be a bool numpy.ndarray or None, got "
+                    f"{getattr(mask_pad, 'dtype', type(mask_pad).__name__)}"
+                )
+            if mask_pad.shape != (b, sk):
+                raise ValueError(
+                    f"{op}: mask_pad must have shape [B, Sk] = [{b}, {sk}], "
+                    f"got {mask_pad.shape}"
+                )
+            self.mask = contiguous(mask_pad)
+        self.scale = self.dtype.type(float(scale))
+        p = probability(op, "dropout_p", dropout_p)
+        self.use_dropout = p > 0.0
+        self.seed = seed_u64(op, seed)
+        self.threshold = keep_threshold(p)
+        # p == 1 drops every score to 0 (then softmax is uniform); the scale is unused.
+        self.drop_scale = self.dtype.type(1.0 / (1.0 - p) if p < 1.0 else 0.0)
+        self.q3 = self.q.reshape(self.bh, sq, dh)
+        self.k3 = self.k.reshape(self.bh, sk, dh)
+        self.v3 = self.v.reshape(self.bh, sk, self.dv)
+        self.empty = self.bh == 0 or sq == 0 or sk == 0
+
+    def block_rows(self) -> int:
+        """Query rows per tile: ``_TILE_BYTES`` of scores, at least one row."""
+        row_bytes = max(1, self.sk) * self.dtype.itemsize
+        return max(1, min(max(1, self.sq), _TILE_BYTES // row_bytes))
+
+
+def _check_like(op: str, name: str, arr: object, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    arr = float_array(op, name, arr, dtype=dtype)
+    if arr.shape != shape:
+        raise ValueError(f"{op}: {name} must have shape {list(shape)}, got {arr.shape}")
+    return arr
+
+
+def attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask_pad: np.ndarray | None,
+    scale: float,
+    quiet: bool,
+    dropout_p: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attention core: ``out = softmax(mask(dropout(q k^T * scale))) @ v``.
+
+    Args:
+        q: queries ``[B, H, Sq, Dh]`` (float32/float64).
+        k: keys ``[B, H, Sk, Dh]``.
+        v: values ``[B, H, Sk, Dv]``.
+        mask_pad: bool ``[B, Sk]``, True for padded keys (their scores become -1e4),
+            or None.
+        scale: factor applied to ``q k^T`` (usually ``1 / sqrt(Dh)``).
+        quiet: quiet softmax, ``exp(s) / (1 + sum exp(s))``.
+        dropout_p: probability of dropping a pre-softmax score (set to 0).
+        seed: seed of the dropout hash RNG.
+
+    Returns:
+        ``(out [B, H, Sq, Dv], lse [B, H, Sq])`` in ``q``'s dtype.
+    """
+    pb = _Problem("attention", q, k, v, mask_pad, scale, dropout_p, seed)
+    out = np.empty((pb.bh, pb.sq, pb.dv), dtype=pb.dtype)
+    lse = np.empty((pb.bh, pb.sq), dtype=pb.dtype)
+    if pb.empty:
+        out.fill(0)
+        lse.fill(0.0 if quiet else -np.inf)
+    else:
+        _forward(
+            pb.q3, pb.k3, pb.v3, pb.mask, pb.h, pb.block_rows(), pb.scale, bool(quiet),
+            pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, out, lse,
+        )
+    return (out.reshape(pb.b, pb.h, pb.sq, pb.dv), lse.reshape(pb.b, pb.h, pb.sq))
+
+
+def attention_backward(
+    dout: np.ndarray,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+    lse: np.ndarray,
+    mask_pad: np.ndarray | None,
+    scale: float,
+    quiet: bool,
+    dropout_p: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`attention` with respect to ``q``, ``k`` and ``v``.
+
+    With ``w = exp(s - lse)`` recomputed per tile: ``dw = dout @ v^T``,
+    ``ds = w * (dw - rowsum(dout * out))`` (0 where masked, times ``keep / (1 - p)``
+    under dropout), ``dq = ds @ k * scale``, ``dk = ds^T @ q * scale``,
+    ``dv = w^T @ dout``. ``quiet`` needs no extra term: it is folded into ``lse``.
+
+    Args:
+        dout: gradient of ``out`` ``[B, H, Sq, Dv]``.
+        q: the forward queries.
+        k: the forward keys.
+        v: the forward values.
+        out: the forward output.
+        lse: the forward ``lse`` ``[B, H, Sq]``.
+        mask_pad: the forward padding mask or None.
+        scale: the forward scale.
+        quiet: the forward quiet flag (accepted for symmetry; ``lse`` already has it).
+        dropout_p: the forward dropout probability.
+        seed: the forward seed.
+
+    Returns:
+        ``(dq, dk, dv)`` shaped like ``q``, ``k`` and ``v``.
+    """
+    op = "attention_backward"
+    pb = _Problem(op, q, k, v, mask_pad, scale, dropout_p, seed)
+    out_shape = (pb.b, pb.h, pb.sq, pb.dv)
+    dout3 = _check_like(op, "dout", dout, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
+    out3 = _check_like(op, "out", out, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
+    lse2 = _check_like(op, "lse", lse, (pb.b, pb.h, pb.sq), pb.dtype).reshape(pb.bh, pb.sq)
+    del quiet  # folded into lse by the forward
+    # Every element is written by the kernel unless there is nothing to attend.
+    alloc = np.zeros if pb.empty else np.empty
+    dq = alloc((pb.bh, pb.sq, pb.dh), dtype=pb.dtype)
+    dk = alloc((pb.bh, pb.sk, pb.dh), dtype=pb.dtype)
+    dv = alloc((pb.bh, pb.sk, pb.dv), dtype=pb.dtype)
+    if not pb.empty:
+        _backward(
+            dout3, pb.q3, pb.k3, pb.v3, out3, lse2, pb.mask, pb.h, pb.block_rows(),
+            pb.scale, pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
+        )
+    return (
+        dq.reshape(pb.q.shape),
+        dk.reshape(pb.k.shape),
+        dv.reshape(pb.v.shape),
+    )

@@ -1,0 +1,184 @@
+"""Input validation shared by the ``cpu`` fused kernels' Python entry points.
+
+The Numba kernels index memory without bounds checks, so every entry point validates
+dtypes, shapes and indices here first and raises an error that names the op, the
+argument and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+__all__ = [
+    "FLOAT_DTYPES",
+    "as_rows",
+    "check_same_shape",
+    "contiguous",
+    "float_array",
+    "index_array",
+    "optional_param",
+    "probability",
+    "seed_u64",
+]
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def contiguous(x: np.ndarray) -> np.ndarray:
+    """``x`` itself when C-contiguous, else a C-contiguous copy of the same shape.
+
+    (``np.ascontiguousarray`` would turn a 0-d array into a 1-d one.)
+
+    Args:
+        x: any ndarray.
+    """
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(x.shape)
+
+
+def float_array(
+    op: str, name: str, x: object, dtype: np.dtype | None = None, min_ndim: int = 1
+) -> np.ndarray:
+    """Check that ``x`` is a float32/float64 ndarray and return it C-contiguous.
+
+    Args:
+        op: name of the op, used in error messages.
+        name: name of the argument, used in error messages.
+        x: the value to check.
+        dtype: when given, the dtype ``x`` must have (that of the op's main input).
+        min_ndim: minimum number of dimensions.
+
+    Raises:
+        TypeError: if ``x`` is not an ndarray or has the wrong dtype.
+        ValueError: if ``x`` has fewer than ``min_ndim`` dimensions.
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{op}: {name} must be float32 or float64, got dtype {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(
+            f"{op}: {name} has dtype {x.dtype} but the op's input is {np.dtype(dtype)}; "
+            "all float arguments must share one dtype"
+        )
+    if x.ndim < min_ndim:
+        raise ValueError(
+            f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {x.shape}"
+        )
+    return contiguous(x)
+
+
+def check_same_shape(op: str, name_a: str, a: np.ndarray, name_b: str, b: np.ndarray) -> None:
+    """Raise ValueError unless ``a`` and ``b`` have the same shape.
+
+    Args:
+        op: name of the op.
+        name_a: name of the first argument.
+        a: first array.
+        name_b: name of the second argument.
+        b: second array.
+    """
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{op}: {name_a} and {name_b} must have the same shape, "
+            f"got {a.shape} and {b.shape}"
+        )
+
+
+def as_rows(x: np.ndarray) -> np.ndarray:
+    """View a C-contiguous array as 2-D ``[rows, last_dim]`` (leading dims flattened).
+
+    Args:
+        x: a C-contiguous array with at least one dimension.
+    """
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+
+
+def optional_param(
+    op: str, name: str, p: object, dim: int, dtype: np.dtype, fill: float
+) -> tuple[np.ndarray, bool]:
+    """Validate an optional per-feature parameter of shape ``[dim]``.
+
+    Args:
+        op: name of the op.
+        name: name of the argument.
+        p: the parameter or None.
+        dim: the required length (the input's last dimension).
+        dtype: the required dtype.
+        fill: value of the stand-in array used when ``p`` is None (1 for a scale,
+            0 for a shift), so that one kernel serves both cases exactly.
+
+    Returns:
+        ``(array, given)``.
+    """
+    if p is None:
+        return np.full(dim, fill, dtype=dtype), False
+    arr = float_array(op, name, p, dtype=dtype)
+    if arr.shape != (dim,):
+        raise ValueError(
+            f"{op}: {name} must have shape ({dim},) to match the input's last dimension, "
+            f"got {arr.shape}"
+        )
+    return arr, True
+
+
+def index_array(op: str, name: str, ids: object, upper: int) -> np.ndarray:
+    """Check integer indices lie in ``[0, upper)`` and return them C-contiguous.
+
+    Args:
+        op: name of the op.
+        name: name of the argument ("targets", "ids"…).
+        ids: the index array (int64 or int32).
+        upper: exclusive upper bound (number of classes / embeddings).
+
+    Raises:
+        TypeError: if ``ids`` is not an int64/int32 ndarray.
+        IndexError: naming the first offending value and the valid range.
+    """
+    if not isinstance(ids, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(ids).__name__}")
+    if ids.dtype not in INDEX_DTYPES:
+        raise TypeError(f"{op}: {name} must be int64 or int32, got dtype {ids.dtype}")
+    ids = contiguous(ids)
+    if ids.size and (ids.min() < 0 or ids.max() >= upper):
+        bad_at = np.flatnonzero((ids.ravel() < 0) | (ids.ravel() >= upper))[0]
+        bad = int(ids.ravel()[bad_at])
+        position = np.unravel_index(bad_at, ids.shape)
+        raise IndexError(
+            f"{op}: {name} value {bad} at position {tuple(int(i) for i in position)} "
+            f"is out of range; valid range is [0, {upper})"
+        )
+    return ids
+
+
+def probability(op: str, name: str, p: object) -> float:
+    """Return ``p`` as a float after checking ``0 <= p <= 1``.
+
+    Args:
+        op: name of the op.
+        name: name of the argument.
+        p: the probability.
+    """
+    value = float(p)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{op}: {name} must lie in [0, 1], got {p!r}")
+    return value
+
+
+def seed_u64(op: str, seed: object) -> np.uint64:
+    """Return an integer seed reduced modulo 2**64, as the hash RNG uses it.
+
+    Args:
+        op: name of the op.
+        seed: a Python or NumPy integer (negative values wrap around).
+    """
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise TypeError(
+            f"{op}: seed must be an integer, got {type(seed).__name__}"
+        ) from None
+    return np.uint64(value % (1 << 64))

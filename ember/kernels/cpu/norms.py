@@ -1,0 +1,289 @@
+"""Fused layer-norm and RMS-norm over the last axis, forward and backward.
+
+Forward: one thread per row computes the statistics (float64 accumulators) and writes
+the normalised, scaled and shifted row in the same sweep. Backward: rows are split into
+one contiguous chunk per thread; each chunk produces its rows of ``dx`` and its own
+float64 partial sums of ``dgamma``/``dbeta``, which are added up afterwards, so there
+are no races and the result does not depend on scheduling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from . import vecmath as vm
+from .checks import as_rows, check_same_shape, float_array, optional_param
+from .jit import kernel, num_threads, serial
+
+__all__ = ["layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward"]
+
+
+@kernel
+def _layer_norm_rows(x, gamma, beta, eps, y, mean, rstd):
+    n, d = x.shape
+    for i in prange(n):
+        xi = x[i]
+        total = 0.0
+        for j in range(d):
+            total += xi[j]
+        mu = vm.typed(total / d, x)
+        sq = 0.0
+        for j in range(d):
+            c = xi[j] - mu
+            sq += c * c
+        r = vm.typed(1.0 / math.sqrt(sq / d + eps), x)
+        yi = y[i]
+        for j in range(d):
+            yi[j] = (xi[j] - mu) * r * gamma[j] + beta[j]
+        mean[i] = mu
+        rstd[i] = r
+
+
+@serial
+def _chunk_bounds(n, chunks, c):
+    """Rows ``[start, stop)`` of chunk ``c`` when ``n`` rows are split ``chunks`` ways."""
+    per = (n + chunks - 1) // chunks
+    return c * per, min(n, (c + 1) * per)
+
+
+@kernel
+def _layer_norm_backward_chunks(dy, x, mean, rstd, gamma, dx, dgamma_part, dbeta_part):
+    n, d = x.shape
+    chunks = dgamma_part.shape[0]
+    for c in prange(chunks):
+        start, stop = _chunk_bounds(n, chunks, c)
+        pg = dgamma_part[c]
+        pb = dbeta_part[c]
+        for i in range(start, stop):
+            xi = x[i]
+            dyi = dy[i]
+            mu = mean[i]
+            r = rstd[i]
+            sum_g = 0.0
+            sum_gx = 0.0
+            for j in range(d):
+                xhat = (xi[j] - mu) * r
+                g = dyi[j] * gamma[j]
+                sum_g += g
+                sum_gx += g * xhat
+                pg[j] += dyi[j] * xhat
+                pb[j] += dyi[j]
+            a = vm.typed(sum_g / d, x)
+            b = vm.typed(sum_gx / d, x)
+            dxi = dx[i]
+            for j in range(d):
+                xhat = (xi[j] - mu) * r
+                dxi[j] = r * (dyi[j] * gamma[j] - a - xhat * b)
+
+
+@kernel
+def _rms_norm_rows(x, gamma, eps, y, rstd):
+    n, d = x.shape
+    for i in prange(n):
+        xi = x[i]
+        sq = 0.0
+        for j in range(d):
+            sq += xi[j] * xi[j]
+        r = vm.typed(1.0 / math.sqrt(sq / d + eps), x)
+        yi = y[i]
+        for j in range(d):
+            yi[j] = xi[j] * r * gamma[j]
+        rstd[i] = r
+
+
+@kernel
+def _rms_norm_backward_chunks(dy, x, rstd, gamma, dx, dgamma_part):
+    n, d = x.shape
+    chunks = dgamma_part.shape[0]
+    for c in prange(chunks):
+        start, stop = _chunk_bounds(n, chunks, c)
+        pg = dgamma_part[c]
+        for i in range(start, stop):
+            xi = x[i]
+            dyi = dy[i]
+            r = rstd[i]
+            sum_gx = 0.0
+            for j in range(d):
+                g = dyi[j] * gamma[j]
+                sum_gx += g * xi[j]
+                pg[j] += dyi[j] * xi[j] * r
+            # d/dx_j of x_j r gamma_j with r = (mean(x^2) + eps)^-1/2.
+            k = vm.typed(sum_gx / d, x) * r * r * r
+            dxi = dx[i]
+            for j in range(d):
+                dxi[j] = r * dyi[j] * gamma[j] - xi[j] * k
+
+
+def _row_stats_shape(op: str, name: str, stat: object, x: np.ndarray) -> np.ndarray:
+    stat = float_array(op, name, stat, dtype=x.dtype, min_ndim=0)
+    if stat.shape != x.shape[:-1]:
+        raise ValueError(
+            f"{op}: {name} must have shape {x.shape[:-1]} (x.shape[:-1]), got {stat.shape}"
+        )
+    return stat.reshape(-1)
+
+
+def _eps(op: str, eps: object) -> float:
+    value = float(eps)
+    if not value >= 0.0:
+        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
+    return value
+
+
+def _nonempty_features(op: str, x: np.ndarray) -> None:
+    if x.shape[-1] == 0:
+        raise ValueError(f"{op}: the normalised (last) axis of x is empty, shape {x.shape}")
+
+
+def _partials(rows: int, d: int) -> np.ndarray:
+    chunks = max(1, min(num_threads(), rows))
+    return np.zeros((chunks, d), dtype=np.float64)
+
+
+def layer_norm(
+    x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Layer normalisation over the last axis (biased variance).
+
+    ``y = (x - mean) * rstd * gamma + beta`` with ``rstd = 1 / sqrt(var + eps)``.
+
+    Args:
+        x: float32/float64 input ``[..., D]``.
+        gamma: scale ``[D]`` or None (no scaling).
+        beta: shift ``[D]`` or None (no shift).
+        eps: added to the variance.
+
+    Returns:
+        ``(y, mean, rstd)``: ``y`` of ``x``'s shape; ``mean`` and ``rstd`` of shape
+        ``x.shape[:-1]``, all in ``x``'s dtype.
+    """
+    op = "layer_norm"
+    x = float_array(op, "x", x)
+    _nonempty_features(op, x)
+    d = x.shape[-1]
+    gamma_arr, _ = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
+    beta_arr, _ = optional_param(op, "beta", beta, d, x.dtype, 0.0)
+    y = np.empty_like(x)
+    mean = np.empty(x.shape[:-1], dtype=x.dtype)
+    rstd = np.empty(x.shape[:-1], dtype=x.dtype)
+    if x.size:
+        _layer_norm_rows(
+            as_rows(x), gamma_arr, beta_arr, _eps(op, eps), as_rows(y),
+            mean.reshape(-1), rstd.reshape(-1),
+        )
+    return y, mean, rstd
+
+
+def layer_norm_backward(
+    dy: np.ndarray,
+    x: np.ndarray,
+    mean: np.ndarray,
+    rstd: np.ndarray,
+    gamma: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Gradients of :func:`layer_norm`.
+
+    With ``xhat = (x - mean) * rstd`` and ``g = dy * gamma``:
+    ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``,
+    ``dgamma = sum_rows(dy * xhat)``, ``dbeta = sum_rows(dy)``.
+
+    Args:
+        dy: gradient of the output, shape of ``x``.
+        x: the forward input.
+        mean: the forward ``mean`` (shape ``x.shape[:-1]``).
+        rstd: the forward ``rstd`` (shape ``x.shape[:-1]``).
+        gamma: the forward scale ``[D]`` or None.
+
+    Returns:
+        ``(dx, dgamma, dbeta)``; ``dgamma`` and ``dbeta`` are None when ``gamma`` is None.
+    """
+    op = "layer_norm_backward"
+    x = float_array(op, "x", x)
+    _nonempty_features(op, x)
+    dy = float_array(op, "dy", dy, dtype=x.dtype)
+    check_same_shape(op, "dy", dy, "x", x)
+    mean_rows = _row_stats_shape(op, "mean", mean, x)
+    rstd_rows = _row_stats_shape(op, "rstd", rstd, x)
+    d = x.shape[-1]
+    gamma_arr, has_gamma = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
+    dx = np.empty_like(x)
+    x_rows = as_rows(x)
+    dgamma_part = _partials(x_rows.shape[0], d)
+    dbeta_part = np.zeros_like(dgamma_part)
+    if x.size:
+        _layer_norm_backward_chunks(
+            as_rows(dy), x_rows, mean_rows, rstd_rows, gamma_arr, as_rows(dx),
+            dgamma_part, dbeta_part,
+        )
+    if not has_gamma:
+        return dx, None, None
+    dgamma = dgamma_part.sum(axis=0).astype(x.dtype)
+    dbeta = dbeta_part.sum(axis=0).astype(x.dtype)
+    return dx, dgamma, dbeta
+
+
+def rms_norm(
+    x: np.ndarray, gamma: np.ndarray | None, eps: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """RMS normalisation over the last axis.
+
+    ``y = x * rstd * gamma`` with ``rstd = 1 / sqrt(mean(x^2) + eps)``.
+
+    Args:
+        x: float32/float64 input ``[..., D]``.
+        gamma: scale ``[D]`` or None (no scaling).
+        eps: added to the mean square.
+
+    Returns:
+        ``(y, rstd)``: ``y`` of ``x``'s shape, ``rstd`` of shape ``x.shape[:-1]``.
+    """
+    op = "rms_norm"
+    x = float_array(op, "x", x)
+    _nonempty_features(op, x)
+    d = x.shape[-1]
+    gamma_arr, _ = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
+    y = np.empty_like(x)
+    rstd = np.empty(x.shape[:-1], dtype=x.dtype)
+    if x.size:
+        _rms_norm_rows(as_rows(x), gamma_arr, _eps(op, eps), as_rows(y), rstd.reshape(-1))
+    return y, rstd
+
+
+def rms_norm_backward(
+    dy: np.ndarray, x: np.ndarray, rstd: np.ndarray, gamma: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Gradients of :func:`rms_norm`.
+
+    With ``g = dy * gamma``: ``dx = rstd * g - x * rstd^3 * mean(g * x)``,
+    ``dgamma = sum_rows(dy * x * rstd)``.
+
+    Args:
+        dy: gradient of the output, shape of ``x``.
+        x: the forward input.
+        rstd: the forward ``rstd`` (shape ``x.shape[:-1]``).
+        gamma: the forward scale ``[D]`` or None.
+
+    Returns:
+        ``(dx, dgamma)``; ``dgamma`` is None when ``gamma`` is None.
+    """
+    op = "rms_norm_backward"
+    x = float_array(op, "x", x)
+    _nonempty_features(op, x)
+    dy = float_array(op, "dy", dy, dtype=x.dtype)
+    check_same_shape(op, "dy", dy, "x", x)
+    rstd_rows = _row_stats_shape(op, "rstd", rstd, x)
+    d = x.shape[-1]
+    gamma_arr, has_gamma = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
+    dx = np.empty_like(x)
+    x_rows = as_rows(x)
+    dgamma_part = _partials(x_rows.shape[0], d)
+    if x.size:
+        _rms_norm_backward_chunks(
+            as_rows(dy), x_rows, rstd_rows, gamma_arr, as_rows(dx), dgamma_part
+        )
+    if not has_gamma:
+        return dx, None
+    return dx, dgamma_part.sum(axis=0).astype(x.dtype)
