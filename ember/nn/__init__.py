@@ -29,6 +29,7 @@ from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
 from ember.nn.norm import LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig
 from ember.nn.padding import PaddingConfig1d, PaddingConfig2d
 from ember.nn.param import Param, ParamId, RunningState
+from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.nn.pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig, MaxPool2d,
                            MaxPool2dConfig)
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
@@ -44,7 +45,8 @@ __all__ = [
     "LayerNormConfig", "LeakyRelu", "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "Lora",
     "LoraAdapter", "MSELoss", "MaxPool2d", "MaxPool2dConfig", "MhaInput", "MhaOutput", "Module", "ModuleRecord",
     "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "Normal", "Ones", "PaddingConfig1d",
-    "PaddingConfig2d", "Param", "ParamId", "PositionWiseFeedForward", "PositionWiseFeedForwardConfig",
+    "PaddingConfig2d", "Param", "ParamGroup", "ParamGroupError", "ParamId", "PositionWiseFeedForward",
+    "PositionWiseFeedForwardConfig",
     "PositionalEncoding", "PositionalEncodingConfig", "RecordEntry", "Reduction", "Relu", "RmsNorm",
     "RmsNormConfig", "RunningState", "SeqLength", "Sequential", "SiLU", "Sigmoid", "Silu", "Softmax", "Tanh",
     "TransformerEncoder", "TransformerEncoderConfig", "TransformerEncoderInput", "TransformerEncoderLayer",

@@ -165,3 +165,30 @@ class CudaBackend(ArrayBackend):
 
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         return self._fused.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
+
+    # =====================================================================================
+    # ---- optimizer composites: multi-tensor CUDA kernels (ember.kernels.cuda.optimizers)
+    # SGD and Adam/AdamW run as one kernel launch per parameter group, updating the arrays
+    # passed in and returning them; RMSprop, AdaGrad, Lion and clipping use the per-tensor
+    # default composed from primitives.
+    # =====================================================================================
+    def optim_own(self, x, copy=False):
+        return x.copy() if copy or not x.flags.c_contiguous else x
+
+    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
+                   dampening=0.0, nesterov=False, first_step_flags=False):
+        from ember.kernels.cuda.optimizers import sgd_update
+        params = list(params)
+        bufs = None if momentum_bufs is None else list(momentum_bufs)
+        sgd_update(params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov,
+                   first_step_flags)
+        return params, bufs
+
+    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
+                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+        from ember.kernels.cuda.optimizers import adam_update
+        params, m, v = list(params), list(m), list(v)
+        vmax = None if vmax is None else list(vmax)
+        adam_update(params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay,
+                    decoupled, cautious, steps)
+        return params, m, v, vmax

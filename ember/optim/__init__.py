@@ -1,0 +1,59 @@
+"""Optimizers, gradient handling and learning-rate schedulers, modelled on Burn's ``burn-optim``.
+
+    from ember.optim import AdamConfig, GradientsParams
+
+    optim = AdamConfig().init()                       # a ModuleOptimizer
+    grads = GradientsParams.from_grads(loss.backward(), model)
+    model = optim.step(1e-3, model, grads)
+
+- Gradients: :class:`GradientsParams` (keyed by ``ParamId``), :class:`GradientsAccumulator`.
+- Optimizers (``XxxConfig().init()`` / ``.build()``): SGD (+ momentum), Adam, AdamW
+  (+ cautious weight decay), RMSprop, AdaGrad, Lion; :class:`GradientClippingConfig`.
+- :class:`ModuleOptimizer` with per-:class:`~ember.nn.ParamGroup` optimizers, Burn-layout
+  state records (:class:`OptimizerRecord`).
+- Schedulers: :mod:`ember.optim.lr_scheduler` (re-exported here), and
+  :func:`save_scheduler_state` / :func:`load_scheduler_state` for their ``.bpk`` records.
+
+The fused multi-tensor kernels of the ``cpu`` backend live in
+:mod:`ember.optim.update_kernels` (imported on first use, it loads Numba).
+"""
+from ember.nn.param_group import ParamGroup, ParamGroupError
+from ember.optim import lr_scheduler
+from ember.optim.adagrad import AdaGrad, AdaGradConfig
+from ember.optim.adam import Adam, AdamConfig
+from ember.optim.adamw import AdamW, AdamWConfig
+from ember.optim.clipping import GradientClipping, GradientClippingConfig
+from ember.optim.grad_accum import GradientsAccumulator
+from ember.optim.grads_params import GradientsParams
+from ember.optim.lion import Lion, LionConfig
+from ember.optim.lr_scheduler import (ComposedLrScheduler, ComposedLrSchedulerConfig, ConstantLr,
+                                      CosineAnnealingLrScheduler, CosineAnnealingLrSchedulerConfig,
+                                      ExponentialLrScheduler, ExponentialLrSchedulerConfig, LinearLrScheduler,
+                                      LinearLrSchedulerConfig, LrScheduler, LrSchedulerConfig,
+                                      ModuleLearningRate, ModuleLrScheduler, ModuleLrSchedulerConfig,
+                                      NoamLrScheduler, NoamLrSchedulerConfig, SchedulerReduction,
+                                      SequentialLrScheduler, SequentialLrSchedulerConfig, StepLrScheduler,
+                                      StepLrSchedulerConfig, as_module_scheduler, as_scheduler)
+from ember.optim.module_optimizer import ModuleOptimizer
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
+from ember.optim.optimizer_record import OptimizerRecord
+from ember.optim.rmsprop import RmsProp, RmsPropConfig
+from ember.optim.scheduler_record import load_state as load_scheduler_state
+from ember.optim.scheduler_record import save_state as save_scheduler_state
+from ember.optim.scheduler_record import state_from_bytes as scheduler_state_from_bytes
+from ember.optim.scheduler_record import state_to_bytes as scheduler_state_to_bytes
+from ember.optim.sgd import MomentumConfig, Sgd, SgdConfig
+
+__all__ = [
+    "AdaGrad", "AdaGradConfig", "Adam", "AdamConfig", "AdamW", "AdamWConfig", "ComposedLrScheduler",
+    "ComposedLrSchedulerConfig", "ConstantLr", "CosineAnnealingLrScheduler", "CosineAnnealingLrSchedulerConfig",
+    "ExponentialLrScheduler", "ExponentialLrSchedulerConfig", "GradientClipping", "GradientClippingConfig",
+    "GradientsAccumulator", "GradientsParams", "LinearLrScheduler", "LinearLrSchedulerConfig", "Lion",
+    "LionConfig", "LrScheduler", "LrSchedulerConfig", "ModuleLearningRate", "ModuleLrScheduler",
+    "ModuleLrSchedulerConfig", "ModuleOptimizer", "MomentumConfig", "NoamLrScheduler", "NoamLrSchedulerConfig",
+    "Optimizer", "OptimizerConfig", "OptimizerRecord", "ParamGroup", "ParamGroupError", "RmsProp",
+    "RmsPropConfig", "SchedulerReduction", "SequentialLrScheduler", "SequentialLrSchedulerConfig", "Sgd",
+    "SgdConfig", "StepLrScheduler", "StepLrSchedulerConfig", "WeightDecayConfig", "as_module_scheduler",
+    "as_scheduler", "load_scheduler_state", "lr_scheduler", "save_scheduler_state", "scheduler_state_from_bytes",
+    "scheduler_state_to_bytes",
+]

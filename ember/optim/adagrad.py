@@ -1,0 +1,63 @@
+"""AdaGrad with learning-rate decay (Burn's ``AdaGrad``)."""
+from __future__ import annotations
+
+from ember.optim.clipping import GradientClippingConfig
+from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
+                                   decay_penalty)
+
+__all__ = ["AdaGrad", "AdaGradConfig"]
+
+SUM, TIME = "lr_decay.sum", "lr_decay.time"
+
+
+class AdaGrad(Optimizer):
+    """AdaGrad (Duchi et al. 2011). Per element, with t the 1-based step, λ the L2 penalty::
+
+        g ← g + λ·θ
+        Σ ← Σ + g²
+        lrₜ = lr / (1 + (t − 1)·lr_decay)
+        θ ← θ − lrₜ·g / (√Σ + ε)
+
+    Identical to PyTorch's ``Adagrad`` with ``initial_accumulator_value=0`` (Burn's ε default
+    is 1e-5, PyTorch's 1e-10). State: ``lr_decay.sum`` and the step count ``lr_decay.time``.
+
+    Args:
+        lr_decay: decay of the rate per step, >= 0.
+        epsilon: ε >= 0.
+        weight_decay: λ (0 disables).
+    """
+
+    counter = TIME
+    required_states = (SUM,)
+
+    def __init__(self, lr_decay: float = 0.0, epsilon: float = 1e-5, weight_decay: float = 0.0):
+        self.lr_decay = check_finite("AdaGrad", "lr_decay", lr_decay, minimum=0.0)
+        self.epsilon = check_finite("AdaGrad", "epsilon", epsilon, minimum=0.0)
+        self.weight_decay = check_finite("AdaGrad", "weight_decay", weight_decay)
+
+    def state_names(self) -> tuple[str, ...]:
+        return (SUM,)
+
+    def update(self, backend, params, grads, states, lr, steps, fresh):
+        new_p, sums = backend.adagrad_update(params, grads, states[SUM], lr, self.lr_decay,
+                                             self.epsilon, self.weight_decay, list(steps))
+        return new_p, {SUM: sums}
+
+
+class AdaGradConfig(OptimizerConfig):
+    """Configuration of :class:`AdaGrad` (Burn's ``AdaGradConfig``; defaults are Burn's).
+
+    Args:
+        lr_decay: Default 0.
+        epsilon: Default 1e-5.
+        weight_decay: optional L2 weight decay.
+        grad_clipping: optional clipping, applied by ``init()`` to the ``all()`` group.
+    """
+
+    lr_decay: float = 0.0
+    epsilon: float = 1e-5
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> AdaGrad:
+        return AdaGrad(self.lr_decay, self.epsilon, decay_penalty("AdaGradConfig", self.weight_decay))

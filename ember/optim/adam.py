@@ -1,0 +1,88 @@
+"""Adam and AMSGrad with optional L2 weight decay (Burn's ``Adam``)."""
+from __future__ import annotations
+
+from ember.optim.clipping import GradientClippingConfig
+from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
+                                   check_unit, decay_penalty)
+
+__all__ = ["Adam", "AdamConfig"]
+
+M1, M2, VMAX = "momentum.moment_1", "momentum.moment_2", "momentum.max_moment_2"
+TIME = "momentum.time"
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2014), optionally AMSGrad (Reddi et al. 2018). Per element, with
+    t the parameter's 1-based step and λ the L2 penalty::
+
+        g ← g + λ·θ                                   (weight decay, L2)
+        m ← β1·m + (1 − β1)·g
+        v ← β2·v + (1 − β2)·g²
+        v̂max ← max(v̂max, v); use v̂max for v           (AMSGrad)
+        θ ← θ − lr · m·√(1 − β2ᵗ)/(1 − β1ᵗ) / (√v + ε·√(1 − β2ᵗ))
+
+    The last line is Burn's form of ``θ ← θ − lr·m̂/(√v̂ + ε)`` (m̂ = m/(1 − β1ᵗ),
+    v̂ = v/(1 − β2ᵗ)), identical to PyTorch's ``Adam`` for equal arguments; Burn's ε default
+    is 1e-5 (PyTorch 1e-8). State: ``momentum.moment_1``, ``momentum.moment_2``,
+    ``momentum.max_moment_2`` (AMSGrad) and the step count ``momentum.time``.
+
+    Args:
+        beta_1: β1 in [0, 1).
+        beta_2: β2 in [0, 1).
+        epsilon: ε >= 0.
+        amsgrad: use AMSGrad.
+        weight_decay: λ (0 disables).
+    """
+
+    counter = TIME
+    required_states = (M1, M2)
+    _decoupled = False
+
+    def __init__(self, beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-5,
+                 amsgrad: bool = False, weight_decay: float = 0.0):
+        owner = type(self).__name__
+        self.beta_1 = check_unit(owner, "beta_1", beta_1)
+        self.beta_2 = check_unit(owner, "beta_2", beta_2)
+        self.epsilon = check_finite(owner, "epsilon", epsilon, minimum=0.0)
+        self.amsgrad = bool(amsgrad)
+        self.weight_decay = check_finite(owner, "weight_decay", weight_decay)
+
+    def state_names(self) -> tuple[str, ...]:
+        return (M1, M2, VMAX) if self.amsgrad else (M1, M2)
+
+    def _extra(self) -> dict:
+        return {}
+
+    def update(self, backend, params, grads, states, lr, steps, fresh):
+        new_p, m, v, vmax = backend.adam_update(
+            params, grads, states[M1], states[M2], states[VMAX] if self.amsgrad else None, lr,
+            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, decoupled=self._decoupled,
+            steps=list(steps), **self._extra())
+        out = {M1: m, M2: v}
+        if self.amsgrad:
+            out[VMAX] = vmax
+        return new_p, out
+
+
+class AdamConfig(OptimizerConfig):
+    """Configuration of :class:`Adam` (Burn's ``AdamConfig``; defaults are Burn's).
+
+    Args:
+        beta_1: β1. Default 0.9.
+        beta_2: β2. Default 0.999.
+        epsilon: ε. Default 1e-5.
+        amsgrad: use AMSGrad. Default False.
+        weight_decay: optional L2 weight decay (:class:`WeightDecayConfig`).
+        grad_clipping: optional clipping, applied by ``init()`` to the ``all()`` group.
+    """
+
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    amsgrad: bool = False
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> Adam:
+        return Adam(self.beta_1, self.beta_2, self.epsilon, self.amsgrad,
+                    decay_penalty("AdamConfig", self.weight_decay))

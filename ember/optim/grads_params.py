@@ -1,0 +1,163 @@
+"""``GradientsParams``: gradients keyed by ``ParamId`` (Burn's ``GradientsParams``).
+
+``loss.backward()`` returns an :class:`ember.Gradients` keyed by graph nodes. An optimizer
+needs them keyed by parameter: ``GradientsParams.from_grads(grads, model)`` walks the model
+and moves each trainable parameter's gradient into a container keyed by its ``ParamId``,
+which is what ``ModuleOptimizer.step`` consumes::
+
+    grads = loss.backward()
+    grads = GradientsParams.from_grads(grads, model)
+    model = optim.step(lr, model, grads)
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from ember.nn.param import ParamId
+from ember.tensor import Tensor
+
+__all__ = ["GradientsParams"]
+
+
+def _key(owner: str, param_id) -> ParamId:
+    if isinstance(param_id, ParamId):
+        return param_id
+    if isinstance(param_id, int) and not isinstance(param_id, bool):
+        return ParamId(param_id)
+    pid = getattr(param_id, "id", None)  # a Param
+    if isinstance(pid, ParamId):
+        return pid
+    raise TypeError(f"GradientsParams.{owner}: expected a ParamId (or int, or Param), got "
+                    f"{type(param_id).__name__} ({param_id!r})")
+
+
+class GradientsParams:
+    """A mapping ``ParamId -> gradient Tensor``.
+
+    Iterating yields the ids; :meth:`items` yields ``(id, tensor)`` pairs. Ints and
+    ``Param`` objects are accepted wherever an id is expected.
+    """
+
+    __slots__ = ("_grads",)
+
+    def __init__(self):
+        self._grads: dict[ParamId, Tensor] = {}
+
+    # ---- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_grads(cls, grads, module) -> "GradientsParams":
+        """Move every trainable parameter's gradient out of ``grads`` (Burn consumes them).
+
+        Parameters that do not require grad, or that received no gradient, are skipped.
+
+        Args:
+            grads: the :class:`ember.Gradients` returned by ``loss.backward()``.
+            module: the ``ember.nn.Module`` whose parameters produced the loss.
+        """
+        return cls._collect(grads, module, None, "from_grads")
+
+    @classmethod
+    def from_module(cls, grads, module) -> "GradientsParams":
+        """Same as :meth:`from_grads` (Burn's variant taking ``&mut Gradients``): the
+        module's gradients are removed from ``grads``; others stay for another module."""
+        return cls._collect(grads, module, None, "from_module")
+
+    @classmethod
+    def from_params(cls, grads, module, params: Iterable) -> "GradientsParams":
+        """Like :meth:`from_module`, restricted to the listed parameters.
+
+        Args:
+            grads: the :class:`ember.Gradients` of a backward pass.
+            module: the module holding the parameters.
+            params: ParamIds (or ints, or Params) to extract.
+        """
+        wanted = {_key("from_params", p) for p in params}
+        return cls._collect(grads, module, wanted, "from_params")
+
+    @classmethod
+    def _collect(cls, grads, module, wanted, owner: str) -> "GradientsParams":
+        remove = getattr(grads, "remove", None)
+        if not callable(remove):
+            raise TypeError(f"GradientsParams.{owner}: expected the ember.Gradients returned by "
+                            f"backward(), got {type(grads).__name__}")
+        if not callable(getattr(module, "named_parameters", None)):
+            raise TypeError(f"GradientsParams.{owner}: expected an ember.nn.Module, got "
+                            f"{type(module).__name__}")
+        out = cls()
+        for _, param in module.named_parameters():
+            if not param.require_grad or (wanted is not None and param.id not in wanted):
+                continue
+            grad = remove(param.value)
+            if grad is not None:
+                out._grads[param.id] = grad
+        return out
+
+    # ---- access ---------------------------------------------------------------------------
+    def get(self, param_id) -> Tensor | None:
+        """The gradient of a parameter, or None. Use :meth:`remove` to take it once."""
+        return self._grads.get(_key("get", param_id))
+
+    def remove(self, param_id) -> Tensor | None:
+        """Remove and return the gradient of a parameter (None if absent)."""
+        return self._grads.pop(_key("remove", param_id), None)
+
+    def register(self, param_id, tensor: Tensor) -> None:
+        """Set (or replace) the gradient of a parameter.
+
+        Args:
+            param_id: the parameter's ParamId (an int or the Param itself is accepted).
+            tensor: the gradient; stored detached from any graph.
+        """
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"GradientsParams.register: expected an ember Tensor, got "
+                            f"{type(tensor).__name__}")
+        if not tensor.dtype.is_float:
+            raise TypeError(f"GradientsParams.register: a gradient must be a float tensor, got "
+                            f"{tensor.dtype}")
+        self._grads[_key("register", param_id)] = tensor.detach()
+
+    def __len__(self) -> int:
+        return len(self._grads)
+
+    def len(self) -> int:
+        """Number of gradients (Burn's ``len``)."""
+        return len(self._grads)
+
+    def is_empty(self) -> bool:
+        return not self._grads
+
+    def __contains__(self, param_id) -> bool:
+        return _key("__contains__", param_id) in self._grads
+
+    def __iter__(self) -> Iterator[ParamId]:
+        return iter(list(self._grads))
+
+    def ids(self) -> list[ParamId]:
+        return list(self._grads)
+
+    def items(self) -> list[tuple[ParamId, Tensor]]:
+        return list(self._grads.items())
+
+    # ---- devices --------------------------------------------------------------------------
+    def to(self, device, module=None) -> "GradientsParams":
+        """Move the gradients to ``device``, in place; returns ``self``.
+
+        Args:
+            device: a device or its name (``"cpu"``, ``"reference"``, ``"cuda:0"``).
+            module: when given, only the gradients of this module's parameters are moved
+                (Burn's ``to_device(device, module)``).
+        """
+        from ember.tensor.device import as_device
+        target = as_device(device)
+        ids = None if module is None else {p.id for _, p in module.named_parameters()}
+        for pid, grad in list(self._grads.items()):
+            if (ids is None or pid in ids) and grad.device != target:
+                self._grads[pid] = grad.to(target)
+        return self
+
+    def to_device(self, device, module=None) -> "GradientsParams":
+        """Alias of :meth:`to` (Burn's name)."""
+        return self.to(device, module)
+
+    def __repr__(self) -> str:
+        return f"GradientsParams({len(self._grads)} tensors)"

@@ -1,0 +1,124 @@
+"""``OptimizerRecord``: an optimizer's state as a burnpack (``.bpk``) file (Burn's layout).
+
+Burn keys optimizer state per parameter, not per module path:
+
+* tensors ``"{param_id}.{leaf}"`` (``param_id`` the decimal u64, e.g.
+  ``"1234.momentum.moment_1"``), each stored with its ``param_id``;
+* scalars ``"{param_id}.__rank"`` (``UInt``, the parameter's rank) and the state's own
+  scalars such as ``"{param_id}.momentum.time"`` (``UInt``);
+* metadata ``{"{param_id}": "dotted.param.path"}``, used to route a parameter to its group
+  on load.
+
+Files written here are read by Burn and vice versa (for the optimizers both have).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ember.record import RecordError, TensorRecord
+from ember.record import from_bytes as _from_bytes
+from ember.record import load as _load
+from ember.record import save as _save
+from ember.record import to_bytes as _to_bytes
+
+__all__ = ["OptimizerRecord", "RANK_KEY"]
+
+RANK_KEY = "__rank"
+
+
+class OptimizerRecord:
+    """Serialized optimizer state.
+
+    Args:
+        tensors: name -> NumPy array (a :class:`~ember.record.TensorRecord` carrying the
+            parameter id is accepted too).
+        scalars: name -> int / float / bool (:class:`~ember.record.UInt` for counters).
+        paths: ``str(param_id)`` -> dotted parameter path.
+        param_ids: name -> parameter id of each tensor (taken from the name's prefix when
+            missing).
+    """
+
+    def __init__(self, tensors: Mapping[str, Any] | None = None, scalars: Mapping[str, Any] | None = None,
+                 paths: Mapping[str, str] | None = None, param_ids: Mapping[str, int] | None = None):
+        self.tensors: dict[str, np.ndarray] = {}
+        self.param_ids: dict[str, int] = {}
+        for name, value in (tensors or {}).items():
+            pid = None
+            if isinstance(value, TensorRecord):
+                value, pid = value.array, value.param_id
+            if param_ids and name in param_ids:
+                pid = param_ids[name]
+            if pid is None:
+                pid = _id_prefix(name)
+            if pid is None:
+                raise RecordError(f"OptimizerRecord: tensor {name!r} has no parameter id; names "
+                                  "must read '<param_id>.<state leaf>'")
+            self.tensors[name] = np.asarray(value)
+            self.param_ids[name] = int(pid)
+        self.scalars: dict[str, Any] = dict(scalars or {})
+        self.paths: dict[str, str] = dict(paths or {})
+
+    # ---- inspection ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def len(self) -> int:
+        """Number of tensors (Burn's ``len``)."""
+        return len(self.tensors)
+
+    def is_empty(self) -> bool:
+        return not self.tensors
+
+    def __repr__(self) -> str:
+        return f"OptimizerRecord({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
+
+    # ---- burnpack -------------------------------------------------------------------------
+    def _payload(self) -> dict:
+        tensors = {name: TensorRecord(array, self.param_ids[name]) for name, array in self.tensors.items()}
+        return {"tensors": tensors, "metadata": dict(self.paths), "scalars": dict(self.scalars)}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the record as a burnpack file (``.bpk`` appended when there is no extension).
+
+        Returns:
+            The path written.
+        """
+        payload = self._payload()
+        return _save(path, payload["tensors"], payload["metadata"], payload["scalars"])
+
+    def to_bytes(self) -> bytes:
+        """The record as burnpack bytes (Burn's ``into_bytes``)."""
+        payload = self._payload()
+        return _to_bytes(payload["tensors"], payload["metadata"], payload["scalars"])
+
+    into_bytes = to_bytes
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "OptimizerRecord":
+        """Read a record saved by :meth:`save` (or by Burn's ``OptimizerRecord::save``)."""
+        with _load(path) as record:
+            return cls._from_record(record)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "OptimizerRecord":
+        """Parse burnpack bytes from :meth:`to_bytes`."""
+        with _from_bytes(data) as record:
+            return cls._from_record(record)
+
+    @classmethod
+    def _from_record(cls, record) -> "OptimizerRecord":
+        tensors, ids = {}, {}
+        for name, view in record.tensors.items():
+            tensors[name] = view.numpy()  # a copy: the file's memory map is released after
+            if view.param_id is not None:
+                ids[name] = view.param_id
+        return cls(tensors, record.scalars, record.metadata, ids)
+
+
+def _id_prefix(name: str) -> int | None:
+    head, dot, _ = name.partition(".")
+    return int(head) if dot and head.isdigit() else None

@@ -1,0 +1,84 @@
+"""Stochastic gradient descent with optional weight decay and momentum (Burn's ``Sgd``)."""
+from __future__ import annotations
+
+from ember.optim.clipping import GradientClippingConfig
+from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
+                                   decay_penalty)
+from ember.record.config import Config
+
+__all__ = ["MomentumConfig", "Sgd", "SgdConfig"]
+
+_VELOCITY = "momentum.velocity"
+
+
+class MomentumConfig(Config):
+    """Momentum of :class:`SgdConfig` (Burn's ``MomentumConfig``).
+
+    Args:
+        momentum: μ. Default 0.9.
+        dampening: d. Default 0.1 (PyTorch's default is 0).
+        nesterov: use the Nesterov look-ahead gradient. Default False.
+    """
+
+    momentum: float = 0.9
+    dampening: float = 0.1
+    nesterov: bool = False
+
+
+class Sgd(Optimizer):
+    """SGD, per element, with λ the L2 penalty, μ the momentum and d the dampening::
+
+        g ← g + λ·θ                                   (weight decay)
+        v ← g                       on the first step  (momentum)
+        v ← μ·v + (1 − d)·g         afterwards
+        g ← g + μ·v  (Nesterov)  or  g ← v
+        θ ← θ − lr·g
+
+    Identical to PyTorch's ``SGD`` for equal arguments (PyTorch rejects Nesterov with
+    non-zero dampening; Burn allows it). State: ``momentum.velocity`` when momentum is on.
+
+    Args:
+        weight_decay: λ (0 disables).
+        momentum: a :class:`MomentumConfig`, or None for plain SGD.
+    """
+
+    def __init__(self, weight_decay: float = 0.0, momentum: MomentumConfig | None = None):
+        self.weight_decay = check_finite("Sgd", "weight_decay", weight_decay)
+        if momentum is not None and not isinstance(momentum, MomentumConfig):
+            raise TypeError(f"Sgd: `momentum` must be a MomentumConfig or None, got {momentum!r}")
+        if momentum is not None:
+            check_finite("SgdConfig", "momentum.momentum", momentum.momentum)
+            check_finite("SgdConfig", "momentum.dampening", momentum.dampening)
+        self.momentum = momentum
+
+    def state_names(self) -> tuple[str, ...]:
+        return (_VELOCITY,) if self.momentum is not None else ()
+
+    def update(self, backend, params, grads, states, lr, steps, fresh):
+        mom = self.momentum
+        if mom is None:
+            new_p, _ = backend.sgd_update(params, grads, None, lr, self.weight_decay)
+            return new_p, {}
+        new_p, new_v = backend.sgd_update(params, grads, states[_VELOCITY], lr, self.weight_decay,
+                                          float(mom.momentum), float(mom.dampening), bool(mom.nesterov),
+                                          list(fresh))
+        return new_p, {_VELOCITY: new_v}
+
+
+class SgdConfig(OptimizerConfig):
+    """Configuration of :class:`Sgd` (Burn's ``SgdConfig``).
+
+    Args:
+        weight_decay: optional L2 weight decay.
+        momentum: optional :class:`MomentumConfig`.
+        gradient_clipping: optional clipping, applied by ``init()`` to the ``all()`` group.
+    """
+
+    _clipping_field = "gradient_clipping"
+
+    weight_decay: WeightDecayConfig | None = None
+    momentum: MomentumConfig | None = None
+    gradient_clipping: GradientClippingConfig | None = None
+
+    def build(self) -> Sgd:
+        return Sgd(decay_penalty("SgdConfig", self.weight_decay), self.momentum)
