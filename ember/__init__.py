@@ -16,7 +16,7 @@ from ember.tensor.ops.movement import cat, chunk, flatten, pad, split, stack
 from ember.tensor.ops.nn import (attention, cross_entropy_per_sample, dropout, embedding, gelu, layer_norm,
                                  log_softmax, quiet_softmax, rms_norm, softmax)
 from ember.tensor.ops.reduction import logsumexp
-from ember import cuda  # noqa: E402  (device utilities; imports CuPy only when called)
+from ember import cuda  # noqa: E402,F401  (device utilities; imports CuPy only when called)
 
 bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 __version__ = "0.1.0"

@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from ember.kernels.backend import _GOLDEN, _MIX1, _MIX2, Backend
-from ember.tensor import dtypes as dt
 
 _U64 = np.uint64
 

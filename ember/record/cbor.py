@@ -16,7 +16,6 @@ left before anything is allocated for them.
 """
 from __future__ import annotations
 
-import math
 import struct
 from typing import Any
 

@@ -24,18 +24,17 @@ class ConvNet(nn.Module):
 
 
 def burn_example():
-    """The example, line for line (Rust's ``new(..)``/``unwrap()``/``build()`` become the
-    constructor, nothing and ``init()``)."""
-    lr_scheduler_base = (
+    """The example, line for line (Rust's ``new(..)`` becomes the constructor and
+    ``.unwrap()`` disappears: invalid arguments raise instead)."""
+    lr_scheduler = (
         ComposedLrSchedulerConfig()
         .cosine(CosineAnnealingLrSchedulerConfig(1.0, 2000))
         .linear(LinearLrSchedulerConfig(1e-8, 1.0, 2000))
         .linear(LinearLrSchedulerConfig(1e-2, 1e-6, 10000))
+        .init()
+        .with_group(ParamGroup.from_predicate("conv"), LinearLrSchedulerConfig(1e-6, 1e-3, 14000).build())
     )
-    lr_scheduler = ModuleLrScheduler(lr_scheduler_base.init()).with_group(
-        ParamGroup.from_predicate("conv"),
-        LinearLrSchedulerConfig(1e-6, 1e-3, 14000).init(),
-    )
+    assert isinstance(lr_scheduler, ModuleLrScheduler)
     optim = AdamWConfig().with_cautious_weight_decay(True).with_weight_decay(5e-5).init()
     return lr_scheduler, optim
 

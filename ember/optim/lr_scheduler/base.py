@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import abc
 import copy
-import dataclasses
-import importlib.util
 import math
 import numbers
 from typing import Any, Mapping, Union
@@ -29,31 +27,7 @@ __all__ = [
 
 Scalar = Union[int, float, bool]
 
-# Configs subclass ember's Config (dataclass + ``with_<field>`` + JSON save/load). The
-# fallback, used only when ember/record/config.py is absent, gives the same dataclass and
-# ``with_<field>`` behaviour without JSON, so the configs never depend on which one is used.
-if importlib.util.find_spec("ember.record.config") is not None:
-    from ember.record.config import Config as ConfigBase
-else:  # pragma: no cover - exercised only in a tree without ember.record
-
-    class ConfigBase:  # type: ignore[no-redef]
-        """Stand-in for ``ember.record.config.Config``: subclasses become dataclasses."""
-
-        def __init_subclass__(cls, **options: Any):
-            super().__init_subclass__()
-            dataclasses.dataclass(cls, **options)
-            for f in dataclasses.fields(cls):
-                if f"with_{f.name}" not in cls.__dict__:
-                    setattr(cls, f"with_{f.name}", _make_with(f.name))
-
-
-def _make_with(name: str):
-    def with_field(self, value):
-        return dataclasses.replace(self, **{name: value})
-
-    with_field.__name__ = f"with_{name}"
-    with_field.__doc__ = f"Return a copy of this config with ``{name}`` set to ``value``."
-    return with_field
+from ember.record.config import Config as ConfigBase
 
 
 class LrScheduler(abc.ABC):
@@ -62,6 +36,12 @@ class LrScheduler(abc.ABC):
     @abc.abstractmethod
     def step(self) -> float:
         """Advance the schedule by one iteration and return its learning rate."""
+
+    def with_group(self, group, scheduler: "LrSchedulerLike"):
+        """This schedule for every parameter, ``scheduler`` for those of ``group`` (Burn's
+        ``ModuleLrScheduler::with_group``); returns a :class:`ModuleLrScheduler`."""
+        from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
+        return ModuleLrScheduler(self).with_group(group, scheduler)
 
     @abc.abstractmethod
     def state(self) -> dict[str, Scalar]:
@@ -95,6 +75,10 @@ class LrSchedulerConfig(ConfigBase):
     def init(self) -> LrScheduler:
         """Validate the arguments and build the scheduler."""
         raise NotImplementedError(f"{type(self).__name__} does not implement init()")
+
+    def build(self) -> LrScheduler:
+        """Burn's name for building a scheduler from a config: same as :meth:`init`."""
+        return self.init()
 
 
 SchedulerSpec = Union[float, LrSchedulerConfig]

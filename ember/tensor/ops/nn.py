@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-from ember.tensor import dtypes as dt
 from ember.tensor.grad_mode import is_grad_enabled
 from ember.tensor.ops._core import Tensor, check_devices, detached, needs_grad, normalize_dim, record, shape_str, wrap
 from ember.tensor.ops.indexing import check_index_range
