@@ -12,6 +12,8 @@ import time
 import numpy as np
 
 import ember
+from ember import nn
+from ember.optim import AdamConfig, GradientsParams
 
 
 def spirals(n: int, rng: np.random.Generator):
@@ -22,44 +24,40 @@ def spirals(n: int, rng: np.random.Generator):
     return (x + rng.normal(0, 0.02, x.shape)).astype(np.float32), label.astype(np.int64)
 
 
+class MLP(nn.Module):
+    def __init__(self, hidden: int, device):
+        self.layers = [nn.LinearConfig(2, hidden).init(device), nn.LinearConfig(hidden, hidden).init(device)]
+        self.head = nn.LinearConfig(hidden, 2).init(device)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = ember.gelu(layer(x))
+        return self.head(x)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cpu", help="cpu (Numba kernels), reference (NumPy) or cuda")
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--lr", type=float, default=1e-2)
     args = ap.parse_args()
 
     ember.seed(0)
-    dev = args.device
     x_np, y_np = spirals(1024, np.random.default_rng(0))
-    x, y = ember.tensor(x_np, device=dev), ember.tensor(y_np, device=dev)
-    hidden = 64
-    params = {
-        "w1": ember.randn(2, hidden, device=dev, std=1.0).require_grad(),
-        "b1": ember.zeros(hidden, device=dev).require_grad(),
-        "w2": ember.randn(hidden, hidden, device=dev, std=1 / math.sqrt(hidden)).require_grad(),
-        "b2": ember.zeros(hidden, device=dev).require_grad(),
-        "w3": ember.randn(hidden, 2, device=dev, std=1 / math.sqrt(hidden)).require_grad(),
-        "b3": ember.zeros(2, device=dev).require_grad(),
-    }
-
-    def forward(inp):
-        h = ember.gelu(inp @ params["w1"] + params["b1"])
-        h = ember.gelu(h @ params["w2"] + params["b2"])
-        return h @ params["w3"] + params["b3"]
-
-    print(f"Training a 2-layer MLP on two spirals on device '{dev}' for {args.steps} steps")
+    x, y = ember.tensor(x_np, device=args.device), ember.tensor(y_np, device=args.device)
+    model = MLP(64, args.device)
+    optim = AdamConfig().init()
+    loss_fn = nn.CrossEntropyLossConfig().init()
+    print(f"Training an MLP ({model.num_params()} parameters) on two spirals on '{args.device}' "
+          f"for {args.steps} steps")
     start = time.perf_counter()
     for step in range(1, args.steps + 1):
-        logits = forward(x)
-        loss = ember.cross_entropy_per_sample(logits, y).mean()
-        grads = loss.backward()  # gradients come back in a container, never on the tensors
-        with ember.no_grad():
-            for name, p in params.items():
-                params[name] = (p - args.lr * grads.get(p)).require_grad()
+        loss = loss_fn(model(x), y)
+        grads = GradientsParams.from_grads(loss.backward(), model)  # returned, never stored on tensors
+        model = optim.step(args.lr, model, grads)
         if step == 1 or step % 50 == 0:
             with ember.no_grad():
-                acc = (forward(x).argmax(1) == y).float().mean().item()
+                acc = (model(x).argmax(1) == y).float().mean().item()
             print(f"step {step:4d}  loss {loss.item():.4f}  accuracy {100 * acc:5.1f}%")
     print(f"done in {time.perf_counter() - start:.1f}s")
 
