@@ -22,6 +22,23 @@ def test_embedding_lookup_and_gradient():
         emb(ember.randn(2, device=DEV))
 
 
+def test_embedding_matches_torch_forward_and_gradient():
+    torch = pytest.importorskip("torch")
+    ember.seed(1)
+    emb = nn.EmbeddingConfig(12, 5).init(DEV)
+    ref = torch.nn.Embedding(12, 5)
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(emb.weight.numpy()))
+    ids = np.array([[3, 3, 11, 0], [7, 3, 2, 11]], dtype=np.int64)
+    up = np.random.default_rng(0).standard_normal((2, 4, 5)).astype(np.float32)
+    out = emb(ember.tensor(ids, device=DEV))
+    ref_out = ref(torch.from_numpy(ids))
+    np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6)
+    grads = (out * ember.tensor(up, device=DEV)).sum().backward()
+    (ref_out * torch.from_numpy(up)).sum().backward()
+    np.testing.assert_allclose(grads.get(emb.weight.value).numpy(), ref.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_embedding_initializer_is_standard_normal():
     ember.seed(0)
     w = nn.EmbeddingConfig(500, 40).init(DEV).weight.numpy()
