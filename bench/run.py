@@ -24,9 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def collect(pytest_args: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "raw.json")
-        targets = [a for a in pytest_args if not a.startswith("-")] or [HERE]
-        opts = [a for a in pytest_args if a.startswith("-") or a not in targets]
-        cmd = [sys.executable, "-m", "pytest", *targets, *opts, "-q", "-p", "no:cacheprovider",
+        # pytest arguments pass through unchanged; with no path among them, run every bench file
+        has_target = any(os.path.exists(a.split("::")[0]) for a in pytest_args if not a.startswith("-"))
+        cmd = [sys.executable, "-m", "pytest", *([] if has_target else [HERE]), *pytest_args,
+               "-q", "-p", "no:cacheprovider",
                "--benchmark-only", f"--benchmark-json={raw}", "-o", "python_files=bench_*.py",
                "-o", "python_functions=bench_* test_*", "-o", "testpaths="]
         if not any(a.startswith("-m") for a in pytest_args):

@@ -24,7 +24,7 @@ first use per dtype and are cached on disk.
 
 from __future__ import annotations
 
-from . import jit  # first: sets up Numba's cache directory and threads
+from . import jit  # noqa: I001  (first: sets up Numba's cache directory and threads)
 from . import (
     activations,
     attention,

@@ -3,8 +3,9 @@
 Forward: one thread per row computes the statistics (float64 accumulators) and writes
 the normalised, scaled and shifted row in the same sweep. Backward: rows are split into
 one contiguous chunk per thread; each chunk produces its rows of ``dx`` and its own
-float64 partial sums of ``dgamma``/``dbeta``, which are added up afterwards, so there
-are no races and the result does not depend on scheduling.
+partial sums of ``dgamma``/``dbeta`` (blocks of rows summed in the input dtype, then
+added into float64), which are added up afterwards, so there are no races and the
+result does not depend on scheduling.
 """
 
 from __future__ import annotations
@@ -49,34 +50,49 @@ def _chunk_bounds(n, chunks, c):
     return c * per, min(n, (c + 1) * per)
 
 
+#: Rows whose parameter-gradient terms are summed in the input dtype before being
+#: added to the float64 per-thread partials (fast float32 adds, bounded error growth).
+_FLUSH_ROWS = 32
+
+
 @kernel
 def _layer_norm_backward_chunks(dy, x, mean, rstd, gamma, dx, dgamma_part, dbeta_part):
     n, d = x.shape
     chunks = dgamma_part.shape[0]
+    zero = vm.typed(0.0, x)
+    inv_d = vm.typed(1.0 / d, x)
     for c in prange(chunks):
         start, stop = _chunk_bounds(n, chunks, c)
         pg = dgamma_part[c]
         pb = dbeta_part[c]
+        bg = np.zeros(d, dtype=x.dtype)
+        bb = np.zeros(d, dtype=x.dtype)
         for i in range(start, stop):
             xi = x[i]
             dyi = dy[i]
             mu = mean[i]
             r = rstd[i]
-            sum_g = 0.0
-            sum_gx = 0.0
+            sum_g = zero
+            sum_gx = zero
             for j in range(d):
                 xhat = (xi[j] - mu) * r
                 g = dyi[j] * gamma[j]
                 sum_g += g
                 sum_gx += g * xhat
-                pg[j] += dyi[j] * xhat
-                pb[j] += dyi[j]
-            a = vm.typed(sum_g / d, x)
-            b = vm.typed(sum_gx / d, x)
+                bg[j] += dyi[j] * xhat
+                bb[j] += dyi[j]
+            a = sum_g * inv_d
+            b = sum_gx * inv_d
             dxi = dx[i]
             for j in range(d):
                 xhat = (xi[j] - mu) * r
                 dxi[j] = r * (dyi[j] * gamma[j] - a - xhat * b)
+            if (i - start) % _FLUSH_ROWS == _FLUSH_ROWS - 1 or i == stop - 1:
+                for j in range(d):
+                    pg[j] += bg[j]
+                    pb[j] += bb[j]
+                    bg[j] = zero
+                    bb[j] = zero
 
 
 @kernel
@@ -98,23 +114,30 @@ def _rms_norm_rows(x, gamma, eps, y, rstd):
 def _rms_norm_backward_chunks(dy, x, rstd, gamma, dx, dgamma_part):
     n, d = x.shape
     chunks = dgamma_part.shape[0]
+    zero = vm.typed(0.0, x)
+    inv_d = vm.typed(1.0 / d, x)
     for c in prange(chunks):
         start, stop = _chunk_bounds(n, chunks, c)
         pg = dgamma_part[c]
+        bg = np.zeros(d, dtype=x.dtype)
         for i in range(start, stop):
             xi = x[i]
             dyi = dy[i]
             r = rstd[i]
-            sum_gx = 0.0
+            sum_gx = zero
             for j in range(d):
                 g = dyi[j] * gamma[j]
                 sum_gx += g * xi[j]
-                pg[j] += dyi[j] * xi[j] * r
+                bg[j] += dyi[j] * xi[j] * r
             # d/dx_j of x_j r gamma_j with r = (mean(x^2) + eps)^-1/2.
-            k = vm.typed(sum_gx / d, x) * r * r * r
+            k = sum_gx * inv_d * r * r * r
             dxi = dx[i]
             for j in range(d):
                 dxi[j] = r * dyi[j] * gamma[j] - xi[j] * k
+            if (i - start) % _FLUSH_ROWS == _FLUSH_ROWS - 1 or i == stop - 1:
+                for j in range(d):
+                    pg[j] += bg[j]
+                    bg[j] = zero
 
 
 def _row_stats_shape(op: str, name: str, stat: object, x: np.ndarray) -> np.ndarray:
