@@ -17,6 +17,9 @@ def get_backend(device):
 
 
 def _create(device):
+    if device.kind in ("reference", "cpu"):
+        from ember.kernels.host_memory import tune_allocator
+        tune_allocator()
     if device.kind == "reference":
         from ember.kernels.reference import ReferenceBackend
         return ReferenceBackend(_SEED[0])
