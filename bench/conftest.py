@@ -7,4 +7,8 @@ so that run.py can print ratios between implementations measured side by side in
 import os
 import sys
 
+# ember's cpu default (see ember/kernels/threads.py), set before PyTorch's OpenMP runtime loads
+# so that a torch import in a benchmark module cannot fix the policy for ember's kernels too.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 sys.path.insert(0, os.path.dirname(__file__))

@@ -58,6 +58,7 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if _truthy(os.environ.get("EMBER_DISABLE_NATIVE")):
         return None, "disabled by EMBER_DISABLE_NATIVE"
     try:
+        from ember.kernels import threads  # noqa: F401  (OpenMP wait policy, before the runtime loads)
         from ember.kernels import _native
     except ImportError as exc:  # not built, or built for another Python/ABI
         return None, (

@@ -192,6 +192,10 @@ class ArrayBackend(Backend):
 
     # ---- linear algebra -----------------------------------------------------------------
     def matmul(self, a, b):
+        if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
+            # [..., n, k] @ [k, m] as one GEMM: NumPy would loop over the batch in small GEMMs
+            out = self.xp.matmul(a.reshape(-1, a.shape[-1]), b)
+            return out.reshape(a.shape[:-1] + (b.shape[-1],))
         return self.xp.matmul(a, b)
 
     # ---- dropout hash -------------------------------------------------------------------

@@ -316,8 +316,16 @@ def _index_select(node, g):
 @rule("matmul")
 def _matmul(node, g):
     c = node.ctx
-    ga = g @ c.b.transpose() if needs(node, 0) else None
-    gb = c.a.transpose() @ g if needs(node, 1) else None
+    a, b = c.a, c.b
+    ga = g @ b.transpose() if needs(node, 0) else None
+    gb = None
+    if needs(node, 1):
+        if b.ndim == 2 and a.ndim > 2:
+            # a shared weight (x [..., n, k] @ w [k, m]): fold the batch into one GEMM instead
+            # of a batched product summed afterwards
+            gb = a.reshape(-1, a.shape[-1]).transpose() @ g.reshape(-1, g.shape[-1])
+        else:
+            gb = a.transpose() @ g
     return ga, gb
 
 

@@ -24,7 +24,8 @@ first use per dtype and are cached on disk.
 
 from __future__ import annotations
 
-from . import jit  # noqa: I001  (first: sets up Numba's cache directory and threads)
+from ember.kernels import threads as _threads  # noqa: F401,I001  (first: OpenMP wait policy)
+from . import jit  # noqa: I001  (sets up Numba's cache directory and threads)
 from . import (
     activations,
     attention,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.kernels import native_ops
+from ember.kernels.threads import apply_blas_threads
 from ember.kernels.cpu import activations, attention, cross_entropy, dropout, embedding, norms, softmax
 from ember.kernels.reference import ArrayBackend
 
@@ -14,6 +15,7 @@ class CpuBackend(ArrayBackend):
 
     def __init__(self, seed=None):
         super().__init__(seed)
+        apply_blas_threads()
         # bench/bench_native.py: the native kernels beat their Numba twins for exact (erf)
         # GELU and layer-norm forward; Numba wins for tanh GELU, layer-norm backward is a tie.
         self._native = native_ops.available()
