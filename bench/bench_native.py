@@ -31,17 +31,22 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(str(s) for s in shape) + "]"
 
 
-@pytest.fixture(scope="module")
-def data():
+DTYPES = {"f32": np.float32, "f64": np.float64}
+
+
+@pytest.fixture(scope="module", params=list(DTYPES))
+def data(request):
     rng = np.random.default_rng(0)
     d = LN_SHAPE[-1]
+    dt = DTYPES[request.param]
     return {
-        "gx": rng.standard_normal(GELU_SHAPE).astype(np.float32),
-        "gdy": rng.standard_normal(GELU_SHAPE).astype(np.float32),
-        "lx": rng.standard_normal(LN_SHAPE).astype(np.float32),
-        "ldy": rng.standard_normal(LN_SHAPE).astype(np.float32),
-        "gamma": (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32),
-        "beta": (0.1 * rng.standard_normal(d)).astype(np.float32),
+        "dtype": request.param,
+        "gx": rng.standard_normal(GELU_SHAPE).astype(dt),
+        "gdy": rng.standard_normal(GELU_SHAPE).astype(dt),
+        "lx": rng.standard_normal(LN_SHAPE).astype(dt),
+        "ldy": rng.standard_normal(LN_SHAPE).astype(dt),
+        "gamma": (1.0 + 0.1 * rng.standard_normal(d)).astype(dt),
+        "beta": (0.1 * rng.standard_normal(d)).astype(dt),
     }
 
 
@@ -131,7 +136,7 @@ def _numpy(op: str, d: dict) -> Callable[[], object]:
 def _torch(op: str, d: dict) -> Callable[[], object]:
     torch = pytest.importorskip("torch")
     torch.set_num_threads(native_ops.num_threads())
-    t = {k: torch.from_numpy(v) for k, v in d.items()}
+    t = {k: torch.from_numpy(v) for k, v in d.items() if isinstance(v, np.ndarray)}
     mode = "tanh" if "tanh" in op else "none"
     aten = torch.ops.aten
     if op.startswith("gelu") and op.endswith("fwd"):
@@ -165,7 +170,7 @@ OPS = {
 def test_bench(benchmark, data, op, impl):
     fn = _FACTORIES[impl](op, data)
     fn()  # compile (Numba) / warm caches and thread pools outside the timed region
-    benchmark.group = f"{op} {_shape_str(OPS[op])} f32"
+    benchmark.group = f"{op} {_shape_str(OPS[op])} {data['dtype']}"
     benchmark.extra_info["impl"] = impl
     benchmark.extra_info["threads"] = native_ops.num_threads()
     if impl == "native":

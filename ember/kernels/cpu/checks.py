@@ -8,9 +8,10 @@ argument and what was expected.
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
+
+from ember.kernels.arg_checks import check_same_shape, probability, seed_u64  # noqa: F401
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -69,23 +70,6 @@ def float_array(
             f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {x.shape}"
         )
     return contiguous(x)
-
-
-def check_same_shape(op: str, name_a: str, a: np.ndarray, name_b: str, b: np.ndarray) -> None:
-    """Raise ValueError unless ``a`` and ``b`` have the same shape.
-
-    Args:
-        op: name of the op.
-        name_a: name of the first argument.
-        a: first array.
-        name_b: name of the second argument.
-        b: second array.
-    """
-    if a.shape != b.shape:
-        raise ValueError(
-            f"{op}: {name_a} and {name_b} must have the same shape, "
-            f"got {a.shape} and {b.shape}"
-        )
 
 
 def as_rows(x: np.ndarray) -> np.ndarray:
@@ -152,33 +136,3 @@ def index_array(op: str, name: str, ids: object, upper: int) -> np.ndarray:
             f"is out of range; valid range is [0, {upper})"
         )
     return ids
-
-
-def probability(op: str, name: str, p: object) -> float:
-    """Return ``p`` as a float after checking ``0 <= p <= 1``.
-
-    Args:
-        op: name of the op.
-        name: name of the argument.
-        p: the probability.
-    """
-    value = float(p)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{op}: {name} must lie in [0, 1], got {p!r}")
-    return value
-
-
-def seed_u64(op: str, seed: object) -> np.uint64:
-    """Return an integer seed reduced modulo 2**64, as the hash RNG uses it.
-
-    Args:
-        op: name of the op.
-        seed: a Python or NumPy integer (negative values wrap around).
-    """
-    try:
-        value = operator.index(seed)
-    except TypeError:
-        raise TypeError(
-            f"{op}: seed must be an integer, got {type(seed).__name__}"
-        ) from None
-    return np.uint64(value % (1 << 64))

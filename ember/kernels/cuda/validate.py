@@ -9,10 +9,11 @@ NumPy stand-in), so everything here runs without a GPU.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
+
+from ember.kernels.arg_checks import check_same_shape, probability, seed_u64  # noqa: F401
 
 __all__ = [
     "FLOAT_DTYPES", "INDEX_DTYPES", "check_same_shape", "contiguous", "dropout_threshold",
@@ -82,21 +83,6 @@ def index_array(cp: Any, op: str, name: str, ids: Any) -> Any:
     return contiguous(cp, ids)
 
 
-def check_same_shape(op: str, name_a: str, a: Any, name_b: str, b: Any) -> None:
-    """Raise ValueError unless ``a`` and ``b`` have the same shape.
-
-    Args:
-        op: name of the op.
-        name_a: name of the first argument.
-        a: first array.
-        name_b: name of the second argument.
-        b: second array.
-    """
-    if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"{op}: {name_a} and {name_b} must have the same shape, "
-                         f"got {tuple(a.shape)} and {tuple(b.shape)}")
-
-
 def optional_vector(cp: Any, op: str, name: str, p: Any, dim: int, dtype: Any) -> Any:
     """Validate an optional per-feature parameter of shape ``[dim]``; None passes through.
 
@@ -126,20 +112,6 @@ def rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
     return math.prod(shape[:-1]), int(shape[-1])
 
 
-def probability(op: str, name: str, p: object) -> float:
-    """Return ``p`` as a float after checking ``0 <= p <= 1``.
-
-    Args:
-        op: name of the op.
-        name: name of the argument.
-        p: the probability.
-    """
-    value = float(p)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{op}: {name} must lie in [0, 1], got {p!r}")
-    return value
-
-
 def positive_finite(op: str, name: str, value: object, allow_zero: bool = False) -> float:
     """Return ``value`` as a float after checking it is finite and > 0 (or >= 0).
 
@@ -154,20 +126,6 @@ def positive_finite(op: str, name: str, value: object, allow_zero: bool = False)
         expected = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{op}: {name} must be finite and {expected}, got {value!r}")
     return v
-
-
-def seed_u64(op: str, seed: object) -> np.uint64:
-    """Return an integer seed reduced modulo 2**64, as the hash RNG uses it.
-
-    Args:
-        op: name of the op.
-        seed: a Python or NumPy integer (negative values wrap around).
-    """
-    try:
-        value = operator.index(seed)
-    except TypeError:
-        raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
-    return np.uint64(value % (1 << 64))
 
 
 def dropout_threshold(p: float) -> np.uint32:
