@@ -38,6 +38,3 @@ def seed_all(seed: int) -> None:
     for backend in _BACKENDS.values():
         backend.seed(seed)
 
-
-def loaded_backends() -> dict:
-    return dict(_BACKENDS)

@@ -10,11 +10,6 @@ from ember.tensor.grad_mode import _state
 from ember.tensor.node import Ctx, Node
 
 
-def _tensor_cls():
-    from ember.tensor.tensor import Tensor
-    return Tensor
-
-
 def wrap(data, device, dtype: dt.DType | None = None):
     """Wrap a backend array into a Tensor (no autodiff)."""
     t = object.__new__(Tensor)
@@ -91,15 +86,6 @@ def normalize_dims(op: str, dims, ndim: int) -> tuple:
 
 def is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.number, np.bool_)) and not isinstance(x, np.ndarray)
-
-
-def as_tensor_like(op: str, value, like, dtype: dt.DType | None = None):
-    """Turn a Python scalar / array into a tensor on ``like``'s device."""
-    Tensor = _tensor_cls()
-    if isinstance(value, Tensor):
-        return value
-    from ember.tensor.creation import tensor as make
-    return make(value, dtype=dtype, device=like._device)
 
 
 def shape_str(shape) -> str:
