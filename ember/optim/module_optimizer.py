@@ -71,10 +71,10 @@ class _State:
 
 
 class _Entry:
-    __slots__ = ("path", "param", "grad", "state")
+    __slots__ = ("path", "param", "gradient", "state")
 
     def __init__(self, path, param, grad, state):
-        self.path, self.param, self.grad, self.state = path, param, grad, state
+        self.path, self.param, self.gradient, self.state = path, param, grad, state
 
 
 class _Packed:
@@ -228,19 +228,19 @@ class ModuleOptimizer:
         group = self._groups[index]
         buckets: dict[tuple, list[_Entry]] = {}
         for e in entries:
-            value, grad = e.param.value, e.grad
+            value, grad = e.param.value, e.gradient
             if grad.device is not value.device and grad.device != value.device:
                 grad = grad.to(value.device)
             if grad.dtype is not value.dtype:
                 grad = grad.to(value.dtype)
-            e.grad = grad._data
+            e.gradient = grad._data
             buckets.setdefault((value.device, value.dtype), []).append(e)
         keys = list(buckets)
         if group.clipping is not None:
-            clipped = clip_buckets(group.clipping, [(k[0].backend, [e.grad for e in buckets[k]]) for k in keys])
+            clipped = clip_buckets(group.clipping, [(k[0].backend, [e.gradient for e in buckets[k]]) for k in keys])
             for key, arrays in zip(keys, clipped):
                 for e, g in zip(buckets[key], arrays):
-                    e.grad = g
+                    e.gradient = g
         for key in keys:
             self._step_bucket(index, group.optimizer, key, buckets[key], lr_of)
 
@@ -275,7 +275,7 @@ class ModuleOptimizer:
             self._packed[(index,) + key] = packed
         lrs = [lr_of(e.param.id, e.path) for e in entries]
         steps = [e.state.steps + 1 for e in entries]
-        new_params, new_states = optim.update(backend, packed.param_handle, [e.grad for e in entries],
+        new_params, new_states = optim.update(backend, packed.param_handle, [e.gradient for e in entries],
                                               packed.state_handles, lrs, steps, fresh)
         for i, e in enumerate(entries):
             value = e.param.value
@@ -284,7 +284,7 @@ class ModuleOptimizer:
             for name in names:
                 e.state.arrays[name] = new_states[name][i]
             e.state.steps += 1
-            e.grad = None
+            e.gradient = None
 
     def _place_state(self, e: _Entry, backend, device, names) -> None:
         """Create missing state arrays (zeros) and move loaded ones to the parameter's device
