@@ -2,12 +2,33 @@
 kernels where they measure faster than their Numba twins (see bench/)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ember.kernels import native_ops
 from ember.kernels.threads import apply_blas_threads
 from ember.kernels.cpu import activations, attention, cross_entropy, dropout, embedding, norms, softmax
 from ember.kernels.reference import ArrayBackend
+
+
+def _half_via_single(stats: tuple = ()):
+    """Run a fused kernel on float16 arrays in float32 (the kernels are float32/float64) and
+    give float16 back, except the saved statistics at positions ``stats`` (mean, rstd, lse),
+    which stay float32 for the backward pass — float32 accumulation, as on the GPU."""
+    def decorate(method):
+        @functools.wraps(method)
+        def run(self, *args):
+            if not any(isinstance(a, np.ndarray) and a.dtype == np.float16 for a in args):
+                return method(self, *args)
+            args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float16 else a
+                    for a in args]
+            out = method(self, *args)
+            if isinstance(out, tuple):
+                return tuple(o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out))
+            return out.astype(np.float16)
+        return run
+    return decorate
 
 
 class CpuBackend(ArrayBackend):
@@ -27,63 +48,81 @@ class CpuBackend(ArrayBackend):
         return activations.erf(x)
 
     # ---- fused composites ---------------------------------------------------------------
+    @_half_via_single()
     def softmax(self, x):
         return softmax.softmax(x)
 
+    @_half_via_single()
     def softmax_backward(self, y, dy):
         return softmax.softmax_backward(y, dy)
 
+    @_half_via_single()
     def log_softmax(self, x):
         return softmax.log_softmax(x)
 
+    @_half_via_single()
     def log_softmax_backward(self, y, dy):
         return softmax.log_softmax_backward(y, dy)
 
+    @_half_via_single((1, 2))
     def layer_norm(self, x, gamma, beta, eps):
         if self._native and x.dtype == np.float32:
             return native_ops.layer_norm(x, gamma, beta, eps)
         return norms.layer_norm(x, gamma, beta, eps)
 
+    @_half_via_single()
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
         return norms.layer_norm_backward(dy, x, mean, rstd, gamma)
 
+    @_half_via_single((1,))
     def rms_norm(self, x, gamma, eps):
         return norms.rms_norm(x, gamma, eps)
 
+    @_half_via_single()
     def rms_norm_backward(self, dy, x, rstd, gamma):
         return norms.rms_norm_backward(dy, x, rstd, gamma)
 
+    @_half_via_single()
     def gelu(self, x, approximate):
         if self._native and not approximate and x.dtype == np.float64:
             return native_ops.gelu(x, approximate)
         return activations.gelu(x, approximate)
 
+    @_half_via_single()
     def gelu_backward(self, x, dy, approximate):
         if self._native and not approximate and x.dtype == np.float64:
             return native_ops.gelu_backward(x, dy, approximate)
         return activations.gelu_backward(x, dy, approximate)
 
+    @_half_via_single((1,))
     def cross_entropy(self, logits, targets, smoothing):
         return cross_entropy.cross_entropy(logits, targets, smoothing)
 
+    @_half_via_single()
     def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
         return cross_entropy.cross_entropy_backward(logits, targets, lse, dloss, smoothing)
 
+    @_half_via_single()
     def embedding(self, weight, ids):
         return embedding.embedding(weight, ids)
 
+    @_half_via_single()
     def embedding_backward(self, dout, ids, num_embeddings):
         return embedding.embedding_backward(dout, ids, num_embeddings)
 
+    @_half_via_single()
     def dropout(self, x, p, seed):
         return dropout.dropout(x, p, seed)
 
+    @_half_via_single()
     def dropout_backward(self, dy, p, seed):
         return dropout.dropout_backward(dy, p, seed)
 
+    @_half_via_single((1,))
     def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
         return attention.attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
 
+    @_half_via_single()
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         return attention.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
 
