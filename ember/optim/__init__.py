@@ -11,6 +11,8 @@
   (+ cautious weight decay), RMSprop, AdaGrad, Lion; :class:`GradientClippingConfig`.
 - :class:`ModuleOptimizer` with per-:class:`~ember.nn.ParamGroup` optimizers, Burn-layout
   state records (:class:`OptimizerRecord`).
+- Mixed precision: :class:`MixedPrecision` (float16 compute, float32 master weights and
+  state, :class:`DynamicLossScalerConfig` loss scaling that skips overflowing steps).
 - Schedulers: :mod:`ember.optim.lr_scheduler` (re-exported here), and
   :func:`save_scheduler_state` / :func:`load_scheduler_state` for their ``.bpk`` records.
 
@@ -26,6 +28,7 @@ from ember.optim.clipping import GradientClipping, GradientClippingConfig
 from ember.optim.grad_accum import GradientsAccumulator
 from ember.optim.grads_params import GradientsParams
 from ember.optim.lion import Lion, LionConfig
+from ember.optim.mixed_precision import DynamicLossScaler, DynamicLossScalerConfig, MixedPrecision
 from ember.optim.lr_scheduler import (ComposedLrScheduler, ComposedLrSchedulerConfig, ConstantLr,
                                       CosineAnnealingLrScheduler, CosineAnnealingLrSchedulerConfig,
                                       ExponentialLrScheduler, ExponentialLrSchedulerConfig, LinearLrScheduler,
@@ -45,6 +48,7 @@ from ember.optim.scheduler_record import state_to_bytes as scheduler_state_to_by
 from ember.optim.sgd import MomentumConfig, Sgd, SgdConfig
 
 __all__ = [
+    "DynamicLossScaler", "DynamicLossScalerConfig", "MixedPrecision",
     "AdaGrad", "AdaGradConfig", "Adam", "AdamConfig", "AdamW", "AdamWConfig", "ComposedLrScheduler",
     "ComposedLrSchedulerConfig", "ConstantLr", "CosineAnnealingLrScheduler", "CosineAnnealingLrSchedulerConfig",
     "ExponentialLrScheduler", "ExponentialLrSchedulerConfig", "GradientClipping", "GradientClippingConfig",
