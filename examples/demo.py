@@ -9,9 +9,8 @@ import argparse
 import math
 import time
 
+import ember  # before NumPy, so that ember's OpenBLAS thread setting applies (see README)
 import numpy as np
-
-import ember
 from ember import nn
 from ember.optim import AdamConfig, GradientsParams
 
