@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import operator
-import pickle
+import pickle  # only for PicklingError: workers get the dataset through multiprocessing's pipes
 import signal
 import time
 import weakref

@@ -10,11 +10,11 @@ ends it.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from .dataset import fetch_many
@@ -63,9 +63,9 @@ class WorkerFailure:
 def _failure(exc: BaseException) -> WorkerFailure:
     kind = type(exc)
     try:
-        # Exceptions with custom constructors often fail to unpickle: test the round trip here
-        # rather than have the main process fail to receive the message.
-        clone = pickle.loads(pickle.dumps(exc))
+        # Exceptions with custom constructors often fail to unpickle: test the round trip here,
+        # with the pickler the pipes use, rather than have the main process fail to receive it.
+        clone = ForkingPickler.loads(ForkingPickler.dumps(exc))
         portable: BaseException | None = exc if type(clone) is kind else None
     except Exception:
         portable = None
