@@ -12,7 +12,7 @@ import numpy as np
 from ember.tensor import dtypes as dt
 from ember.tensor.ops._core import (Tensor, check_devices, detached, needs_grad, normalize_dim, record,
                                     shape_str, wrap)
-from ember.tensor.ops.movement import _normalize_basic_key, basic_index
+from ember.tensor.ops.movement import _normalize_basic_key, basic_component, basic_index
 
 
 def check_index_range(op: str, idx: Tensor, size: int, what: str = "index") -> None:
@@ -70,20 +70,10 @@ def _advanced_key(x: Tensor, key):
                 (kk.ndim - 1) for kk in key if isinstance(kk, Tensor) and kk._dtype.is_bool)
             out.extend([slice(None)] * take)
             dim += take
-        elif k is None:
-            out.append(None)
-        elif isinstance(k, slice):
-            if k.step is not None and k.step <= 0:
-                raise ValueError(f"index: slice step must be positive, got {k.step}")
-            out.append(k)
-            dim += 1
         else:
-            i = int(k)
-            size = x.shape[dim]
-            if not -size <= i < size:
-                raise IndexError(f"index: index {i} is out of bounds for dim {dim} with size {size}")
-            out.append(i % size)
-            dim += 1
+            item, used = basic_component(k, x.shape, dim)
+            out.append(item)
+            dim += used
     if dim > x.ndim:
         raise IndexError(f"index: too many indices for a tensor of {x.ndim} dims")
     return tuple(out)

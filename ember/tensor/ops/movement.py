@@ -237,21 +237,26 @@ def _normalize_basic_key(key, shape):
             take = len(shape) - n_real
             out.extend([slice(None)] * take)
             dim += take
-        elif k is None:
-            out.append(None)
-        elif isinstance(k, slice):
-            if k.step is not None and k.step <= 0:
-                raise ValueError(f"index: slice step must be positive, got {k.step} (use flip for reversal)")
-            out.append(k)
-            dim += 1
         else:
-            i = int(k)
-            size = shape[dim]
-            if not -size <= i < size:
-                raise IndexError(f"index: index {i} is out of bounds for dim {dim} with size {size}")
-            out.append(i % size)
-            dim += 1
+            item, used = basic_component(k, shape, dim)
+            out.append(item)
+            dim += used
     return tuple(out)
+
+
+def basic_component(k, shape, dim: int):
+    """One None / slice / int of an index key at ``dim``: ``(normalized item, dims consumed)``."""
+    if k is None:
+        return None, 0
+    if isinstance(k, slice):
+        if k.step is not None and k.step <= 0:
+            raise ValueError(f"index: slice step must be positive, got {k.step} (use flip for reversal)")
+        return k, 1
+    i = int(k)
+    size = shape[dim]
+    if not -size <= i < size:
+        raise IndexError(f"index: index {i} is out of bounds for dim {dim} with size {size}")
+    return i % size, 1
 
 
 def basic_index(x: Tensor, key) -> Tensor:
