@@ -10,7 +10,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 install: $(PY)
-	$(PY) -m pip install -e ".[test,text]"
+	$(PY) -m pip install -e ".[test,text,train,examples]"
 
 demo: install
 	$(PY) examples/demo.py

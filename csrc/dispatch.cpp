@@ -28,11 +28,17 @@ bool cpu_has_avx512() {
 // All tables this CPU can run, best last. Built once (thread-safe static init).
 const std::vector<KernelTable>& usable_tables() {
     static const std::vector<KernelTable> tables = [] {
+        // Ask the CPU first: make_table itself is compiled for its ISA, so calling it
+        // on a CPU without that ISA executes illegal instructions.
         std::vector<KernelTable> out{baseline_kernels()};
-        const KernelTable avx2 = avx2_kernels();
-        if (avx2.isa != nullptr && cpu_has_avx2()) out.push_back(avx2);
-        const KernelTable avx512 = avx512_kernels();
-        if (avx512.isa != nullptr && cpu_has_avx512()) out.push_back(avx512);
+        if (cpu_has_avx2()) {
+            const KernelTable avx2 = avx2_kernels();
+            if (avx2.isa != nullptr) out.push_back(avx2);
+        }
+        if (cpu_has_avx512()) {
+            const KernelTable avx512 = avx512_kernels();
+            if (avx512.isa != nullptr) out.push_back(avx512);
+        }
         return out;
     }();
     return tables;

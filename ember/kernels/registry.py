@@ -38,3 +38,26 @@ def seed_all(seed: int) -> None:
     for backend in _BACKENDS.values():
         backend.seed(seed)
 
+
+
+def rng_states() -> dict[str, dict]:
+    """The generator state of every host backend created so far, by device name, as
+    JSON-ready dictionaries (checkpoints store them so a resumed run draws the same numbers)."""
+    states = {}
+    for (kind, index), backend in _BACKENDS.items():
+        bit_generator = getattr(getattr(backend, "generator", None), "bit_generator", None)
+        state = getattr(bit_generator, "state", None)
+        if isinstance(state, dict):  # NumPy generators; CuPy's keep their state on the GPU
+            states[kind if index is None else f"{kind}:{index}"] = state
+    return states
+
+
+def set_rng_states(states: dict[str, dict]) -> None:
+    """Restore what :func:`rng_states` returned (creating the backends it names)."""
+    from ember.tensor.device import Device
+    for name, state in states.items():
+        backend = get_backend(Device(name))
+        bit_generator = getattr(getattr(backend, "generator", None), "bit_generator", None)
+        if bit_generator is None:
+            raise ValueError(f"set_rng_states: the {name} backend has no host generator to restore")
+        bit_generator.state = state

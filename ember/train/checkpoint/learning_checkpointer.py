@@ -1,0 +1,133 @@
+"""``LearningCheckpointer``: model, optimizer and scheduler of an epoch saved and restored
+together, plus the loop's own state (Burn's ``LearningCheckpointer``, ``strategies/base.rs``).
+
+Beyond Burn, a fourth file ``training-<epoch>.bpk`` (scalars and metadata only) records what
+an exact resume needs that the three records lack: the generators of the backends (dropout
+masks, random init after resume) and, for a run interrupted mid-epoch, how many batches of
+that epoch were done. It is written last, after the other three, and a checkpoint is complete
+only when all four files of its epoch exist.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ember.train.checkpoint.strategy import CheckpointingStrategy
+from ember.train.store import MetricsStore
+
+__all__ = ["LearningCheckpointer", "TrainingState"]
+
+
+@dataclass
+class TrainingState:
+    """What the loop needs to continue exactly where a checkpoint was taken.
+
+    Args:
+        epoch: the epoch the checkpoint belongs to.
+        iterations_done: batches of ``epoch`` already trained when the checkpoint was taken
+            mid-epoch (an interrupt); 0 for a checkpoint at the end of the epoch.
+        rng: backend generator states (``ember.kernels.registry.rng_states()``).
+    """
+
+    epoch: int
+    iterations_done: int = 0
+    rng: dict = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        return self.iterations_done > 0
+
+    def to_bytes(self) -> bytes:
+        from ember.record import UInt, to_bytes
+        scalars = {"epoch": UInt(self.epoch), "iterations_done": UInt(self.iterations_done)}
+        return to_bytes({}, {"rng": json.dumps(self.rng)}, scalars)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "TrainingState":
+        from ember.record import from_bytes
+        with from_bytes(data) as record:
+            scalars, metadata = dict(record.scalars), dict(record.metadata)
+        try:
+            return cls(int(scalars["epoch"]), int(scalars["iterations_done"]), json.loads(metadata["rng"]))
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"checkpoint: the training-state record is not one ember wrote ({exc})") from None
+
+
+class LearningCheckpointer:
+    """Saves and restores the learner's three records and the training state.
+
+    Args:
+        model, optim, scheduler, training: checkpointers (``save/restore/delete`` of bytes).
+        strategy: decides which epochs to save and delete.
+    """
+
+    def __init__(self, model, optim, scheduler, training, strategy: CheckpointingStrategy):
+        self.checkpointers = {"model": model, "optim": optim, "scheduler": scheduler, "training": training}
+        self.strategy = strategy
+
+    def _save_all(self, learner, state: TrainingState) -> None:
+        from ember.nn.module_record import ModuleRecord
+        from ember.optim.scheduler_record import state_to_bytes
+        # Serialise now, in the training thread: the background writer must never see a
+        # model the next optimizer step is already changing.
+        payloads = {
+            "model": ModuleRecord.from_module(learner.model).to_bytes(),
+            "optim": learner.optimizer.to_bytes(),
+            "scheduler": state_to_bytes(learner.lr_scheduler),
+            "training": state.to_bytes(),
+        }
+        for name, data in payloads.items():  # the training state last: it marks completion
+            self.checkpointers[name].save(state.epoch, data)
+
+    def checkpoint(self, learner, epoch: int, store: MetricsStore) -> list:
+        """Apply the strategy's actions for the end of ``epoch``; returns them."""
+        from ember.kernels.registry import rng_states
+        actions = self.strategy.checkpointing(epoch, store)
+        for action in actions:  # in order: a save always lands before a later delete
+            if action.kind == "save":
+                self._save_all(learner, TrainingState(epoch, 0, rng_states()))
+            else:
+                for checkpointer in self.checkpointers.values():
+                    checkpointer.delete(action.epoch)
+        return actions
+
+    def checkpoint_partial(self, learner, epoch: int, iterations_done: int) -> None:
+        """Save the state in the middle of ``epoch`` (after an interrupt), ignoring the strategy."""
+        from ember.kernels.registry import rng_states
+        self._save_all(learner, TrainingState(epoch, iterations_done, rng_states()))
+
+    def replay(self, last_epoch: int, store: MetricsStore) -> None:
+        """Bring the strategy's memory up to ``last_epoch`` (a resumed run), deleting nothing."""
+        for epoch in range(1, last_epoch + 1):
+            self.strategy.checkpointing(epoch, store)
+
+    def load_checkpoint(self, learner, epoch: int) -> TrainingState:
+        """Restore model, optimizer, scheduler and generators of ``epoch``; returns the state."""
+        from ember.kernels.registry import set_rng_states
+        from ember.nn.module_record import ModuleRecord
+        from ember.optim.scheduler_record import state_from_bytes
+        data = {name: c.restore(epoch) for name, c in self.checkpointers.items()}
+        state = TrainingState.from_bytes(data["training"])
+        learner.model.load_record(ModuleRecord.from_bytes(data["model"]))
+        learner.optimizer.from_bytes(data["optim"])
+        state_from_bytes(data["scheduler"], learner.lr_scheduler)
+        set_rng_states(state.rng)
+        return state
+
+    def flush(self) -> None:
+        for checkpointer in self.checkpointers.values():
+            flush = getattr(checkpointer, "flush", None)
+            if callable(flush):
+                flush()
+
+    def close(self) -> None:
+        errors = []
+        for checkpointer in self.checkpointers.values():
+            close = getattr(checkpointer, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:  # noqa: BLE001 (close every one, then report)
+                    errors.append(exc)
+        if errors:
+            raise errors[0]

@@ -1,0 +1,275 @@
+"""What the training loop tells a progress display, and how a display is chosen.
+
+The loop drives a `MetricsRenderer` (Burn's `MetricsRenderer` trait): once per batch it
+hands over one `MetricState` per metric (`update_train` / `update_valid`), then a
+`TrainingProgress` (`render_train` / `render_valid`). Split and training boundaries,
+status messages and the final summary come through the `on_*` hooks, and `close()`
+restores the terminal whatever happened.
+
+`default_renderer` picks the rich dashboard (`TuiMetricsRenderer`) only when the output is
+a real terminal: Burn drew its TUI into CI logs and pipes (#2302), ember falls back to the
+plain `CliMetricsRenderer` there. `EMBER_RENDERER=cli|tui|auto` overrides the choice.
+
+The small formatting helpers used by both renderers live here too, so the CLI lines and
+the dashboard print numbers, durations and rates the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+from typing import IO, Protocol, runtime_checkable
+
+from ember.data.progress import Progress
+
+__all__ = [
+    "ENV_VAR",
+    "MetricState",
+    "MetricsRenderer",
+    "TrainingProgress",
+    "default_renderer",
+    "estimate_total_batches",
+    "format_duration",
+    "format_metric_value",
+    "format_number",
+    "format_rate",
+    "is_tty",
+]
+
+#: Environment variable that forces a renderer: ``cli``, ``tui`` or ``auto`` (the default).
+ENV_VAR = "EMBER_RENDERER"
+
+
+@dataclass(frozen=True)
+class TrainingProgress:
+    """Where the loop stands when it renders a batch.
+
+    Args:
+        progress: items processed so far / items in the current split.
+        epoch: the current epoch, 1-based.
+        epoch_total: the number of epochs of the whole training.
+        iteration: the 1-based index of the batch in the split.
+        split: the split's name, ``"train"`` or ``"valid"`` (``"test"`` for an evaluator).
+    """
+
+    progress: Progress
+    epoch: int
+    epoch_total: int
+    iteration: int
+    split: str
+
+
+@dataclass(frozen=True)
+class MetricState:
+    """One metric's display state after a batch.
+
+    Args:
+        name: the metric's display name (``"Loss"``, ``"Accuracy"``...).
+        formatted: the display string, ``epoch {running} {unit} - batch {current} {unit}``
+            (``MetricEntry.formatted``); for a text metric, its text.
+        current: numeric metrics: the value of the last batch; None for text metrics.
+        running: numeric metrics: the running aggregate of the split so far.
+        unit: the unit shown after the value (``"%"``, ``"iter/sec"``), or None.
+        higher_is_better: whether larger values are better, or None when unknown.
+    """
+
+    name: str
+    formatted: str
+    current: float | None
+    running: float | None
+    unit: str | None = None
+    higher_is_better: bool | None = None
+
+    @property
+    def numeric(self) -> bool:
+        """True when the metric carries a number (and so can be plotted)."""
+        return self.current is not None or self.running is not None
+
+
+@runtime_checkable
+class MetricsRenderer(Protocol):
+    """The progress display the training loop drives (Burn's `MetricsRenderer`)."""
+
+    def on_train_start(self, num_epochs: int, starting_epoch: int) -> None:
+        """Training begins: `num_epochs` in all, the first one run is `starting_epoch`."""
+
+    def on_split_start(self, split: str, epoch: int, num_items: int) -> None:
+        """A pass over `split` begins in `epoch`, over `num_items` items."""
+
+    def update_train(self, state: MetricState) -> None:
+        """A train metric's state after the current batch."""
+
+    def update_valid(self, state: MetricState) -> None:
+        """A valid metric's state after the current batch."""
+
+    def render_train(self, progress: TrainingProgress) -> None:
+        """A train batch is done (called once per batch, after its updates)."""
+
+    def render_valid(self, progress: TrainingProgress) -> None:
+        """A valid batch is done (called once per batch, after its updates)."""
+
+    def on_split_end(self, split: str, epoch: int) -> None:
+        """The pass over `split` in `epoch` has ended."""
+
+    def on_message(self, text: str) -> None:
+        """A status line (resume, interrupt, checkpoint) to show the user."""
+
+    def on_train_end(self, summary: str | None) -> None:
+        """Training is over; `summary` is the summary text, None when it is turned off."""
+
+    def close(self) -> None:
+        """Release the display and restore the terminal; idempotent."""
+
+
+# ----------------------------------------------------------------------------------------
+# Formatting shared by the renderers
+# ----------------------------------------------------------------------------------------
+
+
+def format_number(value: float, precision: int = 2) -> str:
+    """Format a float like Burn's TUI `format_float`.
+
+    Scientific notation (Rust style, ``1.23e-4``) when ``|value| <= 0.1 ** (precision - 1)``,
+    fixed-point with `precision` decimals otherwise.
+
+    Args:
+        value: the number.
+        precision: digits after the decimal point.
+    """
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if abs(value) <= 0.1 ** (precision - 1):
+        mantissa, exponent = f"{value:.{precision}e}".split("e")
+        return f"{mantissa}e{int(exponent)}"  # Rust writes e-4, Python e-04
+    return f"{value:.{precision}f}"
+
+
+def format_metric_value(value: float | None, unit: str | None, precision: int = 2) -> str:
+    """A metric value with its unit (``"81.25 %"``), or ``"-"`` when there is none.
+
+    Args:
+        value: the number, or None.
+        unit: appended after a space when given.
+        precision: digits after the decimal point.
+    """
+    if value is None:
+        return "-"
+    text = format_number(float(value), precision)
+    return f"{text} {unit}" if unit else text
+
+
+def format_duration(seconds: float | None) -> str:
+    """``H:MM:SS`` (hours unbounded, so the text never contains a space), ``?`` if unknown.
+
+    Args:
+        seconds: the duration, or None / a non-finite number when unknown.
+    """
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    total = max(0, int(round(seconds)))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def format_rate(rate: float | None) -> str:
+    """An iteration speed: one decimal from 1 it/s up, three below, ``?`` if unknown.
+
+    Args:
+        rate: iterations per second, or None.
+    """
+    if rate is None or not math.isfinite(rate) or rate < 0:
+        return "?"
+    return f"{rate:.1f}" if rate >= 1 else f"{rate:.3f}"
+
+
+def estimate_total_batches(progress: TrainingProgress) -> int | None:
+    """The number of batches in the split, inferred from the batches seen so far.
+
+    The loop does not say how many batches a split has, but every batch but the last is
+    full, so ``ceil(items_total / (items_processed / iteration))`` is exact until the last
+    batch and at it.
+
+    Args:
+        progress: the current progress; None is returned before any item was processed.
+    """
+    done, total = progress.progress.items_processed, progress.progress.items_total
+    if done <= 0 or progress.iteration <= 0 or total <= 0:
+        return None
+    if done >= total:
+        return progress.iteration
+    per_batch = done / progress.iteration
+    return max(progress.iteration, math.ceil(total / per_batch - 1e-9))
+
+
+# ----------------------------------------------------------------------------------------
+# Choosing a renderer
+# ----------------------------------------------------------------------------------------
+
+
+def is_tty(stream: object) -> bool:
+    """Whether `stream` is an interactive terminal (False for anything that cannot tell).
+
+    A ``TERM=dumb`` terminal counts as no terminal: it cannot move the cursor.
+
+    Args:
+        stream: a file-like object.
+    """
+    isatty = getattr(stream, "isatty", None)
+    if isatty is None:
+        return False
+    try:
+        tty = bool(isatty())
+    except (ValueError, OSError):  # a closed or detached stream
+        return False
+    return tty and os.environ.get("TERM", "").lower() != "dumb"
+
+
+def _rich_available() -> bool:
+    try:
+        import rich.live  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_renderer(stream: IO[str] | None = None) -> MetricsRenderer:
+    """The rich dashboard on a terminal, plain lines anywhere else.
+
+    Args:
+        stream: where the display goes; `sys.stdout` when None. The dashboard is used when
+            this is a TTY and `rich` imports, the CLI renderer otherwise. The environment
+            variable ``EMBER_RENDERER`` overrides this: ``cli`` always gives the CLI
+            renderer, ``tui`` always the dashboard, ``auto`` (or unset) decides as above.
+
+    Raises:
+        ValueError: ``EMBER_RENDERER`` holds something other than cli, tui or auto.
+        ImportError: ``EMBER_RENDERER=tui`` but `rich` is not installed.
+    """
+    choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "cli", "tui"):
+        raise ValueError(
+            f"{ENV_VAR}={os.environ.get(ENV_VAR)!r} is not a renderer: expected 'cli', "
+            "'tui' or 'auto'"
+        )
+    target = stream if stream is not None else sys.stdout
+    forced = choice == "tui"
+    if choice == "auto":
+        choice = "tui" if is_tty(target) and _rich_available() else "cli"
+    if choice == "tui":
+        if not _rich_available():
+            raise ImportError(
+                f"{ENV_VAR}=tui needs the 'rich' package (pip install rich), which is not "
+                "installed"
+            )
+        from .tui import TuiMetricsRenderer
+
+        # Forced onto a non-terminal, the user still wants the live frames drawn.
+        return TuiMetricsRenderer(stream=stream, force_terminal=True if forced else None)
+    from .cli import CliMetricsRenderer
+
+    return CliMetricsRenderer(stream=stream)

@@ -1,0 +1,76 @@
+"""The table printed at the end of training (Burn's ``LearnerSummary``, ``learner/summary.rs``):
+for each split and numeric metric, the best and worst epoch aggregates and their epochs."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ember.train.store import MetricsStore
+
+__all__ = ["LearnerSummary", "MetricSummary"]
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    split: str
+    name: str
+    min_value: float
+    min_epoch: int
+    max_value: float
+    max_epoch: int
+
+
+def _fmt(value: float) -> str:
+    if math.isfinite(value) and value != 0 and abs(value) < 1e-2:
+        return f"{value:<9.3e}"
+    return f"{value:<9.3f}"
+
+
+@dataclass
+class LearnerSummary:
+    """Min/max of every numeric metric per split over the epochs of the run.
+
+    Args:
+        model: the model's description (``str(model)``).
+        epochs: the number of epochs trained.
+        metrics: one :class:`MetricSummary` per split and metric.
+    """
+
+    model: str
+    epochs: int
+    metrics: list[MetricSummary] = field(default_factory=list)
+
+    @classmethod
+    def from_store(cls, store: MetricsStore, names: dict[str, list[str]], model: str, epochs: int) -> "LearnerSummary":
+        """Build from the aggregates of epochs ``1..epochs``.
+
+        Args:
+            names: split -> metric names (numeric metrics only).
+        """
+        rows = []
+        for split in ("train", "valid"):
+            for name in sorted(names.get(split, ())):
+                values = [(e, v) for e, v in store.epochs(name, split, epochs) if not math.isnan(v)]
+                if not values:
+                    continue
+                lo = min(values, key=lambda ev: (ev[1], ev[0]))
+                hi = max(values, key=lambda ev: (ev[1], -ev[0]))
+                rows.append(MetricSummary(split, name, lo[1], lo[0], hi[1], hi[0]))
+        return cls(model, epochs, rows)
+
+    def get(self, split: str, name: str) -> MetricSummary | None:
+        for row in self.metrics:
+            if row.split == split and row.name == name:
+                return row
+        return None
+
+    def __str__(self) -> str:
+        width = max([len(r.name) for r in self.metrics] + [6])
+        lines = ["=" * 24 + " Learner Summary " + "=" * 24, "Model:", self.model,
+                 f"Total Epochs: {self.epochs}", "", "",
+                 f"| Split | {'Metric':<{width}} | Min.      | Epoch     | Max.      | Epoch     |",
+                 f"|-------|{'-' * (width + 2)}|-----------|-----------|-----------|-----------|"]
+        for r in self.metrics:
+            lines.append(f"| {r.split.capitalize():<5} | {r.name:<{width}} | {_fmt(r.min_value)} | "
+                         f"{r.min_epoch:<9} | {_fmt(r.max_value)} | {r.max_epoch:<9} |")
+        return "\n".join(lines)

@@ -1,0 +1,576 @@
+"""``SupervisedTraining``: the builder that trains a :class:`Learner` epoch by epoch with
+metrics, logs, checkpoints, resume, early stopping and a live display (Burn's
+``SupervisedTraining``, ``learner/supervised/paradigm.rs`` and ``strategies/single/``).
+
+One iteration, as in Burn: the scheduler is stepped (before every batch, the first one
+included), ``train_step`` runs, then the optimizer steps — or the gradients are summed until
+``grads_accumulation(n)`` batches are in — and the metrics see the batch's output. After the
+training split, the validation split runs on ``model.valid()`` (dropout off, no graph), then
+the checkpointing strategy acts and early stopping decides.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ember.train.checkpoint import (AsyncCheckpointer, ComposedCheckpointingStrategy, FileCheckpointer,
+                                    KeepLastNCheckpoints, LearningCheckpointer, MetricCheckpointingStrategy)
+from ember.train.interrupter import Interrupter
+from ember.train.learner import Learner, base_lr
+from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
+from ember.train.plots import MetricPlotter
+from ember.train.store import Aggregate, Direction, MetricsStore, Split
+from ember.train.strategy import MultiDevice, SingleDevice, TrainingStrategy
+from ember.train.summary import LearnerSummary
+
+__all__ = ["LearningResult", "SupervisedTraining"]
+
+_log = logging.getLogger("ember.train")
+
+
+@dataclass
+class LearningResult:
+    """What :meth:`SupervisedTraining.launch` returns.
+
+    Attributes:
+        model: the trained model in inference mode (``model.valid()``).
+        summary: the :class:`LearnerSummary` (also when ``summary()`` was not asked for).
+        renderer: the renderer that displayed the run.
+        epochs_trained: the last epoch completed (less than ``num_epochs`` after early
+            stopping or an interrupt).
+        interrupted: True when the run was stopped by the interrupter or Ctrl-C.
+    """
+
+    model: Any
+    summary: LearnerSummary | None
+    renderer: Any
+    epochs_trained: int
+    interrupted: bool = False
+
+
+@dataclass
+class _RegisteredMetric:
+    metric: Any
+    numeric: bool
+
+
+def _numeric_state(metric):
+    """(current, running) of a numeric metric, None where the metric has no value yet."""
+    out = []
+    for getter in ("value", "running_value"):
+        try:
+            entry = getattr(metric, getter)()
+            value = entry.current() if entry is not None else None
+        except Exception:  # noqa: BLE001 (a metric without a value yet, e.g. AUROC per batch)
+            value = None
+        out.append(value)
+    return out[0], out[1]
+
+
+class SupervisedTraining:
+    """Builder of a supervised training run.
+
+    Args:
+        directory: the artifact directory (``experiment.log``, ``checkpoint/``,
+            ``train/epoch-E/*.log``, ``valid/...``, ``plots/``).
+        dataloader_train: an ``ember.data.DataLoader`` (any iterable with ``len`` works;
+            ``set_epoch``/``progress``/``num_items`` are used when present).
+        dataloader_valid: the validation loader, or None to skip validation.
+    """
+
+    def __init__(self, directory, dataloader_train, dataloader_valid=None):
+        self.directory = Path(directory)
+        self.dataloader_train = dataloader_train
+        self.dataloader_valid = dataloader_valid
+        self._metrics: dict[str, list[_RegisteredMetric]] = {"train": [], "valid": []}
+        self._metric_loggers: list = []
+        self._progress_loggers: list = []
+        self._renderer = None
+        self._grad_accum: int | None = None
+        self._num_epochs = 1
+        self._checkpoint: int | None = None
+        self._interrupter = Interrupter()
+        self._early_stopping = None
+        self._app_logger = FileApplicationLoggerInstaller(self.directory / "experiment.log")
+        self._checkpointing_strategy = (ComposedCheckpointingStrategy.builder()
+                                        .add(KeepLastNCheckpoints(2))
+                                        .add(MetricCheckpointingStrategy("Loss", Aggregate.Mean,
+                                                                         Direction.Lowest, Split.Valid))
+                                        .build())
+        self._checkpointers: tuple | None = None
+        self._training_strategy: TrainingStrategy = SingleDevice()
+        self._summary = False
+        self._plots = True
+        self._handle_sigint = True
+
+    # ---- metrics ------------------------------------------------------------------------------
+    def _add(self, split: str, metric, numeric: bool) -> "SupervisedTraining":
+        if not callable(getattr(metric, "update", None)) or not isinstance(getattr(metric, "name", None), str):
+            raise TypeError(f"SupervisedTraining: expected a metric (with `name` and `update(item, metadata)`), "
+                            f"got {type(metric).__name__}")
+        if numeric and not callable(getattr(metric, "running_value", None)):
+            raise TypeError(f"SupervisedTraining: {metric.name!r} is not a numeric metric; register it with "
+                            "metric_train/metric_valid or metrics_text")
+        if any(r.metric.name == metric.name for r in self._metrics[split]):
+            raise ValueError(f"SupervisedTraining: a metric named {metric.name!r} is already registered on the "
+                             f"{split} split (its log file would be written twice)")
+        self._metrics[split].append(_RegisteredMetric(metric, numeric))
+        return self
+
+    def metric_train(self, metric) -> "SupervisedTraining":
+        """A metric shown and logged on the training split (not plotted or summarised)."""
+        return self._add("train", metric, False)
+
+    def metric_valid(self, metric) -> "SupervisedTraining":
+        """A metric shown and logged on the validation split."""
+        return self._add("valid", metric, False)
+
+    def metric_train_numeric(self, metric) -> "SupervisedTraining":
+        """A numeric metric on the training split: also plotted and in the summary."""
+        return self._add("train", metric, True)
+
+    def metric_valid_numeric(self, metric) -> "SupervisedTraining":
+        """A numeric metric on the validation split: also plotted and in the summary."""
+        return self._add("valid", metric, True)
+
+    def metrics(self, *metrics) -> "SupervisedTraining":
+        """Numeric metrics on both splits (each split gets its own copy)."""
+        for metric in _flatten(metrics):
+            self.metric_train_numeric(metric)
+            self.metric_valid_numeric(copy.deepcopy(metric))
+        return self
+
+    def metrics_text(self, *metrics) -> "SupervisedTraining":
+        """Text (non-numeric) metrics on both splits."""
+        for metric in _flatten(metrics):
+            self.metric_train(metric)
+            self.metric_valid(copy.deepcopy(metric))
+        return self
+
+    # ---- loggers and display ----------------------------------------------------------------
+    def with_metric_logger(self, logger) -> "SupervisedTraining":
+        """Add a metric logger (``log/end_split/read_numeric/close``); the default
+        ``FileMetricLogger`` is used only when none is added."""
+        self._metric_loggers.append(logger)
+        return self
+
+    def with_progress_logger(self, logger) -> "SupervisedTraining":
+        """Add an object whose ``log_progress(TrainingProgress)`` is called after every batch."""
+        if not callable(getattr(logger, "log_progress", None)):
+            raise TypeError("with_progress_logger: expected an object with log_progress(progress)")
+        self._progress_loggers.append(logger)
+        return self
+
+    def renderer(self, renderer) -> "SupervisedTraining":
+        """The display (default: the rich dashboard on a terminal, plain lines otherwise)."""
+        self._renderer = renderer
+        return self
+
+    def with_application_logger(self, installer) -> "SupervisedTraining":
+        """Replace the ``experiment.log`` installer; ``None`` disables the file."""
+        self._app_logger = installer
+        return self
+
+    def with_plots(self, enabled: bool = True) -> "SupervisedTraining":
+        """Draw ``plots/<Metric>.png`` after every epoch (default on; needs matplotlib)."""
+        self._plots = bool(enabled)
+        return self
+
+    def summary(self) -> "SupervisedTraining":
+        """Print the learner summary at the end of training."""
+        self._summary = True
+        return self
+
+    # ---- loop options -----------------------------------------------------------------------
+    def grads_accumulation(self, n: int) -> "SupervisedTraining":
+        """Sum the gradients of ``n`` batches and step the optimizer once per ``n`` (as in Burn
+        the gradients are summed, not averaged: lower the learning rate accordingly)."""
+        if int(n) < 1:
+            raise ValueError(f"grads_accumulation: n must be >= 1, got {n}")
+        self._grad_accum = int(n)
+        return self
+
+    def gradient_checkpointing(self) -> "SupervisedTraining":
+        raise NotImplementedError("SupervisedTraining.gradient_checkpointing: ember's autodiff does not "
+                                  "recompute activations yet; train without it")
+
+    def num_epochs(self, n: int) -> "SupervisedTraining":
+        if int(n) < 1:
+            raise ValueError(f"num_epochs: n must be >= 1, got {n}")
+        self._num_epochs = int(n)
+        return self
+
+    def checkpoint(self, epoch: int) -> "SupervisedTraining":
+        """Resume from the checkpoint of ``epoch``: model, optimizer, scheduler and generators
+        are restored and training continues at epoch ``epoch + 1`` (or, for a checkpoint taken
+        by an interrupt, at the next batch of ``epoch``)."""
+        if int(epoch) < 1:
+            raise ValueError(f"checkpoint: epoch must be >= 1, got {epoch}")
+        self._checkpoint = int(epoch)
+        return self
+
+    def interrupter(self) -> Interrupter:
+        """The run's :class:`Interrupter` (call ``stop()`` from anywhere to end it cleanly)."""
+        return self._interrupter
+
+    def with_interrupter(self, interrupter: Interrupter) -> "SupervisedTraining":
+        self._interrupter = interrupter
+        return self
+
+    def with_sigint_handler(self, enabled: bool) -> "SupervisedTraining":
+        """Whether Ctrl-C asks the run to stop and checkpoint (default on, main thread only)."""
+        self._handle_sigint = bool(enabled)
+        return self
+
+    def early_stopping(self, strategy) -> "SupervisedTraining":
+        """Stop when ``strategy.should_stop(epoch, store)`` says so (e.g.
+        ``MetricEarlyStoppingStrategy``)."""
+        if not callable(getattr(strategy, "should_stop", None)):
+            raise TypeError("early_stopping: expected a strategy with should_stop(epoch, store)")
+        self._early_stopping = strategy
+        return self
+
+    def with_checkpointing_strategy(self, strategy) -> "SupervisedTraining":
+        if not callable(getattr(strategy, "checkpointing", None)):
+            raise TypeError("with_checkpointing_strategy: expected a strategy with checkpointing(epoch, store)")
+        self._checkpointing_strategy = strategy
+        return self
+
+    def with_default_checkpointers(self) -> "SupervisedTraining":
+        """``<dir>/checkpoint/{model,optim,scheduler}-E.bpk``, each written in the background."""
+        folder = self.directory / "checkpoint"
+        self._checkpointers = tuple(AsyncCheckpointer(FileCheckpointer(folder, name))
+                                    for name in ("model", "optim", "scheduler"))
+        return self
+
+    def with_custom_checkpointers(self, model, optim, scheduler) -> "SupervisedTraining":
+        """Checkpointers (``save(epoch, bytes)``, ``restore(epoch)``, ``delete(epoch)``) for
+        the model, optimizer and scheduler records."""
+        for c in (model, optim, scheduler):
+            if not all(callable(getattr(c, m, None)) for m in ("save", "restore", "delete")):
+                raise TypeError(f"with_custom_checkpointers: {type(c).__name__} lacks save/restore/delete")
+        self._checkpointers = (model, optim, scheduler)
+        return self
+
+    def with_training_strategy(self, strategy: TrainingStrategy) -> "SupervisedTraining":
+        if not isinstance(strategy, TrainingStrategy):
+            raise TypeError("with_training_strategy: expected SingleDevice, MultiDevice or "
+                            f"DistributedDataParallel, got {type(strategy).__name__}")
+        self._training_strategy = strategy
+        return self
+
+    # ---- launch -----------------------------------------------------------------------------
+    def launch(self, learner: Learner) -> LearningResult:
+        """Train ``learner`` for the configured epochs; returns a :class:`LearningResult`."""
+        if not isinstance(learner, Learner):
+            raise TypeError(f"launch: expected an ember.train.Learner(model, optimizer, lr_scheduler), got "
+                            f"{type(learner).__name__}")
+        strategy = self._training_strategy
+        strategy.check_supported()
+        device = strategy.device if isinstance(strategy, SingleDevice) else (
+            strategy.devices[0] if isinstance(strategy, MultiDevice) and strategy.devices else None)
+        if device is not None:
+            learner.fork(device)
+        if self._checkpoint is not None and self._checkpointers is None:
+            raise ValueError(f"checkpoint({self._checkpoint}): no checkpointers to resume from; add "
+                             ".with_default_checkpointers() (or custom ones)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        run = _Run(self, learner)
+        return run.execute()
+
+
+def _flatten(metrics) -> list:
+    out = []
+    for m in metrics:
+        out.extend(_flatten(m) if isinstance(m, (list, tuple)) else [m])
+    return out
+
+
+class _Run:
+    """The state of one ``launch``: loggers, store, checkpointer, renderer, signal handler."""
+
+    def __init__(self, training: SupervisedTraining, learner: Learner):
+        from ember.train.renderer import default_renderer
+        self.t = training
+        self.learner = learner
+        self.renderer = training._renderer if training._renderer is not None else default_renderer()
+        self.interrupter = training._interrupter
+        self.numeric_names = {split: [r.metric.name for r in regs if r.numeric]
+                              for split, regs in training._metrics.items()}
+        self.checkpointer = None
+        if training._checkpointers is not None:
+            training_state = AsyncCheckpointer(FileCheckpointer(training.directory / "checkpoint", "training"))
+            self.checkpointer = LearningCheckpointer(*training._checkpointers, training_state,
+                                                     training._checkpointing_strategy)
+        self.loggers = list(training._metric_loggers)
+        self.resumed_partial: tuple[str, int] | None = None
+        self.plotter = MetricPlotter(training.directory / "plots") if training._plots else None
+        self._log_handler = None
+        self._previous_sigint = None
+
+    # ---- setup and teardown -------------------------------------------------------------------
+    def _install(self) -> None:
+        if self.t._app_logger is not None:
+            self.t._app_logger.install()
+        make_handler = getattr(self.renderer, "log_handler", None)
+        if callable(make_handler):
+            self._log_handler = make_handler()
+            if self._log_handler is not None:
+                logging.getLogger().addHandler(self._log_handler)
+        if self.t._handle_sigint and threading.current_thread() is threading.main_thread():
+            self._previous_sigint = signal.getsignal(signal.SIGINT)
+            signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.interrupter.should_stop():  # a second Ctrl-C: stop now
+            raise KeyboardInterrupt
+        self.interrupter.stop("Ctrl-C")
+        self.renderer.on_message("Ctrl-C: stopping after this batch and saving a checkpoint "
+                                 "(press Ctrl-C again to abort at once)")
+
+    def _uninstall(self) -> None:
+        if self._previous_sigint is not None:
+            signal.signal(signal.SIGINT, self._previous_sigint)
+            self._previous_sigint = None
+        if self._log_handler is not None:
+            logging.getLogger().removeHandler(self._log_handler)
+            self._log_handler = None
+        if self.t._app_logger is not None:
+            self.t._app_logger.uninstall()
+
+    def _message(self, text: str) -> None:
+        _log.info(text)
+        if self._log_handler is None:  # the renderer shows log records itself otherwise
+            self.renderer.on_message(text)
+
+    # ---- the run --------------------------------------------------------------------------------
+    def execute(self) -> LearningResult:
+        t = self.t
+        start_epoch, skip = 1, 0
+        if not self.loggers:
+            self.loggers = [FileMetricLogger(t.directory)]
+        store = MetricsStore(reader=self._read_numeric)
+        self.store = store
+        self._install()
+        last_epoch, interrupted, summary = 0, False, None
+        try:
+            if t._checkpoint is not None:
+                start_epoch, skip = self._resume(t._checkpoint)
+                last_epoch = start_epoch - 1
+            _log.info("Starting training for %d epochs (epochs %d..%d) in %s", t._num_epochs, start_epoch,
+                      t._num_epochs, t.directory)
+            self.renderer.on_train_start(t._num_epochs, start_epoch)
+            for epoch in range(start_epoch, t._num_epochs + 1):
+                done = self._train_split(epoch, skip)
+                skip = 0
+                if self.interrupter.should_stop():
+                    interrupted = True
+                    self._interrupt(epoch, done)
+                    break
+                if t.dataloader_valid is not None:
+                    self._valid_split(epoch)
+                last_epoch = epoch
+                if self.checkpointer is not None:
+                    self.checkpointer.checkpoint(self.learner, epoch, store)
+                if self.plotter is not None:
+                    self.plotter.draw(store, self.numeric_names, epoch)
+                if t._early_stopping is not None and t._early_stopping.should_stop(epoch, store):
+                    self._message(f"Early stopping after epoch {epoch}: {t._early_stopping!r}")
+                    break
+                if self.interrupter.should_stop():  # stopped during validation
+                    interrupted = True
+                    self._message(self._resume_hint(epoch, None))
+                    break
+            if self.checkpointer is not None:
+                self.checkpointer.flush()
+            summary = LearnerSummary.from_store(store, self.numeric_names, str(self.learner.model), last_epoch)
+            if t._summary:
+                _log.info("Learner summary\n%s", summary)
+            _log.info("Training ended.")
+            self.renderer.on_train_end(str(summary) if t._summary else None)
+        except BaseException:
+            _log.exception("Training failed; artifacts so far are in %s", t.directory)
+            raise
+        finally:
+            try:
+                if self.checkpointer is not None:
+                    self.checkpointer.close()
+            finally:
+                for logger in self.loggers:
+                    logger.close()
+                self.renderer.close()
+                self._uninstall()
+        return LearningResult(self.learner.model.valid(), summary, self.renderer, last_epoch, interrupted)
+
+    def _read_numeric(self, split: str, name: str, epoch: int) -> float | None:
+        for logger in self.loggers:
+            reader = getattr(logger, "read_numeric", None)
+            value = reader(split, name, epoch) if callable(reader) else None
+            if value is not None:
+                return value
+        return None
+
+    def _resume(self, epoch: int) -> tuple[int, int]:
+        state = self.checkpointer.load_checkpoint(self.learner, epoch)
+        if state.partial:
+            start, skip = epoch, state.iterations_done
+            self.resumed_partial = ("train", epoch)
+            for logger in self.loggers:
+                if isinstance(logger, FileMetricLogger):
+                    logger._append.add(("train", epoch))
+            text = f"Resuming from the checkpoint of epoch {epoch} taken at batch {skip}: continuing epoch {epoch}"
+        else:
+            start, skip = epoch + 1, 0
+            text = f"Resuming from the checkpoint of epoch {epoch}: continuing at epoch {start}"
+        self.checkpointer.replay(start - 1, self.store)
+        stopper = self.t._early_stopping
+        if stopper is not None:
+            for past in range(1, start):
+                if self.store.aggregate(getattr(stopper, "name", ""), past, getattr(stopper, "split", "valid")) is not None:
+                    stopper.should_stop(past, self.store)
+        self._message(text)
+        return start, skip
+
+    def _interrupt(self, epoch: int, done: int) -> None:
+        reason = self.interrupter.get_message() or "interrupter"
+        if self.checkpointer is None:
+            self._message(f"Training stopped ({reason}) during epoch {epoch} after {done} batches; no "
+                          "checkpointers were set, so nothing was saved to resume from")
+            return
+        self.checkpointer.checkpoint_partial(self.learner, epoch, done)
+        self._message(f"Training stopped ({reason}) during epoch {epoch} after {done} batches. "
+                      + self._resume_hint(epoch, done))
+
+    def _resume_hint(self, epoch: int, done: int | None) -> str:
+        where = f"batch {done + 1} of epoch {epoch}" if done is not None else f"epoch {epoch + 1}"
+        return (f"The state is checkpointed in {self.t.directory / 'checkpoint'}; resume with "
+                f"SupervisedTraining(...).checkpoint({epoch}) to continue at {where}.")
+
+    # ---- splits ---------------------------------------------------------------------------------
+    def _start_split(self, split: str, loader, epoch: int) -> None:
+        for reg in self.t._metrics[split]:
+            reg.metric.clear()
+        set_epoch = getattr(loader, "set_epoch", None)
+        if callable(set_epoch):  # the same epoch always gets the same order, resumed or not
+            set_epoch(epoch - 1)
+        num_items = loader.num_items() if callable(getattr(loader, "num_items", None)) else len(loader)
+        _log.info("Starting split '%s' of epoch %d with %d items", split, epoch, num_items)
+        self.renderer.on_split_start(split, epoch, num_items)
+
+    def _train_split(self, epoch: int, skip: int) -> int:
+        from ember.optim import GradientsAccumulator
+        from ember.train.metric import MetricMetadata
+        from ember.train.renderer import TrainingProgress
+        learner, loader = self.learner, self.t.dataloader_train
+        self._start_split("train", loader, epoch)
+        accumulate = self.t._grad_accum if self.t._grad_accum and self.t._grad_accum > 1 else None
+        accumulator = GradientsAccumulator() if accumulate else None
+        iteration = 0
+        for batch in loader:
+            iteration += 1
+            if iteration <= skip:  # done before the interrupt this run resumes from
+                continue
+            lr = learner.lr_step()
+            output = learner.train_step(batch)
+            if accumulator is None:
+                learner.optimizer_step(output.grads)
+            else:
+                accumulator.accumulate(learner.model, output.grads)
+                if accumulator.num_accumulated >= accumulate:
+                    learner.optimizer_step(accumulator.grads())
+            progress = _progress_of(loader, iteration)
+            meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                                  iteration=iteration, lr=base_lr(lr))
+            self._update("train", _synced(output.item), meta, epoch)
+            state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                                     iteration=iteration, split="train")
+            self.renderer.render_train(state)
+            for logger in self.t._progress_loggers:
+                logger.log_progress(state)
+            if self.interrupter.should_stop():
+                break
+        if accumulator is not None and accumulator.num_accumulated:
+            # the last, incomplete group of the split still counts (Burn drops it)
+            learner.optimizer_step(accumulator.grads())
+        self._end_split("train", epoch)
+        return iteration
+
+    def _valid_split(self, epoch: int) -> None:
+        from ember.train.metric import MetricMetadata
+        from ember.train.renderer import TrainingProgress
+        loader = self.t.dataloader_valid
+        model = self.learner.model.valid()
+        if not callable(getattr(model, "inference_step", None)):
+            raise TypeError(f"{type(model).__name__} must define inference_step(batch) to be validated "
+                            "(see ember.train.InferenceStep), or pass dataloader_valid=None")
+        self._start_split("valid", loader, epoch)
+        lr = self.learner.lr_current()
+        iteration = 0
+        for batch in loader:
+            iteration += 1
+            item = model.inference_step(batch)
+            progress = _progress_of(loader, iteration)
+            meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                                  iteration=iteration, lr=lr)
+            self._update("valid", _synced(item), meta, epoch)
+            state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                                     iteration=iteration, split="valid")
+            self.renderer.render_valid(state)
+            for logger in self.t._progress_loggers:
+                logger.log_progress(state)
+            if self.interrupter.should_stop():
+                break
+        self._end_split("valid", epoch)
+
+    def _update(self, split: str, item, meta, epoch: int) -> None:
+        from ember.train.renderer import MetricState
+        update_renderer = self.renderer.update_train if split == "train" else self.renderer.update_valid
+        for reg in self.t._metrics[split]:
+            metric = reg.metric
+            entry = metric.update(item, meta)
+            if entry.serialized is not None:
+                for logger in self.loggers:
+                    logger.log(split, epoch, metric.name, entry.serialized)
+            current = running = None
+            if reg.numeric:
+                current, running = _numeric_state(metric)
+            update_renderer(MetricState(name=metric.name, formatted=entry.formatted, current=current,
+                                        running=running, unit=getattr(metric, "unit", None),
+                                        higher_is_better=getattr(metric, "higher_is_better", None)))
+
+    def _end_split(self, split: str, epoch: int) -> None:
+        # An epoch resumed mid-way gets no `final` line: its aggregate is read back as the
+        # count-weighted mean of all its iteration lines, those before the interrupt included.
+        partial = self.resumed_partial == (split, epoch)
+        for reg in self.t._metrics[split]:
+            if not reg.numeric:
+                continue
+            running = reg.metric.running_value()
+            if not partial:
+                for logger in self.loggers:
+                    logger.log(split, epoch, reg.metric.name, running.serialize())
+                self.store.record(split, reg.metric.name, epoch, running.current())
+        for logger in self.loggers:
+            logger.end_split(split, epoch)
+        if partial:
+            self.resumed_partial = None
+        self.renderer.on_split_end(split, epoch)
+
+
+def _synced(item):
+    sync = getattr(item, "sync", None)
+    return sync() if callable(sync) else item
+
+
+def _progress_of(loader, iteration: int):
+    from ember.data import Progress
+    progress = getattr(loader, "progress", None)
+    if callable(progress):
+        return progress()
+    total = len(loader)
+    return Progress(min(iteration, total), total)

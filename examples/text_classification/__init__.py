@@ -1,0 +1,31 @@
+"""ember's text-classification example (AG News and DbPedia), after Burn's
+``examples/text-classification``.
+
+Import scheme: this directory is the package ``text_classification``; it is not installed.
+Put ``examples/`` on ``sys.path`` and import with absolute imports::
+
+    import sys; sys.path.insert(0, "examples")
+    from text_classification.dataset import DbPediaDataset
+
+The example's scripts (``db_pedia_train.py`` and the others, in this directory) insert their
+parent directory (``examples/``) into ``sys.path`` themselves, so they run from anywhere,
+including from this directory (``python db_pedia_train.py``).
+
+Library modules: ``dataset`` (datasets and sources), ``tokenizer`` (``BertCasedTokenizer``),
+``batcher`` (training and inference batches), ``model`` (the Transformer classifier).
+``data/`` holds the shipped DbPedia sample and the bert-base-cased vocabulary, each with its
+licence (``data/README.md``).
+"""
+from text_classification.batcher import (TextClassificationBatcher, TextClassificationInferenceBatch,
+                                         TextClassificationInferenceBatcher, TextClassificationTrainingBatch)
+from text_classification.dataset import (SOURCES, AgNewsDataset, DbPediaDataset, TextClassificationDataset,
+                                         TextClassificationItem)
+from text_classification.model import TextClassificationModel, TextClassificationModelConfig
+from text_classification.tokenizer import BertCasedTokenizer, TokenizerUnavailableError, load_tokenizer
+
+__all__ = [
+    "SOURCES", "AgNewsDataset", "BertCasedTokenizer", "DbPediaDataset", "TextClassificationBatcher",
+    "TextClassificationDataset", "TextClassificationInferenceBatch", "TextClassificationInferenceBatcher",
+    "TextClassificationItem", "TextClassificationModel", "TextClassificationModelConfig",
+    "TextClassificationTrainingBatch", "TokenizerUnavailableError", "load_tokenizer",
+]

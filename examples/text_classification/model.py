@@ -1,0 +1,153 @@
+"""The example's Transformer classifier (Burn's ``src/model.rs``).
+
+Token embedding ``[vocab, d_model]`` plus position embedding ``[max_seq_length, d_model]``,
+summed and halved, a :class:`ember.nn.TransformerEncoder` with the padding mask, and a linear
+head on the first token's output, trained with cross-entropy. Burn applies the head to every
+position and keeps position 0; applying it to position 0 only gives the same logits for less
+work. Parameter paths match Burn's record: ``transformer.*``, ``embedding_token.weight``,
+``embedding_pos.weight``, ``output.weight``, ``output.bias``.
+
+Import scheme of the example: ``examples/`` on ``sys.path``, then
+``from text_classification.model import TextClassificationModelConfig``.
+"""
+from __future__ import annotations
+
+import ember
+from ember import nn
+from ember.record.config import Config
+
+from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
+
+__all__ = ["TextClassificationModel", "TextClassificationModelConfig"]
+
+
+class TextClassificationModelConfig(Config):
+    """Configuration of :class:`TextClassificationModel` (saved as the run's ``config.json``).
+
+    Args:
+        transformer: the encoder's configuration.
+        n_classes: number of classes.
+        vocab_size: number of token ids (the tokenizer's ``vocab_size()``).
+        max_seq_length: the longest sequence (rows of the position embedding).
+    """
+
+    transformer: nn.TransformerEncoderConfig
+    n_classes: int
+    vocab_size: int
+    max_seq_length: int
+
+    def init(self, device=None, dtype=None) -> "TextClassificationModel":
+        """Build the model on ``device`` with float ``dtype`` (float32 by default)."""
+        for name in ("n_classes", "vocab_size", "max_seq_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"TextClassificationModelConfig: {name} must be a positive int, got {value!r}")
+        d_model = self.transformer.d_model
+        return TextClassificationModel(
+            transformer=self.transformer.init(device, dtype),
+            embedding_token=nn.EmbeddingConfig(self.vocab_size, d_model).init(device, dtype),
+            embedding_pos=nn.EmbeddingConfig(self.max_seq_length, d_model).init(device, dtype),
+            output=nn.LinearConfig(d_model, self.n_classes).init(device, dtype),
+            n_classes=self.n_classes,
+            max_seq_length=self.max_seq_length,
+        )
+
+
+class TextClassificationModel(nn.Module):
+    """Embeddings -> TransformerEncoder -> linear head on token 0.
+
+    Args:
+        transformer: the encoder.
+        embedding_token: ``[vocab_size, d_model]`` token embedding.
+        embedding_pos: ``[max_seq_length, d_model]`` position embedding.
+        output: the head, ``Linear(d_model, n_classes)``.
+        n_classes: number of classes.
+        max_seq_length: the longest sequence accepted.
+    """
+
+    def __init__(self, transformer: nn.TransformerEncoder, embedding_token: nn.Embedding,
+                 embedding_pos: nn.Embedding, output: nn.Linear, n_classes: int, max_seq_length: int):
+        self.transformer = transformer
+        self.embedding_token = embedding_token
+        self.embedding_pos = embedding_pos
+        self.output = output
+        self.n_classes = int(n_classes)
+        self.max_seq_length = int(max_seq_length)
+
+    # ---- computation --------------------------------------------------------------------------
+    def logits(self, tokens: ember.Tensor, mask_pad: ember.Tensor) -> ember.Tensor:
+        """Class logits ``[B, n_classes]``.
+
+        Args:
+            tokens: ``[B, S]`` int token ids, S <= max_seq_length.
+            mask_pad: ``[B, S]`` bool, True at padding.
+        """
+        if tokens.ndim != 2:
+            raise ValueError(f"TextClassificationModel: tokens must be [batch, seq], got shape {tuple(tokens.shape)}")
+        batch_size, seq_length = tokens.shape
+        if seq_length > self.max_seq_length:
+            raise ValueError(f"TextClassificationModel: sequences of {seq_length} tokens exceed max_seq_length "
+                             f"{self.max_seq_length} (the position embedding's size); batch with a seq length "
+                             f"<= {self.max_seq_length}")
+        if tuple(mask_pad.shape) != (batch_size, seq_length):
+            raise ValueError(f"TextClassificationModel: mask_pad must be [{batch_size}, {seq_length}] like tokens, "
+                             f"got {tuple(mask_pad.shape)}")
+        device = self.embedding_token.weight.device
+        tokens, mask_pad = _on(tokens, device), _on(mask_pad, device)
+        positions = ember.arange(seq_length, device=device)
+        embedding = (self.embedding_pos(positions) + self.embedding_token(tokens)) / 2  # [S,d] + [B,S,d]
+        encoded = self.transformer(nn.TransformerEncoderInput(embedding).mask_pad(mask_pad))
+        return self.output(encoded[:, 0])
+
+    def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
+        """Mean cross-entropy of ``logits`` ``[B, C]`` against ``labels`` ``[B]``."""
+        return nn.CrossEntropyLossConfig().init()(logits, _on(labels, logits.device))
+
+    def forward(self, batch: TextClassificationTrainingBatch):
+        """Logits, loss and targets of a training batch, as ``ember.train.ClassificationOutput``.
+
+        Args:
+            batch: a :class:`~text_classification.batcher.TextClassificationTrainingBatch`.
+        """
+        from ember.train import ClassificationOutput
+        logits = self.logits(batch.tokens, batch.mask_pad)
+        labels = _on(batch.labels, logits.device)
+        return ClassificationOutput(self.loss(logits, labels), logits, labels)
+
+    def infer(self, batch: TextClassificationInferenceBatch) -> ember.Tensor:
+        """Class probabilities ``[B, n_classes]`` (softmax of the logits; rows sum to 1).
+
+        Args:
+            batch: a :class:`~text_classification.batcher.TextClassificationInferenceBatch`.
+        """
+        return ember.softmax(self.logits(batch.tokens, batch.mask_pad), dim=1)
+
+    # ---- ember.train steps ----------------------------------------------------------------------
+    def train_step(self, batch: TextClassificationTrainingBatch):
+        """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
+        from ember.train import TrainOutput
+        item = self.forward(batch)
+        return TrainOutput(self, item.loss.backward(), item)
+
+    def inference_step(self, batch: TextClassificationTrainingBatch):
+        """The validation output (called on ``model.valid()``): a ``ClassificationOutput``."""
+        return self.forward(batch)
+
+    # ---- fine-tuning ----------------------------------------------------------------------------
+    def reset_head(self, n_classes: int) -> "TextClassificationModel":
+        """Replace the head by a fresh, trainable ``Linear(d_model, n_classes)`` (in place; returns self).
+
+        Args:
+            n_classes: the new number of classes.
+        """
+        if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 1:
+            raise ValueError(f"TextClassificationModel.reset_head: n_classes must be a positive int, got {n_classes!r}")
+        weight = self.embedding_token.weight
+        d_model = weight.shape[1]
+        self.output = nn.LinearConfig(d_model, n_classes).init(weight.device, weight.dtype)
+        self.n_classes = n_classes
+        return self
+
+
+def _on(tensor: ember.Tensor, device) -> ember.Tensor:
+    return tensor if tensor.device == device else tensor.to(device)

@@ -1,0 +1,140 @@
+"""A small classifier on generated blobs, trained through ember.train by the training tests
+(in-process and as a subprocess: ``python -m helpers.train_toy DIR [options]``)."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import ember
+from ember import nn
+from ember.data import DataLoaderBuilder, InMemDataset
+from ember.optim import AdamConfig
+from ember.train import ClassificationOutput, Learner, SupervisedTraining, TrainOutput
+from ember.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
+
+N_FEATURES, N_CLASSES = 8, 3
+
+
+class ToyBatcher:
+    def batch(self, items, device):
+        x = np.stack([item[0] for item in items]).astype(np.float32)
+        y = np.array([item[1] for item in items], dtype=np.int64)
+        return ember.from_numpy(x, device=device), ember.from_numpy(y, device=device)
+
+
+class ToyClassifier(nn.Module):
+    def __init__(self, hidden: int = 16, dropout: float = 0.1, device=None):
+        self.l1 = nn.LinearConfig(N_FEATURES, hidden).init(device)
+        self.drop = nn.DropoutConfig(dropout).init()
+        self.l2 = nn.LinearConfig(hidden, N_CLASSES).init(device)
+        self.loss = nn.CrossEntropyLossConfig().init()
+
+    def forward(self, x):
+        return self.l2(self.drop(ember.relu(self.l1(x))))
+
+    def forward_classification(self, batch) -> ClassificationOutput:
+        x, y = batch
+        logits = self(x)
+        return ClassificationOutput(self.loss(logits, y), logits, y)
+
+    def train_step(self, batch) -> TrainOutput:
+        out = self.forward_classification(batch)
+        return TrainOutput(self, out.loss.backward(), out)
+
+    def inference_step(self, batch) -> ClassificationOutput:
+        return self.forward_classification(batch)
+
+
+def blobs(n: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    centers = np.random.default_rng(1234).normal(0, 2.0, size=(N_CLASSES, N_FEATURES))
+    labels = rng.integers(0, N_CLASSES, size=n)
+    x = centers[labels] + rng.normal(0, 1.5, size=(n, N_FEATURES))
+    return [(x[i].astype(np.float32), int(labels[i])) for i in range(n)]
+
+
+def loaders(n_train: int = 96, n_valid: int = 48, batch_size: int = 16, shuffle: int | None = 7):
+    builder = DataLoaderBuilder(ToyBatcher()).batch_size(batch_size)
+    if shuffle is not None:
+        builder = builder.shuffle(shuffle)
+    valid_builder = DataLoaderBuilder(ToyBatcher()).batch_size(batch_size)
+    return builder.build(InMemDataset(blobs(n_train, 0))), valid_builder.build(InMemDataset(blobs(n_valid, 1)))
+
+
+def training(directory, epochs: int = 3, batch_size: int = 16, renderer=None, **loader_kw) -> SupervisedTraining:
+    train, valid = loaders(batch_size=batch_size, **loader_kw)
+    out = (SupervisedTraining(directory, train, valid)
+           .metrics(AccuracyMetric(), LossMetric())
+           .metric_train_numeric(LearningRateMetric())
+           .with_default_checkpointers()
+           .num_epochs(epochs)
+           .summary())
+    if renderer is not None:
+        out = out.renderer(renderer)
+    return out
+
+
+def learner(seed: int = 0, lr=1e-2, dropout: float = 0.1) -> Learner:
+    ember.seed(seed)
+    return Learner(ToyClassifier(dropout=dropout), AdamConfig().init(), lr)
+
+
+class _KillAt:
+    """Progress logger that SIGKILLs its own process at (epoch, iteration) — a hard crash."""
+
+    def __init__(self, epoch: int, iteration: int):
+        self.at = (epoch, iteration)
+
+    def log_progress(self, progress) -> None:
+        if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _SlowCheckpoint:
+    """Makes every checkpoint write take long enough to be killed in the middle of it."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def install(self) -> None:
+        import ember.train.checkpoint.file_checkpointer as fc
+        from ember.record.atomic import atomic_writer
+        marker = self.marker
+
+        def slow_write(path, data):
+            with atomic_writer(path) as handle:
+                handle.write(data[: len(data) // 2])
+                handle.flush()
+                open(marker, "w").close()
+                time.sleep(30)
+                handle.write(data[len(data) // 2:])
+        fc.atomic_write_bytes = slow_write
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("directory")
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--resume", type=int)
+    parser.add_argument("--kill-at", type=int, nargs=2)
+    parser.add_argument("--slow-checkpoint-marker")
+    args = parser.parse_args(argv)
+    t = training(args.directory, epochs=args.epochs)
+    if args.resume:
+        t = t.checkpoint(args.resume)
+    if args.kill_at:
+        t = t.with_progress_logger(_KillAt(*args.kill_at))
+    if args.slow_checkpoint_marker:
+        _SlowCheckpoint(args.slow_checkpoint_marker).install()
+    result = t.launch(learner())
+    result.model.save_file(os.path.join(args.directory, "model"))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
