@@ -23,6 +23,7 @@ from ember.train.checkpoint import (AsyncCheckpointer, ComposedCheckpointingStra
 from ember.train.interrupter import Interrupter
 from ember.train.learner import Learner, base_lr
 from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
+from ember.train.logger.application_logger import OwnInfoFilter
 from ember.train.plots import MetricPlotter
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
 from ember.train.strategy import MultiDevice, SingleDevice, TrainingStrategy
@@ -31,6 +32,13 @@ from ember.train.summary import LearnerSummary
 __all__ = ["LearningResult", "SupervisedTraining"]
 
 _log = logging.getLogger("ember.train")
+# Records the dashboard shows in its own way (progress, summary): experiment.log only.
+_QUIET = {"ember_quiet": True}
+
+
+class _NotQuiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, "ember_quiet", False)
 
 
 @dataclass
@@ -312,6 +320,7 @@ class _Run:
         self.plotter = MetricPlotter(training.directory / "plots") if training._plots else None
         self._log_handler = None
         self._previous_sigint = None
+        self._previous_level: int | None = None
 
     # ---- setup and teardown -------------------------------------------------------------------
     def _install(self) -> None:
@@ -321,7 +330,12 @@ class _Run:
         if callable(make_handler):
             self._log_handler = make_handler()
             if self._log_handler is not None:
+                self._log_handler.addFilter(OwnInfoFilter())
+                self._log_handler.addFilter(_NotQuiet())
                 logging.getLogger().addHandler(self._log_handler)
+        if _log.getEffectiveLevel() > logging.INFO:  # the loop's own INFO messages must be made
+            self._previous_level = _log.level
+            _log.setLevel(logging.INFO)
         if self.t._handle_sigint and threading.current_thread() is threading.main_thread():
             self._previous_sigint = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._on_sigint)
@@ -334,6 +348,9 @@ class _Run:
                                  "(press Ctrl-C again to abort at once)")
 
     def _uninstall(self) -> None:
+        if self._previous_level is not None:
+            _log.setLevel(self._previous_level)
+            self._previous_level = None
         if self._previous_sigint is not None:
             signal.signal(signal.SIGINT, self._previous_sigint)
             self._previous_sigint = None
@@ -363,7 +380,7 @@ class _Run:
                 start_epoch, skip = self._resume(t._checkpoint)
                 last_epoch = start_epoch - 1
             _log.info("Starting training for %d epochs (epochs %d..%d) in %s", t._num_epochs, start_epoch,
-                      t._num_epochs, t.directory)
+                      t._num_epochs, t.directory, extra=_QUIET)
             self.renderer.on_train_start(t._num_epochs, start_epoch)
             for epoch in range(start_epoch, t._num_epochs + 1):
                 done = self._train_split(epoch, skip)
@@ -390,8 +407,8 @@ class _Run:
                 self.checkpointer.flush()
             summary = LearnerSummary.from_store(store, self.numeric_names, str(self.learner.model), last_epoch)
             if t._summary:
-                _log.info("Learner summary\n%s", summary)
-            _log.info("Training ended.")
+                _log.info("Learner summary\n%s", summary, extra=_QUIET)
+            _log.info("Training ended.", extra=_QUIET)
             self.renderer.on_train_end(str(summary) if t._summary else None)
         except BaseException:
             _log.exception("Training failed; artifacts so far are in %s", t.directory)
@@ -459,7 +476,7 @@ class _Run:
         if callable(set_epoch):  # the same epoch always gets the same order, resumed or not
             set_epoch(epoch - 1)
         num_items = loader.num_items() if callable(getattr(loader, "num_items", None)) else len(loader)
-        _log.info("Starting split '%s' of epoch %d with %d items", split, epoch, num_items)
+        _log.info("Starting split '%s' of epoch %d with %d items", split, epoch, num_items, extra=_QUIET)
         self.renderer.on_split_start(split, epoch, num_items)
 
     def _train_split(self, epoch: int, skip: int) -> int:

@@ -95,6 +95,17 @@ class _KillAt:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class _SigintAt:
+    """Progress logger that sends SIGINT to its own process at (epoch, iteration): Ctrl-C."""
+
+    def __init__(self, epoch: int, iteration: int):
+        self.at = (epoch, iteration)
+
+    def log_progress(self, progress) -> None:
+        if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
 class _SlowCheckpoint:
     """Makes every checkpoint write take long enough to be killed in the middle of it."""
 
@@ -122,6 +133,7 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--resume", type=int)
     parser.add_argument("--kill-at", type=int, nargs=2)
+    parser.add_argument("--sigint-at", type=int, nargs=2)
     parser.add_argument("--slow-checkpoint-marker")
     args = parser.parse_args(argv)
     t = training(args.directory, epochs=args.epochs)
@@ -129,9 +141,14 @@ def main(argv=None) -> None:
         t = t.checkpoint(args.resume)
     if args.kill_at:
         t = t.with_progress_logger(_KillAt(*args.kill_at))
+    if args.sigint_at:
+        t = t.with_progress_logger(_SigintAt(*args.sigint_at))
     if args.slow_checkpoint_marker:
         _SlowCheckpoint(args.slow_checkpoint_marker).install()
     result = t.launch(learner())
+    if result.interrupted:
+        print(f"interrupted after epoch {result.epochs_trained}")
+        return
     result.model.save_file(os.path.join(args.directory, "model"))
     sys.stdout.flush()
 

@@ -17,6 +17,10 @@ from ember.train.metric import (LossMetric, MetricEntry, MetricMetadata, Numeric
     (123456789.125, "123456789.125"), (1e-5, "0.00001"), (-3.0, "-3"),
     (5e-324, "0." + "0" * 323 + "5"),
     (1.7976931348623157e308, "17976931348623157" + "0" * 292),
+    # exactly halfway between two shortest candidates: Rust takes the larger magnitude
+    # (rust-lang/rust#130936), Python's repr the even digit
+    (112171935477118.12, "112171935477118.13"), (-581170764721946.2, "-581170764721946.3"),
+    (32461450983719.062, "32461450983719.063"),
 ])
 def test_format_f64_matches_rust_display(value, text):
     assert format_f64(value) == text

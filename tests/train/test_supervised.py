@@ -176,6 +176,17 @@ def test_interrupt_then_resume_equals_uninterrupted(tmp_path):
     assert loss_log == lines(tmp_path / "full" / "train" / "epoch-2" / "Loss.log")[:-1]
 
 
+def test_ctrl_c_checkpoints_and_says_how_to_resume(tmp_path):
+    stopped = _run_toy(tmp_path / "run", "--epochs", "3", "--sigint-at", "2", "4")
+    assert "Ctrl-C" in stopped.stdout and "checkpoint(2)" in stopped.stdout, stopped.stdout
+    assert "interrupted after epoch 1" in stopped.stdout
+    assert (tmp_path / "run" / "checkpoint" / "training-2.bpk").exists()
+    assert not (tmp_path / "run" / "valid" / "epoch-2").exists()
+    _run_toy(tmp_path / "run", "--epochs", "3", "--resume", "2")
+    _run_toy(tmp_path / "full", "--epochs", "3")
+    assert_same_weights(tmp_path / "full" / "model.bpk", tmp_path / "run" / "model.bpk")
+
+
 def test_early_stopping_stops_at_the_right_epoch(tmp_path):
     # lr 0: nothing changes, so the valid loss never improves on epoch 1
     t = toy.training(tmp_path, epochs=6, renderer=quiet()).early_stopping(

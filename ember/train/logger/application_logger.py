@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["FileApplicationLoggerInstaller"]
+__all__ = ["FileApplicationLoggerInstaller", "OwnInfoFilter"]
 
 
 class _UtcFormatter(logging.Formatter):
@@ -22,7 +22,7 @@ class _UtcFormatter(logging.Formatter):
         return f"{stamp}.{int(record.msecs * 1000):06d}Z"
 
 
-class _OwnInfo(logging.Filter):
+class OwnInfoFilter(logging.Filter):
     """INFO from ember and the user's script; third-party libraries only from WARNING up
     (Burn filters wgpu's INFO the same way)."""
 
@@ -51,7 +51,7 @@ class FileApplicationLoggerInstaller:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(self.path, mode="a", encoding="utf-8")
         handler.setLevel(self.level)
-        handler.addFilter(_OwnInfo())
+        handler.addFilter(OwnInfoFilter())
         handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)5s %(name)s: %(message)s"))
         root = logging.getLogger()
         root.addHandler(handler)

@@ -17,8 +17,8 @@ from .format import format_f64, format_float
 if TYPE_CHECKING:  # ember.data is heavier to import than the metrics need
     from ember.data import Progress
 
-__all__ = ["Metric", "MetricEntry", "MetricMetadata", "NumericEntry", "NumericMetric",
-           "format_f64", "format_float", "format_entry", "not_available_entry"]
+__all__ = ["Metric", "MetricEntry", "MetricMetadata", "NumericEntry", "NumericMetric", "WeightedMetric",
+           "WeightedState", "format_entry", "format_f64", "format_float", "not_available_entry"]
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,16 @@
 Metric ``.log`` files hold numbers as Rust's ``{}`` (Display) prints an ``f64``: the shortest
 digits that round-trip, never an exponent, no ``.0`` on integers (``100``, ``0.5``,
 ``0.0000001``, ``1000000000000000000000``, ``NaN``, ``inf``, ``-inf``, ``-0``). Python's
-``repr`` already gives the shortest round-trip digits; only the layout differs.
+``repr`` gives the shortest round-trip digits, with one difference: when the double lies
+exactly halfway between two shortest candidates (``112171935477118.125`` → ``…118.12`` or
+``…118.13``), Python takes the even digit and Rust the larger magnitude (rust-lang/rust
+#130936), so that case is corrected.
 """
 from __future__ import annotations
 
 import math
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -24,9 +28,22 @@ def _special(x: float) -> str | None:
     return None
 
 
-def _positional(shortest: str) -> str:
-    """Lay out a shortest-digits string (``'1e-07'``, ``'123.0'``) without exponent or ``.0``."""
-    text = format(Decimal(shortest), "f")
+def _shortest(x: float) -> Decimal:
+    """The shortest round-trip decimal of a finite non-zero ``x``, ties broken as Rust does."""
+    digits = Decimal(repr(x)).normalize()
+    exact, near = Fraction(x), Fraction(digits)
+    if near == exact or abs(near) > abs(exact):
+        return digits  # exact, or already the larger-magnitude candidate
+    # one unit in the last place, away from zero: the other candidate of the same length
+    farther = digits + Decimal((0, (1,), digits.as_tuple().exponent)).copy_sign(digits)
+    if Fraction(farther) - exact == exact - near and float(farther) == x:
+        return farther
+    return digits
+
+
+def _positional(x: float) -> str:
+    """Lay out the shortest digits of ``x`` without exponent or ``.0``."""
+    text = format(_shortest(x), "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
@@ -48,7 +65,7 @@ def format_f64(x: float) -> str:
         return special
     if x == 0.0:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
-    return _positional(repr(x))
+    return _positional(x)
 
 
 def format_f32(x: float) -> str:
@@ -83,7 +100,7 @@ def format_f64_debug(x: float) -> str:
         return special
     magnitude = abs(x)
     if magnitude != 0.0 and (magnitude < 1e-4 or magnitude >= 1e16):
-        sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+        sign, digits, exponent = _shortest(x).normalize().as_tuple()
         text = "".join(map(str, digits))
         power = exponent + len(text) - 1
         mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")

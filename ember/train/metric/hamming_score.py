@@ -78,7 +78,8 @@ class HammingScore(WeightedMetric):
                              f"shape, got {list(o_shape)} and {list(t_shape)}")
         scores = to_numpy(inp.outputs)
         if self.sigmoid:
-            scores = 1.0 / (1.0 + np.exp(-scores.astype(np.float64)))
+            # tanh form: no overflow warning for large negative logits
+            scores = 0.5 * (1.0 + np.tanh(0.5 * scores.astype(np.float64)))
         predicted = scores > self.threshold
         right = np.count_nonzero(predicted == to_numpy(inp.targets).astype(bool))
         cells = predicted.size

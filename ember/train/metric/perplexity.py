@@ -9,7 +9,7 @@ import numpy as np
 
 from ._array import target_log_probs, to_numpy
 from .accuracy import check_scores_and_targets, count_valid
-from .base import MetricEntry, MetricMetadata, NumericEntry, WeightedMetric
+from .base import MetricEntry, MetricMetadata, NumericEntry, WeightedMetric, format_entry
 
 __all__ = ["PerplexityInput", "PerplexityMetric"]
 
@@ -95,7 +95,6 @@ class PerplexityMetric(WeightedMetric):
         return self._entry()
 
     def _entry(self) -> MetricEntry:
-        from .base import format_entry
         state = self._state
         return MetricEntry(self.name, format_entry(self._running(), state.current, self.unit),
                            self.value().serialize())
