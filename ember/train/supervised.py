@@ -287,6 +287,9 @@ class SupervisedTraining:
         if self._checkpoint is not None and self._checkpointers is None:
             raise ValueError(f"checkpoint({self._checkpoint}): no checkpointers to resume from; add "
                              ".with_default_checkpointers() (or custom ones)")
+        if self.dataloader_valid is not None and not callable(getattr(learner.model, "inference_step", None)):
+            raise TypeError(f"launch: {type(learner.model).__name__} must define inference_step(batch) to be "
+                            "validated (see ember.train.InferenceStep), or pass dataloader_valid=None")
         self.directory.mkdir(parents=True, exist_ok=True)
         run = _Run(self, learner)
         return run.execute()
@@ -373,6 +376,7 @@ class _Run:
             self.loggers = [FileMetricLogger(t.directory)]
         store = MetricsStore(reader=self._read_numeric)
         self.store = store
+        self.interrupter.reset()  # a stop asked during an earlier launch does not end this one
         self._install()
         last_epoch, interrupted, summary = 0, False, None
         try:
@@ -481,8 +485,6 @@ class _Run:
 
     def _train_split(self, epoch: int, skip: int) -> int:
         from ember.optim import GradientsAccumulator
-        from ember.train.metric import MetricMetadata
-        from ember.train.renderer import TrainingProgress
         learner, loader = self.learner, self.t.dataloader_train
         self._start_split("train", loader, epoch)
         accumulate = self.t._grad_accum if self.t._grad_accum and self.t._grad_accum > 1 else None
@@ -500,16 +502,7 @@ class _Run:
                 accumulator.accumulate(learner.model, output.grads)
                 if accumulator.num_accumulated >= accumulate:
                     learner.optimizer_step(accumulator.grads())
-            progress = _progress_of(loader, iteration)
-            meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                                  iteration=iteration, lr=base_lr(lr))
-            self._update("train", _synced(output.item), meta, epoch)
-            state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                                     iteration=iteration, split="train")
-            self.renderer.render_train(state)
-            for logger in self.t._progress_loggers:
-                logger.log_progress(state)
-            if self.interrupter.should_stop():
+            if self._after_batch("train", loader, epoch, iteration, output.item, base_lr(lr)):
                 break
         if accumulator is not None and accumulator.num_accumulated:
             # the last, incomplete group of the split still counts (Burn drops it)
@@ -518,31 +511,31 @@ class _Run:
         return iteration
 
     def _valid_split(self, epoch: int) -> None:
-        from ember.train.metric import MetricMetadata
-        from ember.train.renderer import TrainingProgress
         loader = self.t.dataloader_valid
         model = self.learner.model.valid()
-        if not callable(getattr(model, "inference_step", None)):
-            raise TypeError(f"{type(model).__name__} must define inference_step(batch) to be validated "
-                            "(see ember.train.InferenceStep), or pass dataloader_valid=None")
         self._start_split("valid", loader, epoch)
         lr = self.learner.lr_current()
         iteration = 0
         for batch in loader:
             iteration += 1
-            item = model.inference_step(batch)
-            progress = _progress_of(loader, iteration)
-            meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                                  iteration=iteration, lr=lr)
-            self._update("valid", _synced(item), meta, epoch)
-            state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                                     iteration=iteration, split="valid")
-            self.renderer.render_valid(state)
-            for logger in self.t._progress_loggers:
-                logger.log_progress(state)
-            if self.interrupter.should_stop():
+            if self._after_batch("valid", loader, epoch, iteration, model.inference_step(batch), lr):
                 break
         self._end_split("valid", epoch)
+
+    def _after_batch(self, split: str, loader, epoch: int, iteration: int, item, lr) -> bool:
+        """Metrics, logs and display of one batch; True when the interrupter asks to stop."""
+        from ember.train.metric import MetricMetadata
+        from ember.train.renderer import TrainingProgress
+        progress = _progress_of(loader, iteration)
+        meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                              iteration=iteration, lr=lr)
+        self._update(split, _synced(item), meta, epoch)
+        state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
+                                 iteration=iteration, split=split)
+        (self.renderer.render_train if split == "train" else self.renderer.render_valid)(state)
+        for logger in self.t._progress_loggers:
+            logger.log_progress(state)
+        return self.interrupter.should_stop()
 
     def _update(self, split: str, item, meta, epoch: int) -> None:
         from ember.train.renderer import MetricState
