@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_bool", "detach", "is_tensor", "one_hot_bool", "reshape", "shape_of", "to_numpy"]
+__all__ = ["as_bool", "check_same_shape", "detach", "is_tensor", "one_hot_bool", "reshape", "shape_of",
+           "to_numpy"]
 
 
 def is_tensor(x: Any) -> bool:
@@ -30,6 +31,23 @@ def shape_of(x: Any) -> tuple[int, ...]:
     shape = getattr(x, "shape", None)
     return tuple(shape) if shape is not None else np.shape(x)
 
+
+
+def check_same_shape(metric: str, field: str, scores: Any, targets: Any) -> tuple[int, int]:
+    """Check ``scores [B, C]`` against ``targets`` of the same shape and return ``(B, C)``.
+
+    Args:
+        metric: the metric's name for the message.
+        field: what the message calls the scores (``predictions``, ``outputs``).
+
+    Raises:
+        ValueError: not ``[B, C]`` or shapes differ; names the metric and the shapes.
+    """
+    s_shape, t_shape = shape_of(scores), shape_of(targets)
+    if len(s_shape) != 2 or tuple(s_shape) != tuple(t_shape):
+        raise ValueError(f"{metric}: expected {field} [B, C] and targets [B, C] of the same shape, "
+                         f"got {list(s_shape)} and {list(t_shape)}")
+    return s_shape[0], s_shape[1]
 
 def reshape(x: Any, shape: tuple[int, ...]) -> Any:
     """``x`` reshaped, staying a tensor on its device when it is one."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,7 +45,54 @@ def count_valid(targets: np.ndarray, pad_token: int | None) -> np.ndarray:
     return targets != pad_token
 
 
-class AccuracyMetric(WeightedMetric):
+class PaddedTargetMetric(WeightedMetric):
+    """Base of the metrics of ``outputs [B, C]`` against ``targets [B]`` class indices that
+    leave out the samples whose target is the pad token (accuracy, top-k, perplexity).
+
+    Subclasses implement :meth:`_measure`; :meth:`_add_hits` adds a batch as a hit rate.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pad_token: int | None = None
+
+    def with_pad_token(self: _P, index: int) -> _P:
+        """Ignore the samples (tokens) whose target is ``index``.
+
+        Args:
+            index: the padding token / class index.
+        """
+        self.pad_token = int(index)
+        return self
+
+    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
+        """Add one batch.
+
+        Args:
+            item: an output adaptable to the metric's ``input_type``.
+            metadata: unused.
+        """
+        inp = self.adapt_input(item)
+        check_scores_and_targets(type(self).__name__, inp.outputs, inp.targets)
+        targets = to_numpy(inp.targets).astype(np.int64)
+        return self._measure(inp, targets, count_valid(targets, self.pad_token))
+
+    def _measure(self, inp: Any, targets: np.ndarray, valid: np.ndarray) -> MetricEntry:
+        """Add the checked batch ``inp``, its ``targets`` as int64 and the mask of those that count."""
+        raise NotImplementedError
+
+    def _add_hits(self, hits: np.ndarray, valid: np.ndarray) -> MetricEntry:
+        """Add a batch as ``100 · #(hits & valid) / #valid``, weighted by ``#valid``."""
+        correct, weight = int(np.count_nonzero(hits & valid)), int(np.count_nonzero(valid))
+        value = 100.0 * correct / weight if weight else 0.0
+        self._state.update(value, weight, weighted_sum=100.0 * correct)
+        return self._entry()
+
+
+_P = TypeVar("_P", bound=PaddedTargetMetric)
+
+
+class AccuracyMetric(PaddedTargetMetric):
     """``Accuracy`` in %, higher is better.
 
     Padded samples (target == pad token) count neither as right nor in the batch weight:
@@ -57,37 +104,9 @@ class AccuracyMetric(WeightedMetric):
     unit = "%"
     higher_is_better = True
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.pad_token: int | None = None
-
-    def with_pad_token(self, index: int) -> "AccuracyMetric":
-        """Ignore the samples whose target is ``index``.
-
-        Args:
-            index: the padding token / class index.
-        """
-        self.pad_token = int(index)
-        return self
-
     @property
     def name(self) -> str:
         return "Accuracy"
 
-    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
-        """Add one batch.
-
-        Args:
-            item: an output adaptable to :class:`AccuracyInput`.
-            metadata: unused.
-        """
-        inp = self.adapt_input(item)
-        check_scores_and_targets("AccuracyMetric", inp.outputs, inp.targets)
-        predicted = argmax_rows(inp.outputs)
-        targets = to_numpy(inp.targets).astype(np.int64)
-        valid = count_valid(targets, self.pad_token)
-        correct = int(np.count_nonzero((predicted == targets) & valid))
-        weight = int(np.count_nonzero(valid))
-        value = 100.0 * correct / weight if weight else 0.0
-        self._state.update(value, weight, weighted_sum=100.0 * correct)
-        return self._entry()
+    def _measure(self, inp: AccuracyInput, targets: np.ndarray, valid: np.ndarray) -> MetricEntry:
+        return self._add_hits(argmax_rows(inp.outputs) == targets, valid)

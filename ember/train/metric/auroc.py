@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import shape_of, to_numpy
+from ._array import check_same_shape, to_numpy
 from .base import MetricEntry, MetricMetadata, NumericEntry, NumericMetric, format_entry, not_available_entry
 from .classification import ClassReduction
 
@@ -163,19 +163,16 @@ class AurocMetric(NumericMetric):
             metadata: unused.
         """
         inp = self.adapt_input(item)
-        p_shape, t_shape = shape_of(inp.predictions), shape_of(inp.targets)
-        if len(p_shape) != 2 or tuple(p_shape) != tuple(t_shape):
-            raise ValueError(f"AurocMetric: expected predictions [B, C] and targets [B, C] of the "
-                             f"same shape, got {list(p_shape)} and {list(t_shape)}")
-        if self._counters and self._columns != p_shape[1]:
-            raise ValueError(f"AurocMetric: this batch has {p_shape[1]} columns, earlier batches "
+        _, columns = check_same_shape("AurocMetric", "predictions", inp.predictions, inp.targets)
+        if self._counters and self._columns != columns:
+            raise ValueError(f"AurocMetric: this batch has {columns} columns, earlier batches "
                              f"of the split had {self._columns}")
         scores = to_numpy(inp.predictions).astype(np.float64)
         labels = to_numpy(inp.targets).astype(bool)
         if self.class_reduction is ClassReduction.Micro:
             scores, labels = scores.reshape(-1, 1), labels.reshape(-1, 1)
         if not self._counters:
-            self._columns = p_shape[1]
+            self._columns = columns
             self._counters = [PairCounter() for _ in range(scores.shape[1])]
         for j, counter in enumerate(self._counters):
             counter.add(scores[:, j], labels[:, j])

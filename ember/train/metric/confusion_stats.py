@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ._array import shape_of, to_numpy, topk_rows
+from ._array import check_same_shape, shape_of, to_numpy, topk_rows
 from .base import MetricEntry, MetricMetadata, NumericEntry, NumericMetric, format_entry
 from .classification import ClassificationMetricConfig, ClassReduction, DecisionRule
 
 __all__ = ["ConfusionCounts", "ConfusionMetric", "ConfusionStatsInput"]
+
+_R = TypeVar("_R", bound="ConfusionRatioMetric")
 
 
 @dataclass
@@ -55,11 +57,7 @@ class ConfusionCounts:
         Raises:
             ValueError: shapes differ or are not ``[B, C]``, or top-k exceeds ``C``.
         """
-        p_shape, t_shape = shape_of(predictions), shape_of(targets)
-        if len(p_shape) != 2 or tuple(p_shape) != tuple(t_shape):
-            raise ValueError(f"{metric}: expected predictions [B, C] and targets [B, C] of the same "
-                             f"shape, got {list(p_shape)} and {list(t_shape)}")
-        b, c = p_shape
+        b, c = check_same_shape(metric, "predictions", predictions, targets)
         if rule.kind == "threshold":
             predicted = to_numpy(predictions) > rule.value
         else:
@@ -151,6 +149,55 @@ class ConfusionMetric(NumericMetric):
 
     def running_value(self) -> NumericEntry:
         return NumericEntry.Final(self._value(self._total))
+
+
+class ConfusionRatioMetric(ConfusionMetric):
+    """Base of precision and recall: ``100 · TP / (TP + errors)``, 0 where that is empty.
+
+    Subclasses set :attr:`_label` (the name's first word) and implement :meth:`_score`.
+
+    Args:
+        config: decision rule and class reduction (default ``Threshold(0.5)``, Macro).
+    """
+
+    _label: ClassVar[str]
+
+    def __init__(self, config: ClassificationMetricConfig | None = None) -> None:
+        super().__init__(config or ClassificationMetricConfig())
+
+    @classmethod
+    def binary(cls: type[_R], threshold: float = 0.5) -> _R:
+        """One score per sample (``[B, 1]``); positive when above ``threshold``.
+
+        Args:
+            threshold: the decision threshold.
+        """
+        return cls(ClassificationMetricConfig(DecisionRule.Threshold(threshold)))
+
+    @classmethod
+    def multiclass(cls: type[_R], top_k: int = 1, class_reduction: ClassReduction = ClassReduction.Macro) -> _R:
+        """One class per sample; the ``top_k`` highest scores are its predictions.
+
+        Args:
+            top_k: predictions per sample (>= 1).
+            class_reduction: Macro (default) or Micro.
+        """
+        return cls(ClassificationMetricConfig(DecisionRule.TopK(top_k), ClassReduction(class_reduction)))
+
+    @classmethod
+    def multilabel(cls: type[_R], threshold: float = 0.5,
+                   class_reduction: ClassReduction = ClassReduction.Macro) -> _R:
+        """Any number of labels per sample; each score above ``threshold`` is a prediction.
+
+        Args:
+            threshold: the decision threshold.
+            class_reduction: Macro (default) or Micro.
+        """
+        return cls(ClassificationMetricConfig(DecisionRule.Threshold(threshold), ClassReduction(class_reduction)))
+
+    @property
+    def name(self) -> str:
+        return f"{self._label} @ {self.decision_rule} [{self.class_reduction}]"
 
 
 def safe_ratio(numerator: np.ndarray, denominator: np.ndarray, empty: float) -> np.ndarray:

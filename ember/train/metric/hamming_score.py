@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import shape_of, to_numpy
+from ._array import check_same_shape, to_numpy
 from .base import MetricEntry, MetricMetadata, WeightedMetric
 from .format import format_f32
 
@@ -72,10 +72,7 @@ class HammingScore(WeightedMetric):
             metadata: unused.
         """
         inp = self.adapt_input(item)
-        o_shape, t_shape = shape_of(inp.outputs), shape_of(inp.targets)
-        if len(o_shape) != 2 or tuple(o_shape) != tuple(t_shape):
-            raise ValueError(f"HammingScore: expected outputs [B, C] and targets [B, C] of the same "
-                             f"shape, got {list(o_shape)} and {list(t_shape)}")
+        batch, _ = check_same_shape("HammingScore", "outputs", inp.outputs, inp.targets)
         scores = to_numpy(inp.outputs)
         if self.sigmoid:
             # tanh form: no overflow warning for large negative logits
@@ -84,5 +81,5 @@ class HammingScore(WeightedMetric):
         right = np.count_nonzero(predicted == to_numpy(inp.targets).astype(bool))
         cells = predicted.size
         value = 100.0 * right / cells if cells else 0.0
-        self._state.update(value, o_shape[0])
+        self._state.update(value, batch)
         return self._entry()

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ._array import target_log_probs, to_numpy
-from .accuracy import check_scores_and_targets, count_valid
-from .base import MetricEntry, MetricMetadata, NumericEntry, WeightedMetric, format_entry
+from ._array import target_log_probs
+from .accuracy import PaddedTargetMetric
+from .base import MetricEntry, NumericEntry, format_entry
 
 __all__ = ["PerplexityInput", "PerplexityMetric"]
 
@@ -27,7 +27,7 @@ class PerplexityInput:
     targets: Any
 
 
-class PerplexityMetric(WeightedMetric):
+class PerplexityMetric(PaddedTargetMetric):
     """``Perplexity``: ``exp(-Σ log p(target) / Σ tokens)``, lower is better.
 
     The split aggregate accumulates the summed log-likelihood and the token count, so it is
@@ -41,17 +41,7 @@ class PerplexityMetric(WeightedMetric):
 
     def __init__(self) -> None:
         super().__init__()
-        self.pad_token: int | None = None
         self._sum_nll = 0.0
-
-    def with_pad_token(self, index: int) -> "PerplexityMetric":
-        """Ignore the tokens whose target is ``index``.
-
-        Args:
-            index: the padding token.
-        """
-        self.pad_token = int(index)
-        return self
 
     @property
     def name(self) -> str:
@@ -70,17 +60,7 @@ class PerplexityMetric(WeightedMetric):
     def running_value(self) -> NumericEntry:
         return NumericEntry.Final(self._running())
 
-    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
-        """Add one batch.
-
-        Args:
-            item: an output adaptable to :class:`PerplexityInput`.
-            metadata: unused.
-        """
-        inp = self.adapt_input(item)
-        check_scores_and_targets("PerplexityMetric", inp.outputs, inp.targets)
-        targets = to_numpy(inp.targets).astype(np.int64)
-        valid = count_valid(targets, self.pad_token)
+    def _measure(self, inp: PerplexityInput, targets: np.ndarray, valid: np.ndarray) -> MetricEntry:
         if self.pad_token is not None:
             # the pad token may lie outside the vocabulary (e.g. -100): gather a valid index
             safe = np.where(valid, targets, 0)

@@ -68,7 +68,49 @@ def memory_bytes() -> tuple[int, int] | None:
         return None
 
 
-class CpuUse(NumericMetric):
+class _RefreshedMetric(NumericMetric):
+    """A system figure read again at most every 200 ms, lower is better.
+
+    Subclasses set ``_clock`` and ``_last_refresh`` and implement :meth:`_refresh`,
+    :meth:`_reading` (the figure) and :meth:`_report` (the entry).
+    """
+
+    input_type = None
+    higher_is_better = False
+    _clock: Callable[[], float]
+    _last_refresh: float
+
+    def _refresh(self) -> None:
+        raise NotImplementedError
+
+    def _reading(self) -> float:
+        raise NotImplementedError
+
+    def _report(self) -> MetricEntry:
+        raise NotImplementedError
+
+    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
+        """Refresh (when 200 ms have passed) and report.
+
+        Args:
+            item: ignored.
+            metadata: ignored.
+        """
+        if self._clock() - self._last_refresh >= _REFRESH_SECONDS:
+            self._refresh()
+        return self._report()
+
+    def clear(self) -> None:
+        pass
+
+    def value(self) -> NumericEntry:
+        return NumericEntry.Value(self._reading())
+
+    def running_value(self) -> NumericEntry:
+        return NumericEntry.Value(self._reading())
+
+
+class CpuUse(_RefreshedMetric):
     """``CPU Usage`` in %: busy share of all cores since the previous refresh (at most every
     200 ms), lower is better. Logged as a bare value with two decimals, as Burn.
 
@@ -76,9 +118,7 @@ class CpuUse(NumericMetric):
         clock: seconds as a float (tests inject one).
     """
 
-    input_type = None
     unit = "%"
-    higher_is_better = False
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -98,37 +138,21 @@ class CpuUse(NumericMetric):
         self._last = now
         self._last_refresh = self._clock()
 
-    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
-        """Refresh (when 200 ms have passed) and report.
+    def _reading(self) -> float:
+        return self.current
 
-        Args:
-            item: ignored.
-            metadata: ignored.
-        """
-        if self._clock() - self._last_refresh >= _REFRESH_SECONDS:
-            self._refresh()
+    def _report(self) -> MetricEntry:
         return MetricEntry(self.name, f"{self.name}: {self.current:.2f} %", f"{self.current:.2f}")
 
-    def clear(self) -> None:
-        pass
 
-    def value(self) -> NumericEntry:
-        return NumericEntry.Value(self.current)
-
-    def running_value(self) -> NumericEntry:
-        return NumericEntry.Value(self.current)
-
-
-class CpuMemory(NumericMetric):
+class CpuMemory(_RefreshedMetric):
     """``CPU Memory``: RAM in use, in GB (10⁹ bytes), shown as ``RAM Used: u / t Gb``.
 
     Args:
         clock: seconds as a float (tests inject one).
     """
 
-    input_type = None
     unit = "Gb"
-    higher_is_better = False
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -153,26 +177,12 @@ class CpuMemory(NumericMetric):
     def total_gb(self) -> float:
         return self.total_bytes / 1e9
 
-    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
-        """Refresh (when 200 ms have passed) and report.
+    def _reading(self) -> float:
+        return self.used_gb
 
-        Args:
-            item: ignored.
-            metadata: ignored.
-        """
-        if self._clock() - self._last_refresh >= _REFRESH_SECONDS:
-            self._refresh()
+    def _report(self) -> MetricEntry:
         return MetricEntry(self.name, f"RAM Used: {self.used_gb:.2f} / {self.total_gb:.2f} Gb",
                            format_f64(self.used_gb))
-
-    def clear(self) -> None:
-        pass
-
-    def value(self) -> NumericEntry:
-        return NumericEntry.Value(self.used_gb)
-
-    def running_value(self) -> NumericEntry:
-        return NumericEntry.Value(self.used_gb)
 
 
 def gpu_visible() -> bool:

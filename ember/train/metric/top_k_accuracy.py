@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ._array import to_numpy, topk_rows
-from .accuracy import check_scores_and_targets, count_valid
-from .base import MetricEntry, MetricMetadata, WeightedMetric
+from ._array import shape_of, topk_rows
+from .accuracy import PaddedTargetMetric
+from .base import MetricEntry
 
 __all__ = ["TopKAccuracyInput", "TopKAccuracyMetric"]
 
@@ -26,7 +26,7 @@ class TopKAccuracyInput:
     targets: Any
 
 
-class TopKAccuracyMetric(WeightedMetric):
+class TopKAccuracyMetric(PaddedTargetMetric):
     """``Top-K Accuracy @ TopK(k)`` in %, higher is better; pad handling as :class:`AccuracyMetric`.
 
     Args:
@@ -42,37 +42,14 @@ class TopKAccuracyMetric(WeightedMetric):
         if int(k) < 1:
             raise ValueError(f"TopKAccuracyMetric: k must be >= 1, got {k}")
         self.k = int(k)
-        self.pad_token: int | None = None
-
-    def with_pad_token(self, index: int) -> "TopKAccuracyMetric":
-        """Ignore the samples whose target is ``index``.
-
-        Args:
-            index: the padding token / class index.
-        """
-        self.pad_token = int(index)
-        return self
 
     @property
     def name(self) -> str:
         return f"Top-K Accuracy @ TopK({self.k})"
 
-    def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
-        """Add one batch.
-
-        Args:
-            item: an output adaptable to :class:`TopKAccuracyInput`.
-            metadata: unused.
-        """
-        inp = self.adapt_input(item)
-        _, classes = check_scores_and_targets("TopKAccuracyMetric", inp.outputs, inp.targets)
+    def _measure(self, inp: TopKAccuracyInput, targets: np.ndarray, valid: np.ndarray) -> MetricEntry:
+        classes = shape_of(inp.outputs)[1]
         if self.k > classes:
             raise ValueError(f"TopKAccuracyMetric: k={self.k} exceeds the {classes} classes of the outputs")
-        top = topk_rows(inp.outputs, self.k)
-        targets = to_numpy(inp.targets).astype(np.int64)
-        valid = count_valid(targets, self.pad_token)
-        hit = (top == targets[:, None]).any(axis=1) & valid
-        correct, weight = int(np.count_nonzero(hit)), int(np.count_nonzero(valid))
-        value = 100.0 * correct / weight if weight else 0.0
-        self._state.update(value, weight, weighted_sum=100.0 * correct)
-        return self._entry()
+        hits = (topk_rows(inp.outputs, self.k) == targets[:, None]).any(axis=1)
+        return self._add_hits(hits, valid)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from ember.train.metric._array import detach, shape_of
@@ -61,3 +62,33 @@ class AdaptableOutput:
         with ember.no_grad():
             detached = {name: detach(getattr(self, name)) for name in self._tensor_fields}
         return dataclasses.replace(self, **detached)
+
+
+@dataclass
+class LossOutputTargets(AdaptableOutput):
+    """The ``loss``, ``output`` and ``targets`` fields of the classification and regression outputs.
+
+    Args:
+        loss: the loss.
+        output: ``[B, ...]`` scores or predictions.
+        targets: the true labels or values.
+    """
+
+    loss: Any
+    output: Any
+    targets: Any
+
+    _tensor_fields = ("loss", "output", "targets")
+
+    def _check_same_shape(self, layout: str, target_layout: str) -> None:
+        """Check that ``output`` and ``targets`` are 2-D (``layout``) and of the same shape.
+
+        Raises:
+            ValueError: naming the output type, the field and the shapes.
+        """
+        name = type(self).__name__
+        shape = check_rank(name, "output", self.output, 2, layout)
+        tshape = check_rank(name, "targets", self.targets, 2, target_layout)
+        if tuple(shape) != tuple(tshape):
+            raise ValueError(f"{name}: output {list(shape)} and targets {list(tshape)} "
+                             f"must have the same shape")

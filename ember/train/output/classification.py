@@ -8,13 +8,13 @@ from ember.train.metric import (AccuracyInput, AurocInput, ConfusionStatsInput, 
                                 LossInput, PerplexityInput, TopKAccuracyInput)
 from ember.train.metric._array import as_bool, one_hot_bool, reshape
 
-from .base import AdaptableOutput, check_rank
+from .base import LossOutputTargets, check_rank
 
 __all__ = ["ClassificationOutput", "MultiLabelClassificationOutput"]
 
 
 @dataclass
-class ClassificationOutput(AdaptableOutput):
+class ClassificationOutput(LossOutputTargets):
     """The output of a single-label classification step.
 
     Feeds ``AccuracyInput``, ``LossInput``, ``TopKAccuracyInput``, ``PerplexityInput``,
@@ -26,12 +26,6 @@ class ClassificationOutput(AdaptableOutput):
         output: ``[B, C]`` scores (logits or probabilities).
         targets: ``[B]`` int class indices.
     """
-
-    loss: Any
-    output: Any
-    targets: Any
-
-    _tensor_fields = ("loss", "output", "targets")
 
     def __post_init__(self) -> None:
         b, _ = check_rank("ClassificationOutput", "output", self.output, 2, "[batch, classes]")
@@ -58,7 +52,7 @@ class ClassificationOutput(AdaptableOutput):
 
 
 @dataclass
-class MultiLabelClassificationOutput(AdaptableOutput):
+class MultiLabelClassificationOutput(LossOutputTargets):
     """The output of a multi-label classification step.
 
     Feeds ``HammingScoreInput``, ``LossInput``, ``ConfusionStatsInput`` and ``AurocInput``.
@@ -69,19 +63,8 @@ class MultiLabelClassificationOutput(AdaptableOutput):
         targets: ``[B, C]`` int 0/1 labels.
     """
 
-    loss: Any
-    output: Any
-    targets: Any
-
-    _tensor_fields = ("loss", "output", "targets")
-
     def __post_init__(self) -> None:
-        shape = check_rank("MultiLabelClassificationOutput", "output", self.output, 2, "[batch, classes]")
-        tshape = check_rank("MultiLabelClassificationOutput", "targets", self.targets, 2,
-                            "[batch, classes] 0/1 labels")
-        if tuple(shape) != tuple(tshape):
-            raise ValueError(f"MultiLabelClassificationOutput: output {list(shape)} and targets "
-                             f"{list(tshape)} must have the same shape")
+        self._check_same_shape("[batch, classes]", "[batch, classes] 0/1 labels")
 
     def _adaptors(self) -> dict[type, Callable[[], Any]]:
         return {

@@ -6,13 +6,13 @@ from typing import Any, Callable
 
 from ember.train.metric import LossInput
 
-from .base import AdaptableOutput, check_rank
+from .base import LossOutputTargets
 
 __all__ = ["RegressionOutput"]
 
 
 @dataclass
-class RegressionOutput(AdaptableOutput):
+class RegressionOutput(LossOutputTargets):
     """The output of a regression step; feeds ``LossInput`` only.
 
     Args:
@@ -21,18 +21,8 @@ class RegressionOutput(AdaptableOutput):
         targets: ``[B, D]`` true values.
     """
 
-    loss: Any
-    output: Any
-    targets: Any
-
-    _tensor_fields = ("loss", "output", "targets")
-
     def __post_init__(self) -> None:
-        shape = check_rank("RegressionOutput", "output", self.output, 2, "[batch, dims]")
-        tshape = check_rank("RegressionOutput", "targets", self.targets, 2, "[batch, dims]")
-        if tuple(shape) != tuple(tshape):
-            raise ValueError(f"RegressionOutput: output {list(shape)} and targets {list(tshape)} "
-                             f"must have the same shape")
+        self._check_same_shape("[batch, dims]", "[batch, dims]")
 
     def _adaptors(self) -> dict[type, Callable[[], Any]]:
         return {LossInput: lambda: LossInput(self.loss)}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 
 from ember.data.progress import Progress
+from ember.train.metric.format import format_float
 
 __all__ = [
     "ENV_VAR",
@@ -123,29 +124,61 @@ class MetricsRenderer(Protocol):
         """Release the display and restore the terminal; idempotent."""
 
 
+def lane_of(split: str) -> str:
+    """Which set of metric states a split uses: train, or valid for any other split."""
+    return "train" if split == "train" else "valid"
+
+
+class LaneRenderer:
+    """The per-lane half of `MetricsRenderer` shared by the renderers: ``update_*`` and
+    ``render_*`` hand the lane (``"train"``/``"valid"``) to ``_update`` and ``_render``."""
+
+    def _update(self, lane: str, state: MetricState) -> None:
+        raise NotImplementedError
+
+    def _render(self, lane: str, progress: TrainingProgress) -> None:
+        raise NotImplementedError
+
+    def update_train(self, state: MetricState) -> None:
+        """Record a train metric's latest state.
+
+        Args:
+            state: the metric's state after the current batch.
+        """
+        self._update("train", state)
+
+    def update_valid(self, state: MetricState) -> None:
+        """Record a valid metric's latest state.
+
+        Args:
+            state: the metric's state after the current batch.
+        """
+        self._update("valid", state)
+
+    def render_train(self, progress: TrainingProgress) -> None:
+        """A train batch is done: show its progress when the display is due.
+
+        Args:
+            progress: where the train split stands.
+        """
+        self._render("train", progress)
+
+    def render_valid(self, progress: TrainingProgress) -> None:
+        """A valid batch is done: show its progress when the display is due.
+
+        Args:
+            progress: where the valid split stands.
+        """
+        self._render("valid", progress)
+
+
 # ----------------------------------------------------------------------------------------
 # Formatting shared by the renderers
 # ----------------------------------------------------------------------------------------
 
 
-def format_number(value: float, precision: int = 2) -> str:
-    """Format a float like Burn's TUI `format_float`.
-
-    Scientific notation (Rust style, ``1.23e-4``) when ``|value| <= 0.1 ** (precision - 1)``,
-    fixed-point with `precision` decimals otherwise.
-
-    Args:
-        value: the number.
-        precision: digits after the decimal point.
-    """
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if abs(value) <= 0.1 ** (precision - 1):
-        mantissa, exponent = f"{value:.{precision}e}".split("e")
-        return f"{mantissa}e{int(exponent)}"  # Rust writes e-4, Python e-04
-    return f"{value:.{precision}f}"
+#: Burn's TUI number format; the same function as ``ember.train.metric.format_float``.
+format_number = format_float
 
 
 def format_metric_value(value: float | None, unit: str | None, precision: int = 2) -> str:
@@ -158,7 +191,7 @@ def format_metric_value(value: float | None, unit: str | None, precision: int = 
     """
     if value is None:
         return "-"
-    text = format_number(float(value), precision)
+    text = format_float(value, precision)
     return f"{text} {unit}" if unit else text
 
 
@@ -185,6 +218,22 @@ def format_rate(rate: float | None) -> str:
     if rate is None or not math.isfinite(rate) or rate < 0:
         return "?"
     return f"{rate:.1f}" if rate >= 1 else f"{rate:.3f}"
+
+
+def rate_and_eta(
+    progress: TrainingProgress | None, elapsed: float | None
+) -> tuple[float | None, float | None]:
+    """Batches per second and seconds left in the split, each None when unknown.
+
+    Args:
+        progress: where the split stands, or None before its first batch.
+        elapsed: seconds since the split started.
+    """
+    if progress is None or elapsed is None or elapsed <= 0:
+        return None, None
+    done, total = progress.progress.items_processed, progress.progress.items_total
+    eta = (total - done) * elapsed / done if done > 0 else None
+    return progress.iteration / elapsed, eta
 
 
 def estimate_total_batches(progress: TrainingProgress) -> int | None:

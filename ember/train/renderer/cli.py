@@ -23,23 +23,21 @@ import time
 from typing import IO, Callable
 
 from .base import (
+    LaneRenderer,
     MetricState,
     TrainingProgress,
     estimate_total_batches,
     format_duration,
     format_metric_value,
     format_rate,
+    lane_of,
+    rate_and_eta,
 )
 
 __all__ = ["CliMetricsRenderer"]
 
 
-def _lane(split: str) -> str:
-    """Which set of metric states a split uses: train, or valid for any other split."""
-    return "train" if split == "train" else "valid"
-
-
-class CliMetricsRenderer:
+class CliMetricsRenderer(LaneRenderer):
     """Progress as plain text lines (the renderer used when the output is no terminal).
 
     Args:
@@ -104,45 +102,13 @@ class CliMetricsRenderer:
             epoch: the current epoch (1-based).
             num_items: the number of items in the split.
         """
-        lane = _lane(split)
+        lane = lane_of(split)
         self._states[lane] = {}  # metrics are cleared at split start, so are their states
         self._split_started[lane] = self._clock()
         self._last_printed.pop(lane, None)
         self._pending.pop(lane, None)
         self._last_progress.pop(lane, None)
         self._write(f"Starting split '{split}' with {num_items} items.")
-
-    def update_train(self, state: MetricState) -> None:
-        """Remember a train metric's latest state.
-
-        Args:
-            state: the metric's state after the current batch.
-        """
-        self._states["train"][state.name] = state
-
-    def update_valid(self, state: MetricState) -> None:
-        """Remember a valid metric's latest state.
-
-        Args:
-            state: the metric's state after the current batch.
-        """
-        self._states["valid"][state.name] = state
-
-    def render_train(self, progress: TrainingProgress) -> None:
-        """Print a train progress line if one is due.
-
-        Args:
-            progress: where the train split stands.
-        """
-        self._render("train", progress)
-
-    def render_valid(self, progress: TrainingProgress) -> None:
-        """Print a valid progress line if one is due.
-
-        Args:
-            progress: where the valid split stands.
-        """
-        self._render("valid", progress)
 
     def on_split_end(self, split: str, epoch: int) -> None:
         """Print the split's last progress line if still owed, its metrics, ``Split ended.``.
@@ -151,7 +117,7 @@ class CliMetricsRenderer:
             split: the split's name.
             epoch: the current epoch (1-based).
         """
-        lane = _lane(split)
+        lane = lane_of(split)
         pending = self._pending.pop(lane, None)
         if pending is not None:
             self._write(self._progress_line(lane, pending, self._clock()))
@@ -189,7 +155,11 @@ class CliMetricsRenderer:
 
     # -- lines -----------------------------------------------------------------------------
 
+    def _update(self, lane: str, state: MetricState) -> None:
+        self._states[lane][state.name] = state
+
     def _render(self, lane: str, progress: TrainingProgress) -> None:
+        """Print a progress line of `lane` if one is due, else keep it for the split's end."""
         now = self._clock()
         self._last_progress[lane] = progress
         if lane not in self._split_started:  # rendered without on_split_start
@@ -206,9 +176,7 @@ class CliMetricsRenderer:
     def _progress_line(self, lane: str, progress: TrainingProgress, now: float) -> str:
         done = progress.progress.items_processed
         total = progress.progress.items_total
-        elapsed = now - self._split_started.get(lane, now)
-        rate = progress.iteration / elapsed if elapsed > 0 else None
-        eta = (total - done) * elapsed / done if elapsed > 0 and done > 0 else None
+        rate, eta = rate_and_eta(progress, now - self._split_started.get(lane, now))
         batches = estimate_total_batches(progress)
         parts = [
             f"[{progress.split}] epoch {progress.epoch}/{progress.epoch_total}"

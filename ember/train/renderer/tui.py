@@ -37,7 +37,8 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
-from .base import MetricState, TrainingProgress, format_duration, format_metric_value, format_rate
+from .base import (LaneRenderer, MetricState, TrainingProgress, format_duration, format_metric_value,
+                   format_rate, lane_of, rate_and_eta)
 from .plot import Series, braille_chart
 from .widgets import bar, boxed, fit, hjoin, text_table
 
@@ -47,10 +48,6 @@ _LANES = ("train", "valid")
 _STYLE = {"train": "cyan", "valid": "magenta"}
 _LOG_STYLE = ((logging.ERROR, "bold red"), (logging.WARNING, "yellow"))  # highest first
 _PLOT_MIN_WIDTH = 52  # a chart narrower than this is unreadable: fewer columns instead
-
-
-def _lane(split: str) -> str:
-    return "train" if split == "train" else "valid"
 
 
 class _ConsoleLogHandler(logging.Handler):
@@ -69,7 +66,7 @@ class _ConsoleLogHandler(logging.Handler):
             self.handleError(record)
 
 
-class TuiMetricsRenderer:
+class TuiMetricsRenderer(LaneRenderer):
     """A live `rich` dashboard of the training's progress and metrics.
 
     Args:
@@ -229,41 +226,9 @@ class TuiMetricsRenderer:
             self._split_totals[split] = num_items
             self._split_started[split] = self._clock()
             self._split_took.pop(split, None)
-            self._progress.pop(_lane(split), None)
+            self._progress.pop(lane_of(split), None)
         self._ensure_live()
         self._refresh(force=True)
-
-    def update_train(self, state: MetricState) -> None:
-        """Record a train metric's state.
-
-        Args:
-            state: the metric's state after the current batch.
-        """
-        self._update("train", state)
-
-    def update_valid(self, state: MetricState) -> None:
-        """Record a valid metric's state.
-
-        Args:
-            state: the metric's state after the current batch.
-        """
-        self._update("valid", state)
-
-    def render_train(self, progress: TrainingProgress) -> None:
-        """A train batch is done: note its progress; redraw if a redraw is due.
-
-        Args:
-            progress: where the train split stands.
-        """
-        self._render("train", progress)
-
-    def render_valid(self, progress: TrainingProgress) -> None:
-        """A valid batch is done: note its progress; redraw if a redraw is due.
-
-        Args:
-            progress: where the valid split stands.
-        """
-        self._render("valid", progress)
 
     def on_split_end(self, split: str, epoch: int) -> None:
         """Count the split as done in the epoch's progress and redraw.
@@ -334,6 +299,7 @@ class TuiMetricsRenderer:
             self._fresh[lane].append(state)
 
     def _render(self, lane: str, progress: TrainingProgress) -> None:
+        """Note `lane`'s progress and new chart points; redraw if a redraw is due."""
         with self._lock:
             self._progress[lane] = progress
             if self._num_epochs is None:
@@ -388,7 +354,7 @@ class TuiMetricsRenderer:
         """The split's and the whole training's progress bars, one line each."""
         bar_width = max(10, min(40, width // 3))
         split = self._split
-        current = self._progress.get(_lane(split)) if split else None
+        current = self._progress.get(lane_of(split)) if split else None
         if current is not None and current.split != split:
             current = None
         done = current.progress.items_processed if current else 0
@@ -397,10 +363,9 @@ class TuiMetricsRenderer:
         elapsed = self._split_took.get(split or "")
         if elapsed is None and started is not None:
             elapsed = now - started
-        rate = current.iteration / elapsed if current and elapsed else None
-        eta = (total - done) * elapsed / done if elapsed and done else None
-        split_line = Text(f"{split or '-':<10}", style=_STYLE.get(_lane(split)) if split else "dim")
-        split_line.append_text(bar(done / total if total else 0.0, bar_width, _STYLE[_lane(split or "")]))
+        rate, eta = rate_and_eta(current, elapsed)
+        split_line = Text(f"{split or '-':<10}", style=_STYLE.get(lane_of(split)) if split else "dim")
+        split_line.append_text(bar(done / total if total else 0.0, bar_width, _STYLE[lane_of(split or "")]))
         split_line.append(
             f"  {done}/{total} items {100.0 * done / total if total else 0.0:5.1f}%  "
             f"{format_rate(rate)} it/s  ETA {format_duration(eta)}"
@@ -436,7 +401,7 @@ class TuiMetricsRenderer:
         header = ["Metric"]
         styles = ["bold"]
         for lane in _LANES:
-            active = self._split is not None and _lane(self._split) == lane
+            active = self._split is not None and lane_of(self._split) == lane
             header += [f"{lane} batch", f"{lane} epoch"]
             styles += [f"bold {_STYLE[lane]}" if active else _STYLE[lane]] * 2
         names = list(self._states["train"]) + [
