@@ -20,8 +20,9 @@ from ember.tensor.ops.indexing import (argsort, gather, index_put, index_select,
                                        take_along_dim, topk)
 from ember.tensor.ops.linalg import matmul
 from ember.tensor.ops.movement import cat, chunk, flatten, pad, split, stack
-from ember.tensor.ops.nn import (attention, cross_entropy_per_sample, dropout, embedding, gelu, layer_norm,
-                                 log_softmax, quiet_softmax, rms_norm, softmax)
+from ember.tensor.ops.nn import (attention, cross_entropy_per_sample, dropout, embedding, embedding_bag, gelu,
+                                 layer_norm, log_softmax, quiet_softmax, rms_norm, softmax)
+from ember.tensor.sparse import RowSparse
 from ember.tensor.ops.reduction import logsumexp
 from ember import cuda  # noqa: E402,F401  (device utilities; imports CuPy only when called)
 
@@ -29,15 +30,15 @@ bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 __version__ = "0.1.0"
 
 __all__ = [
-    "Device", "DType", "Gradients", "Tensor", "arange", "argsort", "attention", "bernoulli", "bool", "bool_",
-    "cat", "chunk", "clamp", "cross_entropy_per_sample", "default_device", "detect_anomaly", "dropout",
-    "dtype", "dtype_from_numpy", "embedding", "empty", "enable_grad", "eye", "flatten", "float16", "float32",
-    "float64", "from_dlpack", "from_numpy", "full", "full_like", "gather", "gelu", "index_put",
-    "index_select", "int32", "int64", "is_grad_enabled", "layer_norm", "leaky_relu", "linspace",
-    "log_softmax", "logsumexp", "mask_fill", "matmul", "no_grad", "one_hot", "ones", "ones_like", "pad",
-    "quiet_softmax", "rand", "randint", "randn", "relu", "rms_norm", "scatter_add", "seed",
-    "set_default_device", "sigmoid", "silu", "softmax", "softplus", "sort", "split", "stack",
-    "take_along_dim", "tensor", "topk", "where", "zeros", "zeros_like",
+    "Device", "DType", "Gradients", "RowSparse", "Tensor", "arange", "argsort", "attention", "bernoulli",
+    "bool", "bool_", "cat", "chunk", "clamp", "cross_entropy_per_sample", "default_device", "detect_anomaly",
+    "dropout", "dtype", "dtype_from_numpy", "embedding", "embedding_bag", "empty", "enable_grad", "eye",
+    "flatten", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like", "gather",
+    "gelu", "index_put", "index_select", "int32", "int64", "is_grad_enabled", "layer_norm", "leaky_relu",
+    "linspace", "log_softmax", "logsumexp", "mask_fill", "matmul", "no_grad", "one_hot", "ones", "ones_like",
+    "pad", "quiet_softmax", "rand", "randint", "randn", "relu", "rms_norm", "scatter_add", "seed",
+    "set_default_device", "sigmoid", "silu", "softmax", "softplus", "sort", "split", "stack", "take_along_dim",
+    "tensor", "topk", "where", "zeros", "zeros_like",
 ]
 
 _LAZY = {"Config": "ember.record.config", "ConfigError": "ember.record.config"}

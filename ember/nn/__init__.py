@@ -17,6 +17,7 @@ from ember.nn.container import Identity, Sequential
 from ember.nn.conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig
 from ember.nn.dropout import Dropout, DropoutConfig
 from ember.nn.embedding import Embedding, EmbeddingConfig
+from ember.nn.embedding_bag import EmbeddingBag, EmbeddingBagConfig
 from ember.nn.init import (Constant, Initializer, KaimingNormal, KaimingUniform, Normal, Ones, Uniform, XavierNormal,
                            XavierUniform, Zeros)
 from ember.nn.linear import Linear, LinearConfig, LinearLayout
@@ -40,7 +41,8 @@ __all__ = [
     "ActivationConfig", "AdaptiveAvgPool2d", "AdaptiveAvgPool2dConfig", "AvgPool2d", "AvgPool2dConfig", "BatchNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig",
     "Constant", "Conv1d", "Conv1dConfig", "Conv2d", "Conv2dConfig", "CrossEntropyLoss", "CrossEntropyLossConfig",
-    "DTypePolicy", "Dropout", "DropoutConfig", "Embedding", "EmbeddingConfig", "Gelu", "GeneratePaddingMask",
+    "DTypePolicy", "Dropout", "DropoutConfig", "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig",
+    "Gelu", "GeneratePaddingMask",
     "HuberLoss", "HuberLossConfig", "Identity", "Initializer", "KaimingNormal", "KaimingUniform", "LayerNorm",
     "LayerNormConfig", "LeakyRelu", "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "Lora",
     "LoraAdapter", "MSELoss", "MaxPool2d", "MaxPool2dConfig", "MhaInput", "MhaOutput", "Module", "ModuleRecord",

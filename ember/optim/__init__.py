@@ -16,8 +16,13 @@
 - Schedulers: :mod:`ember.optim.lr_scheduler` (re-exported here), and
   :func:`save_scheduler_state` / :func:`load_scheduler_state` for their ``.bpk`` records.
 
+Row-sparse gradients (:class:`ember.RowSparse`, from ``nn.EmbeddingBag(sparse=True)``) are
+accepted everywhere: SGD is exact or lazy, Adam/AdamW lazy (``torch.optim.SparseAdam``), the
+other optimizers densify (see each docstring).
+
 The fused multi-tensor kernels of the ``cpu`` backend live in
-:mod:`ember.optim.update_kernels` (imported on first use, it loads Numba).
+:mod:`ember.optim.update_kernels`, the row-sparse ones in :mod:`ember.optim.sparse_update_kernels`
+(imported on first use, they load Numba).
 """
 from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.optim import lr_scheduler

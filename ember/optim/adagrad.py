@@ -21,6 +21,10 @@ class AdaGrad(Optimizer):
     Identical to PyTorch's ``Adagrad`` with ``initial_accumulator_value=0`` (Burn's ε default
     is 1e-5, PyTorch's 1e-10). State: ``lr_decay.sum`` and the step count ``lr_decay.time``.
 
+    Row-sparse gradients (:class:`ember.RowSparse`) are **densified** (the default
+    :meth:`Optimizer.update_sparse`): the result is exactly the dense update, and the step
+    costs the whole table. Use SGD, Adam or AdamW for lazy O(rows) steps on large tables.
+
     Args:
         lr_decay: decay of the rate per step, >= 0.
         epsilon: ε >= 0.

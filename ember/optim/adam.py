@@ -26,6 +26,19 @@ class Adam(Optimizer):
     is 1e-5 (PyTorch 1e-8). State: ``momentum.moment_1``, ``momentum.moment_2``,
     ``momentum.max_moment_2`` (AMSGrad) and the step count ``momentum.time``.
 
+    Row-sparse gradients (:class:`ember.RowSparse`, e.g. from ``nn.EmbeddingBag``) get
+    **lazy Adam**, exactly ``torch.optim.SparseAdam``: only the rows in the gradient have
+    their m, v (v̂max, L2 decay) and weights updated, in O(rows · d); the other rows' moments
+    are not decayed. t is the parameter's step (one counter per table, incremented by every
+    step it gets a gradient, as SparseAdam's ``state['step']``), and the step is SparseAdam's
+    form, with ε added to √v rather than to √v̂::
+
+        θ ← θ − lr·√(1 − β2ᵗ)/(1 − β1ᵗ) · m / (√v + ε)
+
+    With ε = 0 this equals the dense update on those rows; with ε > 0 it differs from the
+    dense form by ε·(1 − √(1 − β2ᵗ)) in the denominator. (SparseAdam has no AMSGrad or weight
+    decay; here both apply to the rows in the gradient only.)
+
     Args:
         beta_1: β1 in [0, 1).
         beta_2: β2 in [0, 1).
@@ -58,6 +71,18 @@ class Adam(Optimizer):
             params, grads, states[M1], states[M2], states[VMAX] if self.amsgrad else None, lr,
             self.beta_1, self.beta_2, self.epsilon, self.weight_decay, decoupled=self._decoupled,
             steps=list(steps), **self._extra())
+        out = {M1: m, M2: v}
+        if self.amsgrad:
+            out[VMAX] = vmax
+        return new_p, out
+
+
+    def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
+        extra = self._extra()
+        new_p, m, v, vmax = backend.sparse_adam_update(
+            param, rows, values, states[M1], states[M2], states[VMAX] if self.amsgrad else None, lr,
+            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, decoupled=self._decoupled,
+            cautious=bool(extra.get("cautious", False)), step=int(step))
         out = {M1: m, M2: v}
         if self.amsgrad:
             out[VMAX] = vmax

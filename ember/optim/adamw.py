@@ -23,6 +23,10 @@ class AdamW(Adam):
     PyTorch: 1e-2, 1e-8). Cautious weight decay (arXiv:2510.12402) compares signs with the
     new m, as Burn; PyTorch has no such variant. State as :class:`Adam`.
 
+    Row-sparse gradients get lazy AdamW: :class:`Adam`'s lazy rule (``torch.optim.SparseAdam``'s
+    step, t the table's step) with the decoupled (or cautious) decay applied to the rows in
+    the gradient only; the other rows are neither moved nor decayed that step.
+
     Args:
         beta_1: β1 in [0, 1).
         beta_2: β2 in [0, 1).

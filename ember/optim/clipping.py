@@ -69,10 +69,15 @@ class GradientClipping:
         tensor is Norm. Returns a new tensor.
 
         Args:
-            grad: an ember Tensor.
+            grad: an ember Tensor or a :class:`ember.RowSparse` (its values are clipped; their
+                norm equals the dense gradient's).
         """
         from ember.tensor.ops._core import wrap
+        from ember.tensor.sparse import RowSparse, is_row_sparse
         backend = grad.device.backend
+        if is_row_sparse(grad):  # clip the stored rows: by value per element, by norm with the (equal) norm
+            (out,) = clip_buckets(self, [(backend, [grad.values._data])])
+            return RowSparse._trusted(grad.indices, wrap(out[0], grad.device, grad.dtype), grad.shape)
         (out,) = clip_buckets(self, [(backend, [grad._data])])
         return wrap(out[0], grad.device, grad.dtype)
 

@@ -2,7 +2,8 @@
 
 Gradient accumulation runs several forward/backward passes and applies one optimizer step
 with the **sum** of their gradients (lower the learning rate accordingly, as Burn's docs
-say)::
+say). Row-sparse gradients (:class:`ember.RowSparse`) sum to a row-sparse gradient (the
+union of the rows), and to a dense one when a dense gradient is added::
 
     accumulator = GradientsAccumulator()
     for batch in batches:

@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 
 from ember.nn.param import ParamId
 from ember.tensor import Tensor
+from ember.tensor.sparse import is_row_sparse
 
 __all__ = ["GradientsParams"]
 
@@ -32,7 +33,8 @@ def _key(owner: str, param_id) -> ParamId:
 
 
 class GradientsParams:
-    """A mapping ``ParamId -> gradient Tensor``.
+    """A mapping ``ParamId -> gradient Tensor`` (or :class:`ember.RowSparse` for a table
+    trained with row-sparse gradients, e.g. ``nn.EmbeddingBag(sparse=True)``).
 
     Iterating yields the ids; :meth:`items` yields ``(id, tensor)`` pairs. Ints and
     ``Param`` objects are accepted wherever an id is expected.
@@ -106,10 +108,14 @@ class GradientsParams:
 
         Args:
             param_id: the parameter's ParamId (an int or the Param itself is accepted).
-            tensor: the gradient; stored detached from any graph.
+            tensor: the gradient (a Tensor, or a :class:`ember.RowSparse` for a table with a
+                row-sparse gradient); stored detached from any graph.
         """
+        if is_row_sparse(tensor):
+            self._grads[_key("register", param_id)] = tensor.detach()
+            return
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"GradientsParams.register: expected an ember Tensor, got "
+            raise TypeError(f"GradientsParams.register: expected an ember Tensor (or RowSparse), got "
                             f"{type(tensor).__name__}")
         if not tensor.dtype.is_float:
             raise TypeError(f"GradientsParams.register: a gradient must be a float tensor, got "

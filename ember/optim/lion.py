@@ -20,6 +20,10 @@ class Lion(Optimizer):
     Neither Burn nor PyTorch ships Lion; its typical learning rate is 3-10x smaller than
     AdamW's. State: ``momentum.exp_avg`` (an ember name; Burn has no Lion record).
 
+    Row-sparse gradients (:class:`ember.RowSparse`) are **densified** (the default
+    :meth:`Optimizer.update_sparse`): the result is exactly the dense update, and the step
+    costs the whole table. Use SGD, Adam or AdamW for lazy O(rows) steps on large tables.
+
     Args:
         beta_1: β1 in [0, 1).
         beta_2: β2 in [0, 1).

@@ -22,6 +22,10 @@ Behaviour (Burn's, unless noted):
   kernel per step, with the parameter and state arrays packed once and reused while the set
   of parameters is unchanged; ``reference`` composes NumPy per tensor and rebinds the
   tensors to the new arrays; ``cuda`` runs multi-tensor kernels where they exist.
+* A row-sparse gradient (:class:`ember.RowSparse`, from ``nn.EmbeddingBag``) goes to the
+  optimizer's ``update_sparse``: SGD and Adam/AdamW update only its rows (see their
+  docstrings for the exact/lazy semantics), the other optimizers densify. Its state is
+  dense like any other and saves/loads the same way; clipping acts on its values.
 * Gradient clipping is per group, before the update. A gradient on another device than its
   parameter is moved to the parameter (Burn moves the parameter); one of another float
   dtype is cast to the parameter's.
@@ -47,6 +51,7 @@ from ember.optim.optimizer import Optimizer, OptimizerConfig
 from ember.optim.optimizer_record import RANK_KEY, OptimizerRecord
 from ember.record import UInt
 from ember.tensor.device import as_device
+from ember.tensor.sparse import is_row_sparse
 
 __all__ = ["ModuleOptimizer"]
 
@@ -71,10 +76,14 @@ class _State:
 
 
 class _Entry:
-    __slots__ = ("path", "param", "gradient", "state")
+    """A parameter to update; ``rows`` is set (int64 [K]) when its gradient is row-sparse,
+    ``gradient`` then holding the values [K, d]."""
+
+    __slots__ = ("path", "param", "gradient", "state", "rows")
 
     def __init__(self, path, param, grad, state):
         self.path, self.param, self.gradient, self.state = path, param, grad, state
+        self.rows = None
 
 
 class _Packed:
@@ -233,7 +242,10 @@ class ModuleOptimizer:
                 grad = grad.to(value.device)
             if grad.dtype is not value.dtype:
                 grad = grad.to(value.dtype)
-            e.gradient = grad._data
+            if is_row_sparse(grad):  # clipping sees the values: same norm as the dense gradient
+                e.rows, e.gradient = grad.indices._data, grad.values._data
+            else:
+                e.gradient = grad._data
             buckets.setdefault((value.device, value.dtype), []).append(e)
         keys = list(buckets)
         if group.clipping is not None:
@@ -265,6 +277,17 @@ class ModuleOptimizer:
             seen.add(id(owned))
             if owned is not value._data:
                 value._data = owned
+        dense = [(e, is_fresh) for e, is_fresh in zip(entries, fresh) if e.rows is None]
+        for e, is_fresh in zip(entries, fresh):
+            if e.rows is not None:  # row-sparse: one lazy update per table, never packed
+                new_param, new_state = optim.update_sparse(
+                    backend, e.param.value._data, e.rows, e.gradient,
+                    {name: e.state.arrays[name] for name in names}, lr_of(e.param.id, e.path),
+                    e.state.steps + 1, is_fresh)
+                self._finish(e, new_param, {name: new_state[name] for name in names})
+        if not dense:
+            return
+        entries, fresh = [e for e, _ in dense], [f for _, f in dense]
         ids = tuple(e.param.id for e in entries)
         params = [e.param.value._data for e in entries]
         states = {name: [e.state.arrays[name] for e in entries] for name in names}
@@ -278,13 +301,16 @@ class ModuleOptimizer:
         new_params, new_states = optim.update(backend, packed.param_handle, [e.gradient for e in entries],
                                               packed.state_handles, lrs, steps, fresh)
         for i, e in enumerate(entries):
-            value = e.param.value
-            if new_params[i] is not value._data:  # a functional backend returned new arrays
-                value._data = new_params[i]
-            for name in names:
-                e.state.arrays[name] = new_states[name][i]
-            e.state.steps += 1
-            e.gradient = None
+            self._finish(e, new_params[i], {name: new_states[name][i] for name in names})
+
+    @staticmethod
+    def _finish(e: _Entry, new_param, new_states: dict) -> None:
+        value = e.param.value
+        if new_param is not value._data:  # a functional backend returned new arrays
+            value._data = new_param
+        e.state.arrays.update(new_states)
+        e.state.steps += 1
+        e.gradient = e.rows = None
 
     def _place_state(self, e: _Entry, backend, device, names) -> None:
         """Create missing state arrays (zeros) and move loaded ones to the parameter's device

@@ -97,6 +97,33 @@ class Optimizer(abc.ABC):
             ``(new_params, {state name: new arrays})``, lists in the bucket's order.
         """
 
+    def update_sparse(self, backend, param, rows, values, states: Mapping[str, object], lr: float, step: int,
+                      fresh: bool):
+        """Apply one step to a table whose gradient is row-sparse (:class:`ember.RowSparse`).
+
+        The default **densifies**: it builds the dense ``[n, d]`` gradient (zeros outside
+        ``rows``) and runs :meth:`update`, so the result is exactly the dense update and the
+        step costs the whole table. Optimizers with a lazy rule (SGD, Adam, AdamW) override
+        it to touch only ``rows``.
+
+        Args:
+            backend: the parameter's backend.
+            param: the table array ``[n, d]``.
+            rows: int64 ``[K]`` row numbers, strictly increasing.
+            values: gradient rows ``[K, d]`` (already clipped).
+            states: state name -> array ``[n, d]``.
+            lr: learning rate.
+            step: 1-based step number of this parameter.
+            fresh: whether its state arrays were just created (zeros).
+
+        Returns:
+            ``(new_param, {state name: new array})``.
+        """
+        dense = backend.rows_to_dense(rows, values, param.shape[0])
+        new_p, new_states = self.update(backend, [param], [dense], {n: [a] for n, a in states.items()},
+                                        [lr], [step], [fresh])
+        return new_p[0], {n: arrays[0] for n, arrays in new_states.items()}
+
     def record_extras(self, backend, arrays: Mapping[str, object]) -> dict[str, object]:
         """Derived tensors written to records for Burn compatibility (ignored on load)."""
         return {}

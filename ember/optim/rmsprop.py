@@ -26,6 +26,10 @@ class RmsProp(Optimizer):
     PyTorch: μ 0, ε 1e-8). State: ``square_avg.square_avg``, ``centered.grad_avg``
     (centered), ``momentum.buf`` (μ > 0); records also hold Burn's derived ``centered.avg``.
 
+    Row-sparse gradients (:class:`ember.RowSparse`) are **densified** (the default
+    :meth:`Optimizer.update_sparse`): the result is exactly the dense update, and the step
+    costs the whole table. Use SGD, Adam or AdamW for lazy O(rows) steps on large tables.
+
     Args:
         alpha: α in [0, 1).
         momentum: μ >= 0 (0 disables the buffer).

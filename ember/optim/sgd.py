@@ -37,6 +37,17 @@ class Sgd(Optimizer):
     Identical to PyTorch's ``SGD`` for equal arguments (PyTorch rejects Nesterov with
     non-zero dampening; Burn allows it). State: ``momentum.velocity`` when momentum is on.
 
+    Row-sparse gradients (:class:`ember.RowSparse`, e.g. from ``nn.EmbeddingBag``) update
+    only the rows they hold, with the formula above per row, in O(rows · d):
+
+    * plain SGD (no momentum, no weight decay) is **exactly** the dense update, everywhere
+      (the dense gradient is zero on the other rows);
+    * with momentum and/or weight decay the update is **lazy**: the rows not in the gradient
+      keep their value and velocity for that step (the dense rule would keep moving them by
+      μ·v and decay them by λ·θ). On the rows in the gradient it equals the dense update as
+      long as the other rows' velocity is zero (e.g. the first steps on fresh rows). A row's
+      first touch after the table's first step uses ``v ← μ·0 + (1 − d)·g``, as dense.
+
     Args:
         weight_decay: λ (0 disables).
         momentum: a :class:`MomentumConfig`, or None for plain SGD.
@@ -62,6 +73,17 @@ class Sgd(Optimizer):
         new_p, new_v = backend.sgd_update(params, grads, states[_VELOCITY], lr, self.weight_decay,
                                           float(mom.momentum), float(mom.dampening), bool(mom.nesterov),
                                           list(fresh))
+        return new_p, {_VELOCITY: new_v}
+
+
+    def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
+        mom = self.momentum
+        if mom is None:
+            new_p, _ = backend.sparse_sgd_update(param, rows, values, None, lr, self.weight_decay)
+            return new_p, {}
+        new_p, new_v = backend.sparse_sgd_update(param, rows, values, states[_VELOCITY], lr, self.weight_decay,
+                                                 float(mom.momentum), float(mom.dampening), bool(mom.nesterov),
+                                                 bool(fresh))
         return new_p, {_VELOCITY: new_v}
 
 

@@ -6,6 +6,11 @@ import traceback
 from ember.tensor.gradients import Gradients
 from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
 from ember.tensor.ops._core import shape_str
+from ember.tensor.sparse import RowSparse, add_grads
+
+# Rules that pass a row-sparse gradient through unchanged in kind (they only call g.to()).
+# Any other rule receiving one gets it densified first; leaves keep it sparse.
+_SPARSE_THROUGH = frozenset({"cast", "to_device"})
 
 
 def _topological(root):
@@ -68,13 +73,16 @@ def backward(root, grad=None) -> Gradients:
             if n.freed:
                 raise RuntimeError(f"backward: the graph through op '{n.op}' was already freed by an earlier "
                                    f"backward(); run the forward pass again to backpropagate a second time")
+            if type(g) is RowSparse and n.op not in _SPARSE_THROUGH:
+                g = g.to_dense()
             grads = VJP[n.op](n, g)
             n.ctx = None  # free saved activations as soon as they are consumed
             n.freed = True
             for (parent, shape, dtype), ig in zip(n.inputs, grads):
                 if parent is None or ig is None:
                     continue
-                ig = sum_to_shape(ig, shape)
+                if type(ig) is not RowSparse:
+                    ig = sum_to_shape(ig, shape)
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
                 if anomaly and not bool(ig.isfinite().all()):
@@ -82,5 +90,5 @@ def backward(root, grad=None) -> Gradients:
                     raise FloatingPointError(f"backward: op '{n.op}' produced a non-finite (NaN/Inf) gradient "
                                              f"for an input of shape {shape_str(shape)}; the op was created at:\n{where}")
                 prev = pending.get(parent.id)
-                pending[parent.id] = ig if prev is None else prev + ig
+                pending[parent.id] = ig if prev is None else add_grads(prev, ig)
     return result

@@ -7,6 +7,7 @@ from ember.tensor.ops import linalg as L
 from ember.tensor.ops import movement as M
 from ember.tensor.ops import nn as N
 from ember.tensor.ops import reduction as R
+from ember.tensor.sparse import RowSparse as _RowSparse
 from ember.tensor.tensor import Tensor
 
 
@@ -33,10 +34,17 @@ def _rbool(op_bool):
     return method
 
 
+def _add(self, other):
+    if type(other) is _RowSparse:  # dense + row-sparse: the sparse side knows how
+        return other.__radd__(self)
+    return E.binary("add", self, other)
+
+
 for _name, _op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div"), ("floordiv", "floordiv"),
                    ("mod", "mod"), ("pow", "pow")):
     setattr(Tensor, f"__{_name}__", _bin(_op))
     setattr(Tensor, f"__r{_name}__", _bin(_op, reverse=True))
+Tensor.__add__ = _add
 Tensor.__truediv__ = _bin("div")
 Tensor.__rtruediv__ = _bin("div", reverse=True)
 for _name, _op in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")):

@@ -379,6 +379,25 @@ def _embedding(node, g):
     return (_fused(g, g._device.backend.embedding_backward(g._data, c.ids._data, c.num)),)
 
 
+@rule("embedding_bag")
+def _embedding_bag(node, g):
+    c = node.ctx
+    b, dev = g._device.backend, g._device
+    gw = gpsw = None
+    if needs(node, 0):
+        psw = None if c.psw is None else c.psw._data
+        rows, values = b.embedding_bag_backward(g._data, c.indices, c.bounds, psw, c.mode, c.max_pos)
+        if c.sparse:
+            from ember.tensor import dtypes as dt
+            from ember.tensor.sparse import RowSparse
+            gw = RowSparse._trusted(wrap(rows, dev, dt.int64), _fused(g, values), (c.num, g.shape[1]))
+        else:
+            gw = _fused(g, b.rows_to_dense(rows, values, c.num))
+    if needs(node, 1):
+        gpsw = _fused(g, b.embedding_bag_weights_backward(g._data, c.weight._data, c.indices, c.bounds))
+    return gw, gpsw
+
+
 @rule("dropout")
 def _dropout(node, g):
     c = node.ctx

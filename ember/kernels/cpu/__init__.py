@@ -8,6 +8,8 @@ forward and backward, on NumPy arrays, agreeing with the ``reference`` backend:
 * :mod:`.activations` — ``gelu`` (exact and tanh) and its backward, element-wise ``erf``;
 * :mod:`.cross_entropy` — ``cross_entropy`` with label smoothing and its backward;
 * :mod:`.embedding` — ``embedding`` lookup and its scatter-add backward;
+* :mod:`.embedding_bag` — ``embedding_bag`` (sum/mean/max over ragged bags), its row-sparse
+  backward and the row-sparse helpers (``coalesce_rows``, ``rows_to_dense``);
 * :mod:`.dropout` — hash-RNG ``dropout`` and its backward;
 * :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward.
 
@@ -32,6 +34,7 @@ from . import (
     cross_entropy,
     dropout,
     embedding,
+    embedding_bag,
     norms,
     softmax,
     vecmath,
@@ -43,6 +46,7 @@ __all__ = [
     "cross_entropy",
     "dropout",
     "embedding",
+    "embedding_bag",
     "jit",
     "norms",
     "softmax",

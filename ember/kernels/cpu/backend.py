@@ -8,7 +8,8 @@ import numpy as np
 
 from ember.kernels import native_ops
 from ember.kernels.threads import apply_blas_threads
-from ember.kernels.cpu import activations, attention, cross_entropy, dropout, embedding, norms, softmax
+from ember.kernels.cpu import (activations, attention, cross_entropy, dropout, embedding, embedding_bag, norms,
+                              softmax)
 from ember.kernels.reference import ArrayBackend
 
 
@@ -110,6 +111,31 @@ class CpuBackend(ArrayBackend):
     def embedding_backward(self, dout, ids, num_embeddings):
         return embedding.embedding_backward(dout, ids, num_embeddings)
 
+    @_half_via_single((1,))
+    def embedding_bag(self, weight, indices, bounds, per_sample_weights, mode):
+        return embedding_bag.embedding_bag(weight, indices, bounds, per_sample_weights, mode)
+
+    @_half_via_single((0,))
+    def embedding_bag_backward(self, dout, indices, bounds, per_sample_weights, mode, max_pos):
+        return embedding_bag.embedding_bag_backward(dout, indices, bounds, per_sample_weights, mode, max_pos)
+
+    @_half_via_single()
+    def embedding_bag_weights_backward(self, dout, weight, indices, bounds):
+        return embedding_bag.embedding_bag_weights_backward(dout, weight, indices, bounds)
+
+    @_half_via_single((0,))
+    def coalesce_rows(self, rows, values):
+        return embedding_bag.coalesce_rows(rows, values)
+
+    @_half_via_single()
+    def rows_to_dense(self, rows, values, num_rows):
+        return embedding_bag.rows_to_dense(rows, values, num_rows)
+
+    def rows_add_dense(self, dense, rows, values):
+        if dense.dtype not in _FUSED_DTYPES:
+            return super().rows_add_dense(dense, rows, values)
+        return embedding_bag.rows_add_dense(dense, rows, values)
+
     @_half_via_single()
     def dropout(self, x, p, seed):
         return dropout.dropout(x, p, seed)
@@ -186,6 +212,26 @@ class CpuBackend(ArrayBackend):
         _update_kernels().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
         return _listed(params), _listed(exp_avg)
 
+    # Row-sparse (lazy) updates: one parallel Numba loop over the gradient's rows, writing the
+    # table and its state buffers in place (ember.optim.sparse_update_kernels).
+    def sparse_sgd_update(self, param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
+                          dampening=0.0, nesterov=False, first_step=False):
+        if not _sparse_fused(param, momentum_buf):
+            return super().sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
+                                             dampening, nesterov, first_step)
+        _sparse_kernels().sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
+                                            dampening, nesterov, first_step)
+        return param, momentum_buf
+
+    def sparse_adam_update(self, param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
+                           weight_decay=0.0, decoupled=False, cautious=False, step=1):
+        if not _sparse_fused(param, m, v, vmax):
+            return super().sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
+                                              weight_decay, decoupled, cautious, step)
+        _sparse_kernels().sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
+                                             weight_decay, decoupled, cautious, step)
+        return param, m, v, vmax
+
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
     def clip_by_value(self, grads, threshold):
         if not _fused(grads):
@@ -217,6 +263,17 @@ def _update_kernels():
     # imported on first use: it compiles Numba kernels and lives in ember.optim
     from ember.optim import update_kernels
     return update_kernels
+
+
+def _sparse_kernels():
+    from ember.optim import sparse_update_kernels
+    return sparse_update_kernels
+
+
+def _sparse_fused(*arrays) -> bool:
+    """Whether the in-place sparse kernels take these arrays (float32/float64, C-contiguous, writeable)."""
+    return all(a is None or (a.dtype in _FUSED_DTYPES and a.flags.c_contiguous and a.flags.writeable)
+               for a in arrays)
 
 
 def _fused(arrays) -> bool:

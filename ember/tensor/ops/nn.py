@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ember.tensor.grad_mode import is_grad_enabled
 from ember.tensor.ops._core import Tensor, check_devices, detached, needs_grad, normalize_dim, record, shape_str, wrap
 from ember.tensor.ops.indexing import check_index_range
@@ -139,6 +141,129 @@ def embedding(weight: Tensor, ids: Tensor) -> Tensor:
     check_index_range(op, ids, weight.shape[0], "id")
     out = wrap(weight._device.backend.embedding(weight._data, ids._data), weight._device, weight._dtype)
     return record(out, "embedding", (weight,), ids=detached(ids), num=weight.shape[0])
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _int_tensor(op: str, name: str, t, ndim: int | None = None) -> None:
+    if not isinstance(t, Tensor) or not t._dtype.is_int:
+        got = t._dtype if isinstance(t, Tensor) else type(t).__name__
+        raise TypeError(f"{op}: {name} must be an int tensor, got {got}")
+    if ndim is not None and t.ndim != ndim:
+        raise ValueError(f"{op}: {name} must be {ndim}-D, got shape {shape_str(t.shape)}")
+
+
+def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
+    """Flat int64 indices [N], bounds [B + 1] (backend arrays) and the per-sample weights [N]."""
+    from ember.tensor import dtypes as dt
+    b = indices._device.backend
+    if indices.ndim == 1:
+        if mask is not None:
+            raise ValueError(f"{op}: mask goes with padded indices [B, L]; 1-D indices take offsets")
+        if offsets is None:
+            raise ValueError(f"{op}: 1-D indices [N] need offsets [B] (the start of each bag, offsets[0] = 0); "
+                             f"pass padded indices [B, L] (with an optional mask) otherwise")
+        _int_tensor(op, "offsets", offsets, 1)
+        n = indices.shape[0]
+        starts = b.cast(offsets._data, dt.int64)
+        host = np.asarray(b.to_host(starts))
+        if not host.size and n:
+            raise ValueError(f"{op}: offsets is empty (no bags) but there are {n} indices")
+        if host.size and (host[0] != 0 or np.any(host[1:] < host[:-1]) or host[-1] > n):
+            raise ValueError(f"{op}: offsets must start at 0, never decrease and stay <= the number of "
+                             f"indices ({n}), got {host[:8].tolist()}{'...' if host.size > 8 else ''}")
+        bounds = b.cat([starts, b.full((1,), n, dt.int64)], 0)
+        flat = b.cast(indices._data, dt.int64)
+        if per_sample_weights is not None and per_sample_weights.shape != (n,):
+            raise ValueError(f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
+                             f"got {shape_str(per_sample_weights.shape)}")
+        return flat, bounds, per_sample_weights
+    if indices.ndim != 2:
+        raise ValueError(f"{op}: indices must be flat [N] (with offsets) or padded [B, L] (with an optional "
+                         f"mask), got shape {shape_str(indices.shape)}")
+    if offsets is not None:
+        raise ValueError(f"{op}: offsets go with 1-D indices; padded indices [B, L] mark padding with mask")
+    nb, length = indices.shape
+    if per_sample_weights is not None and per_sample_weights.shape != indices.shape:
+        raise ValueError(f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
+                         f"got {shape_str(per_sample_weights.shape)}")
+    if mask is None:
+        flat = b.cast(b.reshape(indices._data, (-1,)), dt.int64)
+        bounds = b.arange(0, nb * length + 1, max(length, 1), dt.int64) if length else b.full((nb + 1,), 0, dt.int64)
+        psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+        return flat, bounds, psw
+    if not isinstance(mask, Tensor) or not mask._dtype.is_bool or mask.shape != indices.shape:
+        got = f"{mask._dtype} {shape_str(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"{op}: mask must be a bool tensor of the shape of indices {shape_str(indices.shape)} "
+                         f"(True = padding), got {got}")
+    keep = b.unary("logical_not", mask._data)
+    flat = b.cast(b.getitem(indices._data, keep), dt.int64)
+    counts = b.reduce("sum", b.cast(keep, dt.int64), (1,), False)
+    bounds = b.cat([b.full((1,), 0, dt.int64), b.cumsum(counts, 0)], 0)
+    psw = None
+    if per_sample_weights is not None:
+        from ember.tensor.ops._core import wrap as _wrap
+        psw = per_sample_weights[_wrap(keep, mask._device, dt.bool_)]
+    return flat, bounds, psw
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor | None = None,
+                  per_sample_weights: Tensor | None = None, mask: Tensor | None = None, mode: str = "mean",
+                  sparse: bool = False) -> Tensor:
+    """Sum, mean or max of rows of ``weight [n, d]`` over bags of indices -> ``[B, d]``.
+
+    Bags are given either as flat ``indices [N]`` with ``offsets [B]`` (PyTorch's form: bag b
+    is ``indices[offsets[b]:offsets[b+1]]``, the last bag runs to N, offsets[0] = 0), or as
+    padded ``indices [B, L]`` with an optional bool ``mask [B, L]`` (True = padding, ember's
+    convention; the values at padded positions are ignored). An empty bag gives zeros.
+
+    Args:
+        weight: the table ``[n, d]`` (float).
+        indices: int tensor, values in [0, n) (padded positions excepted).
+        offsets: int ``[B]`` with 1-D indices, else None.
+        per_sample_weights: float weights of the rows, shaped like ``indices`` (mode "sum"
+            only); differentiable.
+        mask: bool ``[B, L]`` with padded indices, or None.
+        mode: "sum", "mean" (PyTorch's default) or "max" (per feature; the gradient goes to
+            the first maximum).
+        sparse: give ``weight`` a row-sparse gradient (:class:`ember.RowSparse`) holding only
+            the rows the batch touched, instead of a dense ``[n, d]`` tensor.
+
+    Raises:
+        IndexError: an index outside the table, naming its size.
+        ValueError: bad offsets, shapes, mode, or per-sample weights with mode "mean"/"max".
+    """
+    op = "embedding_bag"
+    _float_input(op, weight)
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be [num_embeddings, dim], got {shape_str(weight.shape)}")
+    if mode not in _BAG_MODES:
+        raise ValueError(f"{op}: mode must be one of {list(_BAG_MODES)}, got {mode!r}")
+    _int_tensor(op, "indices", indices)
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise ValueError(f"{op}: per_sample_weights are only supported with mode='sum' (got mode={mode!r}); "
+                             f"weighting rows before a mean or a max is not defined")
+        _float_input(op, per_sample_weights)
+        per_sample_weights = per_sample_weights.to(weight._dtype)
+    check_devices(op, weight, indices, offsets, per_sample_weights, mask)
+    flat, bounds, psw = _bags(op, indices, offsets, per_sample_weights, mask)
+    b = weight._device.backend
+    n_rows = weight.shape[0]
+    if flat.shape[0]:
+        lo = int(b.to_host(b.reduce("min", flat, (0,), False)))
+        hi = int(b.to_host(b.reduce("max", flat, (0,), False)))
+        if lo < 0 or hi >= n_rows:
+            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of range for the embedding table of "
+                             f"{n_rows} rows (expected 0 <= index < {n_rows})")
+    data, max_pos = b.embedding_bag(weight._data, flat, bounds, None if psw is None else psw._data, mode)
+    out = wrap(data, weight._device, weight._dtype)
+    if not needs_grad(weight, psw):
+        return out
+    return record(out, "embedding_bag", (weight, psw), indices=flat, bounds=bounds, mode=mode, max_pos=max_pos,
+                  num=n_rows, sparse=bool(sparse), psw=None if psw is None else detached(psw),
+                  weight=detached(weight) if needs_grad(psw) else None)
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
