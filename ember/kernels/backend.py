@@ -11,6 +11,11 @@ with fused kernels that must agree with the ``reference`` backend on the conform
 Conventions for every method: inputs are never modified; outputs are new arrays; ``dtype``
 arguments are :class:`ember.tensor.dtypes.DType`; axes are non-negative ints already
 normalised by the tensor layer, which also validates shapes, dtypes and index ranges.
+
+float16: the composites compute half-precision inputs in float32 and return float16, with
+their saved statistics (mean, rstd, lse) in float32 — the reference too
+(``ember.kernels.reference.HALF_VIA_SINGLE``). An empty normalised axis gives an empty
+result (the lse of an empty row is -inf), never an error.
 """
 from __future__ import annotations
 
@@ -62,6 +67,8 @@ class Backend:
 
     # ---- composites: softmax family -----------------------------------------------------
     def softmax(self, x):
+        if x.shape[-1] == 0:  # an empty axis: nothing to normalise (NumPy's max would raise)
+            return self.full(x.shape, 0.0, self.dtype_of(x))
         m = self.reduce("max", x, (x.ndim - 1,), True)
         e = self.unary("exp", self.binary("sub", x, m))
         return self.binary("div", e, self.reduce("sum", e, (x.ndim - 1,), True))
@@ -78,7 +85,10 @@ class Backend:
         return self.binary("sub", dy, self.binary("mul", self.unary("exp", y), s))
 
     def logsumexp(self, x):
-        """log(sum(exp(x))) over the last axis, keepdim; stable for -inf rows."""
+        """log(sum(exp(x))) over the last axis, keepdim; stable for -inf rows; -inf for an
+        empty axis (the log of an empty sum)."""
+        if x.shape[-1] == 0:
+            return self.full(x.shape[:-1] + (1,), -math.inf, self.dtype_of(x))
         m = self.reduce("max", x, (x.ndim - 1,), True)
         m = self.where(self.unary("isfinite", m), m, self.full(m.shape, 0.0, self.dtype_of(m)))
         e = self.unary("exp", self.binary("sub", x, m))
@@ -87,7 +97,7 @@ class Backend:
     # ---- composites: normalisation ------------------------------------------------------
     def layer_norm(self, x, gamma, beta, eps):
         ax = (x.ndim - 1,)
-        d = x.shape[-1]
+        d = max(x.shape[-1], 1)  # an empty axis: empty output, mean 0 and var 0 (no 0 / 0)
         mean = self.binary("div", self.reduce("sum", x, ax, True), self._scalar(d, x))
         xc = self.binary("sub", x, mean)
         var = self.binary("div", self.reduce("sum", self.unary("square", xc), ax, True), self._scalar(d, x))
@@ -101,7 +111,7 @@ class Backend:
 
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
         ax = (x.ndim - 1,)
-        d = x.shape[-1]
+        d = max(x.shape[-1], 1)
         mean = self.reshape(mean, mean.shape + (1,))
         rstd = self.reshape(rstd, rstd.shape + (1,))
         xhat = self.binary("mul", self.binary("sub", x, mean), rstd)
@@ -119,7 +129,8 @@ class Backend:
 
     def rms_norm(self, x, gamma, eps):
         ax = (x.ndim - 1,)
-        ms = self.binary("div", self.reduce("sum", self.unary("square", x), ax, True), self._scalar(x.shape[-1], x))
+        ms = self.binary("div", self.reduce("sum", self.unary("square", x), ax, True),
+                         self._scalar(max(x.shape[-1], 1), x))
         rstd = self.unary("rsqrt", self.binary("add", ms, self._scalar(eps, x)))
         y = self.binary("mul", x, rstd)
         if gamma is not None:
@@ -135,7 +146,8 @@ class Backend:
         if gamma is not None:
             dgamma = self.reduce("sum", self.binary("mul", dy, xhat), tuple(range(x.ndim - 1)), False)
             g = self.binary("mul", dy, gamma)
-        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True), self._scalar(x.shape[-1], x))
+        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True),
+                          self._scalar(max(x.shape[-1], 1), x))
         dx = self.binary("mul", self.binary("sub", g, self.binary("mul", xhat, mgx)), rstd)
         return dx, dgamma
 
@@ -151,6 +163,10 @@ class Backend:
 
     def gelu_backward(self, x, dy, approximate):
         one, half = self._scalar(1.0, x), self._scalar(0.5, x)
+        # beyond |x| = 1e4 the derivative is exactly 1 (or 0): clamping keeps x² finite, so
+        # huge and infinite inputs give that limit rather than inf * 0 = NaN (NaN stays NaN)
+        high, low = self._scalar(1e4, x), self._scalar(-1e4, x)
+        x = self.where(self.binary("gt", x, high), high, self.where(self.binary("lt", x, low), low, x))
         if approximate:
             c = math.sqrt(2 / math.pi)
             # with s = sigmoid(2z): 0.5 (1 + tanh z) = s and 0.5 (1 - tanh² z) = 2 s (1 - s),
@@ -179,8 +195,12 @@ class Backend:
     def cross_entropy(self, logits, targets, smoothing):
         n, c = logits.shape
         lse = self.reshape(self.logsumexp(logits), (n,))
-        picked = self.reshape(self.gather(logits, 1, self.reshape(targets, (n, 1))), (n,))
-        loss = self.binary("sub", lse, self.binary("mul", picked, self._scalar(1.0 - smoothing, logits)))
+        loss = lse
+        # terms of weight 0 are left out rather than multiplied by 0: a -inf (masked) logit
+        # would turn them into NaN
+        if smoothing < 1.0:
+            picked = self.reshape(self.gather(logits, 1, self.reshape(targets, (n, 1))), (n,))
+            loss = self.binary("sub", lse, self.binary("mul", picked, self._scalar(1.0 - smoothing, logits)))
         if smoothing:
             mean_logit = self.binary("div", self.reduce("sum", logits, (1,), False), self._scalar(c, logits))
             loss = self.binary("sub", loss, self.binary("mul", mean_logit, self._scalar(smoothing, logits)))
@@ -337,23 +357,34 @@ class Backend:
 
     def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
         s = self.attention_scores(q, k, mask_pad, scale, dropout_p, seed)
-        lse = self._attention_lse(s, quiet)
-        w = self.unary("exp", self.binary("sub", s, lse))
+        w, lse = self._attention_weights(s, quiet)
         out = self.matmul(w, v)
         return out, self.reshape(lse, lse.shape[:-1])
 
-    def _attention_lse(self, s, quiet):
-        if not quiet:
-            return self.logsumexp(s)
-        # quiet softmax: exp(s) / (1 + sum exp(s)) -> logsumexp over the scores and a 0 logit
-        m = self.binary("maximum", self.reduce("max", s, (s.ndim - 1,), True), self._scalar(0.0, s))
-        e = self.reduce("sum", self.unary("exp", self.binary("sub", s, m)), (s.ndim - 1,), True)
-        e = self.binary("add", e, self.unary("exp", self.unary("neg", m)))
-        return self.binary("add", self.unary("log", e), m)
+    def _attention_weights(self, s, quiet):
+        """``(softmax weights, lse keepdim)`` of the scores ``s``; quiet softmax adds a 0 logit.
+
+        The weights are divided by their sum rather than rebuilt as ``exp(s - lse)``: for a
+        fully masked row ``lse = -1e4 + log n`` loses ``log n`` to rounding (all of it in
+        float16), and the row would no longer average the values."""
+        dtype = self.dtype_of(s)
+        if s.shape[-1] == 0:  # no keys: the output is 0; lse of the empty row (or of the 0 logit)
+            return s, self.full(s.shape[:-1] + (1,), 0.0 if quiet else -math.inf, dtype)
+        ax = (s.ndim - 1,)
+        m = self.reduce("max", s, ax, True)
+        if quiet:  # exp(s) / (1 + sum exp(s)): the scores and a 0 logit
+            m = self.binary("maximum", m, self._scalar(0.0, s))
+        else:
+            m = self.where(self.unary("isfinite", m), m, self.full((), 0.0, dtype))
+        e = self.unary("exp", self.binary("sub", s, m))
+        total = self.reduce("sum", e, ax, True)
+        if quiet:
+            total = self.binary("add", total, self.unary("exp", self.unary("neg", m)))
+        return self.binary("div", e, total), self.binary("add", self.unary("log", total), m)
 
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         s = self.attention_scores(q, k, mask_pad, scale, dropout_p, seed)
-        w = self.unary("exp", self.binary("sub", s, self.reshape(lse, lse.shape + (1,))))
+        w, _ = self._attention_weights(s, quiet)  # recomputed as in the forward, not from lse
         dv = self.matmul(self.permute(w, (0, 1, 3, 2)), dout)
         dw = self.matmul(dout, self.permute(v, (0, 1, 3, 2)))
         rowdot = self.reduce("sum", self.binary("mul", dout, out), (3,), True)

@@ -4,6 +4,7 @@ Written against an array module ``xp`` so that the CuPy backend reuses the same 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -11,6 +12,38 @@ import numpy as np
 from ember.kernels.backend import _GOLDEN, _MIX1, _MIX2, Backend
 
 _U64 = np.uint64
+
+
+def half_via_single(stats: tuple = ()):
+    """Run a composite on float16 arrays in float32 and give float16 back, except the saved
+    statistics at positions ``stats`` of its result (mean, rstd, lse), which stay float32
+    for the backward pass — float32 accumulation, as on the GPU. Other dtypes pass through.
+    """
+    def decorate(method):
+        @functools.wraps(method)
+        def run(self, *args):
+            if not any(isinstance(a, np.ndarray) and a.dtype == np.float16 for a in args):
+                return method(self, *args)
+            args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float16 else a
+                    for a in args]
+            out = method(self, *args)
+            if isinstance(out, tuple):
+                return tuple(o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out))
+            return out.astype(np.float16)
+        return run
+    return decorate
+
+
+HALF_VIA_SINGLE = {
+    "softmax": (), "softmax_backward": (), "log_softmax": (), "log_softmax_backward": (),
+    "layer_norm": (1, 2), "layer_norm_backward": (), "rms_norm": (1,), "rms_norm_backward": (),
+    "gelu": (), "gelu_backward": (), "cross_entropy": (1,), "cross_entropy_backward": (),
+    "embedding": (), "embedding_backward": (), "embedding_bag": (1,), "embedding_bag_backward": (0,),
+    "embedding_bag_weights_backward": (), "coalesce_rows": (0,), "rows_to_dense": (),
+    "dropout": (), "dropout_backward": (), "attention": (1,), "attention_backward": (),
+}
+"""The composites computed in float32 for float16 inputs, with the positions of their results
+that stay float32 (saved statistics, or int64 rows) — on ``reference`` and on ``cpu``."""
 
 
 def _erf_host(x: np.ndarray) -> np.ndarray:
@@ -212,4 +245,14 @@ class ArrayBackend(Backend):
 
 
 class ReferenceBackend(ArrayBackend):
+    """The specification. float16 inputs of the composites listed in ``HALF_VIA_SINGLE`` are
+    computed in float32 (statistics kept in float32), as the fused kernels of every other
+    backend do: half-precision squares, exponentials and sums would overflow or round away
+    (a row holding 300 has x² = inf; -1e4 + log(n) rounds back to -1e4)."""
+
     name = "reference"
+
+
+for _name, _stats in HALF_VIA_SINGLE.items():
+    setattr(ReferenceBackend, _name, half_via_single(_stats)(getattr(Backend, _name)))
+del _name, _stats

@@ -5,22 +5,71 @@ final rename stays on one filesystem), is flushed and fsynced, and is then renam
 destination with ``os.replace``; the directory is fsynced afterwards so the rename itself
 survives power loss. On any exception (KeyboardInterrupt included) the scratch file is
 removed and the destination is left exactly as it was. Only a hard kill (SIGKILL, power
-loss) can strand a scratch file; its name makes it recognisable and safe to delete.
+loss) can strand a scratch file; the next save to the same path removes the scratch files
+of that path whose writer process is gone (POSIX; a live writer's file, or one whose pid
+has been reused by a running process, is left alone).
 """
 from __future__ import annotations
 
 import contextlib
 import itertools
 import os
+import re
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_writer", "atomic_path", "atomic_write_bytes"]
+__all__ = ["atomic_writer", "atomic_path", "atomic_write_bytes", "remove_stale_scratch"]
 
 _COUNTER = itertools.count()
 
 
+def _writer_gone(pid: int) -> bool:
+    """Whether no process ``pid`` can still be writing (it does not exist, or is a zombie)."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: it exists (another user's process)
+        return False
+    try:  # Linux: a killed child its parent has not reaped yet is a zombie, not a writer
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def remove_stale_scratch(path: str | os.PathLike) -> list[Path]:
+    """Remove the scratch files ``<name>.<pid>-<n>.tmp`` of ``path`` left by writers that
+    were killed mid-write (their process is gone); returns the paths removed.
+
+    A scratch file whose pid belongs to a running process is never touched. Only POSIX
+    systems can tell, elsewhere nothing is removed; errors (a file removed meanwhile, a
+    directory that cannot be listed) are ignored.
+    """
+    if os.name != "posix":
+        return []
+    destination = Path(path)
+    pattern = re.compile(re.escape(destination.name) + r"\.([0-9]+)-[0-9]+\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(destination.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not _writer_gone(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
 def _open_scratch(destination: Path) -> tuple[Path, BinaryIO]:
+    remove_stale_scratch(destination)  # before writing: they may be what filled the disk
     while True:
         scratch = destination.with_name(f"{destination.name}.{os.getpid()}-{next(_COUNTER)}.tmp")
         try:

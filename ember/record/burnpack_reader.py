@@ -5,8 +5,9 @@ and each tensor is a zero-copy view whose pages are read when first touched. Eve
 hostile file could lie about is checked before it is used: the magic and version, the
 metadata size (at most 100 MB, and no more than the file holds), the tensor count (at most
 100,000, checked on the map's declared length before any entry is decoded), each tensor's
-dtype, shape, byte range (inside the data section, at most 10 GB, and exactly
-``prod(shape) * itemsize`` bytes), and the CBOR itself (depth, item count, lengths).
+dtype, shape (at most 64 dims that NumPy can represent), byte range (inside the data section,
+at most 10 GB, exactly ``prod(shape) * itemsize`` bytes, and shared with no other tensor),
+and the CBOR itself (depth, item count, lengths).
 """
 from __future__ import annotations
 
@@ -27,7 +28,24 @@ __all__ = ["Record", "load", "from_bytes"]
 
 _U64 = 1 << 64
 _I64 = 1 << 63
+_MAX_NDIM = 64  # NumPy's limit
 _DESCRIPTOR_FIELDS = ("dtype", "shape", "data_offsets", "param_id")
+
+
+def shape_problem(shape, itemsize: int) -> str | None:
+    """Why no NumPy array can have ``shape`` (dims of ``itemsize`` bytes), or None.
+
+    More than 64 dims, or non-zero dims spanning 2**63 bytes or more (an empty tensor needs
+    0 bytes whatever its other dims, but NumPy cannot represent those)."""
+    if len(shape) > _MAX_NDIM:
+        return f"shape has {len(shape)} dimensions, more than the {_MAX_NDIM} an array can have"
+    nonzero = 1
+    for d in shape:
+        nonzero *= d if d else 1
+    if nonzero * itemsize >= _I64:
+        return (f"shape {list(shape)} cannot be represented: its non-zero dimensions span "
+                "2**63 bytes or more")
+    return None
 
 
 class Record(Mapping[str, TensorView]):
@@ -133,6 +151,7 @@ class _Parser:
         # Validate every descriptor before creating any view onto the buffer.
         for name, desc in ordered:
             self._check_range(name, desc, data_size)
+        self._check_disjoint(ordered)
         tensors = {name: self._view(name, desc, data_start) for name, desc in ordered}
         return tensors, metadata, scalars
 
@@ -243,6 +262,8 @@ class _Parser:
     def _check_range(self, name: str, desc: dict, data_size: int) -> None:
         storage, shape = desc["storage"], desc["shape"]
         start, end = desc["start"], desc["end"]
+        if len(shape) > _MAX_NDIM:
+            raise self.fail(shape_problem(shape, storage.itemsize), name)
         if end < start:
             raise self.fail(f"data_offsets ({start}, {end}) end before they start", name)
         length = end - start
@@ -256,15 +277,35 @@ class _Parser:
         if end > data_size:
             raise self.fail(f"data_offsets ({start}, {end}) reach past the end of the data "
                             f"section ({data_size} bytes; file truncated or corrupt)", name)
+        problem = shape_problem(shape, storage.itemsize)  # left: empty tensors of huge dims
+        if problem is not None:
+            raise self.fail(f"{problem} ({storage.name})", name)
+
+    def _check_disjoint(self, ordered: list) -> None:
+        """No two tensors may share bytes (``ordered`` is sorted by start offset); empty
+        tensors hold no bytes and may sit anywhere."""
+        previous, reach = None, 0
+        for name, desc in ordered:
+            start, end = desc["start"], desc["end"]
+            if start == end:
+                continue
+            if start < reach:
+                raise self.fail(f"data_offsets ({start}, {end}) overlap those of tensor "
+                                f"'{previous}', which reach {reach}", name)
+            previous, reach = name, end
 
     def _view(self, name: str, desc: dict, data_start: int) -> TensorView:
         storage, shape, start = desc["storage"], desc["shape"], desc["start"]
         length = desc["end"] - start
         count = length // storage.itemsize
-        raw = np.frombuffer(self.buf, dtype=storage.storage, count=count,
-                            offset=data_start + start) if count else \
-            np.empty(0, dtype=storage.storage)
-        raw = raw.reshape(shape)
+        try:
+            raw = np.frombuffer(self.buf, dtype=storage.storage, count=count,
+                                offset=data_start + start) if count else \
+                np.empty(0, dtype=storage.storage)
+            raw = raw.reshape(shape)
+        except (ValueError, TypeError, MemoryError) as exc:  # the checks above should leave none
+            raise self.fail(f"cannot view {length} bytes as {storage.name} {list(shape)}: "
+                            f"{exc}", name) from None
         raw.flags.writeable = False
         return TensorView(name, storage, raw, desc["param_id"])
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .atomic import atomic_path
-from .burnpack_reader import Record
+from .burnpack_reader import Record, shape_problem
 from .burnpack_writer import materialize
 from .dtypes import SAFETENSORS_NAMES, StorageDType, storage_dtype
 from .entries import TensorView
@@ -75,9 +75,21 @@ def _decode(entries, where: str) -> dict[str, tuple[Any, np.ndarray]]:
         if storage is None:
             raise RecordError(f"{where}: tensor '{name}': safetensors dtype {dtype} is not "
                               f"supported; expected one of {sorted(SAFETENSORS_NAMES)}")
-        array = np.frombuffer(data, dtype=storage.storage).reshape(shape)
+        _check_shape(where, name, dtype, shape)
+        try:
+            array = np.frombuffer(data, dtype=storage.storage).reshape(shape)
+        except ValueError as exc:
+            raise RecordError(f"{where}: tensor '{name}': cannot read {dtype} {list(shape)}: "
+                              f"{exc}") from None
         out[name] = (storage, array)
     return out
+
+
+def _check_shape(where: str, name: str, dtype: str, shape) -> None:
+    storage = SAFETENSORS_NAMES.get(dtype)
+    problem = shape_problem(tuple(shape), storage.itemsize if storage is not None else 1)
+    if problem is not None:
+        raise RecordError(f"{where}: tensor '{name}': {problem} ({dtype})")
 
 
 def _adapt(pairs: dict[str, tuple[StorageDType, np.ndarray]], adapter: Any,
@@ -128,9 +140,18 @@ def load_safetensors(path: str | os.PathLike, adapter: Any = None, *,
     try:
         with st.safe_open(str(path), framework="np") as handle:
             metadata = handle.metadata()
-            dtypes = {k: handle.get_slice(k).get_dtype() for k in handle.offset_keys()}
+            dtypes = {}
+            for k in handle.offset_keys():
+                piece = handle.get_slice(k)
+                dtypes[k] = piece.get_dtype()
+                _check_shape(where, k, dtypes[k], piece.get_shape())  # before NumPy sees it
             native = {k for k, d in dtypes.items() if d in SAFETENSORS_NAMES and d != "BF16"}
-            raw = {k: (SAFETENSORS_NAMES[dtypes[k]], handle.get_tensor(k)) for k in native}
+            raw = {}
+            for k in native:
+                try:
+                    raw[k] = (SAFETENSORS_NAMES[dtypes[k]], handle.get_tensor(k))
+                except ValueError as exc:
+                    raise RecordError(f"{where}: tensor '{k}': {exc}") from None
     except st.SafetensorError as exc:
         raise RecordError(f"{where}: {exc}") from None
     if len(native) < len(dtypes):  # bfloat16 (or unsupported) tensors: decode raw bytes

@@ -1,21 +1,23 @@
 """Tensor creation: from data, constant fills, ranges, seeded random numbers, DLPack."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 from ember.tensor import dtypes as dt
 from ember.tensor.device import as_device
-from ember.tensor.ops._core import Tensor, wrap
+from ember.tensor.ops._core import Tensor, check_shape, wrap
 
 
-def _shape(shape) -> tuple:
+def _shape(shape, op: str, dtype: dt.DType) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
     shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
-        raise ValueError(f"negative dimension in shape {list(shape)}")
+        raise ValueError(f"{op}: negative dimension in shape {list(shape)}")
+    check_shape(op, shape, dtype)
     return shape
 
 
@@ -73,21 +75,21 @@ def from_numpy(array: np.ndarray, device=None) -> Tensor:
     return wrap(dev.backend.from_host(array), dev, target)
 
 
-def _fill(shape, value, dtype, device) -> Tensor:
+def _fill(shape, value, dtype, device, op: str = "full") -> Tensor:
     dev = as_device(device)
     if dtype is None:
         dtype = dt.bool_ if isinstance(value, bool) else (
             dt.default_int if isinstance(value, numbers.Integral) else dt.default_float)
     dtype = dt.dtype(dtype)
-    return wrap(dev.backend.full(_shape(shape), value, dtype), dev, dtype)
+    return wrap(dev.backend.full(_shape(shape, op, dtype), value, dtype), dev, dtype)
 
 
 def zeros(*shape, dtype=None, device=None) -> Tensor:
-    return _fill(shape, 0.0 if dtype is None else 0, dtype or dt.default_float, device)
+    return _fill(shape, 0.0 if dtype is None else 0, dtype or dt.default_float, device, "zeros")
 
 
 def ones(*shape, dtype=None, device=None) -> Tensor:
-    return _fill(shape, 1, dtype or dt.default_float, device)
+    return _fill(shape, 1, dtype or dt.default_float, device, "ones")
 
 
 def full(shape, value, dtype=None, device=None) -> Tensor:
@@ -97,7 +99,7 @@ def full(shape, value, dtype=None, device=None) -> Tensor:
 def empty(*shape, dtype=None, device=None) -> Tensor:
     dev = as_device(device)
     dtype = dt.dtype(dtype or dt.default_float)
-    return wrap(dev.backend.empty(_shape(shape), dtype), dev, dtype)
+    return wrap(dev.backend.empty(_shape(shape, "empty", dtype), dtype), dev, dtype)
 
 
 def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
@@ -121,6 +123,10 @@ def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
     if dtype is None:
         dtype = dt.default_float if any(isinstance(v, float) for v in (start, end, step)) else dt.default_int
     dtype = dt.dtype(dtype)
+    span = (end - start) / step
+    if not math.isfinite(span):
+        raise ValueError(f"arange: cannot make a finite range from {start} to {end} by {step}")
+    check_shape("arange", (max(math.ceil(span), 0),), dtype)
     dev = as_device(device)
     return wrap(dev.backend.arange(start, end, step, dtype), dev, dtype)
 
@@ -129,14 +135,19 @@ def linspace(start: float, end: float, steps: int, dtype=None, device=None) -> T
     if steps < 0:
         raise ValueError(f"linspace: steps must be >= 0, got {steps}")
     dtype = dt.dtype(dtype or dt.default_float)
+    check_shape("linspace", (int(steps),), dtype)
     dev = as_device(device)
     return wrap(dev.backend.linspace(start, end, steps, dtype), dev, dtype)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
     dtype = dt.dtype(dtype or dt.default_float)
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: sizes must be >= 0, got n={n}, m={m}")
+    check_shape("eye", (int(n), int(m)), dtype)
     dev = as_device(device)
-    return wrap(dev.backend.eye(n, n if m is None else m, dtype), dev, dtype)
+    return wrap(dev.backend.eye(n, m, dtype), dev, dtype)
 
 
 # ---- seeded random numbers -------------------------------------------------------------------
@@ -156,13 +167,13 @@ def _float_dtype(dtype):
 def rand(*shape, dtype=None, device=None, low: float = 0.0, high: float = 1.0) -> Tensor:
     """Uniform samples in [low, high)."""
     dev, dtype = as_device(device), _float_dtype(dtype)
-    return wrap(dev.backend.uniform(_shape(shape), dtype, low, high), dev, dtype)
+    return wrap(dev.backend.uniform(_shape(shape, "rand", dtype), dtype, low, high), dev, dtype)
 
 
 def randn(*shape, dtype=None, device=None, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Normal samples with ``mean`` and ``std``."""
     dev, dtype = as_device(device), _float_dtype(dtype)
-    return wrap(dev.backend.normal(_shape(shape), dtype, mean, std), dev, dtype)
+    return wrap(dev.backend.normal(_shape(shape, "randn", dtype), dtype, mean, std), dev, dtype)
 
 
 def randint(low: int, high: int, shape, dtype=None, device=None) -> Tensor:
@@ -171,7 +182,8 @@ def randint(low: int, high: int, shape, dtype=None, device=None) -> Tensor:
         raise ValueError(f"randint: need low < high, got [{low}, {high})")
     dev = as_device(device)
     dtype = dt.dtype(dtype or dt.default_int)
-    return wrap(dev.backend.randint(_shape((shape,) if isinstance(shape, int) else shape), low, high, dtype), dev, dtype)
+    shape = _shape((shape,) if isinstance(shape, int) else shape, "randint", dtype)
+    return wrap(dev.backend.randint(shape, low, high, dtype), dev, dtype)
 
 
 def bernoulli(p, shape=None, device=None) -> Tensor:
@@ -182,7 +194,8 @@ def bernoulli(p, shape=None, device=None) -> Tensor:
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
     dev = as_device(device)
-    return wrap(dev.backend.bernoulli(_shape((shape,) if isinstance(shape, int) else shape), p), dev, dt.bool_)
+    shape = _shape((shape,) if isinstance(shape, int) else shape, "bernoulli", dt.bool_)
+    return wrap(dev.backend.bernoulli(shape, p), dev, dt.bool_)
 
 
 # ---- DLPack -------------------------------------------------------------------------------------

@@ -189,6 +189,23 @@ def _minimum(node, g):
     return _minmax(node, g, node.ctx.a < node.ctx.b)
 
 
+@rule("clamp")
+def _clamp(node, g):
+    # PyTorch's clamp_backward: x gets g where low <= x <= high (bounds included), a tensor
+    # low where x < low, a tensor high where x > high (a NaN x passes to none of them)
+    c = node.ctx
+    x = c.x
+    inside = None
+    if c.low is not None:
+        inside = x >= c.low
+    if c.high is not None:
+        inside = (x <= c.high) if inside is None else inside & (x <= c.high)
+    gx = where(inside, g, 0.0) if needs(node, 0) else None
+    glow = where(x < c.low, g, 0.0) if needs(node, 1) else None
+    ghigh = where(x > c.high, g, 0.0) if needs(node, 2) else None
+    return gx, glow, ghigh
+
+
 @rule("where")
 def _where(node, g):
     cond = node.ctx.cond

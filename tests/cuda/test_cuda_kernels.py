@@ -231,6 +231,29 @@ def test_cross_entropy(xp, dtype, n, c, smoothing, index_dtype):
     assert_close(xp.asnumpy(g), g_ref, dtype, what="dlogits")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 1.0])
+def test_cross_entropy_with_minus_inf_logits(xp, dtype, smoothing):
+    # masked logits: a 0-weight term must be left out, not multiplied (0 * -inf = NaN)
+    logits = np.array([[-np.inf, 0.0, 1.0], [0.5, -np.inf, -np.inf], [2.0, 1.0, -np.inf]], dtype)
+    t = np.array([2, 0, 1])
+    loss, lse = K.cross_entropy(xp.asarray(logits), xp.asarray(t), smoothing)
+    p = np.exp(logits.astype(np.float64) - np.log(np.exp(logits.astype(np.float64)).sum(1, keepdims=True)))
+    want = -np.log(p[np.arange(3), t]) if smoothing == 0.0 else np.full(3, np.inf)  # mass on -inf classes
+    assert_close(xp.asnumpy(loss), want, dtype, what="loss")
+    g = K.cross_entropy_backward(xp.asarray(logits), xp.asarray(t), lse, xp.asarray(np.ones(3, dtype)), smoothing)
+    assert_close(xp.asnumpy(g), p - (1 - smoothing) * np.eye(3)[t] - smoothing / 3, dtype, what="dlogits")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_gradient_at_huge_and_infinite_inputs(xp, dtype, approximate):
+    # the derivative's limits (1 and 0), as the reference and the cpu kernels, not inf * 0 = NaN
+    x = np.array([np.inf, -np.inf, 6e4, -6e4, 2e4, -2e4], dtype)
+    dx = K.gelu_backward(xp.asarray(x), xp.asarray(np.ones(6, dtype)), approximate)
+    np.testing.assert_array_equal(xp.asnumpy(dx).astype(np.float64), [1, 0, 1, 0, 1, 0])
+
+
 @pytest.mark.parametrize("bad", [-1, 4, 1000])
 def test_cross_entropy_rejects_out_of_range_targets(xp, bad):
     logits = xp.asarray(np.zeros((5, 4), np.float32))

@@ -84,6 +84,26 @@ def test_cross_entropy_matches_torch():
     assert abs(float(ours) - float(ref)) < 1e-10
 
 
+@pytest.mark.parametrize("device", ["reference", "cpu"])
+def test_cross_entropy_with_masked_minus_inf_logits(device):
+    # masked logits at -inf (the target's own logit finite) must not make the loss NaN
+    logits = LOGITS.copy()
+    logits[0, 1] = logits[2, 0] = logits[2, 3] = logits[4, 1] = -np.inf
+    p = np.exp(_logp(np.where(np.isinf(logits), -1e300, logits)))
+    want = -np.log(p[np.arange(6), TARGETS]).mean()
+    want_g = (p - np.eye(4)[TARGETS]) / 6
+    for cfg in (nn.CrossEntropyLossConfig(), nn.CrossEntropyLossConfig(weights=[1.0, 1.0, 1.0, 1.0])):
+        x = ember.tensor(logits, dtype="float64", device=device).require_grad()
+        loss = cfg.init(device, "float64")(x, ember.tensor(TARGETS, device=device))
+        g = loss.backward().get(x)
+        assert abs(float(loss) - want) < 1e-12
+        np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-12, atol=1e-15)
+    x = ember.tensor(logits, device=device).require_grad()  # float32, the default
+    loss = nn.CrossEntropyLossConfig().init(device)(x, ember.tensor(TARGETS, device=device))
+    assert abs(float(loss) - want) < 1e-6
+    np.testing.assert_allclose(loss.backward().get(x).numpy(), want_g, rtol=1e-5, atol=1e-7)
+
+
 def test_cross_entropy_errors():
     loss = nn.CrossEntropyLossConfig().init(DEV)
     with pytest.raises(ValueError, match="targets must be int"):

@@ -176,3 +176,47 @@ def test_burn_read_only_dtypes():
     assert loaded["b32"].dtype == np.bool_
     assert rec.to_bytes(loaded.tensors) == rec.to_bytes(rec.from_bytes(
         rec.to_bytes(loaded.tensors)).tensors)  # re-saved with their original dtypes
+
+
+# ---- byte ranges shared by two tensors; shapes NumPy cannot represent --------------------------
+@pytest.mark.parametrize("tensors, match", [
+    ({"a": _tensor(shape=[4], offsets=[0, 16]), "b": _tensor(shape=[2], offsets=[8, 16])},
+     r"tensor 'b': data_offsets \(8, 16\) overlap those of tensor 'a', which reach 16"),
+    ({"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[0, 8])},
+     r"tensor 'b': data_offsets \(0, 8\) overlap those of tensor 'a'"),
+    ({"big": _tensor(shape=[64], offsets=[0, 256]), "c": _tensor(shape=[1], offsets=[4, 8]),
+      "d": _tensor(shape=[2], offsets=[252, 260])},
+     r"tensor 'c': data_offsets \(4, 8\) overlap those of tensor 'big', which reach 256"),
+])
+def test_overlapping_tensors_are_refused(tmp_path, tensors, match):
+    _load_bounded(_pack({"tensors": tensors}, bytes(512)), match, tmp_path)
+
+
+def test_adjacent_and_empty_tensors_are_not_overlaps():
+    meta = {"tensors": {"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[8, 16]),
+                        "inside": _tensor(shape=[0], offsets=[4, 4]),
+                        "at_end": _tensor(shape=[0, 3], offsets=[16, 16])}}
+    loaded = rec.from_bytes(_pack(meta, np.float32([1, 2, 3, 4]).tobytes()))
+    assert loaded["b"].numpy().tolist() == [3, 4] and loaded["inside"].shape == (0,)
+    assert loaded["at_end"].shape == (0, 3)
+
+
+@pytest.mark.parametrize("shape, offsets, match", [
+    ([1] * 65, [0, 4], "shape has 65 dimensions, more than the 64"),
+    ([0] * 65, [0, 0], "shape has 65 dimensions, more than the 64"),
+    ([0, 2**63], [0, 0], r"shape \[0, 9223372036854775808\] cannot be represented"),
+    ([2**64 - 1, 0], [0, 0], r"shape \[18446744073709551615, 0\] cannot be represented"),
+    ([0, 2**61], [0, 0], r"shape \[.*\] cannot be represented"),              # 2**63 bytes of float32
+    ([0, 2**31, 2**31], [0, 0], r"shape \[.*\] cannot be represented"),
+])
+def test_shapes_numpy_cannot_represent_are_record_errors(tmp_path, shape, offsets, match):
+    err = _load_bounded(_pack({"tensors": {"w": _tensor(shape=shape, offsets=offsets)}}, bytes(8)),
+                        "tensor 'w': " + match, tmp_path)
+    assert type(err) is rec.RecordError
+
+
+def test_the_largest_representable_empty_shape_loads():
+    loaded = rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[0, 2**60], offsets=[0, 0])}}, bytes(8)))
+    assert loaded["w"].shape == (0, 2**60) and loaded["w"].numpy().size == 0
+    assert rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[1] * 64, offsets=[0, 4])}},
+                                bytes(8)))["w"].ndim == 64

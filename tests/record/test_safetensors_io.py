@@ -112,3 +112,30 @@ def test_errors(tmp_path):
         rec.safetensors_to_bytes({"a": np.ones(1)}, {"k": 3})
     with pytest.raises(ValueError, match="unknown adapter"):
         rec.safetensors_to_bytes({"a": np.ones(1)}, adapter="tensorflow")
+
+
+def _raw_safetensors(name, dtype, shape, nbytes):
+    import json
+    import struct
+
+    header = json.dumps({name: {"dtype": dtype, "shape": shape, "data_offsets": [0, nbytes]}}).encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + bytes(nbytes)
+
+
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+@pytest.mark.parametrize("shape, match", [
+    ([1] * 65, "shape has 65 dimensions, more than the 64"),
+    ([0] * 65, "shape has 65 dimensions, more than the 64"),
+    ([0, 2**63], r"shape \[0, 9223372036854775808\] cannot be represented"),
+    ([0, 2**62], r"shape \[.*\] cannot be represented"),
+])
+def test_shapes_numpy_cannot_represent_are_record_errors(tmp_path, dtype, shape, match):
+    itemsize = 4 if dtype == "F32" else 2
+    data = _raw_safetensors("w", dtype, shape, itemsize if 0 not in shape else 0)
+    path = tmp_path / "odd.safetensors"
+    path.write_bytes(data)
+    with pytest.raises(rec.RecordError, match=f"safetensors file '{path}': tensor 'w': {match}"):
+        rec.load_safetensors(path)
+    with pytest.raises(rec.RecordError, match=f"safetensors <bytes>: tensor 'w': {match}"):
+        rec.safetensors_from_bytes(data)

@@ -11,7 +11,7 @@ from helpers.numeric import tol
 
 import ember
 
-FLOATS = [ember.float32, ember.float64]
+FLOATS = [ember.float16, ember.float32, ember.float64]
 MASK = np.array([[False, False, True, True, True], [False, False, False, False, False]])
 
 

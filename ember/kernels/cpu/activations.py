@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
+from numba.extending import register_jitable
 
 from . import vecmath as vm
 from .checks import check_same_shape, float_array
@@ -24,6 +25,7 @@ __all__ = ["erf", "gelu", "gelu_backward"]
 _INV_SQRT_2PI = 0.3989422804014327
 _SQRT_2_OVER_PI = 0.7978845608028654
 _CUBIC = 0.044715
+_GRAD_BOUND = 1e4
 
 
 @kernel
@@ -37,6 +39,16 @@ def _gelu_exact(x, y):
         y[i] = v * phi
 
 
+@register_jitable(inline="always")
+def _grad_arg(v):
+    # Beyond |x| = 1e4 every GELU derivative is exactly 0 or 1; clamping there keeps x^2
+    # finite so huge and infinite inputs give that limit instead of inf * 0 = NaN (as the
+    # reference). NaN fails both comparisons and propagates.
+    bound = vm.typed(_GRAD_BOUND, v)
+    v = bound if v > bound else v
+    return -bound if v < -bound else v
+
+
 @kernel
 def _gelu_exact_backward(x, dy, dx):
     half = vm.typed(0.5, x)
@@ -44,7 +56,7 @@ def _gelu_exact_backward(x, dy, dx):
     c = vm.typed(_INV_SQRT_2PI, x)
     zero = vm.typed(0.0, x)
     for i in prange(x.shape[0]):
-        v = x[i]
+        v = _grad_arg(x[i])
         tail = vm.normal_tail(v)
         phi = one - tail if v >= zero else tail
         density = c * vm.exp(-half * v * v)
@@ -69,7 +81,7 @@ def _gelu_tanh_backward(x, dy, dx):
     b = vm.typed(_CUBIC, x)
     b3 = vm.typed(3.0 * _CUBIC, x)
     for i in prange(x.shape[0]):
-        v = x[i]
+        v = _grad_arg(x[i])
         e = vm.exp(a * (v + b * v * v * v))
         s = one / (one + e)
         # 1 - s = e s; take whichever form does not cancel (e * s is inf * 0 once e

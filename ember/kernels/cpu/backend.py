@@ -2,8 +2,6 @@
 kernels where they measure faster than their Numba twins (see bench/)."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ember.kernels import native_ops
@@ -11,25 +9,7 @@ from ember.kernels.threads import apply_blas_threads
 from ember.kernels.cpu import (activations, attention, cross_entropy, dropout, embedding, embedding_bag, norms,
                               softmax)
 from ember.kernels.reference import ArrayBackend
-
-
-def _half_via_single(stats: tuple = ()):
-    """Run a fused kernel on float16 arrays in float32 (the kernels are float32/float64) and
-    give float16 back, except the saved statistics at positions ``stats`` (mean, rstd, lse),
-    which stay float32 for the backward pass — float32 accumulation, as on the GPU."""
-    def decorate(method):
-        @functools.wraps(method)
-        def run(self, *args):
-            if not any(isinstance(a, np.ndarray) and a.dtype == np.float16 for a in args):
-                return method(self, *args)
-            args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float16 else a
-                    for a in args]
-            out = method(self, *args)
-            if isinstance(out, tuple):
-                return tuple(o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out))
-            return out.astype(np.float16)
-        return run
-    return decorate
+from ember.kernels.reference import half_via_single as _half_via_single
 
 
 class CpuBackend(ArrayBackend):
@@ -46,6 +26,8 @@ class CpuBackend(ArrayBackend):
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
     def _erf(self, x):
+        if x.dtype == np.float16:  # the kernel is float32/float64
+            return activations.erf(x.astype(np.float32)).astype(np.float16)
         return activations.erf(x)
 
     # ---- fused composites ---------------------------------------------------------------
@@ -67,20 +49,28 @@ class CpuBackend(ArrayBackend):
 
     @_half_via_single((1, 2))
     def layer_norm(self, x, gamma, beta, eps):
+        if x.shape[-1] == 0:  # the kernels need a non-empty axis: the composed default
+            return super().layer_norm(x, gamma, beta, eps)
         if self._native and x.dtype == np.float32:
             return native_ops.layer_norm(x, gamma, beta, eps)
         return norms.layer_norm(x, gamma, beta, eps)
 
     @_half_via_single()
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        if x.shape[-1] == 0:
+            return super().layer_norm_backward(dy, x, mean, rstd, gamma)
         return norms.layer_norm_backward(dy, x, mean, rstd, gamma)
 
     @_half_via_single((1,))
     def rms_norm(self, x, gamma, eps):
+        if x.shape[-1] == 0:
+            return super().rms_norm(x, gamma, eps)
         return norms.rms_norm(x, gamma, eps)
 
     @_half_via_single()
     def rms_norm_backward(self, dy, x, rstd, gamma):
+        if x.shape[-1] == 0:
+            return super().rms_norm_backward(dy, x, rstd, gamma)
         return norms.rms_norm_backward(dy, x, rstd, gamma)
 
     @_half_via_single()

@@ -39,7 +39,14 @@ def _cross_entropy_rows(logits, targets, smoothing, loss, lse):
             total += vm.exp(li[j] - m)
         row_lse = m + math.log(total)
         lse[i] = row_lse
-        loss[i] = row_lse - keep * li[targets[i]] - spread * plain
+        # a term whose weight is 0 is left out, not multiplied: 0 * -inf (a masked logit in
+        # the sum, or a masked target with s = 1) would make the loss NaN
+        value = row_lse
+        if keep != 0.0:
+            value -= keep * li[targets[i]]
+        if spread != 0.0:
+            value -= spread * plain
+        loss[i] = value
 
 
 @kernel

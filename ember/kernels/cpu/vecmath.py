@@ -244,7 +244,11 @@ def _erfc_core_f32(z, z2_hi, z2_lo):
     f = f * t + np.float32(_ERFC_F[0])
     # exp(-(hi + lo)) = exp(-hi) (1 - lo) to float32 precision (|lo| <= ulp(hi) / 2);
     # rounding z^2 instead would cost z^2 * 6e-8 relative, 5e-6 at z = 9.
-    return t * f * (exp(-z2_hi) * (np.float32(1.0) - z2_lo))
+    # Beyond z^2 = 128 exp(-hi) is 0 anyway; the correction is dropped there because once
+    # z^2 overflows (|z| >= 1.8e19, or inf) lo is -inf or NaN and 0 * (1 - lo) is NaN.
+    one = np.float32(1.0)
+    correction = one - z2_lo if z2_hi < np.float32(128.0) else one
+    return t * f * (exp(-z2_hi) * correction)
 
 
 @register_jitable(inline="always")

@@ -92,4 +92,24 @@ def shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+MAX_NDIM = 64
+"""The most dims a tensor may have (NumPy's and CuPy's limit)."""
+MAX_NBYTES = 2**63 - 1
+"""The most bytes an array may span, views included (a signed 64-bit size)."""
+
+
+def check_shape(op: str, shape, dtype) -> None:
+    """Raise a ``ValueError`` naming ``op`` when no array of ``shape`` and ``dtype`` can
+    exist (more than :data:`MAX_NDIM` dims, or more than :data:`MAX_NBYTES` bytes), before
+    a backend is asked for one and answers with its own error."""
+    if len(shape) > MAX_NDIM:
+        raise ValueError(f"{op}: a shape of {len(shape)} dims is not supported (at most {MAX_NDIM})")
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n * dtype.itemsize > MAX_NBYTES:
+        raise ValueError(f"{op}: shape {shape_str(shape)} of {dtype} holds {n} elements ({n * dtype.itemsize} "
+                         f"bytes), more than any array can address (2**63 - 1 bytes)")
+
+
 from ember.tensor.tensor import Tensor  # noqa: E402  (Tensor imports this module lazily)

@@ -127,15 +127,26 @@ def mask_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
-    """Clamp to ``[min, max]`` (either may be None); the gradient passes where not clamped."""
+    """Clamp to ``[min, max]`` (either may be None; tensor bounds broadcast).
+
+    The gradient of ``x`` is 1 where ``min <= x <= max``, bounds included (as PyTorch and
+    Burn), and 0 elsewhere; a tensor ``min`` (``max``) gets it where ``x < min`` (``x > max``).
+    """
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    out = x
-    if min is not None:
-        out = binary("maximum", out, min)
-    if max is not None:
-        out = binary("minimum", out, max)
-    return out
+    from ember.tensor.grad_mode import no_grad
+    with no_grad():
+        out = x
+        if min is not None:
+            out = binary("maximum", out, min)
+        if max is not None:
+            out = binary("minimum", out, max)
+    bounds = tuple(b if isinstance(b, Tensor) else None for b in (min, max))
+    if not needs_grad(x, *bounds):
+        return out
+    return record(out, "clamp", (x,) + bounds, x=detached(x),
+                  low=None if min is None else (detached(min) if isinstance(min, Tensor) else min),
+                  high=None if max is None else (detached(max) if isinstance(max, Tensor) else max))
 
 
 def cast(x: Tensor, dtype) -> Tensor:

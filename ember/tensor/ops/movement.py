@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import builtins
+import math
 
-import numpy as np
-
-from ember.tensor.ops._core import (Tensor, check_devices, needs_grad, normalize_dim, normalize_dims,
-                                    record, shape_str, wrap)
+from ember.tensor.ops._core import (Tensor, check_devices, check_shape, needs_grad, normalize_dim,
+                                    normalize_dims, record, shape_str, wrap)
 
 
 def _shape_arg(shape) -> tuple:
@@ -21,7 +20,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     n = x.numel
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: only one dim may be -1, got {list(shape)}")
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    known = math.prod(s for s in shape if s != -1)  # Python ints: np.prod would wrap around
     if -1 in shape:
         if known == 0 or n % known:
             raise ValueError(f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} into {list(shape)}")
@@ -31,6 +30,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
                          f"into {list(shape)} ({known} elements)")
     if shape == x.shape:
         return x
+    check_shape("reshape", shape, x._dtype)
     out = wrap(x._device.backend.reshape(x._data, shape), x._device, x._dtype)
     return record(out, "reshape", (x,))
 
@@ -108,6 +108,7 @@ def expand(x: Tensor, *shape) -> Tensor:
     full = tuple(full)
     if full == x.shape:
         return x
+    check_shape("expand", full, x._dtype)
     out = wrap(x._device.backend.expand(x._data, full), x._device, x._dtype)
     return record(out, "expand", (x,))
 
@@ -119,6 +120,7 @@ def repeat(x: Tensor, *reps) -> Tensor:
         raise ValueError(f"repeat: need at least {x.ndim} repetition counts, got {list(reps)}")
     if builtins.any(r < 0 for r in reps):
         raise ValueError(f"repeat: counts must be >= 0, got {list(reps)}")
+    check_shape("repeat", tuple(r * s for r, s in zip(reps, (1,) * (len(reps) - x.ndim) + x.shape)), x._dtype)
     src = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
     out = wrap(x._device.backend.tile(src._data, reps), x._device, x._dtype)
     return record(out, "repeat", (src,), reps=reps, shape=src.shape)
@@ -157,6 +159,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
         rdt = dt.promote_types(rdt, t._dtype)
         if t.ndim != first.ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
             raise ValueError(f"cat: shapes {[list(t.shape) for t in tensors]} differ outside dim {d}")
+    check_shape("cat", first.shape[:d] + (builtins.sum(t.shape[d] for t in tensors),) + first.shape[d + 1:], rdt)
     tensors = [t.to(rdt) for t in tensors]
     out = wrap(first._device.backend.cat([t._data for t in tensors], d), first._device, rdt)
     return record(out, "cat", tuple(tensors), dim=d, sizes=tuple(t.shape[d] for t in tensors))
@@ -215,6 +218,7 @@ def pad(x: Tensor, pads, value: float = 0.0) -> Tensor:
     width = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         width[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    check_shape("pad", tuple(s + b + a for s, (b, a) in zip(x.shape, width)), x._dtype)
     out = wrap(x._device.backend.pad(x._data, width, value), x._device, x._dtype)
     return record(out, "pad", (x,), width=tuple(width))
 

@@ -56,7 +56,9 @@ def quiet_softmax(x: Tensor, dim: int = -1) -> Tensor:
     _float_input("quiet_softmax", x)
     from ember.tensor.grad_mode import no_grad
     with no_grad():
-        m = x.max(dim, keepdim=True).clamp(min=0.0)
+        # an empty dim has no max: shift by 0 (the output is empty, the 0 logit alone remains)
+        empty = x.ndim and x.shape[normalize_dim("quiet_softmax", dim, x.ndim)] == 0
+        m = x.sum(dim, keepdim=True) if empty else x.max(dim, keepdim=True).clamp(min=0.0)
     e = (x - m).exp()
     return e / (e.sum(dim, keepdim=True) + (-m).exp())
 
@@ -309,7 +311,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask_pad: Tensor | None = None, s
                          f"got {mask_pad._dtype} {shape_str(mask_pad.shape)}")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"{op}: dropout_p must be in [0, 1), got {dropout_p}")
-    scale = 1.0 / math.sqrt(dh) if scale is None else float(scale)
+    if scale is None:  # head_dim 0: the output is empty whatever the scale
+        scale = 1.0 / math.sqrt(dh) if dh else 1.0
+    scale = float(scale)
     p = float(dropout_p) if is_grad_enabled() else 0.0
     b = q._device.backend
     seed = b.next_seed() if p > 0 else 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 from ember.tensor import dtypes as dt
 from ember.tensor.grad_mode import no_grad
@@ -84,10 +85,14 @@ def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim``, computed stably (shifted by the detached max)."""
     if not x._dtype.is_float:
         x = x.to(dt.default_float)
-    with no_grad():
-        m = max(x, dim, keepdim=True)
-        m = m.mask_fill(~m.isfinite(), 0.0)
-    out = binary("add", unary("log", sum(unary("exp", binary("sub", x, m)), dim, keepdim=True)), m)
+    if builtins.any(x.shape[a] == 0 for a in normalize_dims("logsumexp", dim, x.ndim)):
+        # the log of an empty sum: -inf (as PyTorch), still connected to x for backward
+        out = binary("add", sum(binary("mul", x, 0.0), dim, keepdim=True), -math.inf)
+    else:
+        with no_grad():
+            m = max(x, dim, keepdim=True)
+            m = m.mask_fill(~m.isfinite(), 0.0)
+        out = binary("add", unary("log", sum(unary("exp", binary("sub", x, m)), dim, keepdim=True)), m)
     if not keepdim:
         out = out.squeeze(normalize_dims("logsumexp", dim, x.ndim))
     return out
@@ -95,6 +100,8 @@ def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def _arg(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
     if dim is None:
+        if x.numel == 0:
+            raise ValueError(f"{op}: cannot take {op} of an empty tensor (shape {list(x.shape)})")
         flat = x.reshape(-1)
         out = wrap(x._device.backend.arg_reduce(op, flat._data, 0, False), x._device, dt.int64)
         return out.reshape([1] * x.ndim) if keepdim else out

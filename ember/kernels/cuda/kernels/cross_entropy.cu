@@ -31,7 +31,11 @@ cross_entropy_fwd(const T* __restrict__ logits, const I* __restrict__ targets,
     const A lse = m + e_log(se);
     const A picked = to_acc(xr[(long long)targets[row]]);
     lse_out[row] = lse;
-    loss[row] = from_acc<T>(lse - ((A)1 - smoothing) * picked - (smoothing / (A)cols) * sx);
+    // terms of weight 0 are left out, not multiplied: 0 * -inf (a masked logit) is NaN
+    A value = lse;
+    if (smoothing != (A)1) value -= ((A)1 - smoothing) * picked;
+    if (smoothing != (A)0) value -= (smoothing / (A)cols) * sx;
+    loss[row] = from_acc<T>(value);
   }
 }
 

@@ -9,7 +9,12 @@ template <typename A, bool APPROX> __device__ __forceinline__ A gelu_value(A x) 
   return x * (A)0.5 * ((A)1 + e_erf(x * (A)0.7071067811865476));
 }
 
-template <typename A, bool APPROX> __device__ __forceinline__ A gelu_grad(A x) {
+template <typename A, bool APPROX> __device__ __forceinline__ A gelu_grad(A x_in) {
+  // Beyond |x| = 1e4 the derivative is exactly 0 or 1: clamping keeps x^2 finite so huge
+  // and infinite inputs give that limit, not inf * 0 = NaN (as the reference); NaN propagates.
+  const A bound = (A)1e4;
+  const A x_hi = x_in > bound ? bound : x_in;
+  const A x = x_hi < -bound ? -bound : x_hi;
   if (APPROX) {
     const A x2 = x * x;
     const A t = e_tanh((A)0.7978845608028654 * (x + (A)0.044715 * x2 * x));
