@@ -4,7 +4,13 @@ Token embedding ``[vocab, d_model]`` plus position embedding ``[max_seq_length, 
 summed and halved, a :class:`ember.nn.TransformerEncoder` with the padding mask, and a linear
 head on the first token's output, trained with cross-entropy. Burn applies the head to every
 position and keeps position 0; applying it to position 0 only gives the same logits for less
-work. Parameter paths match Burn's record: ``transformer.*``, ``embedding_token.weight``,
+work.
+
+Beyond Burn (both off by default, so Burn's recipe stays Burn's): ``pooling="mean"`` feeds the
+head the mean of the encoder outputs over the non-padding tokens instead of token 0, and
+``label_smoothing`` α trains against ``(1 − α)·onehot + α/C``.
+
+Parameter paths match Burn's record: ``transformer.*``, ``embedding_token.weight``,
 ``embedding_pos.weight``, ``output.weight``, ``output.bias``.
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
@@ -18,7 +24,9 @@ from ember.record.config import Config
 
 from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
 
-__all__ = ["TextClassificationModel", "TextClassificationModelConfig"]
+__all__ = ["POOLINGS", "TextClassificationModel", "TextClassificationModelConfig"]
+
+POOLINGS = ("first", "mean")
 
 
 class TextClassificationModelConfig(Config):
@@ -29,12 +37,17 @@ class TextClassificationModelConfig(Config):
         n_classes: number of classes.
         vocab_size: number of token ids (the tokenizer's ``vocab_size()``).
         max_seq_length: the longest sequence (rows of the position embedding).
+        pooling: what the head sees: ``"first"`` the first token's output (Burn), ``"mean"``
+            the mean over the non-padding tokens.
+        label_smoothing: label smoothing α of the training loss in [0, 1) (0: none, Burn).
     """
 
     transformer: nn.TransformerEncoderConfig
     n_classes: int
     vocab_size: int
     max_seq_length: int
+    pooling: str = "first"
+    label_smoothing: float = 0.0
 
     def init(self, device=None, dtype=None) -> "TextClassificationModel":
         """Build the model on ``device`` with float ``dtype`` (float32 by default)."""
@@ -42,6 +55,12 @@ class TextClassificationModelConfig(Config):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"TextClassificationModelConfig: {name} must be a positive int, got {value!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"TextClassificationModelConfig: pooling must be one of {', '.join(POOLINGS)}, "
+                             f"got {self.pooling!r}")
+        if not 0.0 <= float(self.label_smoothing) < 1.0:
+            raise ValueError(f"TextClassificationModelConfig: label_smoothing must be in [0, 1), "
+                             f"got {self.label_smoothing!r}")
         d_model = self.transformer.d_model
         return TextClassificationModel(
             transformer=self.transformer.init(device, dtype),
@@ -50,11 +69,13 @@ class TextClassificationModelConfig(Config):
             output=nn.LinearConfig(d_model, self.n_classes).init(device, dtype),
             n_classes=self.n_classes,
             max_seq_length=self.max_seq_length,
+            pooling=self.pooling,
+            label_smoothing=float(self.label_smoothing),
         )
 
 
 class TextClassificationModel(nn.Module):
-    """Embeddings -> TransformerEncoder -> linear head on token 0.
+    """Embeddings -> TransformerEncoder -> linear head on token 0 (or on the mean of the tokens).
 
     Args:
         transformer: the encoder.
@@ -63,16 +84,21 @@ class TextClassificationModel(nn.Module):
         output: the head, ``Linear(d_model, n_classes)``.
         n_classes: number of classes.
         max_seq_length: the longest sequence accepted.
+        pooling: ``"first"`` or ``"mean"`` (see :class:`TextClassificationModelConfig`).
+        label_smoothing: label smoothing α of :meth:`loss`.
     """
 
     def __init__(self, transformer: nn.TransformerEncoder, embedding_token: nn.Embedding,
-                 embedding_pos: nn.Embedding, output: nn.Linear, n_classes: int, max_seq_length: int):
+                 embedding_pos: nn.Embedding, output: nn.Linear, n_classes: int, max_seq_length: int,
+                 pooling: str = "first", label_smoothing: float = 0.0):
         self.transformer = transformer
         self.embedding_token = embedding_token
         self.embedding_pos = embedding_pos
         self.output = output
         self.n_classes = int(n_classes)
         self.max_seq_length = int(max_seq_length)
+        self.pooling = str(pooling)
+        self.label_smoothing = float(label_smoothing)
 
     # ---- computation --------------------------------------------------------------------------
     def logits(self, tokens: ember.Tensor, mask_pad: ember.Tensor) -> ember.Tensor:
@@ -97,11 +123,17 @@ class TextClassificationModel(nn.Module):
         positions = ember.arange(seq_length, device=device)
         embedding = (self.embedding_pos(positions) + self.embedding_token(tokens)) / 2  # [S,d] + [B,S,d]
         encoded = self.transformer(nn.TransformerEncoderInput(embedding).mask_pad(mask_pad))
+        if self.pooling == "mean":
+            keep = (~mask_pad).to(encoded.dtype).reshape(batch_size, seq_length, 1)  # 1 at real tokens
+            pooled = (encoded * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+            return self.output(pooled)
         return self.output(encoded[:, 0])
 
     def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
-        """Mean cross-entropy of ``logits`` ``[B, C]`` against ``labels`` ``[B]``."""
-        return nn.CrossEntropyLossConfig().init()(logits, _on(labels, logits.device))
+        """Mean cross-entropy of ``logits`` ``[B, C]`` against ``labels`` ``[B]`` (label-smoothed
+        when ``label_smoothing`` > 0)."""
+        smoothing = self.label_smoothing or None
+        return nn.CrossEntropyLossConfig(smoothing=smoothing).init()(logits, _on(labels, logits.device))
 
     def forward(self, batch: TextClassificationTrainingBatch):
         """Logits, loss and targets of a training batch, as ``ember.train.ClassificationOutput``.
