@@ -13,7 +13,7 @@ install: $(PY)
 	$(PY) -m pip install -e ".[test,text,train,examples]"
 
 demo: install
-	$(PY) examples/demo.py
+	$(PY) examples/text_classification/demo.py
 
 test: install
 	$(PY) -m pytest
