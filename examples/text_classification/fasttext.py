@@ -37,6 +37,7 @@ from ember import nn
 from ember.data import DataLoaderBuilder, Dataset, SamplerDataset, check_index
 from ember.nn.init import Initializer, Zeros
 from ember.optim import AdamConfig, AdamWConfig, LinearLrSchedulerConfig, SgdConfig
+from ember.record.config import ConfigError
 from ember.train import Learner, SupervisedTraining
 
 from text_classification.dataset import TextClassificationItem
@@ -528,7 +529,11 @@ def load_fasttext(artifact_dir: str | os.PathLike, dataset_cls, device="cpu", dt
     path = artifact_dir / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"no training config at {path}: train a fastText model into {artifact_dir} first")
-    config = FastTextExperimentConfig.load(path, fill_defaults=True).validate()
+    try:
+        config = FastTextExperimentConfig.load(path, fill_defaults=True).validate()
+    except (ConfigError, ValueError, TypeError) as error:
+        raise ValueError(f"{path} is not the config of a fastText run of this example ({error}); train one with "
+                         "train_fasttext, or load a Transformer run with text_classification.inference") from error
     weights = artifact_dir / "model.bpk"
     if not weights.is_file():
         raise FileNotFoundError(f"no trained weights at {weights}: train a fastText model into {artifact_dir} first")

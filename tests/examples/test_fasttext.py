@@ -234,3 +234,21 @@ def test_tokenized_dataset(tokenizer):
     with pytest.raises(IndexError):
         tokenized[10]
     assert pickle.loads(pickle.dumps(tokenized))[7].ids.tolist() == item.ids.tolist()
+
+
+def test_resume_from_a_checkpoint_is_exact(tmp_path, tokenizer):
+    train, test = DbPediaDataset.synthetic("train", n=256), DbPediaDataset.synthetic("test", n=64)
+    config = fasttext_experiment("dbpedia", d_model=8, buckets=2 ** 10, num_epochs=3, batch_size=32, seed=5)
+    full = train_fasttext(tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet())
+    resumed = train_fasttext(tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet(), checkpoint=2)
+    assert resumed.epochs_trained == 3
+    for path, param in full.model.named_parameters():
+        np.testing.assert_array_equal(param.val().numpy(), dict(resumed.model.named_parameters())[path].val().numpy())
+
+
+def test_load_refuses_other_runs(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"transformer": {}, "optimizer": {}}))
+    with pytest.raises(ValueError, match="is not the config of a fastText run"):
+        load_fasttext(tmp_path, DbPediaDataset)
+    with pytest.raises(FileNotFoundError, match="no training config"):
+        load_fasttext(tmp_path / "nothing", DbPediaDataset)
