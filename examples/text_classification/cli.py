@@ -339,6 +339,33 @@ def inference_parser(description: str, artifact_dir: str) -> argparse.ArgumentPa
     return parser
 
 
+def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: ModelShape):
+    """The body of the ``*_train.py`` scripts: parse the flags, train, save; returns the
+    ``LearningResult``."""
+    from text_classification.training import train
+    parser = training_parser(description, artifact_dir)
+    args = parser.parse_args(argv)
+    device, dtype = resolve_device(parser, args.backend, args.dtype)
+    config = build_config(args, model)
+    dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
+    return train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=dataset_cls,
+                 dtype=dtype, checkpoint=args.resume, plots=args.plots)
+
+
+def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: Sequence[str]):
+    """The body of the ``*_infer.py`` scripts: parse the flags, infer ``--text`` or ``samples``;
+    returns the predictions."""
+    from text_classification.inference import infer
+    parser = inference_parser(description, artifact_dir)
+    args = parser.parse_args(argv)
+    device, dtype = resolve_device(parser, args.backend, args.dtype)
+    tokenizer = None
+    if args.tokenizer is not None:
+        from text_classification.tokenizer import load_tokenizer
+        tokenizer = load_tokenizer(args.tokenizer)
+    return infer(args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer)
+
+
 def run_script(main, argv=None) -> int:
     """Run a script's ``main`` and turn the example's known failures into one-line errors (exit 1)."""
     import sys

@@ -34,15 +34,7 @@ SAMPLES = [
 
 def main(argv=None):
     """Parse the flags and infer; returns the predictions (for tests)."""
-    from text_classification.inference import infer
-    parser = cli.inference_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
-    args = parser.parse_args(argv)
-    device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
-    tokenizer = None
-    if args.tokenizer is not None:
-        from text_classification.tokenizer import load_tokenizer
-        tokenizer = load_tokenizer(args.tokenizer)
-    return infer(args.artifact_dir, DbPediaDataset, args.text or SAMPLES, device, dtype, tokenizer)
+    return cli.infer_main(argv, __doc__.splitlines()[0], ARTIFACT_DIR, DbPediaDataset, SAMPLES)
 
 
 if __name__ == "__main__":

@@ -29,14 +29,7 @@ MODEL = cli.ModelShape(d_model=256, d_ff=1024, n_heads=8, n_layers=4, norm_first
 
 def main(argv=None):
     """Parse the flags, train, save; returns the ``LearningResult`` (for tests)."""
-    from text_classification.training import train
-    parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
-    args = parser.parse_args(argv)
-    device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
-    config = cli.build_config(args, MODEL)
-    dataset_train, dataset_test = cli.load_datasets(DbPediaDataset, args, parser)
-    return train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=DbPediaDataset,
-                 dtype=dtype, checkpoint=args.resume, plots=args.plots)
+    return cli.train_main(argv, __doc__.splitlines()[0], ARTIFACT_DIR, DbPediaDataset, MODEL)
 
 
 if __name__ == "__main__":
