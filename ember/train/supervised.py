@@ -18,13 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ember.data import Progress
+from ember.optim import GradientsAccumulator
 from ember.train.checkpoint import (AsyncCheckpointer, ComposedCheckpointingStrategy, FileCheckpointer,
                                     KeepLastNCheckpoints, LearningCheckpointer, MetricCheckpointingStrategy)
 from ember.train.interrupter import Interrupter
 from ember.train.learner import Learner, base_lr
+from ember.train.metric import MetricMetadata
 from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
 from ember.train.logger.application_logger import OwnInfoFilter
 from ember.train.plots import MetricPlotter
+from ember.train.renderer import MetricState, TrainingProgress, default_renderer
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
 from ember.train.strategy import MultiDevice, SingleDevice, TrainingStrategy
 from ember.train.summary import LearnerSummary
@@ -306,7 +310,6 @@ class _Run:
     """The state of one ``launch``: loggers, store, checkpointer, renderer, signal handler."""
 
     def __init__(self, training: SupervisedTraining, learner: Learner):
-        from ember.train.renderer import default_renderer
         self.t = training
         self.learner = learner
         self.renderer = training._renderer if training._renderer is not None else default_renderer()
@@ -443,7 +446,7 @@ class _Run:
             self.resumed_partial = ("train", epoch)
             for logger in self.loggers:
                 if isinstance(logger, FileMetricLogger):
-                    logger._append.add(("train", epoch))
+                    logger.continue_epoch("train", epoch)
             text = f"Resuming from the checkpoint of epoch {epoch} taken at batch {skip}: continuing epoch {epoch}"
         else:
             start, skip = epoch + 1, 0
@@ -484,7 +487,6 @@ class _Run:
         self.renderer.on_split_start(split, epoch, num_items)
 
     def _train_split(self, epoch: int, skip: int) -> int:
-        from ember.optim import GradientsAccumulator
         learner, loader = self.learner, self.t.dataloader_train
         self._start_split("train", loader, epoch)
         accumulate = self.t._grad_accum if self.t._grad_accum and self.t._grad_accum > 1 else None
@@ -524,8 +526,6 @@ class _Run:
 
     def _after_batch(self, split: str, loader, epoch: int, iteration: int, item, lr) -> bool:
         """Metrics, logs and display of one batch; True when the interrupter asks to stop."""
-        from ember.train.metric import MetricMetadata
-        from ember.train.renderer import TrainingProgress
         progress = _progress_of(loader, iteration)
         meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
                               iteration=iteration, lr=lr)
@@ -538,7 +538,6 @@ class _Run:
         return self.interrupter.should_stop()
 
     def _update(self, split: str, item, meta, epoch: int) -> None:
-        from ember.train.renderer import MetricState
         update_renderer = self.renderer.update_train if split == "train" else self.renderer.update_valid
         for reg in self.t._metrics[split]:
             metric = reg.metric
@@ -578,7 +577,6 @@ def _synced(item):
 
 
 def _progress_of(loader, iteration: int):
-    from ember.data import Progress
     progress = getattr(loader, "progress", None)
     if callable(progress):
         return progress()

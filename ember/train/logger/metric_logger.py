@@ -71,6 +71,11 @@ class FileMetricLogger:
         self._files: dict[tuple[str, int, str], TextIO] = {}
         self._append = set(append_epochs or ())
 
+    def continue_epoch(self, split: str, epoch: int) -> None:
+        """Append to the split's existing files of ``epoch`` instead of truncating them (an
+        epoch interrupted and resumed mid-way)."""
+        self._append.add((split, epoch))
+
     def path(self, split: str, epoch: int, name: str) -> Path:
         return self.directory / split / f"epoch-{epoch}" / file_name(name)
 
