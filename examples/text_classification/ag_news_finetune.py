@@ -8,6 +8,9 @@ the head to AG News's 4 classes and trains the adapters and the head. Burn's rec
 with L2 weight decay 5e-5 at a constant 1e-3, 5 epochs of 25,000 sampled rows. Artifacts in
 /tmp/text-classification-ag-news; infer with ``ag_news_infer.py``.
 
+``--model fasttext`` is refused with a clear error: LoRA has no weight matrix to adapt in the
+fastText-style model (train it on AG News directly, ``ag_news_train.py --model fasttext``).
+
 Run (the chain):
     python examples/text_classification/db_pedia_train.py
     python examples/text_classification/ag_news_finetune.py
@@ -43,6 +46,11 @@ def main(argv=None):
     parser.add_argument("--num-classes-before", type=int, default=NUM_CLASSES_BEFORE,
                         help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)")
     args = parser.parse_args(argv)
+    if args.model == "fasttext":
+        parser.error("--model fasttext: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
+                     "an embedding table, trained row-sparse, and the head that fine-tuning replaces; no weight "
+                     "matrix to adapt). Train it on AG News directly: ag_news_train.py --model fasttext (about 40 s)")
+    cli.resolve_model_flags(parser, args, ARTIFACT_DIR)
     device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
     pretrained = Path(args.pretrained)
     base = None

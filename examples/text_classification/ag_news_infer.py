@@ -7,6 +7,7 @@ the ``--text`` given), the class probabilities and the predicted class in Burn's
 Run:
     python examples/text_classification/ag_news_infer.py
     python examples/text_classification/ag_news_infer.py --text "Stocks rally as oil prices fall" --backend cuda
+    python examples/text_classification/ag_news_infer.py --model fasttext   # the run of *_train.py --model fasttext
 """
 from __future__ import annotations
 

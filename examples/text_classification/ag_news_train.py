@@ -12,6 +12,8 @@ Run:
     python examples/text_classification/ag_news_train.py                            # the Hub's ag_news
     python examples/text_classification/ag_news_train.py --source local --data-dir DIR --recipe ember
     python examples/text_classification/ag_news_train.py --backend cuda --dtype f16
+    python examples/text_classification/ag_news_train.py --model fasttext --source local --data-dir DIR
+        # the fastText-style model (ember's preset), artifacts in /tmp/text-classification-ag-news-fasttext
 """
 from __future__ import annotations
 

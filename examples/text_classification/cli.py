@@ -3,14 +3,22 @@
 Every training script (``ag_news_train.py``, ``db_pedia_train.py``, ``ag_news_finetune.py``)
 takes::
 
-    --backend cpu|reference|cuda   --dtype f32|f16
+    --model transformer|fasttext   --backend cpu|reference|cuda   --dtype f32|f16
     --source hub|local|sample|synthetic   --data-dir DIR   --tokenizer PATH   --artifact-dir DIR
     --recipe burn|ember   --epochs N   --batch-size N   --seq-length N
     --train-samples N   --valid-samples N   --seed N
     --optimizer adam|adamw   --lr X   --lr-schedule noam|cosine|constant   --warmup-steps N
     --weight-decay X
     (beyond the list: --d-model --d-ff --n-heads --n-layers --dropout --pooling first|mean
-     --label-smoothing X --min-lr X --num-workers N --resume EPOCH --plots)
+     --label-smoothing X --min-lr X --num-workers N --resume EPOCH --plots;
+     for --model fasttext: --buckets N --ngrams N --head-tokens N --max-tokens N)
+
+``--model transformer`` (the default) trains Burn's Transformer classifier; ``--model fasttext``
+the fastText-style bag of word pieces and hashed n-grams (:mod:`text_classification.fasttext`),
+with its own preset per dataset (:data:`~text_classification.fasttext.FASTTEXT_RECIPE`; Burn has
+no such model, so ``--recipe burn`` does not apply to it) and its own default artifact directory
+(the Transformer's with ``-fasttext`` appended). Flags of one model given to the other are an
+error, not silently ignored. Fine-tuning applies to the Transformer only.
 
 ``--recipe burn`` (the default) is exactly Burn's example: the script's Transformer, Adam with
 L2 weight decay 5e-5, Noam(1e-2) warm-up 1,000 steps scaled by d_model, sequences of 256,
@@ -18,8 +26,9 @@ batches of 32, 5 epochs of 25,000 items drawn with replacement, 2,500 for valida
 fine-tuning: constant 1e-3). ``--recipe ember`` is ember's recommended recipe (see
 :data:`EMBER_RECIPE`). Any flag given explicitly overrides the preset.
 
-The inference scripts take ``--backend``, ``--dtype``, ``--artifact-dir``, ``--tokenizer`` and
-``--text`` (repeatable; default: Burn's three samples).
+The inference scripts take ``--model``, ``--backend``, ``--dtype``, ``--artifact-dir``,
+``--tokenizer`` and ``--text`` (repeatable; default: Burn's three samples); the run's
+``config.json`` says which model it holds, and ``--model`` (when given) must agree with it.
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification import cli``.
@@ -32,12 +41,18 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 __all__ = ["BACKENDS", "BURN_FINETUNE_RECIPE", "BURN_RECIPE", "DTYPES", "EMBER_FINETUNE_RECIPE", "EMBER_RECIPE",
-           "RECIPES", "ModelShape", "Recipe", "add_backend_flags", "add_training_flags", "build_config",
-           "inference_parser", "load_datasets", "preset", "resolve_device", "run_script", "training_parser"]
+           "MODELS", "RECIPES", "ModelShape", "Recipe", "add_backend_flags", "add_training_flags", "build_config",
+           "build_fasttext_config", "inference_parser", "load_datasets", "model_artifact_dir", "preset",
+           "resolve_device", "resolve_model_flags", "run_script", "training_parser"]
 
 BACKENDS = ("cpu", "reference", "cuda")
 DTYPES = ("f32", "f16")
 RECIPES = ("burn", "ember")
+MODELS = ("transformer", "fasttext")
+# The flags that only one model reads (``dest`` names); the other refuses them.
+TRANSFORMER_ONLY = ("seq_length", "warmup_steps", "min_lr", "pooling", "d_ff", "n_heads", "n_layers", "dropout",
+                    "sample_with_replacement", "weight_decay")
+FASTTEXT_ONLY = ("buckets", "ngrams", "head_tokens", "max_tokens")
 # Float dtypes each backend trains and infers in (all of them do both; the table is where a
 # backend without float16 would say so, and --dtype checks it).
 BACKEND_DTYPES = {"cpu": ("f32", "f16"), "reference": ("f32", "f16"), "cuda": ("f32", "f16")}
@@ -162,6 +177,9 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
 def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
                        sources: Sequence[str]) -> argparse.ArgumentParser:
     """The training scripts' flags. Recipe flags default to None: the preset fills them."""
+    parser.add_argument("--model", choices=MODELS, default="transformer",
+                        help="transformer (Burn's example, the default) or fasttext (a bag of word pieces and hashed "
+                             "n-grams: seconds to train, a strong baseline)")
     add_backend_flags(parser)
     from text_classification.dataset import SOURCES
     parser.add_argument("--source", choices=SOURCES, default=sources[0],
@@ -172,11 +190,12 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     parser.add_argument("--tokenizer", default=None, metavar="PATH",
                         help="a tokenizer.json or vocab.txt, or 'bert-base-cased' for the Hub's (default: the "
                              "bert-base-cased vocabulary shipped with the example)")
-    parser.add_argument("--artifact-dir", default=artifact_dir, metavar="DIR",
-                        help=f"where the run's artifacts go (default {artifact_dir})")
-    parser.add_argument("--recipe", choices=RECIPES, default="burn",
-                        help="preset: burn (Burn's example, the default) or ember (ember's recommended recipe); "
-                             "explicit flags override it")
+    parser.add_argument("--artifact-dir", default=None, metavar="DIR",
+                        help=f"where the run's artifacts go (default {artifact_dir}, or "
+                             f"{model_artifact_dir(artifact_dir, 'fasttext')} for --model fasttext)")
+    parser.add_argument("--recipe", choices=RECIPES, default=None,
+                        help="preset: burn (Burn's example, the Transformer's default) or ember (ember's recommended "
+                             "recipe; the only one of --model fasttext); explicit flags override it")
     g = parser.add_argument_group("recipe (default: the preset's value)")
     g.add_argument("--epochs", type=_positive, default=None)
     g.add_argument("--batch-size", type=_positive, default=None)
@@ -192,7 +211,9 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     g.add_argument("--optimizer", choices=("adam", "adamw"), default=None,
                    help="adam (L2 weight decay, Burn) or adamw (decoupled weight decay)")
     g.add_argument("--lr", type=_float, default=None, help="Noam's factor, else the peak or constant rate")
-    g.add_argument("--lr-schedule", choices=("noam", "cosine", "constant"), default=None)
+    g.add_argument("--lr-schedule", choices=("noam", "cosine", "linear", "constant"), default=None,
+                   help="transformer: noam, cosine or constant (after a linear warm-up); fasttext: linear (to 0) or "
+                        "constant")
     g.add_argument("--warmup-steps", type=_non_negative, default=None)
     g.add_argument("--min-lr", type=_float, default=None, help="where the cosine ends (0)")
     g.add_argument("--weight-decay", type=_float, default=None)
@@ -205,6 +226,12 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     m.add_argument("--n-heads", type=_positive, default=None)
     m.add_argument("--n-layers", type=_positive, default=None)
     m.add_argument("--dropout", type=_float, default=None)
+    f = parser.add_argument_group("fastText-style model (--model fasttext; default: the dataset's preset)")
+    f.add_argument("--buckets", type=_positive, default=None, help="hashed n-gram rows of the embedding table")
+    f.add_argument("--ngrams", type=_positive, default=None, help="longest hashed n-gram (2: word-piece bigrams)")
+    f.add_argument("--head-tokens", type=_non_negative, default=None,
+                   help="the first N word pieces also get their own bag (0: none)")
+    f.add_argument("--max-tokens", type=_positive, default=None, help="word pieces read per text")
     o = parser.add_argument_group("run")
     o.add_argument("--num-workers", type=_non_negative, default=None, help="data-loader worker processes (Burn: 1)")
     o.add_argument("--resume", type=_positive, default=None, metavar="EPOCH",
@@ -220,6 +247,38 @@ def training_parser(description: str, artifact_dir: str, sources: Sequence[str] 
 
 
 # ---------------------------------------------------------------------------------- resolution
+def model_artifact_dir(artifact_dir: str, model: str) -> str:
+    """A script's default artifact directory for ``model``: the Transformer's is the script's
+    (Burn's), the fastText model's has ``-fasttext`` appended, so the two runs never mix."""
+    return artifact_dir if model == "transformer" else f"{artifact_dir}-{model}"
+
+
+def resolve_model_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, artifact_dir: str) -> None:
+    """Fill ``args.recipe`` and ``args.artifact_dir`` for ``args.model``, and refuse (with
+    ``parser.error``, exit 2) the flags that only the other model reads."""
+    refused = FASTTEXT_ONLY if args.model == "transformer" else TRANSFORMER_ONLY
+    given = [name for name in refused if getattr(args, name, None) is not None]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-").replace("sample-with-replacement", "with-replacement")
+                          for name in given)
+        parser.error(f"{flags}: not a setting of --model {args.model} (the other model's flags: "
+                     f"{'transformer' if args.model == 'fasttext' else 'fasttext'})")
+    if args.model == "fasttext":
+        if args.recipe == "burn":
+            parser.error("--recipe burn: Burn's example has no fastText-style model; --model fasttext trains "
+                         "ember's preset (--recipe ember), which explicit flags override")
+        if args.lr_schedule not in (None, "linear", "constant"):
+            parser.error(f"--lr-schedule {args.lr_schedule}: --model fasttext decays its rate linearly or keeps it "
+                         "constant; choose linear or constant")
+        args.recipe = "ember"
+    else:
+        if args.lr_schedule == "linear":
+            parser.error("--lr-schedule linear: the Transformer's schedules are noam, cosine and constant")
+        args.recipe = args.recipe or "burn"
+    if args.artifact_dir is None:
+        args.artifact_dir = model_artifact_dir(artifact_dir, args.model)
+
+
 def resolve_device(parser: argparse.ArgumentParser, backend: str, dtype: str) -> tuple[str, Any]:
     """``(device, dtype)`` for ``--backend`` / ``--dtype``, or a clear ``parser.error`` (exit 2).
 
@@ -269,7 +328,8 @@ def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: b
 
     from text_classification.training import ExperimentConfig
 
-    recipe = preset(args.recipe, finetune)
+    recipe_name = args.recipe or "burn"  # the Transformer's default preset
+    recipe = preset(recipe_name, finetune)
     if base_transformer is not None:
         transformer = base_transformer
         for name in ("d_model", "d_ff", "n_heads", "n_layers", "dropout"):
@@ -305,9 +365,23 @@ def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: b
         num_workers=_pick(args, "num_workers", recipe.num_workers),
         seed=args.seed,
         tokenizer=args.tokenizer,
-        recipe=args.recipe,
+        recipe=recipe_name,
     )
     return config.validate()
+
+
+def build_fasttext_config(args: argparse.Namespace, dataset_cls):
+    """The :class:`~text_classification.fasttext.FastTextExperimentConfig` of the parsed flags:
+    the dataset's preset (:data:`~text_classification.fasttext.FASTTEXT_RECIPE`), each setting
+    overridden by its flag when given."""
+    from text_classification.fasttext import fasttext_experiment
+    flags = {"num_epochs": "epochs", "batch_size": "batch_size", "train_samples": "train_samples",
+             "valid_samples": "valid_samples", "optimizer": "optimizer", "lr": "lr", "lr_schedule": "lr_schedule",
+             "label_smoothing": "label_smoothing", "num_workers": "num_workers", "d_model": "d_model",
+             "buckets": "buckets", "ngrams": "ngrams", "head_tokens": "head_tokens", "max_tokens": "max_tokens",
+             "tokenizer": "tokenizer"}
+    overrides = {field: getattr(args, flag) for field, flag in flags.items() if getattr(args, flag, None) is not None}
+    return fasttext_experiment(dataset_cls, seed=args.seed, recipe=args.recipe, **overrides)
 
 
 def load_datasets(dataset_cls, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> tuple:
@@ -329,8 +403,12 @@ def load_datasets(dataset_cls, args: argparse.Namespace, parser: argparse.Argume
 def inference_parser(description: str, artifact_dir: str) -> argparse.ArgumentParser:
     """``--backend``, ``--dtype``, ``--artifact-dir``, ``--tokenizer``, ``--text``."""
     parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--model", choices=MODELS, default=None,
+                        help="the model the run must hold (default: whatever its config.json says); also picks the "
+                             f"default artifact directory ({model_artifact_dir(artifact_dir, 'fasttext')} for "
+                             "fasttext)")
     add_backend_flags(parser)
-    parser.add_argument("--artifact-dir", default=artifact_dir, metavar="DIR",
+    parser.add_argument("--artifact-dir", default=None, metavar="DIR",
                         help=f"the training run to load (default {artifact_dir})")
     parser.add_argument("--tokenizer", default=None, metavar="PATH",
                         help="override the tokenizer the run recorded in config.json")
@@ -342,10 +420,17 @@ def inference_parser(description: str, artifact_dir: str) -> argparse.ArgumentPa
 def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: ModelShape):
     """The body of the ``*_train.py`` scripts: parse the flags, train, save; returns the
     ``LearningResult``."""
+    from text_classification.fasttext import train_fasttext
     from text_classification.training import train
     parser = training_parser(description, artifact_dir)
     args = parser.parse_args(argv)
+    resolve_model_flags(parser, args, artifact_dir)
     device, dtype = resolve_device(parser, args.backend, args.dtype)
+    if args.model == "fasttext":
+        config = build_fasttext_config(args, dataset_cls)
+        dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
+        return train_fasttext(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=dataset_cls,
+                              dtype=dtype, checkpoint=args.resume, plots=args.plots)
     config = build_config(args, model)
     dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
     return train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=dataset_cls,
@@ -358,12 +443,14 @@ def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: 
     from text_classification.inference import infer
     parser = inference_parser(description, artifact_dir)
     args = parser.parse_args(argv)
+    if args.artifact_dir is None:
+        args.artifact_dir = model_artifact_dir(artifact_dir, args.model or "transformer")
     device, dtype = resolve_device(parser, args.backend, args.dtype)
     tokenizer = None
     if args.tokenizer is not None:
         from text_classification.tokenizer import load_tokenizer
         tokenizer = load_tokenizer(args.tokenizer)
-    return infer(args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer)
+    return infer(args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer, model=args.model)
 
 
 def run_script(main, argv=None) -> int:

@@ -7,6 +7,7 @@ the ``--text`` given), the class probabilities and the predicted class in Burn's
 Run:
     python examples/text_classification/db_pedia_infer.py
     python examples/text_classification/db_pedia_infer.py --text "Mont Blanc is the highest mountain in the Alps."
+    python examples/text_classification/db_pedia_infer.py --model fasttext   # the run of *_train.py --model fasttext
 """
 from __future__ import annotations
 

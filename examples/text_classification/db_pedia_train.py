@@ -9,6 +9,8 @@ Run:
     python examples/text_classification/db_pedia_train.py                       # the Hub's dbpedia_14
     python examples/text_classification/db_pedia_train.py --source sample --recipe ember
     python examples/text_classification/db_pedia_train.py --source local --data-dir DIR --backend cuda
+    python examples/text_classification/db_pedia_train.py --source sample --model fasttext
+        # the fastText-style model (ember's preset), artifacts in /tmp/text-classification-db-pedia-fasttext
 """
 from __future__ import annotations
 

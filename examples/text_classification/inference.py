@@ -21,6 +21,7 @@ Import scheme of the example: ``examples/`` on ``sys.path``, then
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, model_config
 
 __all__ = ["ArtifactError", "Prediction", "evaluate", "format_f32_debug", "format_logits", "infer", "load_config",
-           "load_model"]
+           "load_model", "run_model_kind"]
 
 
 class ArtifactError(RuntimeError):
@@ -72,6 +73,24 @@ def format_f32_debug(x: float) -> str:
 def format_logits(probabilities: Sequence[float]) -> str:
     """``[p0, p1, ...]`` as Rust's ``{:?}`` of an ``f32`` slice."""
     return "[" + ", ".join(format_f32_debug(p) for p in probabilities) + "]"
+
+
+def run_model_kind(artifact_dir: str | os.PathLike) -> str:
+    """Which model a run holds: its ``config.json``'s ``"model"`` (``"fasttext"``), else
+    ``"transformer"`` (the Transformer's config has no such key)."""
+    path = Path(artifact_dir) / "config.json"
+    if not path.is_file():
+        raise ArtifactError(f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
+                            "pass --artifact-dir with the directory of a finished run")
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ArtifactError(f"{path} is not a readable JSON config: {error}") from error
+    kind = fields.get("model", "transformer") if isinstance(fields, dict) else None
+    if kind not in ("transformer", "fasttext"):
+        raise ArtifactError(f"{path} names an unknown model {kind!r}; this example trains 'transformer' and "
+                            "'fasttext' runs")
+    return kind
 
 
 def load_config(artifact_dir: str | os.PathLike) -> ExperimentConfig:
@@ -135,6 +154,10 @@ def predict(model, tokenizer, seq_length: int, texts: Sequence[str], dataset_cls
     batch = TextClassificationInferenceBatcher(tokenizer, seq_length).batch(list(texts), device)
     with ember.no_grad():
         probabilities = model.infer(batch).float().numpy()
+    return _predictions(texts, probabilities, dataset_cls)
+
+
+def _predictions(texts: Sequence[str], probabilities: np.ndarray, dataset_cls) -> list[Prediction]:
     out = []
     for text, row in zip(texts, probabilities):
         label = int(np.argmax(row))
@@ -143,8 +166,11 @@ def predict(model, tokenizer, seq_length: int, texts: Sequence[str], dataset_cls
 
 
 def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], device="cpu", dtype=None,
-          tokenizer=None, log: Callable[[str], None] | None = print) -> list[Prediction]:
+          tokenizer=None, log: Callable[[str], None] | None = print, model: str | None = None) -> list[Prediction]:
     """Load the run in ``artifact_dir``, classify ``samples`` and print Burn's report.
+
+    The run may hold the Transformer or the fastText-style model (its ``config.json`` says
+    which); both print the same report.
 
     Args:
         artifact_dir: the training's artifact directory.
@@ -154,6 +180,8 @@ def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], 
         dtype: the float dtype of the model (None: float32).
         tokenizer: a tokenizer (default: the run's).
         log: where the lines go (None: nowhere).
+        model: ``"transformer"`` or ``"fasttext"``: the model the run must hold (an
+            :class:`ArtifactError` otherwise); None accepts either.
 
     Returns:
         One :class:`Prediction` per sample.
@@ -162,15 +190,37 @@ def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], 
     if not samples:
         raise ValueError("infer: no texts to classify")
     log = log or (lambda line: None)
+    kind = run_model_kind(artifact_dir)
+    if model is not None and model != kind:
+        raise ArtifactError(f"{Path(artifact_dir)} holds a {kind} run, not a {model} one: pass --model {kind}, or "
+                            f"--artifact-dir with the directory of a {model} run")
     log("Loading weights ...")
-    config, tokenizer, model = load_model(artifact_dir, dataset_cls, device, dtype, tokenizer)
-    log("Creating model ...")
-    log("Running inference ...")
-    predictions = predict(model, tokenizer, config.seq_length, samples, dataset_cls, device)
+    if kind == "fasttext":
+        predictions = _predict_fasttext_run(artifact_dir, dataset_cls, samples, device, dtype, tokenizer, log)
+    else:
+        config, tokenizer, transformer = load_model(artifact_dir, dataset_cls, device, dtype, tokenizer)
+        log("Creating model ...")
+        log("Running inference ...")
+        predictions = predict(transformer, tokenizer, config.seq_length, samples, dataset_cls, device)
     for i, p in enumerate(predictions):
         log(f"\n=== Item {i} ===\n- Text: {p.text}\n- Logits: {format_logits(p.probabilities)}\n"
             f"- Prediction: {p.class_name}\n================")
     return predictions
+
+
+def _predict_fasttext_run(artifact_dir, dataset_cls, samples, device, dtype, tokenizer, log) -> list[Prediction]:
+    from text_classification.fasttext import fasttext_model_config, load_fasttext, predict_fasttext
+    try:
+        config, tokenizer, model = load_fasttext(artifact_dir, dataset_cls, device, dtype, tokenizer)
+    except (FileNotFoundError, ValueError) as error:
+        raise ArtifactError(str(error)) from error
+    except Exception as error:  # RecordError and friends: name the file and the cause
+        raise ArtifactError(f"the weights in {Path(artifact_dir) / 'model.bpk'} do not fit a {dataset_cls.__name__} "
+                            f"fastText model as its config.json describes it: {error}") from error
+    log("Creating model ...")
+    log("Running inference ...")
+    model_config = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size())
+    return _predictions(samples, predict_fasttext(model, tokenizer, model_config, samples, device), dataset_cls)
 
 
 def evaluate(model, tokenizer, seq_length: int, dataset, device="cpu", batch_size: int = 128) -> float:

@@ -263,8 +263,79 @@ def test_cosine_and_constant_schedules_warm_up_linearly():
 # ---------------------------------------------------------------------------------- demo
 def test_demo_smoke(tmp_path, capsys):
     out = demo.main(["--source", "synthetic", "--d-model", "16", "--d-ff", "32", "--n-heads", "2", "--n-layers", "1",
-                     "--seq-length", "32", "--epochs", "1", "--artifact-dir", str(tmp_path)])
+                     "--seq-length", "32", "--epochs", "1", "--buckets", "1024", "--artifact-dir", str(tmp_path)])
     text = capsys.readouterr().out
-    assert "Held-out accuracy:" in text and "Wall time:" in text and "=== Item 2 ===" in text
-    assert 0 <= out["accuracy"] <= 100 and (tmp_path / "model.bpk").is_file()
+    assert "Transformer held-out accuracy:" in text and "fastText-style held-out accuracy:" in text
+    assert "Transformer wall time:" in text and "Total wall time:" in text and text.count("=== Item 2 ===") == 2
+    assert set(out) == {"transformer", "fasttext", "seconds"}
+    assert 0 <= out["transformer"]["accuracy"] <= 100 and (tmp_path / "model.bpk").is_file()
     assert ExperimentConfig.load(tmp_path / "config.json").recipe == "ember"
+    fasttext_dir = tmp_path.parent / (tmp_path.name + "-fasttext")
+    config = json.loads((fasttext_dir / "config.json").read_text())
+    # the shared flags (--epochs, --d-model) set the Transformer only; --buckets the fastText model
+    assert config["model"] == "fasttext" and config["buckets"] == 1024 and config["d_model"] == 64
+    assert config["num_epochs"] == 8 and out["fasttext"]["accuracy"] > 50
+
+
+def test_demo_one_model(tmp_path, capsys):
+    out = demo.main(["--model", "fasttext", "--source", "synthetic", "--buckets", "1024", "--epochs", "1",
+                     "--d-model", "8", "--artifact-dir", str(tmp_path)])
+    assert set(out) == {"fasttext", "seconds"} and "Transformer" not in capsys.readouterr().out
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["model"] == "fasttext" and config["num_epochs"] == 1 and config["d_model"] == 8
+
+
+# ---------------------------------------------------------------------------------- --model fasttext
+FASTTEXT_TINY = ["--model", "fasttext", "--source", "synthetic", "--buckets", "2048", "--epochs", "2",
+                 "--num-workers", "0"]
+
+
+def test_fasttext_through_the_scripts(tmp_path, capsys):
+    run = tmp_path / "run"
+    result = db_pedia_train.main(FASTTEXT_TINY + ["--artifact-dir", str(run), "--lr", "0.1"])
+    assert result.epochs_trained == 2 and (run / "model.bpk").is_file()
+    assert (run / "checkpoint" / "model-2.bpk").is_file() and (run / "valid" / "epoch-2" / "Accuracy.log").is_file()
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"] == "fasttext" and config["lr"] == 0.1 and config["buckets"] == 2048
+    assert config["recipe"] == "ember"
+    capsys.readouterr()
+    predictions = db_pedia_infer.main(["--model", "fasttext", "--artifact-dir", str(run)])
+    text = capsys.readouterr().out
+    assert len(predictions) == 3 and text.count("=== Item") == 3 and "- Prediction: " in text
+    assert all(abs(sum(p.probabilities) - 1) < 1e-4 for p in predictions)
+    # without --model, config.json decides
+    again = db_pedia_infer.main(["--artifact-dir", str(run), "--text", predictions[0].text])
+    assert again[0].probabilities == pytest.approx(predictions[0].probabilities, abs=1e-6)
+    with pytest.raises(ArtifactError, match="holds a fasttext run"):
+        db_pedia_infer.main(["--model", "transformer", "--artifact-dir", str(run)])
+
+
+def test_fasttext_default_artifact_dir():
+    assert cli.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "transformer") == db_pedia_train.ARTIFACT_DIR
+    assert cli.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "fasttext") == db_pedia_train.ARTIFACT_DIR + "-fasttext"
+    parser = cli.training_parser("t", db_pedia_train.ARTIFACT_DIR)
+    args = parser.parse_args(["--model", "fasttext"])
+    cli.resolve_model_flags(parser, args, db_pedia_train.ARTIFACT_DIR)
+    assert args.artifact_dir.endswith("-fasttext") and args.recipe == "ember"
+    config = cli.build_fasttext_config(args, AgNewsDataset)
+    assert config.buckets == 2 ** 21 and config.d_model == 16  # AG News's preset, not DbPedia's
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "fasttext", "--seq-length", "64"], "--seq-length: not a setting of --model fasttext"),
+    (["--model", "fasttext", "--pooling", "mean", "--n-layers", "2"], "--n-layers"),
+    (["--model", "fasttext", "--recipe", "burn"], "Burn's example has no fastText-style model"),
+    (["--model", "fasttext", "--lr-schedule", "cosine"], "linear or constant"),
+    (["--buckets", "1024"], "--buckets: not a setting of --model transformer"),
+    (["--lr-schedule", "linear"], "noam, cosine and constant"),
+])
+def test_flags_of_the_other_model_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as error:
+        db_pedia_train.main(argv + ["--source", "synthetic"])
+    assert error.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_finetune_refuses_fasttext(capsys):
+    with pytest.raises(SystemExit) as error:
+        ag_news_finetune.main(["--model", "fasttext", "--source", "synthetic"])
+    assert error.value.code == 2 and "LoRA fine-tuning does not apply" in capsys.readouterr().err
