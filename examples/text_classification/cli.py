@@ -29,6 +29,7 @@ fine-tuning: constant 1e-3). ``--recipe ember`` is ember's recommended recipe (s
 The inference scripts take ``--model``, ``--backend``, ``--dtype``, ``--artifact-dir``,
 ``--tokenizer`` and ``--text`` (repeatable; default: Burn's three samples); the run's
 ``config.json`` says which model it holds, and ``--model`` (when given) must agree with it.
+``--evaluate --source S [--data-dir DIR]`` prints the accuracy over the whole test split instead.
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification import cli``.
@@ -49,6 +50,7 @@ BACKENDS = ("cpu", "reference", "cuda")
 DTYPES = ("f32", "f16")
 RECIPES = ("burn", "ember")
 MODELS = ("transformer", "fasttext")
+DEFAULT_SEED = 42  # --seed's default (the synthetic corpus of --evaluate uses it too)
 # The flags that only one model reads (``dest`` names); the other refuses them.
 TRANSFORMER_ONLY = ("seq_length", "warmup_steps", "min_lr", "pooling", "d_ff", "n_heads", "n_layers", "dropout",
                     "sample_with_replacement", "weight_decay")
@@ -207,7 +209,8 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     g.add_argument("--with-replacement", dest="sample_with_replacement", default=None,
                    action=argparse.BooleanOptionalAction,
                    help="draw the items independently (burn) or in shuffled whole passes (ember)")
-    g.add_argument("--seed", type=_non_negative, default=42, help="seeds parameters, dropout and sampling (42)")
+    g.add_argument("--seed", type=_non_negative, default=DEFAULT_SEED,
+                   help=f"seeds parameters, dropout and sampling ({DEFAULT_SEED})")
     g.add_argument("--optimizer", choices=("adam", "adamw"), default=None,
                    help="adam (L2 weight decay, Burn) or adamw (decoupled weight decay)")
     g.add_argument("--lr", type=_float, default=None, help="Noam's factor, else the peak or constant rate")
@@ -414,6 +417,11 @@ def inference_parser(description: str, artifact_dir: str) -> argparse.ArgumentPa
                         help="override the tokenizer the run recorded in config.json")
     parser.add_argument("--text", action="append", default=None, metavar="TEXT",
                         help="a text to classify (repeatable; default: Burn's three samples)")
+    from text_classification.dataset import SOURCES
+    parser.add_argument("--evaluate", action="store_true",
+                        help="instead: the accuracy over the whole test split of --source / --data-dir")
+    parser.add_argument("--source", choices=SOURCES, default="hub", help="the test split's source for --evaluate")
+    parser.add_argument("--data-dir", default=None, metavar="DIR", help="the directory of --source local")
     return parser
 
 
@@ -450,6 +458,20 @@ def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: 
     if args.tokenizer is not None:
         from text_classification.tokenizer import load_tokenizer
         tokenizer = load_tokenizer(args.tokenizer)
+    if args.evaluate:
+        from text_classification.inference import evaluate_run, run_model_kind
+        kind = run_model_kind(args.artifact_dir)
+        if args.model is not None and args.model != kind:
+            parser.error(f"--model {args.model}: {args.artifact_dir} holds a {kind} run")
+        try:
+            dataset = dataset_cls.from_source(args.source, "test", args.data_dir,
+                                              **({"seed": DEFAULT_SEED} if args.source == "synthetic" else {}))
+        except (ValueError, FileNotFoundError) as error:
+            parser.error(str(error))
+        accuracy = evaluate_run(args.artifact_dir, dataset_cls, dataset, device, dtype, tokenizer)
+        print(f"{dataset_cls.__name__} {kind} run {args.artifact_dir}: accuracy {accuracy:.2f}% over the "
+              f"{len(dataset):,} rows of the test split ({args.source})")
+        return accuracy
     return infer(args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer, model=args.model)
 
 

@@ -80,7 +80,7 @@ def _report(name: str, accuracy: float, total: int, seconds: float, note: str) -
 
 
 def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: float) -> dict:
-    from text_classification.inference import evaluate, load_model
+    from text_classification.inference import evaluate_run
     from text_classification.training import train
     config = cli.build_config(args, MODEL)
     t = config.transformer
@@ -93,16 +93,15 @@ def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: 
     result = train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=DbPediaDataset,
                    dtype=dtype, checkpoint=args.resume, plots=args.plots)
     _show_predictions(args.artifact_dir, dataset_test, device, dtype)
-    _, tokenizer, model = load_model(args.artifact_dir, DbPediaDataset, device, dtype)
-    accuracy = evaluate(model, tokenizer, config.seq_length, dataset_test, device)
+    accuracy = evaluate_run(args.artifact_dir, DbPediaDataset, dataset_test, device, dtype)
     seconds = time.perf_counter() - started
     _report("Transformer", accuracy, len(dataset_test), seconds, _what_timed(started))
     return {"accuracy": accuracy, "seconds": seconds, "result": result}
 
 
 def _run_fasttext(args, dataset_train, dataset_test, device, dtype, started: float) -> dict:
-    from text_classification.fasttext import FastTextBatcher, evaluate_fasttext, fasttext_model_config, load_fasttext
     from text_classification.fasttext import train_fasttext
+    from text_classification.inference import evaluate_run
     config = cli.build_fasttext_config(args, DbPediaDataset)
     artifact_dir = args.artifact_dir
     print(f"\n[2] fastText-style model, ember's preset: mean of word-piece and hashed {config.ngrams}-gram embeddings "
@@ -112,10 +111,7 @@ def _run_fasttext(args, dataset_train, dataset_test, device, dtype, started: flo
     result = train_fasttext(artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=DbPediaDataset,
                             dtype=dtype, checkpoint=args.resume, plots=args.plots)
     _show_predictions(artifact_dir, dataset_test, device, dtype)
-    loaded, tokenizer, model = load_fasttext(artifact_dir, DbPediaDataset, device, dtype)
-    batcher = FastTextBatcher(tokenizer, fasttext_model_config(loaded, DbPediaDataset.num_classes(),
-                                                               tokenizer.vocab_size()))
-    accuracy = evaluate_fasttext(model, batcher, dataset_test, device)
+    accuracy = evaluate_run(artifact_dir, DbPediaDataset, dataset_test, device, dtype)
     seconds = time.perf_counter() - started
     _report("fastText-style", accuracy, len(dataset_test), seconds, _what_timed(started))
     return {"accuracy": accuracy, "seconds": seconds, "result": result}

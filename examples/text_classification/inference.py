@@ -37,7 +37,7 @@ from text_classification.batcher import TextClassificationBatcher, TextClassific
 from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, model_config
 
-__all__ = ["ArtifactError", "Prediction", "evaluate", "format_f32_debug", "format_logits", "infer", "load_config",
+__all__ = ["ArtifactError", "Prediction", "evaluate", "evaluate_run", "format_f32_debug", "format_logits", "infer", "load_config",
            "load_model", "run_model_kind"]
 
 
@@ -221,6 +221,23 @@ def _predict_fasttext_run(artifact_dir, dataset_cls, samples, device, dtype, tok
     log("Running inference ...")
     model_config = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size())
     return _predictions(samples, predict_fasttext(model, tokenizer, model_config, samples, device), dataset_cls)
+
+
+def evaluate_run(artifact_dir: str | os.PathLike, dataset_cls, dataset, device="cpu", dtype=None,
+                 tokenizer=None) -> float:
+    """Accuracy (%) over every item of ``dataset`` of the run saved in ``artifact_dir`` (the
+    Transformer or the fastText-style model, as its ``config.json`` says), reloaded from its
+    ``config.json`` and ``model.bpk``."""
+    if run_model_kind(artifact_dir) == "fasttext":
+        from text_classification.fasttext import FastTextBatcher, evaluate_fasttext, fasttext_model_config, load_fasttext
+        try:
+            config, tokenizer, model = load_fasttext(artifact_dir, dataset_cls, device, dtype, tokenizer)
+        except (FileNotFoundError, ValueError) as error:
+            raise ArtifactError(str(error)) from error
+        model_config = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size())
+        return evaluate_fasttext(model, FastTextBatcher(tokenizer, model_config), dataset, device)
+    config, tokenizer, model = load_model(artifact_dir, dataset_cls, device, dtype, tokenizer)
+    return evaluate(model, tokenizer, config.seq_length, dataset, device)
 
 
 def evaluate(model, tokenizer, seq_length: int, dataset, device="cpu", batch_size: int = 128) -> float:

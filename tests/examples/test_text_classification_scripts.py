@@ -308,6 +308,19 @@ def test_fasttext_through_the_scripts(tmp_path, capsys):
     assert again[0].probabilities == pytest.approx(predictions[0].probabilities, abs=1e-6)
     with pytest.raises(ArtifactError, match="holds a fasttext run"):
         db_pedia_infer.main(["--model", "transformer", "--artifact-dir", str(run)])
+    capsys.readouterr()
+    accuracy = db_pedia_infer.main(["--artifact-dir", str(run), "--evaluate", "--source", "synthetic"])
+    assert f"accuracy {accuracy:.2f}% over the" in capsys.readouterr().out and accuracy > 50
+
+
+def test_evaluate_scores_the_whole_test_split(dbpedia_run, capsys):
+    accuracy = db_pedia_infer.main(["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "synthetic"])
+    out = capsys.readouterr().out
+    test_rows = len(DbPediaDataset.from_source("synthetic", "test", seed=cli.DEFAULT_SEED))
+    assert f"over the {test_rows:,} rows of the test split (synthetic)" in out and 0 <= accuracy <= 100
+    with pytest.raises(SystemExit) as error:
+        db_pedia_infer.main(["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "local"])
+    assert error.value.code == 2 and "--data-dir" in capsys.readouterr().err
 
 
 def test_fasttext_default_artifact_dir():
