@@ -10,7 +10,7 @@ takes::
     --optimizer adam|adamw   --lr X   --lr-schedule noam|cosine|constant   --warmup-steps N
     --weight-decay X
     (beyond the list: --d-model --d-ff --n-heads --n-layers --dropout --pooling first|mean
-     --label-smoothing X --min-lr X --num-workers N --resume EPOCH --plots;
+     --label-smoothing X --token-dropout X --min-lr X --num-workers N --resume EPOCH --plots;
      for --model fasttext: --buckets N --ngrams N --head-tokens N --max-tokens N)
 
 ``--model transformer`` (the default) trains Burn's Transformer classifier; ``--model fasttext``
@@ -53,7 +53,7 @@ MODELS = ("transformer", "fasttext")
 DEFAULT_SEED = 42  # --seed's default (the synthetic corpus of --evaluate uses it too)
 # The flags that only one model reads (``dest`` names); the other refuses them.
 TRANSFORMER_ONLY = ("seq_length", "warmup_steps", "min_lr", "pooling", "d_ff", "n_heads", "n_layers", "dropout",
-                    "sample_with_replacement", "weight_decay")
+                    "sample_with_replacement", "weight_decay", "token_dropout")
 FASTTEXT_ONLY = ("buckets", "ngrams", "head_tokens", "max_tokens")
 # Float dtypes each backend trains and infers in (all of them do both; the table is where a
 # backend without float16 would say so, and --dtype checks it).
@@ -103,6 +103,7 @@ class Recipe:
     pooling: str
     label_smoothing: float
     min_lr: float = 0.0
+    token_dropout: float = 0.0
     num_workers: int = 1
     model: ModelShape | None = None  # None: the script's own model
 
@@ -221,6 +222,8 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     g.add_argument("--min-lr", type=_float, default=None, help="where the cosine ends (0)")
     g.add_argument("--weight-decay", type=_float, default=None)
     g.add_argument("--label-smoothing", type=_float, default=None)
+    g.add_argument("--token-dropout", type=_float, default=None,
+                   help="probability that a training text's word piece becomes [UNK] (an augmentation; 0)")
     g.add_argument("--pooling", choices=("first", "mean"), default=None,
                    help="the head reads token 0 (Burn) or the mean over the non-padding tokens")
     m = parser.add_argument_group("model (default: the preset's, else the script's)")
@@ -365,6 +368,7 @@ def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: b
         min_lr=_pick(args, "min_lr", recipe.min_lr),
         pooling=_pick(args, "pooling", recipe.pooling),
         label_smoothing=_pick(args, "label_smoothing", recipe.label_smoothing),
+        token_dropout=_pick(args, "token_dropout", recipe.token_dropout),
         num_workers=_pick(args, "num_workers", recipe.num_workers),
         seed=args.seed,
         tokenizer=args.tokenizer,

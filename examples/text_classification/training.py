@@ -70,6 +70,8 @@ class ExperimentConfig(ember.Config):
         pooling: ``"first"`` (Burn: the head reads token 0) or ``"mean"`` (the mean over the
             non-padding tokens).
         label_smoothing: label smoothing α of the training loss (0).
+        token_dropout: the probability that a training text's word piece becomes ``[UNK]`` (0;
+            see :class:`~text_classification.batcher.TextClassificationBatcher`).
         num_workers: data-loader worker processes (Burn: 1).
         seed: seeds the parameters, dropout and the samplers (so a resumed run draws the same
             batches).
@@ -92,6 +94,7 @@ class ExperimentConfig(ember.Config):
     min_lr: float = 0.0
     pooling: str = "first"
     label_smoothing: float = 0.0
+    token_dropout: float = 0.0
     num_workers: int = 1
     seed: int = 42
     tokenizer: str | None = None
@@ -115,6 +118,8 @@ class ExperimentConfig(ember.Config):
         if self.lr_schedule != "noam" and self.lr > 1:
             raise ValueError(f"ExperimentConfig: lr {self.lr} is above 1, which the {self.lr_schedule} schedule "
                              "refuses (only Noam's lr is a factor that may exceed 1)")
+        if not 0.0 <= self.token_dropout < 1.0:
+            raise ValueError(f"ExperimentConfig: token_dropout must be in [0, 1), got {self.token_dropout!r}")
         if not 0 <= self.min_lr <= (self.lr if self.lr_schedule == "cosine" else math.inf):
             raise ValueError(f"ExperimentConfig: min_lr must be in [0, lr], got {self.min_lr!r}")
         return self
@@ -143,10 +148,13 @@ def _sampled(dataset, size: int, with_replacement: bool, seed: int):
 def build_dataloaders(dataset_train, dataset_test, config: ExperimentConfig, tokenizer, device) -> tuple:
     """The train and validation loaders: seeded ``SamplerDataset`` s of ``train_samples`` and
     ``valid_samples`` items, batches of ``batch_size`` on ``device``."""
-    batcher = TextClassificationBatcher(tokenizer, config.seq_length)
+    # token dropout augments the training batches only
+    train_batcher = TextClassificationBatcher(tokenizer, config.seq_length, token_dropout=config.token_dropout,
+                                              seed=config.seed)
+    valid_batcher = TextClassificationBatcher(tokenizer, config.seq_length)
     loaders = []
-    for dataset, size, seed in ((dataset_train, config.train_samples, config.seed),
-                                (dataset_test, config.valid_samples, config.seed + 1)):
+    for dataset, size, seed, batcher in ((dataset_train, config.train_samples, config.seed, train_batcher),
+                                         (dataset_test, config.valid_samples, config.seed + 1, valid_batcher)):
         sampled = _sampled(dataset, size, config.sample_with_replacement, seed)
         loaders.append(DataLoaderBuilder(batcher).batch_size(config.batch_size).num_workers(config.num_workers)
                        .set_device(device).build(sampled))

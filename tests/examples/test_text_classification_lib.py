@@ -302,6 +302,26 @@ def test_training_batcher_pads_truncates_and_masks(tiny_tokenizer):
         TextClassificationBatcher(tiny_tokenizer, 0)
 
 
+def test_token_dropout_replaces_word_pieces_with_unk(shipped_tokenizer):
+    items = [TextClassificationItem(t.text, t.label) for t in DbPediaDataset.sample("train").get_many(range(64))]
+    plain = TextClassificationBatcher(shipped_tokenizer, 64).batch(items).tokens.numpy()
+    batcher = TextClassificationBatcher(shipped_tokenizer, 64, token_dropout=0.25, seed=3)
+    tokens = batcher.batch(items).tokens.numpy()
+    unk, cls, sep, pad = (shipped_tokenizer.token_to_id(t) for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]"))
+    changed = tokens != plain
+    assert (tokens[changed] == unk).all()
+    assert not changed[np.isin(plain, [cls, sep, pad])].any()  # specials and padding untouched
+    droppable = ~np.isin(plain, [cls, sep, pad, unk])
+    assert 0.2 < changed.sum() / droppable.sum() < 0.3
+    # the same batch is augmented the same way (any worker, after a resume); another batch differs
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(batcher)).batch(items).tokens.numpy(), tokens)
+    other = batcher.batch(items[1:] + items[:1]).tokens.numpy()
+    assert ((other != np.roll(plain, -1, axis=0)) != (np.roll(tokens, -1, axis=0) != np.roll(plain, -1, axis=0))).any()
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="token_dropout"):
+            TextClassificationBatcher(shipped_tokenizer, 8, token_dropout=bad)
+
+
 def test_batches_from_a_worker_process(shipped_tokenizer):
     """The data loader pickles the dataset and the batcher into a worker process."""
     from ember.data import DataLoaderBuilder

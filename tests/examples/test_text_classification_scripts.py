@@ -248,6 +248,22 @@ def test_ember_preset_and_explicit_flags_override():
     assert burn_over.transformer.n_layers == 4 and burn_over.seq_length == 256
 
 
+def test_token_dropout_augments_the_training_loader_only(tmp_path):
+    from text_classification.training import build_dataloaders
+    from text_classification.tokenizer import load_tokenizer
+    config = _config(db_pedia_train, ["--recipe", "ember", "--token-dropout", "0.15", "--num-workers", "0"])
+    assert config.token_dropout == 0.15 and _config(db_pedia_train, ["--recipe", "ember"]).token_dropout == 0.0
+    tokenizer = load_tokenizer(None)
+    train, valid = build_dataloaders(DbPediaDataset.sample("train"), DbPediaDataset.sample("test"), config,
+                                     tokenizer, "cpu")
+    unk, pad = tokenizer.token_to_id("[UNK]"), tokenizer.pad_token()
+
+    def unk_share(loader):
+        tokens = next(iter(loader)).tokens.numpy()
+        return (tokens == unk).sum() / (tokens != pad).sum()
+    assert 0.08 < unk_share(train) < 0.2 and unk_share(valid) < 0.02
+
+
 def test_cosine_and_constant_schedules_warm_up_linearly():
     config = _config(ag_news_train, ["--lr-schedule", "cosine", "--lr", "1e-3", "--warmup-steps", "10"])
     schedule = build_lr_scheduler(config, 110).init()
@@ -338,6 +354,7 @@ def test_fasttext_default_artifact_dir():
     (["--model", "fasttext", "--seq-length", "64"], "--seq-length: not a setting of --model fasttext"),
     (["--model", "fasttext", "--pooling", "mean", "--n-layers", "2"], "--n-layers"),
     (["--model", "fasttext", "--recipe", "burn"], "Burn's example has no fastText-style model"),
+    (["--model", "fasttext", "--token-dropout", "0.1"], "--token-dropout: not a setting"),
     (["--model", "fasttext", "--lr-schedule", "cosine"], "linear or constant"),
     (["--buckets", "1024"], "--buckets: not a setting of --model transformer"),
     (["--lr-schedule", "linear"], "noam, cosine and constant"),
