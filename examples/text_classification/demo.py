@@ -82,7 +82,7 @@ def _report(name: str, accuracy: float, total: int, seconds: float, note: str) -
 def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: float) -> dict:
     from text_classification.inference import evaluate_run
     from text_classification.training import train
-    config = cli.build_config(args, MODEL)
+    config = cli.build_config(args, MODEL, dataset=DbPediaDataset.NAME)
     t = config.transformer
     print(f"[1] Transformer, recipe {config.recipe}: d_model {t.d_model}, {t.n_layers} layers, {t.n_heads} heads, "
           f"seq {config.seq_length}, {config.pooling} pooling; {type(config.optimizer).__name__[:-6]} "

@@ -203,7 +203,8 @@ def test_local_source_without_data_dir_is_a_clear_error(capsys):
 # ---------------------------------------------------------------------------------- recipes
 def _config(script, argv, **kwargs):
     parser = cli.training_parser("t", "/tmp/unused")
-    return cli.build_config(parser.parse_args(argv), script.MODEL, **kwargs)
+    dataset = AgNewsDataset if script in (ag_news_train, ag_news_finetune) else DbPediaDataset
+    return cli.build_config(parser.parse_args(argv), script.MODEL, dataset=dataset.NAME, **kwargs)
 
 
 def test_burn_preset_is_burns_recipe():
@@ -246,6 +247,18 @@ def test_ember_preset_and_explicit_flags_override():
                                         "--pooling", "mean", "--d-model", "64"])
     assert (burn_over.lr_schedule, burn_over.pooling, burn_over.transformer.d_model) == ("cosine", "mean", 64)
     assert burn_over.transformer.n_layers == 4 and burn_over.seq_length == 256
+
+
+def test_ember_preset_is_tuned_per_dataset():
+    ag, db = _config(ag_news_train, ["--recipe", "ember"]), _config(db_pedia_train, ["--recipe", "ember"])
+    recipe = cli.EMBER_AG_NEWS_RECIPE
+    assert (ag.num_epochs, ag.warmup_steps, ag.token_dropout) == (recipe.epochs, recipe.warmup_steps,
+                                                                 recipe.token_dropout)
+    assert ag.optimizer.weight_decay == recipe.weight_decay and ag.transformer.n_layers == recipe.model.n_layers
+    assert (db.num_epochs, db.warmup_steps, db.token_dropout) == (cli.EMBER_RECIPE.epochs,
+                                                                 cli.EMBER_RECIPE.warmup_steps, 0.0)
+    # Burn's preset is one for all datasets
+    assert cli.preset("burn", dataset="ag_news") is cli.preset("burn", dataset="dbpedia") is cli.BURN_RECIPE
 
 
 def test_token_dropout_augments_the_training_loader_only(tmp_path):
