@@ -1,6 +1,7 @@
 """Neural-network building blocks modelled on Burn's ``burn-nn`` and ``burn-core::module``:
-``Module``/``Param``/``ParamId``, layers and their ``...Config`` classes, losses, attention
-masks, initializers, LoRA and module records.
+``Module``/``Param``/``ParamId``, layers and their ``...Config`` classes (recurrent layers in
+``nn.rnn``), activations (functional forms in ``nn.functional``), losses, attention masks,
+initializers, LoRA and module records.
 
     import ember
     from ember import nn
@@ -8,9 +9,14 @@ masks, initializers, LoRA and module records.
     layer = nn.LinearConfig(128, 4).init(device="cpu")
     y = layer(x)
 """
-from ember.nn import init, loss, lora
-from ember.nn.activation import (ActivationConfig, Gelu, LeakyRelu, LeakyReluConfig, Relu, SiLU, Sigmoid, Silu,
-                                 Softmax, Tanh)
+from ember.nn import functional, init, loss, lora, rnn
+from ember.nn.activation import (GLU, ActivationConfig, Celu, CeluConfig, Elu, EluConfig, Gelu, Glu, HardShrink,
+                                 HardShrinkConfig, HardSigmoid, HardSigmoidConfig, HardSwish, Hardtanh,
+                                 HardtanhConfig, LeakyRelu, LeakyReluConfig, LogSigmoid, Mish, PRelu, PReluConfig,
+                                 Relu, Relu6, RRelu, RReluConfig, Selu, Shrink, ShrinkConfig, SiLU, Sigmoid, Silu,
+                                 Softmax, Softplus, SoftplusConfig, Softsign, SoftShrink, SoftShrinkConfig, SwiGlu,
+                                 SwiGluConfig, Tanh, Tanhshrink, Threshold, ThresholdConfig, ThresholdedRelu,
+                                 ThresholdedReluConfig)
 from ember.nn.attention import MhaInput, MhaOutput, MultiHeadAttention, MultiHeadAttentionConfig
 from ember.nn.batch_norm import BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig
 from ember.nn.container import Identity, Sequential
@@ -22,8 +28,13 @@ from ember.nn.init import (Constant, Initializer, KaimingNormal, KaimingUniform,
                            XavierUniform, Zeros)
 from ember.nn.linear import Linear, LinearConfig, LinearLayout
 from ember.nn.lora import Lora, LoraAdapter, apply_lora, merge_lora
-from ember.nn.loss import (BinaryCrossEntropyLoss, BinaryCrossEntropyLossConfig, CrossEntropyLoss,
-                           CrossEntropyLossConfig, HuberLoss, HuberLossConfig, MseLoss, MSELoss, Reduction)
+from ember.nn.loss import (BinaryCrossEntropyLoss, BinaryCrossEntropyLossConfig, CosineEmbeddingLoss,
+                           CosineEmbeddingLossConfig, CrossEntropyLoss, CrossEntropyLossConfig, CTCLoss, CTCLossConfig,
+                           GaussianNLLLoss, GaussianNLLLossConfig, HingeEmbeddingLoss, HingeEmbeddingLossConfig,
+                           HuberLoss, HuberLossConfig, KLDivLoss, KLDivLossConfig, LpLoss, LpLossConfig,
+                           MarginRankingLoss, MarginRankingLossConfig, MseLoss, MSELoss, MultiMarginLoss,
+                           MultiMarginLossConfig, PoissonNllLoss, PoissonNllLossConfig, Reduction, SmoothL1Loss,
+                           SmoothL1LossConfig, SoftMarginLoss, TripletMarginLoss, TripletMarginLossConfig)
 from ember.nn.mask import GeneratePaddingMask, SeqLength, generate_autoregressive_mask, generate_padding_mask
 from ember.nn.module import Module
 from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
@@ -34,24 +45,35 @@ from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.nn.pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig, MaxPool2d,
                            MaxPool2dConfig)
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
+from ember.nn.rnn import (BiGru, BiGruConfig, BiLstm, BiLstmConfig, BiRnn, BiRnnConfig, GateController, Gru,
+                          GruConfig, Lstm, LstmConfig, LstmState, Rnn, RnnConfig, RnnState)
 from ember.nn.transformer import (PositionWiseFeedForward, PositionWiseFeedForwardConfig, TransformerEncoder,
                                   TransformerEncoderConfig, TransformerEncoderInput, TransformerEncoderLayer)
 
 __all__ = [
     "ActivationConfig", "AdaptiveAvgPool2d", "AdaptiveAvgPool2dConfig", "AvgPool2d", "AvgPool2dConfig", "BatchNorm",
-    "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig",
-    "Constant", "Conv1d", "Conv1dConfig", "Conv2d", "Conv2dConfig", "CrossEntropyLoss", "CrossEntropyLossConfig",
-    "DTypePolicy", "Dropout", "DropoutConfig", "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig",
-    "Gelu", "GeneratePaddingMask",
-    "HuberLoss", "HuberLossConfig", "Identity", "Initializer", "KaimingNormal", "KaimingUniform", "LayerNorm",
-    "LayerNormConfig", "LeakyRelu", "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "Lora",
-    "LoraAdapter", "MSELoss", "MaxPool2d", "MaxPool2dConfig", "MhaInput", "MhaOutput", "Module", "ModuleRecord",
-    "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "Normal", "Ones", "PaddingConfig1d",
-    "PaddingConfig2d", "Param", "ParamGroup", "ParamGroupError", "ParamId", "PositionWiseFeedForward",
-    "PositionWiseFeedForwardConfig",
-    "PositionalEncoding", "PositionalEncodingConfig", "RecordEntry", "Reduction", "Relu", "RmsNorm",
-    "RmsNormConfig", "RunningState", "SeqLength", "Sequential", "SiLU", "Sigmoid", "Silu", "Softmax", "Tanh",
-    "TransformerEncoder", "TransformerEncoderConfig", "TransformerEncoderInput", "TransformerEncoderLayer",
-    "Uniform", "XavierNormal", "XavierUniform", "Zeros", "apply_lora", "generate_autoregressive_mask",
-    "generate_padding_mask", "generate_sinusoids", "init", "lora", "loss", "merge_lora",
+    "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BiGru", "BiGruConfig", "BiLstm", "BiLstmConfig", "BiRnn",
+    "BiRnnConfig", "BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CTCLoss", "CTCLossConfig", "Celu",
+    "CeluConfig", "Constant", "Conv1d", "Conv1dConfig", "Conv2d", "Conv2dConfig", "CosineEmbeddingLoss",
+    "CosineEmbeddingLossConfig", "CrossEntropyLoss", "CrossEntropyLossConfig", "DTypePolicy", "Dropout",
+    "DropoutConfig", "Elu", "EluConfig", "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig", "GLU",
+    "GateController", "GaussianNLLLoss", "GaussianNLLLossConfig", "Gelu", "GeneratePaddingMask", "Glu", "Gru",
+    "GruConfig", "HardShrink", "HardShrinkConfig", "HardSigmoid", "HardSigmoidConfig", "HardSwish", "Hardtanh",
+    "HardtanhConfig", "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss", "HuberLossConfig", "Identity",
+    "Initializer", "KLDivLoss", "KLDivLossConfig", "KaimingNormal", "KaimingUniform", "LayerNorm", "LayerNormConfig",
+    "LeakyRelu", "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "LogSigmoid", "Lora", "LoraAdapter",
+    "LpLoss", "LpLossConfig", "Lstm", "LstmConfig", "LstmState", "MSELoss", "MarginRankingLoss",
+    "MarginRankingLossConfig", "MaxPool2d", "MaxPool2dConfig", "MhaInput", "MhaOutput", "Mish", "Module",
+    "ModuleRecord", "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "MultiMarginLoss",
+    "MultiMarginLossConfig", "Normal", "Ones", "PRelu", "PReluConfig", "PaddingConfig1d", "PaddingConfig2d", "Param",
+    "ParamGroup", "ParamGroupError", "ParamId", "PoissonNllLoss", "PoissonNllLossConfig", "PositionWiseFeedForward",
+    "PositionWiseFeedForwardConfig", "PositionalEncoding", "PositionalEncodingConfig", "RRelu", "RReluConfig",
+    "RecordEntry", "Reduction", "Relu", "Relu6", "RmsNorm", "RmsNormConfig", "Rnn", "RnnConfig", "RnnState",
+    "RunningState", "Selu", "SeqLength", "Sequential", "Shrink", "ShrinkConfig", "SiLU", "Sigmoid", "Silu",
+    "SmoothL1Loss", "SmoothL1LossConfig", "SoftMarginLoss", "SoftShrink", "SoftShrinkConfig", "Softmax", "Softplus",
+    "SoftplusConfig", "Softsign", "SwiGlu", "SwiGluConfig", "Tanh", "Tanhshrink", "Threshold", "ThresholdConfig",
+    "ThresholdedRelu", "ThresholdedReluConfig", "TransformerEncoder", "TransformerEncoderConfig",
+    "TransformerEncoderInput", "TransformerEncoderLayer", "TripletMarginLoss", "TripletMarginLossConfig", "Uniform",
+    "XavierNormal", "XavierUniform", "Zeros", "apply_lora", "functional", "generate_autoregressive_mask",
+    "generate_padding_mask", "generate_sinusoids", "init", "lora", "loss", "merge_lora", "rnn"
 ]

@@ -1,14 +1,29 @@
-"""Losses (Burn's ``burn_nn::loss``): cross-entropy, binary cross-entropy, MSE and Huber.
+"""Losses (Burn's ``burn_nn::loss``): cross-entropy, binary cross-entropy, MSE and Huber here;
+the others in their own files, re-exported here so that ``ember.nn.loss.X`` finds all of them:
 
-Every loss returns a 0-d tensor. ``reduction`` is ``Reduction.Mean`` / ``Reduction.Auto``
-(the mean, Burn's behaviour) or ``Reduction.Sum``.
+* :mod:`ember.nn.loss_regression`: ``SmoothL1Loss``, ``LpLoss``;
+* :mod:`ember.nn.loss_likelihood`: ``KLDivLoss``, ``PoissonNllLoss``, ``GaussianNLLLoss``;
+* :mod:`ember.nn.loss_margin`: ``CosineEmbeddingLoss``, ``HingeEmbeddingLoss``,
+  ``MarginRankingLoss``, ``MultiMarginLoss``, ``SoftMarginLoss``, ``TripletMarginLoss``;
+* :mod:`ember.nn.loss_ctc`: ``CTCLoss``.
+
+Every reduced loss returns a 0-d tensor. ``reduction`` is a :class:`Reduction`
+(:mod:`ember.nn.loss_reduction`): for the losses here ``Mean`` / ``Auto`` (the mean, Burn's
+behaviour) or ``Sum``.
 """
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
+from ember.nn.loss_ctc import CTCLoss, CTCLossConfig
+from ember.nn.loss_likelihood import (GaussianNLLLoss, GaussianNLLLossConfig, KLDivLoss, KLDivLossConfig,
+                                      PoissonNllLoss, PoissonNllLossConfig)
+from ember.nn.loss_margin import (CosineEmbeddingLoss, CosineEmbeddingLossConfig, HingeEmbeddingLoss,
+                                  HingeEmbeddingLossConfig, MarginRankingLoss, MarginRankingLossConfig,
+                                  MultiMarginLoss, MultiMarginLossConfig, SoftMarginLoss, TripletMarginLoss,
+                                  TripletMarginLossConfig)
+from ember.nn.loss_reduction import Reduction, as_reduction, check_float, reduce_loss
+from ember.nn.loss_regression import LpLoss, LpLossConfig, SmoothL1Loss, SmoothL1LossConfig
 from ember.nn.module import Module
 from ember.record.config import Config
 from ember.tensor.creation import tensor as make_tensor
@@ -17,37 +32,21 @@ from ember.tensor.ops.elementwise import softplus
 from ember.tensor.ops.nn import cross_entropy_per_sample, log_softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CrossEntropyLoss", "CrossEntropyLossConfig",
-           "HuberLoss", "HuberLossConfig", "MSELoss", "MseLoss", "Reduction"]
+__all__ = ["BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CTCLoss", "CTCLossConfig",
+           "CosineEmbeddingLoss", "CosineEmbeddingLossConfig", "CrossEntropyLoss", "CrossEntropyLossConfig",
+           "GaussianNLLLoss", "GaussianNLLLossConfig", "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss",
+           "HuberLossConfig", "KLDivLoss", "KLDivLossConfig", "LpLoss", "LpLossConfig", "MSELoss",
+           "MarginRankingLoss", "MarginRankingLossConfig", "MseLoss", "MultiMarginLoss", "MultiMarginLossConfig",
+           "PoissonNllLoss", "PoissonNllLossConfig", "Reduction", "SmoothL1Loss", "SmoothL1LossConfig",
+           "SoftMarginLoss", "TripletMarginLoss", "TripletMarginLossConfig"]
 
-
-class Reduction(enum.Enum):
-    """How per-element losses are combined."""
-
-    Mean = "Mean"
-    Sum = "Sum"
-    Auto = "Auto"  # the loss's natural reduction: the mean for all losses here
-
-
-def _as_reduction(op: str, reduction) -> Reduction:
-    if isinstance(reduction, Reduction):
-        return reduction
-    if isinstance(reduction, str) and reduction.capitalize() in Reduction.__members__:
-        return Reduction[reduction.capitalize()]
-    raise ValueError(f"{op}: unsupported reduction {reduction!r}; expected Reduction.Mean, Sum or Auto")
+# the names this module used before the shared helpers moved to loss_reduction
+_as_reduction = as_reduction
+_float = check_float
 
 
 def _reduce(op: str, loss: Tensor, reduction) -> Tensor:
-    reduction = _as_reduction(op, reduction)
-    if reduction in (Reduction.Mean, Reduction.Auto):
-        return loss.mean()
-    return loss.sum()
-
-
-def _float(op: str, name: str, x) -> None:
-    if not isinstance(x, Tensor) or not x.dtype.is_float:
-        got = x.dtype if isinstance(x, Tensor) else type(x).__name__
-        raise TypeError(f"{op}: {name} must be a float tensor, got {got}")
+    return reduce_loss(op, loss, reduction)
 
 
 def _check_weights(op: str, weights) -> None:
@@ -137,6 +136,8 @@ class CrossEntropyLoss(Module):
                 raise ValueError(f"{op}: {weights.shape[0]} class weights for {c} classes")
             weights = weights.to(logits.device).to(logits.dtype)
         reduction = _as_reduction(op, reduction)
+        if reduction is Reduction.BatchMean:
+            raise ValueError(f"{op}: BatchMean reduction is not supported; use Mean, Sum or Auto")
         mask = self._pad_mask(targets)
         alpha = self.smoothing
         if weights is None:
