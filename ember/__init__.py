@@ -41,6 +41,16 @@ __all__ = [
     "tensor", "topk", "where", "zeros", "zeros_like",
 ]
 
+# The top-level op and creation functions take tensor-likes (an nn.Param) wherever they take
+# a Tensor, as Tensor methods do (see ember.tensor.tensor.accepts_tensor_like).
+from ember.tensor.tensor import accepts_tensor_like as _accepts_tensor_like  # noqa: E402
+
+for _name in __all__:
+    if callable(globals()[_name]) and getattr(globals()[_name], "__module__", "").startswith(
+            ("ember.tensor.ops.", "ember.tensor.creation")):
+        globals()[_name] = _accepts_tensor_like(globals()[_name])
+del _name
+
 _LAZY = {"Config": "ember.record.config", "ConfigError": "ember.record.config"}
 
 

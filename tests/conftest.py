@@ -113,3 +113,23 @@ def rng():
     """A NumPy generator with a fixed seed, fresh for every test."""
     import numpy as np
     return np.random.default_rng(1234)
+
+
+# ---- skipped tests: counted by reason in the summary ---------------------------------------------
+# pyproject's ``-rfE`` lists failures and errors in full; skips (about a thousand cuda cases on a
+# machine without a GPU) get one line per distinct reason here instead of one line per test.
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    import collections
+    counts = collections.Counter(_skip_reason(report) for report in skipped)
+    terminalreporter.section(f"{len(skipped)} skipped, by reason", sep="-")
+    for reason, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        terminalreporter.write_line(f"{count:6d}  {reason}")

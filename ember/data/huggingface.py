@@ -6,12 +6,18 @@ from local parquet/CSV/JSON files) and writes them into one SQLite file, a table
 under the ember dataset cache. Later calls find that file and use it without importing
 `datasets` or touching the network.
 
+CSV files without a header row (the classic AG News and DbPedia releases: `class,title,text`)
+are read with the column names given to `with_column_names`. Errors of `datasets` (files
+whose columns differ, a missing file, rows with another number of fields than names) come
+back as `DatasetUnavailableError`, naming the dataset and what to do.
+
 `datasets` is an optional dependency (`pip install 'ember[text]'`), imported only here and
 only when a conversion is needed.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import json
@@ -51,8 +57,8 @@ _BUILDERS = {
 
 
 class DatasetUnavailableError(RuntimeError):
-    """A dataset could not be loaded (Hub unreachable or offline and nothing cached, or the
-    Hub / `datasets` refused it). The message says what to do."""
+    """A dataset could not be loaded (Hub unreachable or offline and nothing cached, the Hub /
+    `datasets` refused it, or its files could not be read). The message says what to do."""
 
 
 def default_cache_dir() -> Path:
@@ -234,6 +240,7 @@ class HuggingfaceDatasetLoader:
         self._data_files: Any = None
         self._revision: str | None = None
         self._hub_timeout = 5.0
+        self._column_names: list[str] | None = None
 
     # -- configuration (each returns the loader, Burn-style) ----------------------------------
 
@@ -287,6 +294,36 @@ class HuggingfaceDatasetLoader:
         self._data_files = data_files
         return self
 
+    def with_column_names(self, names: Sequence[str]) -> "HuggingfaceDatasetLoader":
+        """Read CSV files that have no header row (the classic AG News and DbPedia releases,
+        `class,title,text`) into these columns; every row, the first included, is data.
+
+        The names go to the CSV builder of `datasets` as `column_names`. Each row must have
+        exactly one field per name (checked on local files before loading).
+
+        Args:
+            names: one distinct, non-empty name per field, e.g. `["label", "title", "text"]`.
+        """
+        if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+            raise TypeError(
+                "HuggingfaceDatasetLoader.with_column_names: expected a list of names, got "
+                f"{names!r}"
+            )
+        names = list(names)
+        if not names or any(not isinstance(n, str) or not n for n in names):
+            raise ValueError(
+                "HuggingfaceDatasetLoader.with_column_names: expected one non-empty string per "
+                f"column, got {names!r}"
+            )
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(
+                "HuggingfaceDatasetLoader.with_column_names: repeated names "
+                f"{repeated} in {names!r}"
+            )
+        self._column_names = names
+        return self
+
     def with_revision(self, revision: str) -> "HuggingfaceDatasetLoader":
         """A Hub revision (branch, tag or commit) to load.
 
@@ -335,6 +372,8 @@ class HuggingfaceDatasetLoader:
         if self._data_files is not None:
             parts.append(repr(self._data_files))
             parts.extend(self._fingerprint_paths(Path(p) for p in _flatten_files(self._data_files)))
+        if self._column_names is not None:
+            parts.append("column_names=" + json.dumps(self._column_names))
         if parts:
             stem += "-" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
         return self.base_dir() / f"{stem}.db"
@@ -405,6 +444,7 @@ class HuggingfaceDatasetLoader:
             "token": self._token,
             "revision": self._revision,
             "data_files": self._data_files,
+            "column_names": self._column_names,
         }
         path = self._name
         local = self._local_path()
@@ -415,7 +455,15 @@ class HuggingfaceDatasetLoader:
                     f"HuggingfaceDatasetLoader: cannot tell the format of {local} from its "
                     f"extension; expected one of {sorted(_BUILDERS)}, or pass a directory"
                 )
+            if self._column_names is not None and builder != "csv":
+                raise ValueError(
+                    f"HuggingfaceDatasetLoader: with_column_names applies to CSV files, but "
+                    f"{local} is read as {builder}"
+                )
             path, kwargs["data_files"] = builder, {"train": str(local.resolve())}
+        elif local is not None and self._column_names is not None and self._data_files is None:
+            # `datasets` ignores column_names for a directory: name its CSV files per split
+            path, kwargs["data_files"] = "csv", _csv_splits(local.resolve())
         elif local is not None:
             path = str(local.resolve())
         return path, {key: value for key, value in kwargs.items() if value is not None}
@@ -423,16 +471,34 @@ class HuggingfaceDatasetLoader:
     def _load(self) -> Any:
         datasets = _import_datasets()
         path, kwargs = self._load_arguments()
-        local_files = [Path(p).expanduser() for p in _flatten_files(kwargs.get("data_files"))]
+        named_files = _flatten_files(kwargs.get("data_files"))
+        local_files = [Path(p).expanduser() for p in named_files]
+        missing = [
+            p
+            for p in named_files
+            if not _is_remote_or_pattern(p) and not Path(p).expanduser().exists()
+        ]
+        if path in _BUILDERS.values() and missing:
+            raise DatasetUnavailableError(
+                f"HuggingfaceDatasetLoader: cannot load {self._describe()!r}: data files not "
+                f"found: {missing}; check the paths given to .with_data_files(...) (relative "
+                f"ones are read from the current directory, {os.getcwd()})"
+            )
         is_local = self._local_path() is not None or (
             path in _BUILDERS.values()
             and bool(local_files)
             and all(p.exists() for p in local_files)
         )
         if is_local:
+            self._check_field_counts(local_files)
             # Local files: offline mode on, so nothing reaches out to the network.
-            with hub_mode(offline=True):
-                return datasets.load_dataset(path, **kwargs)
+            try:
+                with hub_mode(offline=True):
+                    return self._checked_columns(datasets.load_dataset(path, **kwargs))
+            except DatasetUnavailableError:
+                raise
+            except Exception as error:  # noqa: BLE001 - re-raised with what to do
+                raise DatasetUnavailableError(self._local_message(error)) from error
         variable = offline_variable()
         if variable is not None:
             reason = f"offline mode is on ({variable}={os.environ[variable]})"
@@ -442,24 +508,76 @@ class HuggingfaceDatasetLoader:
             if problem is None:
                 try:
                     with hub_mode(offline=False):
-                        return datasets.load_dataset(path, **kwargs)
+                        return self._checked_columns(datasets.load_dataset(path, **kwargs))
+                except DatasetUnavailableError:
+                    raise
                 except Exception as error:  # noqa: BLE001 - re-raised with the remedies
-                    raise DatasetUnavailableError(
-                        self._message(f"`datasets` failed: {type(error).__name__}: {error}")
-                    ) from error
+                    advice = _advice(error)
+                    problem = f"{_failure(error)}\n{advice}" if advice else _failure(error)
+                    raise DatasetUnavailableError(self._message(problem)) from error
             reason = f"the Hugging Face Hub at {endpoint} is unreachable: {problem}"
             logger.warning("ember.data: %s; trying the local datasets cache", reason)
         try:
             with hub_mode(offline=True):
-                return datasets.load_dataset(path, **kwargs)
+                return self._checked_columns(datasets.load_dataset(path, **kwargs))
+        except DatasetUnavailableError:
+            raise
         except Exception as error:  # noqa: BLE001 - re-raised with the remedies
+            advice = _advice(error)
             raise DatasetUnavailableError(
                 self._message(
                     f"{reason}, and the dataset is not in the datasets cache "
                     f"({self._hf_cache_dir or datasets.config.HF_DATASETS_CACHE}): "
-                    f"{type(error).__name__}: {error}"
+                    f"{type(error).__name__}: {error}" + (f"\n{advice}" if advice else "")
                 )
             ) from error
+
+    def _check_field_counts(self, files: list[Path]) -> None:
+        """Before `datasets` runs: each local CSV file's first row has one field per column
+        name (pandas would otherwise make extra fields an index, or fill missing ones)."""
+        if self._column_names is None:
+            return
+        expected = len(self._column_names)
+        for file in files:
+            if file.suffix.lower() != ".csv" or not file.is_file():
+                continue
+            with open(file, newline="", encoding="utf-8", errors="replace") as handle:
+                first = next((row for row in csv.reader(handle) if row), None)
+            if first is not None and len(first) != expected:
+                shown = [field if len(field) <= 30 else field[:27] + "..." for field in first]
+                raise DatasetUnavailableError(
+                    f"HuggingfaceDatasetLoader: cannot load {self._describe()!r}: the rows of "
+                    f"{file} have {len(first)} fields (first row: {shown}) but {expected} column "
+                    f"names were given ({self._column_names}); pass one name per field to "
+                    f".with_column_names([...])"
+                )
+
+    def _checked_columns(self, loaded: Any) -> Any:
+        """The loaded dataset, once every split has exactly the given column names."""
+        if self._column_names is None:
+            return loaded
+        splits = dict(loaded) if isinstance(loaded, Mapping) else {"train": loaded}
+        for split, dataset in splits.items():
+            columns = list(getattr(dataset, "column_names", None) or [])
+            if columns != self._column_names:
+                raise DatasetUnavailableError(
+                    f"HuggingfaceDatasetLoader: cannot load {self._describe()!r}: split "
+                    f"{split!r} was read with columns {columns}, not the column names given "
+                    f"({self._column_names}); its rows have another number of fields, so pass "
+                    f"one name per field to .with_column_names([...])"
+                )
+        return loaded
+
+    def _local_message(self, error: BaseException) -> str:
+        advice = _advice(error) or (
+            "Check that the files are valid parquet, CSV or JSON(L) files (extension, encoding, "
+            "delimiter), all with the same columns; a CSV file without a header row needs "
+            ".with_column_names([...])."
+        )
+        return (
+            f"HuggingfaceDatasetLoader: cannot load {self._describe()!r} from local files: "
+            f"{_failure(error)}\nTo fix this: {advice}"
+        )
 
     def _message(self, problem: str) -> str:
         path = self.db_file_path()
@@ -487,3 +605,65 @@ def _flatten_files(data_files: Any) -> list[str]:
     if isinstance(data_files, (list, tuple)):
         return [path for value in data_files for path in _flatten_files(value)]
     return []
+
+
+def _is_remote_or_pattern(path: str) -> bool:
+    return "://" in path or any(char in path for char in "*?[")
+
+
+def _csv_splits(directory: Path) -> dict[str, list[str]]:
+    """The CSV files of a directory by split, split names found as `datasets` finds them
+    (`train*.csv`, `test*.csv`, ...; all of them form `train` when none is named)."""
+    from datasets.data_files import DataFilesDict, get_data_patterns  # noqa: PLC0415
+
+    patterns = get_data_patterns(str(directory))
+    resolved = DataFilesDict.from_patterns(patterns, base_path=str(directory))
+    splits = {
+        str(split): [f for f in files if str(f).lower().endswith(".csv")]
+        for split, files in resolved.items()
+    }
+    splits = {split: files for split, files in splits.items() if files}
+    if not splits:
+        raise DatasetUnavailableError(
+            f"HuggingfaceDatasetLoader: with_column_names reads CSV files, and {directory} holds "
+            f"none (*.csv)"
+        )
+    return splits
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+def _failure(error: BaseException) -> str:
+    """`datasets`' error and its cause (its own message is often only "An error occurred")."""
+    text = f"`datasets` failed: {type(error).__name__}: {error}"
+    cause = error.__cause__ or error.__context__
+    if cause is not None:
+        detail = " ".join(str(cause).split())
+        detail = detail if len(detail) <= 400 else detail[:400] + "..."
+        text += f" ({type(cause).__name__}: {detail})"
+    return text
+
+
+def _advice(error: BaseException) -> str:
+    """What to do about the errors `datasets` raises for data files, or "" for others."""
+    names = {type(e).__name__ for e in _causes(error)}
+    if any("CastError" in name for name in names):
+        return (
+            "The data files do not all have the same columns. A CSV file without a header row "
+            "(such as the classic AG News and DbPedia releases: class,title,text) has its first "
+            "row read as column names, so each file gets different ones: name the columns with "
+            ".with_column_names(['label', 'title', 'text']). Otherwise give every file of a split "
+            "the same header."
+        )
+    if any(isinstance(e, FileNotFoundError) for e in _causes(error)):
+        return (
+            "A data file was not found: check the path given to HuggingfaceDatasetLoader(...) "
+            "and to .with_data_files(...)."
+        )
+    return ""

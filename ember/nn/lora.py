@@ -7,7 +7,9 @@ them) a :class:`LoraAdapter`: ``a: [d_in, r] ~ N(0, std²)`` (std = ``init_std``
 ``base + scale · (a @ b)`` through ``Param.val()``; with ``b = 0`` the output is unchanged
 at first. The factors are ordinary trainable parameters at ``<weight path>.lora.a`` and
 ``<weight path>.lora.b``, so optimizers, gradients and records handle them like any other.
-``merge_lora`` folds the adapters back into the weights (``Module.valid()`` does too).
+``merge_lora`` folds the adapters back into the weights (``Module.valid()`` does too) and
+gives back the trainability ``apply_lora`` took: every parameter that was trainable before
+is trainable again, so the merged model trains (or takes new adapters) like the original.
 """
 from __future__ import annotations
 
@@ -142,6 +144,7 @@ def apply_lora(module: Module, lora: Lora) -> Module:
     for path, p in params:
         if not p.dtype.is_float:
             continue
+        p._lora_restore_grad = p.require_grad  # merge_lora gives it back
         p.set_require_grad(False)
         if p.ndim == 2 and _group_matches(lora.param_group, path, p.id):
             p._adapter = _make_adapter(lora, p._value)
@@ -149,16 +152,21 @@ def apply_lora(module: Module, lora: Lora) -> Module:
 
 
 def merge_lora(module: Module) -> Module:
-    """Fold every adapter into its weight (``base ← base + scale·(a@b)``) and remove it.
+    """Fold every adapter into its weight (``base ← base + scale·(a@b)``), remove it, and
+    give back the trainability ``apply_lora`` took.
 
-    The merged weights keep their ids and require-grad flags. In place; returns the module.
+    The merged weights keep their ids. Each parameter that ``apply_lora`` froze is trainable
+    again if it was before; one trainable now (unfrozen meanwhile) stays trainable. In place;
+    returns the module.
     """
     for _, p in list(module.named_parameters()):
         adapter = p._adapter
-        if adapter is None:
-            continue
-        with no_grad():
-            merged = adapter.materialize(p._value).detach()
-        p._adapter = None
-        p._value = _as_leaf(merged, p._require_grad)
+        if adapter is not None:
+            with no_grad():
+                merged = adapter.materialize(p._value).detach()
+            p._adapter = None
+            p._value = _as_leaf(merged, p._require_grad)
+        if p._lora_restore_grad is not None:
+            p.set_require_grad(p.require_grad or p._lora_restore_grad)
+            p._lora_restore_grad = None
     return module

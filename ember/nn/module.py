@@ -9,6 +9,18 @@ from attribute names, list indices and dict keys — ``transformer.layers.0.mha.
 (``...query.weight.lora.a``). A parameter object reached twice (tied weights) is reported
 once, under its first path.
 
+Nothing a user puts on a module is silently ignored: assigning a tensor that requires grad
+(``self.w = ember.randn(3, 4).require_grad()``) to a public attribute, or holding one in a
+list / tuple / dict attribute, raises a ``TypeError`` saying to wrap it in ``nn.Param`` —
+as a plain attribute it would be a constant, missing from ``named_parameters()``, untouched
+by optimizers and not saved. The check runs at assignment and again whenever the parameters
+are walked (a list filled after assignment is caught there).
+
+Layers that have a ``<Name>Config`` (``nn.Linear`` / ``nn.LinearConfig``) are built from it:
+``nn.LinearConfig(3, 2).init()``. Calling the constructor the way other frameworks do
+(``nn.Linear(3, 2)``) raises a ``TypeError`` pointing at the config; this holds for every
+subclass of :class:`Module` with a config class of that name beside it.
+
 Modules are mutable Python objects: ``to``, ``freeze``, ``unfreeze``, ``map_parameters``,
 ``load_record`` and ``apply_lora`` change the module in place and return it, so both
 ``model.to("cpu")`` and ``model = model.to("cpu")`` work. ``valid``, ``fork``, ``train`` and
@@ -17,6 +29,12 @@ Modules are mutable Python objects: ``to``, ``freeze``, ``unfreeze``, ``map_para
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
+import inspect
+import sys
+import types
+import typing
 from typing import Any, Callable, Iterator
 
 from ember.nn.param import Param, ParamId, _as_leaf
@@ -55,6 +73,28 @@ def _holds_module_items(value) -> bool:
     return any(_holds_module_items(v) for _, v in items)
 
 
+def _trainable_tensor_path(value, path: str) -> str | None:
+    """The path of a tensor that requires grad (a graph leaf) in ``value`` or its containers."""
+    if isinstance(value, Tensor):
+        node = value._node
+        return path if node is not None and node.is_leaf else None
+    if isinstance(value, (Param, Module)):
+        return None
+    for comp, item in _container_items(value) or ():
+        found = _trainable_tensor_path(item, _join(path, comp))
+        if found is not None:
+            return found
+    return None
+
+
+def _refuse_trainable_tensor(owner: str, path: str) -> None:
+    raise TypeError(
+        f"{owner}.{path}: a tensor that requires grad is not a parameter; as a plain module attribute "
+        f"it would be missing from named_parameters(), untouched by optimizers and not saved. Wrap it "
+        f"in nn.Param(tensor) (a float Param is trainable by default), or drop require_grad() to "
+        f"keep it as a constant")
+
+
 class Module:
     """Base class of layers and models.
 
@@ -62,9 +102,29 @@ class Module:
     define ``forward``; calling the module calls ``forward``. A module copied by
     :meth:`valid` is in inference mode: dropout is off, BatchNorm uses its running
     statistics, parameters do not require grad and its forward passes record no graph.
+
+    Trainable values are :class:`~ember.nn.Param` attributes (``self.w = nn.Param(t)``); a
+    plain tensor attribute is a constant. A tensor that requires grad is refused with a
+    ``TypeError`` (at assignment and when parameters are walked) rather than being silently
+    ignored: wrap it in ``nn.Param``. Attributes starting with ``_`` are private and skipped.
+    A layer with a ``<Name>Config`` class beside it is built by ``<Name>Config(...).init()``;
+    calling its constructor with sizes (``nn.Linear(3, 2)``) raises a ``TypeError`` that
+    says so.
     """
 
     _training: bool = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _with_config_hint(cls, cls.__dict__["__init__"])
+
+    def __setattr__(self, name: str, value) -> None:
+        if not name.startswith("_"):
+            path = _trainable_tensor_path(value, name)
+            if path is not None:
+                _refuse_trainable_tensor(type(self).__name__, path)
+        object.__setattr__(self, name, value)
 
     # ---- calling ------------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
@@ -141,6 +201,9 @@ class Module:
                 yield from visit_param(path, value)
             elif isinstance(value, Module):
                 yield from visit_module(path, value)
+            elif isinstance(value, Tensor):
+                if value._node is not None and value._node.is_leaf:  # put there after assignment
+                    _refuse_trainable_tensor(type(self).__name__, path)
             else:
                 items = _container_items(value)
                 if items:
@@ -463,3 +526,101 @@ def _group_matches(group, path: str, param_id: ParamId) -> bool:
         return bool(group(path, param_id))
     raise TypeError(f"expected a parameter group with matches(path, param_id) or a callable, "
                     f"got {type(group).__name__}")
+
+
+# ---- layers built from their config ------------------------------------------------------------
+def _config_of(cls: type):
+    """The ``<Name>Config`` class defined beside ``cls`` (with an ``init`` method), or None."""
+    config = getattr(sys.modules.get(cls.__module__), f"{cls.__name__}Config", None)
+    return config if isinstance(config, type) and callable(getattr(config, "init", None)) else None
+
+
+def _type_hints(fn) -> dict:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001  -- an unresolvable annotation only disables the check
+        return {}
+
+
+def _hint_classes(hint) -> list:
+    """The classes an annotation allows: ``Param | None`` -> [Param], ``tuple[int, int]`` -> [tuple]."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    members = typing.get_args(hint) if union else (hint,)
+    return [c for c in (typing.get_origin(m) or m for m in members) if isinstance(c, type) and c is not type(None)]
+
+
+def _is_plain(value) -> bool:
+    """A size, a flag, a name: what a config holds, never a layer's parameter or sub-module."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_is_plain(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
+
+
+def _fits(value, hint) -> bool:
+    classes = _hint_classes(hint)
+    if float in classes and isinstance(value, int):
+        return True
+    return not classes or isinstance(value, tuple(classes))
+
+
+def _fits_config(config: type, args, kwargs) -> bool:
+    """Whether ``config(*args, **kwargs)`` binds, each value of its field's type."""
+    try:
+        bound = inspect.signature(config).bind(*args, **kwargs).arguments
+    except TypeError:
+        return False
+    hints = _type_hints(config)
+    return all(_fits(value, hints[name]) for name, value in bound.items() if name in hints)
+
+
+def _arg_text(name: str, default) -> str:
+    if default is inspect.Parameter.empty or default is dataclasses.MISSING:
+        return name
+    return f"{name}={default!r}" if default is None or _is_plain(default) else f"{name}=..."
+
+
+def _config_fields(config: type) -> str:
+    """``d_input, d_output, bias=True, initializer=...``: a config's fields as it is called."""
+    if not dataclasses.is_dataclass(config):
+        return "..."
+    return ", ".join(_arg_text(f.name, f.default if f.default_factory is dataclasses.MISSING else ...)
+                     for f in dataclasses.fields(config) if f.init)
+
+
+def _config_hint(cls: type, shown: type, config: type, args, kwargs, init) -> str:
+    prefix = "nn." if cls.__module__.startswith("ember.nn") else ""
+    call = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    fields = _config_fields(config)
+    if _fits_config(config, args, kwargs):  # the same values, given to the config
+        use = f"{prefix}{config.__name__}({call}).init(), where {config.__name__} takes ({fields})"
+    else:
+        use = f"{prefix}{config.__name__}({fields}).init()"
+    parts = ", ".join(_arg_text(p.name, p.default) for p in list(inspect.signature(init).parameters.values())[1:])
+    return (f"{prefix}{shown.__name__}({call}): ember layers are built from their config; use {use} "
+            f"(.init(device, dtype) picks the device and float dtype). The constructor "
+            f"{shown.__name__}({parts}) takes the built layer's parameters and sub-modules.")
+
+
+def _with_config_hint(cls: type, init):
+    """``init``, checked first when ``cls`` has a config: arguments that do not bind, or a plain
+    size/flag where the constructor takes a Param, Tensor or Module, raise a ``TypeError``
+    naming the config to use (``nn.Linear(3, 2)`` -> ``nn.LinearConfig(3, 2).init()``)."""
+    signature = parts = None  # worked out on the first call: the config may be defined later
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        nonlocal signature, parts
+        config = _config_of(cls)
+        if config is not None:
+            if signature is None:
+                signature = inspect.signature(init)
+                parts = [name for name, hint in _type_hints(init).items()
+                         if any(issubclass(c, (Param, Tensor, Module)) for c in _hint_classes(hint))]
+            try:
+                bound = signature.bind(self, *args, **kwargs).arguments
+            except TypeError:
+                raise TypeError(_config_hint(cls, type(self), config, args, kwargs, init)) from None
+            if any(name in bound and _is_plain(bound[name]) for name in parts):
+                raise TypeError(_config_hint(cls, type(self), config, args, kwargs, init))
+        init(self, *args, **kwargs)
+    return __init__

@@ -8,6 +8,12 @@ identifies the parameter across devices, copies, optimizer state and record file
 A parameter may carry a *reparameterization* (a LoRA adapter, see ``ember.nn.lora``): then
 :meth:`Param.val` returns the effective value ``base + scale·(a@b)`` built from the stored
 base and the adapter's own parameters, while :attr:`Param.value` stays the stored base.
+
+A :class:`Param` behaves as a tensor: ``x + param``, ``param @ x``, ``ember.gelu(param)``,
+``param.sum()``, ``param[0]``, comparisons and ``len(param)`` compute on :meth:`Param.val`
+(it is a *tensor-like*: ``__ember_tensor__`` returns that value), so gradients reach the
+parameter exactly as through ``param.val()``. ``shape``, ``dtype``, ``device`` and
+``numpy()`` describe the stored tensor (the same, unless a LoRA adapter is attached).
 """
 from __future__ import annotations
 
@@ -127,7 +133,9 @@ class Param:
             (int and bool tensors never require grad).
     """
 
-    __slots__ = ("_value", "id", "_require_grad", "_adapter", "_restore_grad", "_save_transposed")
+    __slots__ = ("_value", "id", "_require_grad", "_adapter", "_restore_grad", "_save_transposed",
+                 "_lora_restore_grad")
+    __array_priority__ = Tensor.__array_priority__  # ndarray <op> Param defers to Param, as to a Tensor
 
     def __init__(self, value: Tensor, id: ParamId | int | None = None, require_grad: bool | None = None):
         if not isinstance(value, Tensor):
@@ -142,6 +150,7 @@ class Param:
         self._adapter = None
         self._restore_grad = None  # the flag a valid() copy returns to on train()
         self._save_transposed = False  # rank-2 value stored transposed in records (LinearLayout.Col)
+        self._lora_restore_grad = None  # the flag before apply_lora froze it; merge_lora restores it
 
     # ---- construction -----------------------------------------------------------------------
     @classmethod
@@ -241,6 +250,42 @@ class Param:
         """The stored values as a NumPy array."""
         return self._value.numpy()
 
+    # ---- a Param behaves as its tensor -----------------------------------------------------------
+    def __ember_tensor__(self) -> Tensor:
+        """The tensor that ops see in place of this parameter: :meth:`val`."""
+        return self.val()
+
+    def __getattr__(self, name: str):
+        # Reached only for names Param itself lacks: Tensor's methods and properties
+        # (``sum``, ``reshape``, ``T``, ``requires_grad``, ...) act on the effective value.
+        if name.startswith("_") or not hasattr(Tensor, name):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+        return getattr(self.val(), name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {n for n in dir(Tensor) if not n.startswith("_")})
+
+    def __setitem__(self, key, value) -> None:
+        """``param[key] = value`` writes into the stored tensor of a frozen parameter (as on a
+        Tensor, a trainable one refuses: its gradient would no longer be defined)."""
+        if self._adapter is not None:
+            raise RuntimeError(f"{type(self).__name__}: cannot assign into a LoRA-adapted parameter; "
+                               f"merge_lora() first")
+        if self._require_grad:
+            raise RuntimeError(f"{type(self).__name__}: cannot assign into a trainable parameter; "
+                               f"store a new tensor with param.set_value(param.value.index_put(key, value)) "
+                               f"or freeze it first with set_require_grad(False)")
+        self._value[key] = value
+
+    def _in_place(self, *_):
+        raise TypeError(f"{type(self).__name__}: in-place arithmetic would replace the parameter by a "
+                        f"tensor; change its value with param.set_value(new_tensor), or write "
+                        f"y = param + x for a new tensor")
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ifloordiv__ = __imod__ = __ipow__ = _in_place
+    __imatmul__ = __iand__ = __ior__ = __ixor__ = _in_place
+    __hash__ = object.__hash__  # identity, as a Tensor's (== compares element-wise)
+
     # ---- copies --------------------------------------------------------------------------------
     def _with_value(self, tensor: Tensor, require_grad: bool | None = None) -> "Param":
         """A new Param with the same id (and class), holding ``tensor``; adapter not copied."""
@@ -253,6 +298,7 @@ class Param:
         out._adapter = None
         out._restore_grad = self._restore_grad
         out._save_transposed = self._save_transposed
+        out._lora_restore_grad = self._lora_restore_grad
         return out
 
     def __deepcopy__(self, memo):
@@ -267,6 +313,25 @@ class Param:
         lora = ", lora" if self._adapter is not None else ""
         return (f"{type(self).__name__}(id={self.id}, shape={list(self.shape)}, dtype={self.dtype}, "
                 f"device={self.device}{flag}{lora})")
+
+
+def _forwarded(name: str):
+    def method(self, *args, **kwargs):
+        value = self.val()
+        return getattr(type(value), name)(value, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``Tensor.{name}`` on the parameter's effective value (:meth:`Param.val`)."
+    return method
+
+
+# Python looks operators up on the type, not through __getattr__: give Param each special
+# method of Tensor (arithmetic, comparisons, @, indexing, len, bool/int/float, __array__,
+# DLPack) that Param does not define itself. Pickling (__reduce__) stays Param's own.
+for _klass in Tensor.__mro__[:-1]:
+    for _name, _attr in list(vars(_klass).items()):
+        if (_name.startswith("__") and _name.endswith("__") and callable(_attr)
+                and _name not in vars(Param) and _name != "__reduce__"):
+            setattr(Param, _name, _forwarded(_name))
 
 
 class RunningState(Param):

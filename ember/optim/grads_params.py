@@ -37,7 +37,8 @@ class GradientsParams:
     trained with row-sparse gradients, e.g. ``nn.EmbeddingBag(sparse=True)``).
 
     Iterating yields the ids; :meth:`items` yields ``(id, tensor)`` pairs. Ints and
-    ``Param`` objects are accepted wherever an id is expected.
+    ``Param`` objects are accepted wherever an id is expected: ``grads[param]`` (a
+    ``KeyError`` saying why when there is none), ``grads.get(param.id)``, ``param in grads``.
     """
 
     __slots__ = ("_grads",)
@@ -98,6 +99,22 @@ class GradientsParams:
     def get(self, param_id) -> Tensor | None:
         """The gradient of a parameter, or None. Use :meth:`remove` to take it once."""
         return self._grads.get(_key("get", param_id))
+
+    def __getitem__(self, param_id) -> Tensor:
+        """The gradient of a parameter (a Param, its ParamId or the id as an int).
+
+        Raises:
+            KeyError: there is none, with the likely reasons.
+        """
+        key = _key("__getitem__", param_id)
+        grad = self._grads.get(key)
+        if grad is None:
+            frozen = getattr(param_id, "require_grad", True) is False  # a frozen Param
+            why = ("the parameter is frozen (require_grad is False), so from_grads skips it" if frozen else
+                   "the parameter does not require grad, the loss does not depend on it, or its gradient "
+                   "was removed; from_grads collects the trainable parameters of the module it is given")
+            raise KeyError(f"GradientsParams: no gradient for parameter {key} ({len(self._grads)} held): {why}")
+        return grad
 
     def remove(self, param_id) -> Tensor | None:
         """Remove and return the gradient of a parameter (None if absent)."""

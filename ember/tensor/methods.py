@@ -8,7 +8,9 @@ from ember.tensor.ops import movement as M
 from ember.tensor.ops import nn as N
 from ember.tensor.ops import reduction as R
 from ember.tensor.sparse import RowSparse as _RowSparse
-from ember.tensor.tensor import Tensor
+from ember.tensor.tensor import Tensor, accepts_tensor_like
+
+_CORE_NAMES = frozenset(vars(Tensor))  # what the class body defines; the rest is attached below
 
 
 def _bin(op, reverse=False):
@@ -135,3 +137,9 @@ Tensor.one_hot = I.one_hot
 
 Tensor.softmax = N.softmax
 Tensor.log_softmax = N.log_softmax
+
+# Every method attached here takes tensor-like operands (an nn.Param) wherever it takes a Tensor.
+for _name in sorted(set(vars(Tensor)) - _CORE_NAMES):
+    _attr = vars(Tensor)[_name]
+    if callable(_attr):  # functions; the T property needs no operand conversion
+        setattr(Tensor, _name, accepts_tensor_like(_attr))

@@ -1,6 +1,8 @@
 """The ``Tensor``: one backend array, its device and dtype, and (when tracked) a graph node."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ember.tensor import dtypes as dt
@@ -12,7 +14,8 @@ class Tensor:
 
     Create tensors with :func:`ember.tensor`, :func:`ember.zeros`, :func:`ember.randn`, ...
     Gradients are never stored on tensors: ``loss.backward()`` returns them in a
-    :class:`ember.Gradients` container.
+    :class:`ember.Gradients` container. Ops and methods also take *tensor-like* operands,
+    objects with ``__ember_tensor__()`` such as ``nn.Param`` (see :func:`as_tensor`).
     """
 
     __slots__ = ("_data", "_device", "_dtype", "_node", "__weakref__")
@@ -196,6 +199,70 @@ def _to_device(t: Tensor, device: Device) -> Tensor:
     host = src.to_host(t._data)
     out = wrap(dst.from_host(np.ascontiguousarray(host)), device, t._dtype)
     return record(out, "to_device", (t,), device=t._device)
+
+
+# ---- tensor-like objects ----------------------------------------------------------------------
+# An object that stands for a tensor (an ``nn.Param``: its effective value) defines
+# ``__ember_tensor__()``. Operands are converted here, in one place: Tensor methods and the
+# top-level op functions are wrapped with ``accepts_tensor_like``, so ``x + param``,
+# ``x @ param`` and ``ember.gelu(param)`` compute on that tensor, autodiff included.
+_TENSOR_LIKE_TYPES: dict = {}  # type -> whether it defines __ember_tensor__, cached
+_PLAIN_TYPES = frozenset({Tensor, int, float, bool, str, slice, type(None), type(Ellipsis)})
+
+
+def _is_tensor_like(value) -> bool:
+    kind = type(value)
+    known = _TENSOR_LIKE_TYPES.get(kind)
+    if known is None:
+        known = _TENSOR_LIKE_TYPES[kind] = kind is not Tensor and hasattr(kind, "__ember_tensor__")
+    return known
+
+
+def _holds_tensor_like(value) -> bool:
+    """A tensor-like, or a list/tuple with one (the operands of cat/stack, an index key)."""
+    if type(value) is list or type(value) is tuple:
+        for item in value:
+            if type(item) not in _PLAIN_TYPES and _is_tensor_like(item):
+                return True
+        return False
+    return _is_tensor_like(value)
+
+
+def as_tensor(value):
+    """The Tensor that ``value`` stands for when it is tensor-like (defines
+    ``__ember_tensor__()``, as ``nn.Param`` does); any other value is returned unchanged.
+
+    Raises:
+        TypeError: ``__ember_tensor__()`` returned something other than a Tensor.
+    """
+    if not _is_tensor_like(value):
+        return value
+    out = type(value).__ember_tensor__(value)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{type(value).__name__}.__ember_tensor__() must return an ember Tensor, "
+                        f"got {type(out).__name__}")
+    return out
+
+
+def _converted(value):
+    if type(value) is list or type(value) is tuple:
+        return type(value)(as_tensor(item) for item in value)
+    return as_tensor(value)
+
+
+def accepts_tensor_like(fn):
+    """Wrap an op so that tensor-like arguments, and tensor-likes inside a list/tuple argument,
+    reach it as Tensors (:func:`as_tensor`). Other arguments pass through untouched."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        for value in args:  # fast path: Tensors and scalars need no look-up
+            if type(value) not in _PLAIN_TYPES and _holds_tensor_like(value):
+                break
+        else:
+            if not kwargs or not any(_holds_tensor_like(v) for v in kwargs.values()):
+                return fn(*args, **kwargs)
+        return fn(*[_converted(a) for a in args], **{k: _converted(v) for k, v in kwargs.items()})
+    return op
 
 
 from ember.tensor import methods as _methods  # noqa: E402,F401  attaches ops as Tensor methods

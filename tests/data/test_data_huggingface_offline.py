@@ -235,3 +235,88 @@ def test_default_cache_dir_follows_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_DATASET_CACHE", str(tmp_path / "sqlite"))
     assert default_cache_dir() == tmp_path / "sqlite"
     assert HuggingfaceDatasetLoader("a/b").db_file_path() == tmp_path / "sqlite" / "a--b.db"
+
+
+# -- header-less CSV files (the classic AG News / DbPedia releases) -----------------------------
+
+AG_TRAIN = (
+    '"3","Wall St. Bears Claw Back","Reuters - Short-sellers, Wall Street\'s dwindling band"\n'
+    '"4","Carlyle Looks Toward","Private investment firm Carlyle Group"\n'
+    '"2","Oil and Economy","Soaring crude prices plus worries"\n'
+)
+AG_TEST = (
+    '"1","Fears for T N pension","Unions representing workers at Turner"\n'
+    '"4","The Race is On","SPACE.com - TORONTO, Canada"\n'
+)
+AG_COLUMNS = ["label", "title", "text"]
+
+
+def headerless_csv_dir(tmp_path):
+    folder = tmp_path / "ag_news_csv"
+    folder.mkdir()
+    (folder / "train.csv").write_text(AG_TRAIN)
+    (folder / "test.csv").write_text(AG_TEST)
+    (folder / "classes.txt").write_text("World\nSports\nBusiness\nSci/Tech\n")  # as in the release
+    return folder
+
+
+def local_loader(tmp_path, name):
+    return (
+        HuggingfaceDatasetLoader(name)
+        .with_base_dir(tmp_path / "ember-cache")
+        .with_huggingface_cache_dir(tmp_path / "hf-cache")
+    )
+
+
+def test_headerless_csv_directory_reads_with_column_names(tmp_path):
+    folder = headerless_csv_dir(tmp_path)
+    loader = local_loader(tmp_path, folder).with_column_names(AG_COLUMNS)
+    assert sorted(loader.splits()) == ["test", "train"]
+    train, test = loader.dataset("train"), loader.dataset("test")
+    assert len(train) == 3 and len(test) == 2  # the first row is data, not a header
+    assert train[0] == {"label": 3, "title": "Wall St. Bears Claw Back",
+                        "text": "Reuters - Short-sellers, Wall Street's dwindling band"}
+    assert test[1]["label"] == 4 and test[1]["title"] == "The Race is On"
+    # other names are another dataset: another SQLite file
+    renamed = local_loader(tmp_path, folder).with_column_names(["y", "t", "x"])
+    assert renamed.db_file_path() != loader.db_file_path()
+    single = local_loader(tmp_path, folder / "test.csv").with_column_names(AG_COLUMNS)
+    assert single.splits() == ["train"] and single.dataset("train")[0]["text"].startswith("Unions")
+
+
+def test_headerless_csv_without_names_says_to_give_them(tmp_path):
+    folder = headerless_csv_dir(tmp_path)
+    (folder / "classes.txt").unlink()
+    with pytest.raises(DatasetUnavailableError) as info:
+        local_loader(tmp_path, folder).db_file()
+    message = str(info.value)
+    assert str(folder) in message and "from local files" in message and "CastError" in message
+    assert ".with_column_names(['label', 'title', 'text'])" in message and "header row" in message
+
+
+def test_column_names_must_match_the_fields_of_each_row(tmp_path):
+    folder = headerless_csv_dir(tmp_path)
+    two = local_loader(tmp_path, folder).with_column_names(["label", "text"])
+    with pytest.raises(DatasetUnavailableError, match=r"train\.csv have 3 fields .* but 2 column"):
+        two.db_file()
+    four = local_loader(tmp_path, folder / "test.csv").with_column_names(AG_COLUMNS + ["extra"])
+    with pytest.raises(DatasetUnavailableError, match=r"3 fields .* but 4 column names"):
+        four.db_file()
+
+
+def test_missing_data_files_and_bad_column_names_are_reported(tmp_path):
+    missing = tmp_path / "nowhere" / "train.csv"
+    loader = local_loader(tmp_path, "csv").with_data_files({"train": str(missing)})
+    with pytest.raises(DatasetUnavailableError, match=r"not found: \[.*nowhere/train\.csv'\]"):
+        loader.db_file()
+    loader = HuggingfaceDatasetLoader("csv")
+    with pytest.raises(TypeError, match="list of names"):
+        loader.with_column_names("label,title,text")
+    with pytest.raises(ValueError, match="non-empty string"):
+        loader.with_column_names(["label", ""])
+    with pytest.raises(ValueError, match=r"repeated names \['a'\]"):
+        loader.with_column_names(["a", "b", "a"])
+    json_file = tmp_path / "rows.jsonl"
+    json_file.write_text('{"a": 1}\n')
+    with pytest.raises(ValueError, match="applies to CSV files"):
+        local_loader(tmp_path, json_file).with_column_names(["a"]).db_file()

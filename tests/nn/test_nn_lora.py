@@ -126,3 +126,23 @@ def test_lora_record_round_trip(tmp_path):
     tuned = Classifier().load_file(tmp_path / "base.bpk").apply_lora(nn.Lora(2, 4.0))
     with ember.no_grad():
         np.testing.assert_allclose(tuned(IDS).numpy(), base.valid()(IDS).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_merge_restores_the_trainability_apply_lora_took():
+    ember.seed(5)
+    model = Classifier()
+    model.embedding.freeze()  # frozen by the user before LoRA: stays frozen
+    before = {path: p.require_grad for path, p in model.named_parameters()}
+    n_trainable = model.num_params(trainable_only=True)
+    model.apply_lora(nn.Lora(2, 4.0).with_param_group(lambda path, pid: path.startswith("head")))
+    assert all(".lora." in path for path, p in model.named_parameters() if p.require_grad)
+    model.merge_lora()  # adapted (head.weight) and not adapted (biases, norms) alike
+    assert {path: p.require_grad for path, p in model.named_parameters()} == before
+    assert model.num_params(trainable_only=True) == n_trainable > 0
+    grads = model(IDS).sum().backward()  # the merged model trains again
+    assert model.head.weight in grads and model.embedding.weight not in grads
+    # a parameter unfrozen while the adapters are on stays trainable after the merge
+    model.apply_lora(nn.Lora(2, 4.0))
+    model.embedding.unfreeze()
+    model.merge_lora()
+    assert {path: p.require_grad for path, p in model.named_parameters()} == {path: True for path in before}

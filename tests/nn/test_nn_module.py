@@ -183,3 +183,102 @@ def test_move_to_cpu_backend_and_back():
     m.to("cpu")
     assert m.devices() == [ember.Device("cpu")] and m.constant.device == ember.Device("cpu")
     np.testing.assert_allclose(m.valid()(x.to("cpu")).numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+# ---- nothing put on a module is silently ignored --------------------------------------------------
+def test_a_tensor_that_requires_grad_is_refused_as_a_module_attribute():
+    class Bare(nn.Module):
+        def __init__(self, value):
+            self.w = value
+
+    with pytest.raises(TypeError, match=r"Bare\.w: a tensor that requires grad is not a parameter.*nn\.Param"):
+        Bare(ember.randn(3, device=DEV).require_grad())
+    m = Bare(nn.Param(ember.randn(3, device=DEV).require_grad()))  # wrapped: a parameter
+    assert [p for p, _ in m.named_parameters()] == ["w"] and "w" in m.into_record()
+    with pytest.raises(TypeError, match=r"Bare\.ws\.1"):
+        m.ws = [ember.ones(2, device=DEV), ember.ones(2, device=DEV).require_grad()]
+    with pytest.raises(TypeError, match=r"Bare\.table\.k"):
+        m.table = {"k": ember.ones(2, device=DEV).require_grad()}
+    m.constant = ember.ones(2, device=DEV)  # no grad: a constant, as before
+    m.derived = m.w.val() * 2.0  # an op result (not a leaf) is not a parameter either
+    m._private = ember.ones(2, device=DEV).require_grad()  # private names are skipped by design
+    m.later = []
+    m.later.append(ember.zeros(2, device=DEV).require_grad())  # slips past assignment...
+    with pytest.raises(TypeError, match=r"Bare\.later\.0: a tensor that requires grad"):
+        m.parameters()  # ...and is caught when the parameters are walked
+
+
+# ---- habits from other frameworks ---------------------------------------------------------------
+class Widget(nn.Module):
+    """A user layer with a config beside it gets the same hint as ember's layers."""
+
+    def __init__(self, weight: nn.Param):
+        self.weight = weight
+
+
+class WidgetConfig(ember.Config):
+    size: int
+
+    def init(self, device=None, dtype=None):
+        return Widget(nn.Param(ember.zeros(self.size, device=device)))
+
+
+def test_constructing_a_layer_with_sizes_points_to_its_config():
+    with pytest.raises(TypeError, match=r"nn\.Linear\(3, 2\): .*use nn\.LinearConfig\(3, 2\)\.init\(\)"):
+        nn.Linear(3, 2)
+    with pytest.raises(TypeError, match=r"use nn\.EmbeddingConfig\(100, 16\)\.init\(\)"):
+        nn.Embedding(100, 16)
+    with pytest.raises(TypeError, match=r"use nn\.LayerNormConfig\(8\)\.init\(\)"):
+        nn.LayerNorm(8)
+    with pytest.raises(TypeError, match=r"use nn\.MultiHeadAttentionConfig\(64, 8\)\.init\(\)"):
+        nn.MultiHeadAttention(64, 8)
+    # arguments that do not fit the config: its fields are listed instead
+    with pytest.raises(TypeError, match=r"use nn\.Conv2dConfig\(channels, kernel_size, .*\)\.init\(\)"):
+        nn.Conv2d(3, 8, 3)
+    with pytest.raises(TypeError, match=r"^Widget\(4\): .*use WidgetConfig\(4\)\.init\(\)"):
+        Widget(4)
+    # the constructors still take what they take
+    assert nn.Dropout(0.25).prob == 0.25 and nn.LeakyRelu(0.2).negative_slope == 0.2
+    lin = nn.Linear(nn.Param(ember.zeros(3, 2, device=DEV)), None)
+    assert lin(ember.ones(1, 3, device=DEV)).shape == (1, 2)
+    assert Widget(nn.Param(ember.zeros(2, device=DEV))).num_params() == 2
+
+
+def test_every_layer_with_a_config_gets_the_hint():
+    layers = [getattr(nn, name) for name in nn.__all__ if f"{name}Config" in nn.__all__]
+    assert len(layers) >= 15
+    for layer in layers:
+        with pytest.raises(TypeError, match=rf"{layer.__name__}Config\("):
+            layer(3, 2, 1, 0, 5, 7, 9, 11, 13, 15)  # binds to no constructor
+
+
+# ---- gradient lookups by key --------------------------------------------------------------------
+def test_gradients_and_gradients_params_lookups():
+    from ember.optim import GradientsParams
+    m = Model()
+    m.blocks[0].fc.freeze()
+    x = ember.randn(2, 3, device=DEV)
+    w = m.blocks[1].fc.weight
+    hidden = w * 2.0
+    grads = (m(x).sum() + hidden.sum()).backward()
+    assert w.value in grads and w in grads and grads[w] is grads.get(w.value)
+    with pytest.raises(KeyError, match="does not require grad"):
+        grads[m.blocks[0].fc.weight]
+    with pytest.raises(KeyError, match="result of op 'mul'"):
+        grads[hidden]
+    unused = ember.zeros(2, device=DEV).require_grad()
+    with pytest.raises(KeyError, match="does not depend on it"):
+        grads[unused]
+    with pytest.raises(TypeError, match="GradientsParams.from_grads"):
+        grads[w.id]
+
+    gp = GradientsParams.from_grads(grads, m)
+    assert w in gp and w.id in gp and int(w.id) in gp
+    assert gp[w] is gp[w.id] is gp[int(w.id)] is gp.get(w)
+    assert m.blocks[0].fc.weight not in gp
+    with pytest.raises(KeyError, match="frozen"):
+        gp[m.blocks[0].fc.weight]
+    with pytest.raises(KeyError, match=str(nn.ParamId(5))):
+        gp[nn.ParamId(5)]
+    with pytest.raises(TypeError, match="expected a ParamId"):
+        gp["weight"]
