@@ -1,7 +1,8 @@
 """ember's data pipeline (mirrors Burn's burn-dataset and data loader).
 
 - datasets: `Dataset` (protocol base), `InMemDataset`, `SqliteDataset`;
-- storage: `SqliteDatasetWriter`, `HuggingfaceDatasetLoader`, `huggingface_to_sqlite`;
+- storage: `SqliteDatasetWriter`, `HuggingfaceDatasetLoader`, `huggingface_to_sqlite`,
+  `DatasetCorruptError` (a damaged SQLite file);
 - transforms: `SamplerDataset`, `ShuffledDataset`, `PartialDataset`, `MapperDataset`,
   `ComposedDataset`, `WindowsDataset`;
 - batching: `Batcher` (protocol), `DataLoaderBuilder`, `DataLoader`, `Progress`.
@@ -20,7 +21,7 @@ from .huggingface import (
 )
 from .in_memory import InMemDataset
 from .progress import Progress
-from .sqlite import SqliteDataset
+from .sqlite import DatasetCorruptError, SqliteDataset
 from .sqlite_writer import SqliteDatasetWriter
 from .transform import (
     ComposedDataset,
@@ -40,6 +41,7 @@ __all__ = [
     "DataLoaderIterator",
     "DataLoaderWorkerError",
     "Dataset",
+    "DatasetCorruptError",
     "DatasetUnavailableError",
     "HuggingfaceDatasetLoader",
     "InMemDataset",

@@ -5,15 +5,27 @@ Determinism: the main process decides the item order of each pass (a permutation
 `(seed, epoch)` when shuffling) and which items go in batch `b`; batch `b` is built by worker
 `b % num_workers`, and each worker handles its batches in order, so batches arrive in the
 same order, with the same content, whatever the number of workers.
+
+Stuck items: by default (`timeout(None)`) the loader waits for a batch as long as its worker
+lives, because a slow batch is not an error. After `SLOW_BATCH_WARNING_S` seconds on one batch
+it logs a warning (logger `ember.data`) naming the worker's pid and the batch's dataset
+indices; `kill -USR1 <pid>` then prints that worker's Python stack (every thread) to stderr.
+With `timeout(seconds)` it raises `DataLoaderWorkerError` instead, after sending the worker
+`SIGUSR1` so its stack is printed first. Workers never outlive the main process, even when
+it is killed with SIGKILL while they are inside a dataset's `get()` (see `worker`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
+import multiprocessing.util
 import operator
+import os
 import pickle  # only for PicklingError: workers get the dataset through multiprocessing's pipes
 import signal
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -26,12 +38,28 @@ from .dataset import fetch_many, set_epoch
 from .progress import Progress
 from .transform.partial import PartialDataset
 from .transport import default_device, from_host
-from .worker import DataLoaderWorkerError, RemoteTraceback, WorkerFailure, worker_loop
+from .worker import (
+    DataLoaderWorkerError,
+    ParentWatch,
+    RemoteTraceback,
+    WorkerFailure,
+    worker_loop,
+)
 
-__all__ = ["DataLoader", "DataLoaderBuilder", "DataLoaderIterator", "default_start_method"]
+__all__ = [
+    "DataLoader",
+    "DataLoaderBuilder",
+    "DataLoaderIterator",
+    "SLOW_BATCH_WARNING_S",
+    "default_start_method",
+]
+
+logger = logging.getLogger("ember.data")
 
 # Seconds a worker gets to exit on its own at shutdown before it is terminated.
 _SHUTDOWN_GRACE_S = 0.5
+# Seconds one batch may take, without a timeout set, before the loader logs a warning.
+SLOW_BATCH_WARNING_S = 60.0
 
 
 def default_start_method() -> str:
@@ -153,7 +181,10 @@ class DataLoaderBuilder:
 
     def timeout(self, seconds: float | None) -> "DataLoaderBuilder":
         """Give up (raise `DataLoaderWorkerError`) when a worker takes longer than this to
-        deliver a batch (default `None`: wait as long as the worker lives).
+        deliver a batch; the worker is first sent `SIGUSR1`, which prints its Python stack to
+        stderr, so the error shows where it was stuck. Default `None`: wait as long as the
+        worker lives, logging a warning (with the worker's pid, to send `SIGUSR1` by hand)
+        once a batch has taken `SLOW_BATCH_WARNING_S` seconds.
 
         Args:
             seconds: > 0, or `None`.
@@ -353,6 +384,39 @@ def _shutdown(workers: list[_Worker]) -> None:
     workers.clear()
 
 
+def _shown(indices: np.ndarray) -> list:
+    """A batch's dataset indices for a message (the first eight)."""
+    values = indices.tolist()
+    return values if len(values) <= 8 else values[:8] + ["..."]
+
+
+def _parent_watch(start_method: str) -> ParentWatch:
+    """What the workers of this process need to notice its death (see `worker`)."""
+    # A parent-death signal fires when the thread that started the worker ends: safe from
+    # the forkserver (its only thread) or from our main thread, not from a passing thread.
+    main_thread = threading.current_thread() is threading.main_thread()
+    death_signal = start_method == "forkserver" or main_thread
+    temp_dir = None
+    if start_method == "forkserver":
+        # Where the forkserver's socket lives (multiprocessing made it when starting the
+        # forkserver): if we are killed, a worker removes it.
+        temp_dir = multiprocessing.util.get_temp_dir()
+    return ParentWatch(os.getpid(), start_method, death_signal, temp_dir)
+
+
+def _request_stack_dump(pid: int) -> bool:
+    """Ask a worker to print its Python stack (its SIGUSR1 handler, see `worker`)."""
+    dump_signal = getattr(signal, "SIGUSR1", None)
+    if dump_signal is None:
+        return False
+    try:
+        os.kill(pid, dump_signal)
+    except OSError:
+        return False
+    time.sleep(0.2)  # the handler writes at once; give it a moment before the worker is stopped
+    return True
+
+
 def _describe_exit(exitcode: int | None) -> str:
     if exitcode is None:
         return "an unknown status"
@@ -389,6 +453,7 @@ class DataLoaderIterator(Iterator[Any]):
         self._workers: list[_Worker] = []
         self._finalizer: weakref.finalize | None = None
         self._closed = False
+        self._warned_slow = False
         if loader._num_workers > 0 and self._num_batches > 0:
             self._start_workers()
 
@@ -456,6 +521,7 @@ class DataLoaderIterator(Iterator[Any]):
         # The finalizer holds the worker list, not the iterator, so dropping the iterator
         # (early `break`, exception, garbage collection, interpreter exit) stops the workers.
         self._finalizer = weakref.finalize(self, _shutdown, workers)
+        watch = _parent_watch(loader._start_method)
         for worker_id in range(loader._num_workers):
             task_reader, task_writer = context.Pipe(duplex=False)
             result_reader, result_writer = context.Pipe(duplex=False)
@@ -468,6 +534,7 @@ class DataLoaderIterator(Iterator[Any]):
                     self._batch_size,
                     task_reader,
                     result_writer,
+                    watch,
                 ),
                 name=f"ember-data-worker-{worker_id}",
                 daemon=True,
@@ -508,18 +575,28 @@ class DataLoaderIterator(Iterator[Any]):
         worker_id = number % len(self._workers)
         worker = self._workers[worker_id]
         timeout = self._loader._timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        warn_at = None if self._warned_slow else started + SLOW_BATCH_WARNING_S
         message = None
         while message is None:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            limits = [moment for moment in (deadline, warn_at) if moment is not None]
+            remaining = max(0.0, min(limits) - time.monotonic()) if limits else None
             ready = wait([worker.results, worker.process.sentinel], remaining)
             if not ready:
-                self._fail(
-                    DataLoaderWorkerError(
-                        f"DataLoader worker {worker_id} (pid {worker.process.pid}) did not "
-                        f"deliver batch {number} within the {timeout} s timeout"
+                if deadline is not None and time.monotonic() >= deadline:
+                    dumped = _request_stack_dump(worker.process.pid)
+                    self._fail(
+                        DataLoaderWorkerError(
+                            f"DataLoader worker {worker_id} (pid {worker.process.pid}) did not "
+                            f"deliver batch {number} (dataset indices "
+                            f"{_shown(self._indices(number))}) within the {timeout} s timeout"
+                            + ("; its Python stack was printed to stderr" if dumped else "")
+                        )
                     )
-                )
+                self._warn_slow(worker_id, worker, number, time.monotonic() - started)
+                warn_at = None
+                continue
             if worker.results in ready or worker.results.poll():
                 try:
                     message = worker.results.recv()
@@ -542,6 +619,23 @@ class DataLoaderIterator(Iterator[Any]):
             self._send_task(ahead)
         # Tensors were built on the worker's CPU device; rebuild them on the loader's device.
         return from_host(payload, self._device)
+
+    def _warn_slow(self, worker_id: int, worker: _Worker, number: int, waited: float) -> None:
+        self._warned_slow = True  # once per pass: a slow dataset would otherwise flood the log
+        pid = worker.process.pid
+        hint = ""
+        if hasattr(signal, "SIGUSR1"):
+            hint = f"kill -USR1 {pid} prints its Python stack to stderr; "
+        logger.warning(
+            "DataLoader worker %d (pid %d) has spent %.0f s on batch %d (dataset indices %s); "
+            "%sDataLoaderBuilder.timeout(seconds) turns a stuck batch into an error",
+            worker_id,
+            pid,
+            waited,
+            number,
+            _shown(self._indices(number)),
+            hint,
+        )
 
     def _fail(self, error: BaseException) -> None:
         self.close()
@@ -568,11 +662,10 @@ class DataLoaderIterator(Iterator[Any]):
     def _raise_failure(
         self, failure: WorkerFailure, worker_id: int, worker: _Worker, number: int
     ) -> None:
-        indices = self._indices(number).tolist()
-        shown = indices if len(indices) <= 8 else indices[:8] + ["..."]
         context = (
             f"raised in DataLoader worker {worker_id} (pid {worker.process.pid}) while building "
-            f"batch {number} of epoch {self._epoch} (dataset indices {shown})"
+            f"batch {number} of epoch {self._epoch} (dataset indices "
+            f"{_shown(self._indices(number))})"
         )
         self.close()
         remote = RemoteTraceback(failure.traceback)

@@ -1,28 +1,40 @@
 """`SqliteDatasetWriter`: write dataset splits into one SQLite file, atomically.
 
-The file is built under a temporary name beside the target and renamed into place only when
-every split is written, so an interrupted import never leaves a half-written file that a
-later run would mistake for a finished one.
+The file is built under a scratch name `<name>.<pid>-<n>.tmp` beside the target, fsynced and
+renamed into place only when every split is written, so an interrupted import never leaves a
+half-written file that a later run would mistake for a finished one. A writer killed outright
+(SIGKILL, power loss) can strand its scratch file; the next writer of the same path removes
+the scratch files whose process is gone. Each row gets its checksum and each split its row
+count and checksum sum (see `sqlite_format`), which `SqliteDataset` verifies.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sqlite3
-import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from ember.record.atomic import remove_stale_scratch
+
 from .sqlite_format import (
+    APPLICATION_ID,
+    CHECKSUM_COLUMN,
     COLUMNS_TABLE,
     FORMAT_VERSION,
     INFO_TABLE,
     KINDS,
     ROW_ID,
+    SPLITS_TABLE,
     encoder,
     infer_kind,
     quote_identifier,
+    row_checksum,
+    split_digest,
+    split_key,
+    validate_column_name,
     validate_split_name,
 )
 
@@ -30,6 +42,48 @@ __all__ = ["SqliteDatasetWriter"]
 
 _INFER_ROWS = 1000  # rows looked at to infer column kinds when none are given
 _CHUNK_ROWS = 4096  # rows per executemany call
+_SCRATCH_COUNTER = itertools.count()
+
+
+def _create_scratch(target: Path) -> Path:
+    """A new empty file `<name>.<pid>-<n>.tmp` beside `target`, after removing the scratch
+    files of writers that were killed (the naming `ember.record.atomic` uses and cleans)."""
+    remove_stale_scratch(target)
+    while True:
+        scratch = target.with_name(f"{target.name}.{os.getpid()}-{next(_SCRATCH_COUNTER)}.tmp")
+        try:
+            # O_EXCL: never write into a file that is already there (SQLite would reuse it).
+            os.close(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return scratch
+
+
+def _bad_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _cannot_store(
+    split: str, row_number: int, name: str, kind: str, value: Any, error: Exception
+) -> TypeError:
+    return TypeError(
+        f"SqliteDatasetWriter: split {split!r}, row {row_number}, column {name!r} (kind "
+        f"{kind!r}): cannot store {type(value).__name__} value {value!r:.80}: {error}"
+    )
+
+
+def _fsync(path: Path, directory: bool = False) -> None:
+    if directory and os.name != "posix":
+        return  # no portable directory fsync elsewhere
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class SqliteDatasetWriter:
@@ -62,9 +116,7 @@ class SqliteDatasetWriter:
                 "replace it"
             )
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        self._partial = self.db_file.with_name(
-            f".{self.db_file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial"
-        )
+        self._partial = _create_scratch(self.db_file)
         self._conn: sqlite3.Connection | None = sqlite3.connect(self._partial)
         # The partial file is discarded on any failure, so durability features only cost time.
         self._conn.execute("PRAGMA journal_mode = OFF")
@@ -101,13 +153,7 @@ class SqliteDatasetWriter:
         if not columns:
             raise ValueError(f"SqliteDatasetWriter: split {split!r} needs at least one column")
         for name, kind in columns.items():
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"SqliteDatasetWriter: invalid column name {name!r}")
-            if name.lower() == ROW_ID:
-                raise ValueError(
-                    f"SqliteDatasetWriter: split {split!r} has a column named {name!r}, which is "
-                    "reserved for the row index; rename it first"
-                )
+            validate_column_name(split, name)
             if kind not in KINDS:
                 raise ValueError(
                     f"SqliteDatasetWriter: column {name!r} of split {split!r} has unknown kind "
@@ -117,18 +163,23 @@ class SqliteDatasetWriter:
             f"{quote_identifier(name)} {KINDS[kind]}" for name, kind in columns.items()
         )
         table = quote_identifier(split)
-        conn.execute(f"CREATE TABLE {table} ({ROW_ID} INTEGER PRIMARY KEY, {definitions})")
+        conn.execute(
+            f"CREATE TABLE {table} ({ROW_ID} INTEGER PRIMARY KEY, "
+            f"{CHECKSUM_COLUMN} INTEGER NOT NULL, {definitions})"
+        )
         conn.executemany(
             f"INSERT INTO {COLUMNS_TABLE} VALUES (?, ?, ?, ?)",
             [(split, pos, name, kind) for pos, (name, kind) in enumerate(columns.items())],
         )
-        placeholders = ", ".join("?" for _ in range(len(columns) + 1))
+        placeholders = ", ".join("?" for _ in range(len(columns) + 2))
         self._splits[split] = {
             "names": list(columns),
             "kinds": list(columns.values()),
             "encoders": [encoder(kind) for kind in columns.values()],
             "insert": f"INSERT INTO {table} VALUES ({placeholders})",
+            "key": split_key(split),
             "rows": 0,
+            "checksum_sum": 0,
         }
 
     def append_rows(self, split: str, rows: Iterable[Sequence[Any]]) -> int:
@@ -155,6 +206,7 @@ class SqliteDatasetWriter:
                 f"SqliteDatasetWriter: split {split!r} does not exist; call create_split first"
             ) from None
         names, kinds, encoders = state["names"], state["kinds"], state["encoders"]
+        key = state["key"]
         width = len(names)
         appended = 0
         iterator = iter(rows)
@@ -163,14 +215,15 @@ class SqliteDatasetWriter:
             if not chunk:
                 break
             encoded = []
+            checksum_sum = 0
             for offset, row in enumerate(chunk):
-                row_number = state["rows"] + appended + offset
+                row_number = state["rows"] + offset
                 if len(row) != width:
                     raise ValueError(
                         f"SqliteDatasetWriter: row {row_number} of split {split!r} has "
                         f"{len(row)} values, expected {width} ({names})"
                     )
-                values: list[Any] = [row_number + 1]  # row_id is 1-based
+                values: list[Any] = []
                 for name, kind, encode, value in zip(names, kinds, encoders, row):
                     if value is None:
                         values.append(None)
@@ -178,15 +231,24 @@ class SqliteDatasetWriter:
                     try:
                         values.append(encode(value))
                     except (TypeError, ValueError, OverflowError) as error:
-                        raise TypeError(
-                            f"SqliteDatasetWriter: split {split!r}, row {row_number}, column "
-                            f"{name!r} (kind {kind!r}): cannot store {type(value).__name__} "
-                            f"value {value!r:.80}: {error}"
-                        ) from None
-                encoded.append(values)
+                        raise _cannot_store(split, row_number, name, kind, value, error) from None
+                row_id = row_number + 1  # row_id is 1-based
+                try:
+                    checksum = row_checksum(key, row_id, values)
+                except UnicodeEncodeError as error:  # text SQLite could not store either
+                    column = next(
+                        i for i, v in enumerate(values) if isinstance(v, str) and _bad_utf8(v)
+                    )
+                    raise _cannot_store(
+                        split, row_number, names[column], kinds[column], row[column], error
+                    ) from None
+                checksum_sum += checksum
+                encoded.append([row_id, checksum, *values])
             conn.executemany(state["insert"], encoded)
+            # Counted per chunk: a chunk that fails is not inserted at all.
+            state["rows"] += len(chunk)
+            state["checksum_sum"] += checksum_sum
             appended += len(chunk)
-        state["rows"] += appended
         return appended
 
     def write_split(
@@ -247,10 +309,27 @@ class SqliteDatasetWriter:
         if not self._splits:
             self.abort()
             raise ValueError(f"SqliteDatasetWriter: no split was written to {self.db_file}")
+        conn.execute(
+            f"CREATE TABLE {SPLITS_TABLE} (split TEXT PRIMARY KEY, rows INTEGER NOT NULL, "
+            "checksum_sum INTEGER NOT NULL, schema TEXT NOT NULL, digest INTEGER NOT NULL)"
+        )
+        entries = []
+        for split, state in self._splits.items():
+            schema = json.dumps([[n, k] for n, k in zip(state["names"], state["kinds"])])
+            digest = split_digest(split, state["rows"], state["checksum_sum"], schema)
+            entries.append((split, state["rows"], state["checksum_sum"], schema, digest))
+        conn.executemany(f"INSERT INTO {SPLITS_TABLE} VALUES (?, ?, ?, ?, ?)", entries)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.commit()
         conn.close()
         self._conn = None
-        os.replace(self._partial, self.db_file)
+        try:
+            _fsync(self._partial)
+            os.replace(self._partial, self.db_file)
+        except BaseException:
+            self.abort()
+            raise
+        _fsync(self.db_file.parent, directory=True)
         return self.db_file
 
     def abort(self) -> None:

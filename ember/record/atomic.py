@@ -8,6 +8,10 @@ removed and the destination is left exactly as it was. Only a hard kill (SIGKILL
 loss) can strand a scratch file; the next save to the same path removes the scratch files
 of that path whose writer process is gone (POSIX; a live writer's file, or one whose pid
 has been reused by a running process, is left alone).
+
+:func:`atomic_path` serves libraries that write a file by name; some (safetensors) write
+through their own temporary file beside that name, so the name is inside a private scratch
+directory ``<name>.<pid>-<n>.tmpdir/``, removed the same way as a scratch file.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -41,8 +46,9 @@ def _writer_gone(pid: int) -> bool:
 
 
 def remove_stale_scratch(path: str | os.PathLike) -> list[Path]:
-    """Remove the scratch files ``<name>.<pid>-<n>.tmp`` of ``path`` left by writers that
-    were killed mid-write (their process is gone); returns the paths removed.
+    """Remove the scratch files ``<name>.<pid>-<n>.tmp`` (and scratch directories
+    ``<name>.<pid>-<n>.tmpdir``) of ``path`` left by writers that were killed mid-write
+    (their process is gone); returns the paths removed.
 
     A scratch file whose pid belongs to a running process is never touched. Only POSIX
     systems can tell, elsewhere nothing is removed; errors (a file removed meanwhile, a
@@ -51,7 +57,7 @@ def remove_stale_scratch(path: str | os.PathLike) -> list[Path]:
     if os.name != "posix":
         return []
     destination = Path(path)
-    pattern = re.compile(re.escape(destination.name) + r"\.([0-9]+)-[0-9]+\.tmp")
+    pattern = re.compile(re.escape(destination.name) + r"\.([0-9]+)-[0-9]+\.tmp(dir)?")
     removed = []
     try:
         entries = list(os.scandir(destination.parent))
@@ -62,8 +68,11 @@ def remove_stale_scratch(path: str | os.PathLike) -> list[Path]:
         if match is None or not _writer_gone(int(match.group(1))):
             continue
         with contextlib.suppress(OSError):
-            if entry.is_file(follow_symlinks=False):
+            if match.group(2) is None and entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            elif match.group(2) is not None and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
                 removed.append(Path(entry.path))
     return removed
 
@@ -118,17 +127,31 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
     _fsync_directory(destination.parent)
 
 
+def _make_scratch_directory(destination: Path) -> Path:
+    remove_stale_scratch(destination)
+    while True:
+        scratch = destination.with_name(f"{destination.name}.{os.getpid()}-{next(_COUNTER)}.tmpdir")
+        try:
+            os.mkdir(scratch, 0o700)  # fails if anything already has the name
+        except FileExistsError:
+            continue
+        return scratch
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Context manager yielding a scratch path to write by name (for libraries that take a
     file name); on success it is fsynced and renamed over ``path``, on error removed.
 
+    The path lies inside a private scratch directory beside ``path``, so temporary files
+    the library makes next to it are removed with it, even after a kill (by the next save).
+
     Args:
         path: the destination; its directory must exist.
     """
     destination = Path(path)
-    scratch, handle = _open_scratch(destination)
-    handle.close()
+    directory = _make_scratch_directory(destination)
+    scratch = directory / destination.name
     try:
         yield scratch
         fd = os.open(scratch, os.O_RDONLY)
@@ -138,9 +161,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             os.close(fd)
         os.replace(scratch, destination)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(scratch)
+        shutil.rmtree(directory, ignore_errors=True)
         raise
+    shutil.rmtree(directory, ignore_errors=True)
     _fsync_directory(destination.parent)
 
 

@@ -48,6 +48,17 @@ def shape_problem(shape, itemsize: int) -> str | None:
     return None
 
 
+def _exact_float(value: Any) -> bool:
+    """Whether an integer stands for a float exactly (a Float scalar written as an integer
+    must not change value on the way in)."""
+    if type(value) is not int:
+        return False
+    try:
+        return float(value) == value
+    except OverflowError:
+        return False
+
+
 class Record(Mapping[str, TensorView]):
     """A loaded burnpack (or safetensors) file.
 
@@ -247,8 +258,7 @@ class _Parser:
             ((variant, value),) = raw.items()
             if variant == "Bool" and isinstance(value, bool):
                 return value
-            if variant == "Float" and isinstance(value, (int, float)) \
-                    and not isinstance(value, bool):
+            if variant == "Float" and (type(value) is float or _exact_float(value)):
                 return float(value)
             if variant == "Int" and type(value) is int and -_I64 <= value < _I64:
                 return value

@@ -12,7 +12,8 @@ written here is byte-identical to the one Burn writes for the same content:
 
 The decoder is for untrusted input: nesting depth, the total number of decoded items and
 every declared length are checked against fixed limits and against the bytes actually
-left before anything is allocated for them.
+left before anything is allocated for them, and a map that repeats a key is refused (serde
+refuses repeated struct fields; elsewhere one of the two values would be dropped unseen).
 """
 from __future__ import annotations
 
@@ -233,6 +234,9 @@ class Decoder:
                 except TypeError:
                     raise CborError(f"unhashable CBOR map key of type {type(key).__name__}") \
                         from None
+                if key in result:  # RFC 8949 5.6: not valid; which value would count?
+                    raise CborError(f"map key {key!r:.60} appears twice (before offset "
+                                    f"{self.pos})")
                 result[key] = self.item(depth + 1)
                 count += 1
             return result

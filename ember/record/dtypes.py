@@ -138,7 +138,7 @@ def storage_from_burn(value: Any) -> StorageDType:
         return _BY_BURN_TEXT[value]
     if isinstance(value, dict) and len(value) == 1:
         ((variant, inner),) = value.items()
-        if variant == "Bool" and inner in _BY_BOOL_STORE:
+        if variant == "Bool" and isinstance(inner, str) and inner in _BY_BOOL_STORE:
             return _BY_BOOL_STORE[inner]
         if variant == "QFloat":
             raise ValueError("quantized (QFloat) tensors are not supported by ember")

@@ -31,6 +31,7 @@ __all__ = ["save_safetensors", "load_safetensors", "safetensors_to_bytes",
            "safetensors_from_bytes"]
 
 Remap = Sequence[tuple[str, str]]
+_MAX_HEADER = 100_000_000  # the safetensors library's own limit on the JSON header
 
 
 def _safetensors():
@@ -137,6 +138,10 @@ def load_safetensors(path: str | os.PathLike, adapter: Any = None, *,
     where = f"safetensors file '{path}'"
     if not path.exists():
         raise FileNotFoundError(f"{where} does not exist")
+    with open(path, "rb") as file:
+        size = int.from_bytes(file.read(8), "little")
+        if size <= min(_MAX_HEADER, os.fstat(file.fileno()).st_size - 8):
+            _refuse_repeated_keys(file.read(size), where)
     try:
         with st.safe_open(str(path), framework="np") as handle:
             metadata = handle.metadata()
@@ -173,6 +178,9 @@ def safetensors_from_bytes(data: bytes, adapter: Any = None, *,
     """
     st = _safetensors()
     where = "safetensors <bytes>"
+    size = int.from_bytes(bytes(data[:8]), "little")
+    if size <= min(_MAX_HEADER, len(data) - 8):
+        _refuse_repeated_keys(bytes(data[8:8 + size]), where)
     try:
         entries = st.deserialize(bytes(data))
     except st.SafetensorError as exc:
@@ -180,6 +188,28 @@ def safetensors_from_bytes(data: bytes, adapter: Any = None, *,
     raw = _decode(((k, v["dtype"], v["shape"], v["data"]) for k, v in entries), where)
     metadata = _header_metadata(data)
     return _finish_load(raw, metadata, adapter, remap, where, None)
+
+
+def _refuse_repeated_keys(header: bytes, where: str) -> None:
+    """Refuse a header that gives a key twice (a tensor name, or a field of one entry): the
+    library keeps one of the two without a word, so the file would load as something other
+    than what it declares. Other malformations are left to the library's own errors."""
+    import json
+
+    def unique(items: list) -> dict:
+        result = dict(items)
+        if len(result) != len(items):
+            seen: set = set()
+            repeated = sorted({key for key, _ in items if key in seen or seen.add(key)})
+            raise RecordError(f"{where}: the header gives {repeated[:5]} twice")
+        return result
+
+    try:
+        json.loads(header.decode("utf-8"), object_pairs_hook=unique)
+    except RecordError:
+        raise
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, absurdly deep: the library
+        return                            # says so in its own words
 
 
 def _header_metadata(data: bytes) -> dict[str, str]:

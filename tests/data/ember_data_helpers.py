@@ -43,6 +43,18 @@ class SlowBatcher:
         return list(items)
 
 
+class StallingBatcher:
+    """Returns items at once, except the batch holding `stall_on`, which sleeps for an hour."""
+
+    def __init__(self, stall_on: int) -> None:
+        self.stall_on = stall_on
+
+    def batch(self, items: list, device: Any) -> list:
+        if self.stall_on in items:
+            time.sleep(3600)
+        return list(items)
+
+
 def _explode(items: list) -> None:
     raise ValueError(f"bad item in {items}")
 

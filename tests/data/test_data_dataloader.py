@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -196,8 +197,48 @@ def test_timeout():
     loader = (
         DataLoaderBuilder(helpers.SlowBatcher(5.0)).batch_size(2).num_workers(1).timeout(0.3).build(numbers(4))
     )
-    with pytest.raises(DataLoaderWorkerError, match=r"did not deliver batch 0 within the 0.3 s timeout"):
+    with pytest.raises(
+        DataLoaderWorkerError,
+        match=r"did not deliver batch 0 \(dataset indices \[0, 1\]\) within the 0.3 s timeout; its Python "
+        r"stack was printed to stderr",
+    ):
         next(iter(loader))
+
+
+def test_slow_batch_without_timeout_logs_the_worker_pid_once(monkeypatch, caplog):
+    import ember.data.dataloader as dataloader_module
+
+    monkeypatch.setattr(dataloader_module, "SLOW_BATCH_WARNING_S", 0.2)
+    loader = DataLoaderBuilder(helpers.SlowBatcher(0.6)).batch_size(2).num_workers(1).build(numbers(4))
+    with caplog.at_level("WARNING", logger="ember.data"):
+        with iter(loader) as iterator:
+            pid = iterator.worker_pids()[0]
+            assert [batch for batch in iterator] == [[0, 1], [2, 3]]
+    warnings = [record.getMessage() for record in caplog.records if record.name == "ember.data"]
+    assert len(warnings) == 1, warnings  # once per pass, not once per slow batch
+    assert f"(pid {pid}) has spent" in warnings[0] and f"kill -USR1 {pid}" in warnings[0]
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="no SIGUSR1 here")
+def test_sigusr1_prints_a_busy_workers_stack_and_keeps_it_running(capfd):
+    import signal
+
+    # spawn: the worker's stderr is this test's (a forkserver keeps the stderr it started with)
+    loader = (
+        DataLoaderBuilder(helpers.StallingBatcher(stall_on=2)).batch_size(2).num_workers(1)
+        .multiprocessing_context("spawn").build(numbers(6))
+    )
+    with iter(loader) as iterator:
+        assert next(iterator) == [0, 1]  # the worker is up; it is now stuck on batch 1
+        pid = iterator.worker_pids()[0]
+        os.kill(pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        err = ""
+        while "ember_data_helpers.py" not in err and time.monotonic() < deadline:
+            time.sleep(0.05)
+            err += capfd.readouterr().err
+        assert helpers.pid_alive(pid)
+    assert "in batch" in err and "ember_data_helpers.py" in err, err  # where it is stuck
 
 
 def test_unpicklable_batcher_gets_a_clear_error():

@@ -1,0 +1,2 @@
+"""Developer tools that are not part of the installed package (run from the repository root,
+e.g. `python -m tools.fuzz`)."""
