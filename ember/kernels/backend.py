@@ -8,13 +8,25 @@ attention, and their backward passes; the optimizer updates, dense and row-spars
 default implementation in :class:`Backend` composed from primitives; a backend overrides them
 with fused kernels that must agree with the ``reference`` backend on the conformance suite.
 
+Fused overrides fall back, never raise, outside their limits: a fused kernel that cannot
+take some input the composed default takes (a head dimension, zero keys, an empty axis, a
+dtype, a memory layout, a size past its int32 arguments or launch grid) must run the
+composed default instead — the :class:`Backend` method, with float16 computed in float32 as
+below — so that every backend accepts what ``reference`` accepts and gives what it gives.
+The forward and the backward of a composite decide from the same inputs (shapes, dtypes,
+scalar arguments), so a forward that fell back is differentiated by the composed backward.
+Only input the reference rejects too (and the tensor layer, which validates shapes, dtypes
+and index ranges, normally rejects first) may raise, with the same error class.
+
 Conventions for every method: inputs are never modified; outputs are new arrays; ``dtype``
 arguments are :class:`ember.tensor.dtypes.DType`; axes are non-negative ints already
 normalised by the tensor layer, which also validates shapes, dtypes and index ranges.
 
 float16: the composites compute half-precision inputs in float32 and return float16, with
 their saved statistics (mean, rstd, lse) in float32 — the reference too
-(``ember.kernels.reference.HALF_VIA_SINGLE``). An empty normalised axis gives an empty
+(``ember.kernels.reference.HALF_VIA_SINGLE``). A fused kernel may keep a statistic wider
+than that (the cpu and cuda attention keep lse in float64 for their backward); the
+backward of the same backend is its only reader. An empty normalised axis gives an empty
 result (the lse of an empty row is -inf), never an error.
 """
 from __future__ import annotations
@@ -375,7 +387,9 @@ class Backend:
         if quiet:  # exp(s) / (1 + sum exp(s)): the scores and a 0 logit
             m = self.binary("maximum", m, self._scalar(0.0, s))
         else:
-            m = self.where(self.unary("isfinite", m), m, self.full((), 0.0, dtype))
+            # a row of -inf scores has no max to shift by (exp(-inf - -inf) would be NaN); a
+            # +inf (or NaN) score makes the whole row NaN, as the fused kernels' online softmax
+            m = self.where(self.binary("eq", m, self._scalar(-math.inf, m)), self.full((), 0.0, dtype), m)
         e = self.unary("exp", self.binary("sub", s, m))
         total = self.reduce("sum", e, ax, True)
         if quiet:

@@ -17,14 +17,16 @@ _U64 = np.uint64
 def half_via_single(stats: tuple = ()):
     """Run a composite on float16 arrays in float32 and give float16 back, except the saved
     statistics at positions ``stats`` of its result (mean, rstd, lse), which stay float32
-    for the backward pass — float32 accumulation, as on the GPU. Other dtypes pass through.
+    (or wider, as a kernel made them) for the backward pass — float32 accumulation, as on the
+    GPU. Other dtypes pass through. Works on the backend's array module (CuPy too).
     """
     def decorate(method):
         @functools.wraps(method)
         def run(self, *args):
-            if not any(isinstance(a, np.ndarray) and a.dtype == np.float16 for a in args):
+            array = getattr(self, "xp", np).ndarray  # NumPy, or CuPy for the cuda backend's fallbacks
+            if not any(isinstance(a, array) and a.dtype == np.float16 for a in args):
                 return method(self, *args)
-            args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float16 else a
+            args = [a.astype(np.float32) if isinstance(a, array) and a.dtype == np.float16 else a
                     for a in args]
             out = method(self, *args)
             if isinstance(out, tuple):
@@ -49,8 +51,9 @@ that stay float32 (saved statistics, or int64 rows) — on ``reference`` and on 
 def _erf_host(x: np.ndarray) -> np.ndarray:
     # NumPy has no erf; math.erf is exact to double precision, and the reference favours
     # exactness over speed.
-    out = np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(x.dtype)
-    return np.asarray(out, dtype=x.dtype)
+    # frompyfunc gives a Python float, not an array, for a 0-d input
+    out = np.asarray(np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)))
+    return out.astype(x.dtype)
 
 
 class ArrayBackend(Backend):
@@ -104,11 +107,19 @@ class ArrayBackend(Backend):
     def to_host(self, x):
         return x
 
+    def _array(self, out):
+        """``out`` as an array: NumPy ufuncs and indexing give scalars for 0-d results,
+        which lack the array interface (flags, writeable views) the kernels rely on."""
+        return out if isinstance(out, self.xp.ndarray) else self.xp.asarray(out)
+
     # ---- element-wise -------------------------------------------------------------------
     def cast(self, x, dtype):
         return x.astype(dtype.numpy)
 
     def unary(self, op, x):
+        return self._array(self._unary(op, x))
+
+    def _unary(self, op, x):
         xp = self.xp
         if op == "neg":
             return xp.negative(x)
@@ -140,7 +151,7 @@ class ArrayBackend(Backend):
                "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor"}
 
     def binary(self, op, a, b):
-        return getattr(self.xp, self._BINARY[op])(a, b)
+        return self._array(getattr(self.xp, self._BINARY[op])(a, b))
 
     def where(self, cond, a, b):
         return self.xp.where(cond, a, b)
@@ -179,7 +190,7 @@ class ArrayBackend(Backend):
         return self.xp.broadcast_to(x, shape)
 
     def getitem(self, x, key):
-        return x[key]
+        return self._array(x[key])
 
     def pad(self, x, pad_width, value):
         return self.xp.pad(x, pad_width, mode="constant", constant_values=value)
@@ -227,7 +238,8 @@ class ArrayBackend(Backend):
     def matmul(self, a, b):
         if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
             # [..., n, k] @ [k, m] as one GEMM: NumPy would loop over the batch in small GEMMs
-            out = self.xp.matmul(a.reshape(-1, a.shape[-1]), b)
+            # (rows counted, not -1: NumPy cannot infer -1 for an empty array with k = 0)
+            out = self.xp.matmul(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), b)
             return out.reshape(a.shape[:-1] + (b.shape[-1],))
         return self.xp.matmul(a, b)
 

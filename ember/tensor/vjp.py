@@ -340,7 +340,8 @@ def _matmul(node, g):
         if b.ndim == 2 and a.ndim > 2:
             # a shared weight (x [..., n, k] @ w [k, m]): fold the batch into one GEMM instead
             # of a batched product summed afterwards
-            gb = a.reshape(-1, a.shape[-1]).transpose() @ g.reshape(-1, g.shape[-1])
+            rows = math.prod(a.shape[:-1])  # not -1: it cannot be inferred for an empty a with k = 0
+            gb = a.reshape(rows, a.shape[-1]).transpose() @ g.reshape(rows, g.shape[-1])
         else:
             gb = a.transpose() @ g
     return ga, gb

@@ -129,3 +129,42 @@ def test_matches_torch_multihead_attention():
     out = mha(t(q), t(kv), t(kv), mask_pad=t(pad), need_weights=True)
     np.testing.assert_allclose(out.context.numpy(), ctx.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.weights.numpy(), w.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+# ---- fused attention where the CUDA kernels stop (issue 11, item 5): on cpu, the fused path --
+# ---- and the composed one (need_weights) agree, forward and every gradient -------------------
+ATTENTION_EDGES = {  # d_model, n_heads, key length, padding (None / "last" / "batch 1 entirely"), dropout
+    "head_dim_256": (512, 2, 4, "last", 0.0),
+    "head_dim_256_dropout": (512, 2, 4, "last", 0.2),
+    "zero_keys": (8, 2, 0, None, 0.0),
+    "fully_masked_rows": (8, 2, 4, "all", 0.0),
+}
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["softmax", "quiet"])
+@pytest.mark.parametrize("case", list(ATTENTION_EDGES))
+def test_fused_attention_matches_the_composed_path_at_the_edges(case, quiet):
+    d_model, heads, sk, padding, p = ATTENTION_EDGES[case]
+    ember.seed(6)
+    mha = nn.MultiHeadAttentionConfig(d_model, heads, dropout=p, quiet_softmax=quiet).init("cpu", "float64")
+    rng = np.random.default_rng(6)
+    q = ember.tensor(rng.standard_normal((2, 3, d_model)), device="cpu").require_grad()
+    kv = ember.tensor(rng.standard_normal((2, sk, d_model)), device="cpu").require_grad()
+    pad = np.zeros((2, sk), dtype=bool)
+    if padding == "last":
+        pad[0, -1] = True
+    elif padding == "all":
+        pad[1] = True
+    weights = ember.tensor(rng.standard_normal((2, 3, d_model)), device="cpu")
+
+    def run(need_weights):
+        ember.seed(8)  # the same dropout mask on both paths (both drop pre-softmax scores)
+        out = mha(q, kv, kv, mask_pad=ember.tensor(pad, device="cpu"), need_weights=need_weights).context
+        grads = (out * weights).sum().backward()
+        return out.numpy(), [grads.get(t).numpy() for t in [q, kv] + [p.value for _, p in mha.named_parameters()]]
+
+    fused, fused_grads = run(False)
+    composed, composed_grads = run(True)
+    np.testing.assert_allclose(fused, composed, rtol=1e-10, atol=1e-12)
+    for i, (a, b) in enumerate(zip(fused_grads, composed_grads)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=f"gradient {i}")

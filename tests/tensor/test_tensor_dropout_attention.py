@@ -186,3 +186,43 @@ def test_attention_sq_differs_from_sk_and_mask_grad_zero(device, rng):
     gk, gv = grads.get(tk).numpy(), grads.get(tv).numpy()
     # padded keys and values receive (numerically) no gradient in batch 0
     assert np.abs(gk[0, :, 3:]).max() < 1e-12 and np.abs(gv[0, :, 3:]).max() < 1e-12
+
+
+# ---- found by the differential test (tests/tensor/test_differential.py) -----------------------
+@pytest.mark.parametrize("sk", [5, 70])
+def test_attention_gradients_of_fully_masked_rows_are_float32_exact(other_device, rng, sk):
+    # cpu recomputed the weights as exp(s - lse) with a float32 lse = -1e4 + log(Sk), which one
+    # float32 holds to ~5e-4 only: dv of such rows was off by up to 4.5e-4 (relative)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, sk, 4), (1, 2, sk, 4)))
+    mask = np.ones((1, sk), dtype=bool)
+    dout = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    grads = {}
+    for dev in ("reference", other_device):
+        leaves = [ember.tensor(a, device=dev).require_grad() for a in (q, k, v)]
+        out = ember.attention(*leaves, mask_pad=ember.tensor(mask, device=dev))
+        g = out.backward(ember.tensor(dout, device=dev))
+        grads[dev] = [g.get(t).numpy() for t in leaves]
+    exact_dv = np.broadcast_to(dout.astype(np.float64).sum(2, keepdims=True) / sk, v.shape)
+    np.testing.assert_allclose(grads[other_device][2], exact_dv, rtol=1e-5, atol=1e-7)
+    for got, want in zip(grads[other_device], grads["reference"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf in the reference
+def test_attention_with_an_infinite_score_is_nan_alike(other_device):
+    # a +inf score makes its row NaN, gradients included; the reference shifted such a row by
+    # 0 instead of its max and left the other keys' dv at 0 where cpu (online softmax) gave NaN
+    q = np.zeros((1, 1, 2, 1), np.float32)
+    q[0, 0, :, 0] = 1.0
+    k = np.zeros((1, 1, 2, 1), np.float32)
+    k[0, 0, 0, 0] = np.inf
+    v = np.zeros((1, 1, 2, 1), np.float32)
+    results = {}
+    for dev in ("reference", other_device):
+        leaves = [ember.tensor(a, device=dev).require_grad() for a in (q, k, v)]
+        out = ember.attention(*leaves)
+        g = out.backward(ember.ones_like(out))
+        results[dev] = [out.numpy()] + [g.get(t).numpy() for t in leaves]
+    for got, want in zip(results[other_device], results["reference"]):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(results["reference"][3]).all()  # dv: every key of the NaN row

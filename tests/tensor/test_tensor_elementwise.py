@@ -278,3 +278,26 @@ def test_where_mask_fill_gradients(device, rng):
     gradcheck_np(lambda x, y: ember.where(tc, x, y), device, a, b)
     mask = ember.tensor(rng.random((2, 4)) > 0.5, device=device)
     gradcheck_np(lambda x: x.mask_fill(mask, 2.0) * x, device, a)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16] + FLOATS, ids=str)
+def test_0d_results_stay_arrays_for_the_next_op(device, dtype):
+    # found by the differential test: NumPy gives scalars, not arrays, for 0-d ufunc and
+    # indexing results; the next op failed on them (reference erf: AttributeError; cpu erf:
+    # "erf: x must be a numpy.ndarray")
+    x = ember.tensor(0.5, dtype=dtype, device=device)
+    row = ember.tensor([0.5, -1.0], dtype=dtype, device=device)
+    for y, want in (((-x).erf(), math.erf(-0.5)), (x.erf(), math.erf(0.5)), ((x + x).erf(), math.erf(1.0)),
+                    (row[1].erf(), math.erf(-1.0)), (ember.gelu(-x), -0.5 * 0.5 * (1 + math.erf(-0.5 / math.sqrt(2))))):
+        assert y.shape == () and y.dtype is dtype
+        assert isinstance(y.device.backend.to_host(y._data), np.ndarray)
+        np.testing.assert_allclose(float(y.item()), want, rtol=2e-3 if dtype is ember.float16 else 1e-6)
+
+
+def test_where_checks_all_three_shapes_together(device):
+    # found by the differential test: cond [1, 1, 0] broadcasts with x [2, 4, 1] and with
+    # other [3, 1, 0], but x and other do not: NumPy's own ValueError named no op
+    cond = ember.zeros(1, 1, 0, dtype="bool", device=device)
+    with pytest.raises(ValueError, match=r"where: shapes \[1, 1, 0\] \(condition\), \[2, 4, 1\] and \[3, 1, 0\]"):
+        ember.where(cond, ember.zeros(2, 4, 1, device=device), ember.zeros(3, 1, 0, device=device))
+    assert ember.where(cond, ember.zeros(2, 4, 1, device=device), 1.0).shape == (2, 4, 0)

@@ -56,3 +56,16 @@ def test_matmul_with_constant_operand(device, rng):
 def test_matmul_empty_inner(device):
     out = ember.zeros(2, 0, device=device) @ ember.zeros(0, 3, device=device)
     assert_close(out, np.zeros((2, 3)))
+
+
+def test_batched_matmul_with_an_empty_inner_dim(device):
+    # found by the differential test: [..., n, 0] @ [0, m] folded the batch with
+    # reshape(-1, 0), which NumPy cannot infer for an empty array (a raw ValueError)
+    for a_shape, b_shape in (((1, 1, 0), (0, 0)), ((2, 3, 0), (0, 4)), ((2, 0, 0), (0, 3))):
+        a = ember.zeros(*a_shape, device=device).require_grad()
+        b = ember.zeros(*b_shape, device=device).require_grad()
+        out = a @ b
+        assert out.shape == a_shape[:-1] + b_shape[-1:]
+        np.testing.assert_array_equal(out.numpy(), np.zeros(out.shape))
+        grads = out.backward(ember.ones_like(out))
+        assert grads.get(a).shape == a_shape and grads.get(b).shape == b_shape

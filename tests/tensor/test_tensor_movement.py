@@ -131,3 +131,12 @@ def test_movement_of_scalars_and_empties(device):
     e = ember.zeros(0, 3, device=device)
     assert e.reshape(3, 0).shape == (3, 0) and e.T.shape == (3, 0)
     assert ember.cat([e, ember.ones(2, 3, device=device)]).shape == (2, 3)
+
+
+def test_pad_with_nothing_to_pad_returns_the_input(device):
+    # found by the differential test: a 0-d tensor with no pads reached NumPy's pad, whose
+    # own TypeError ("`pad_width` must be of integral type") named neither op nor shape
+    x = ember.tensor(0.5, device=device)
+    assert x.pad(()) is x and x.pad((), 3.0).item() == 0.5
+    y = ember.tensor([[1.0, 2.0]], device=device)
+    assert y.pad((0, 0, 0, 0), 3.0) is y

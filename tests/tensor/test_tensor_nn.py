@@ -204,3 +204,68 @@ def test_embedding_gradient_with_repeated_ids(device, rng):
     g = ember.embedding(w, ids).sum().backward().get(w).numpy()
     counts = np.array([2, 0, 0, 1, 0, 0, 3], dtype=np.float64)
     np.testing.assert_array_equal(g, np.repeat(counts[:, None], 4, axis=1))
+
+
+# ---- found by the differential test (tests/tensor/test_differential.py) -----------------------
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_layer_norm_gradient_of_a_one_wide_row_is_exactly_zero(device, dtype):
+    # a 1-wide row normalises to a constant: cpu gave dx = -0.212 (x = [0], gamma = 6e4), the
+    # rounding error of dy * gamma fused into an FMA against its already rounded mean
+    x = ember.tensor([[0.0], [3.0]], dtype=dtype, device=device).require_grad()
+    gamma = ember.tensor([6e4], dtype=dtype, device=device)
+    out = ember.layer_norm(x, gamma)
+    grad = out.backward(ember.tensor([[1.1234567], [-0.7654321]], dtype=dtype, device=device)).get(x)
+    np.testing.assert_array_equal(grad.numpy(), [[0.0], [0.0]])
+
+
+def test_norms_reject_bad_eps_and_0d_inputs_alike(device):
+    # cpu and cuda rejected a negative (cuda also an infinite) eps, the reference computed with
+    # it; a 0-d input raised Python's "tuple index out of range"
+    x = ember.tensor([1.0, 2.0], device=device)
+    for eps in (-1e-5, math.inf, math.nan):
+        for op in (lambda: ember.layer_norm(x, eps=eps), lambda: ember.rms_norm(x, eps=eps)):
+            with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
+                op()
+    for op, name in ((ember.layer_norm, "layer_norm"), (ember.rms_norm, "rms_norm")):
+        with pytest.raises(ValueError, match=f"{name}: .*0-d"):
+            op(ember.tensor(1.0, device=device))
+
+
+def test_cross_entropy_of_no_rows_and_no_classes(device):
+    # cpu's kernel raised "logits must have shape [N, C] with C >= 1" where the reference gives
+    # an empty loss: the fused op now falls back to the composed one (the backend contract)
+    logits = ember.zeros(0, 0, device=device).require_grad()
+    loss = ember.cross_entropy_per_sample(logits, ember.zeros(0, dtype="int64", device=device))
+    assert loss.shape == (0,)
+    grad = loss.backward(ember.zeros(0, device=device)).get(logits)
+    assert grad.shape == (0, 0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_rms_norm_gradient_of_tiny_rows_is_finite(device, dtype):
+    # cpu computed dx = r g - x r^3 mean(g x): r^3 overflowed to an infinite dx for tiny rows
+    # with eps = 0 (found at x = 1.3e-117 in float64; float32 overflows from about 1e-13)
+    tiny = 1.3e-117 if dtype is ember.float64 else 1e-14
+    x = ember.tensor([[tiny], [-2 * tiny]], dtype=dtype, device=device).require_grad()
+    out = ember.rms_norm(x, eps=0.0)
+    np.testing.assert_allclose(out.numpy(), [[1.0], [-1.0]], rtol=1e-6)
+    grad = out.backward(ember.tensor([[1.5], [0.5]], dtype=dtype, device=device)).get(x).numpy()
+    assert np.isfinite(grad).all()
+    # a 1-wide row normalises to sign(x): the exact gradient is 0, up to rounding times 1/|x|
+    np.testing.assert_allclose(grad * tiny, 0.0, atol=1e-6)
+
+
+def test_embedding_bag_max_propagates_nan_as_the_reference(other_device):
+    # cpu's max skipped a NaN that came after a number (``v > best`` is False for NaN) and
+    # kept it when it came first; the reference (NumPy max / argmax) gives NaN either way,
+    # and the gradient goes to the first NaN
+    weight = np.array([[0.0, 0.0, np.nan], [0.0, 0.0, 0.0], [1.0, np.nan, 2.0]], dtype=np.float32)
+    indices, offsets = np.array([1, 0, 2, 0, 1]), np.array([0, 3])
+    results = {}
+    for dev in ("reference", other_device):
+        w = ember.tensor(weight, device=dev).require_grad()
+        out = ember.embedding_bag(w, ember.tensor(indices, device=dev), ember.tensor(offsets, device=dev), mode="max")
+        results[dev] = out.numpy(), out.backward(ember.ones_like(out)).get(w).numpy()
+    for got, want in zip(results[other_device], results["reference"]):
+        np.testing.assert_array_equal(got, want)  # NaN where NaN (assert_array_equal matches NaNs)
+    assert np.isnan(results["reference"][0]).tolist() == [[False, True, True], [False, False, True]]

@@ -32,7 +32,7 @@ from numba import prange
 from . import vecmath as vm
 from .checks import contiguous, float_array, probability, seed_u64
 from .dropout import hash_bits, keep_threshold
-from .jit import kernel, serial
+from .jit import kernel, serial, serial_ordered
 from .tilegemm import accumulate_at_b, rows_by_matrix, rows_dot_rows
 
 __all__ = ["attention", "attention_backward"]
@@ -87,10 +87,11 @@ def _exp_scores_row(row, masked, base, scale, quiet, use_dropout, seed, threshol
         total += e
     if quiet:
         total += vm.exp(-m)
-    return m + math.log(total), 1.0 / total
+    # lse in float64 whatever the input dtype: see _grad_row
+    return np.float64(m) + math.log(np.float64(total)), 1.0 / total
 
 
-@serial
+@serial_ordered
 def _grad_row(
     row, grow, masked, base, scale, use_dropout, seed, threshold, drop_scale, row_lse,
     row_delta,
@@ -99,11 +100,18 @@ def _grad_row(
 
     ``ds = w * (g - delta)``; zero where masked; times ``keep / (1 - p)`` under dropout;
     times ``scale`` (the factor of ``q k^T`` in the forward).
+
+    ``w = exp((s - hi) - lo)`` with the float64 ``lse = hi + lo`` split into two floats of
+    the row's dtype: a fully masked row has ``lse = -1e4 + log(Sk)``, which one float32
+    holds only to ~5e-4, the relative error its weights then had (the forward is exact:
+    it normalises by the sum). ``s - hi`` is exact there (Sterbenz), and compiled without
+    reassociation the subtraction of ``lo`` is not folded back into ``hi``.
     """
     sk = row.shape[0]
     fill = vm.typed(_MASK_FILL, row)
     zero = vm.typed(0.0, row)
     lse = vm.typed(row_lse, row)
+    lse_lo = vm.typed(row_lse - np.float64(lse), row) if math.isfinite(row_lse) else zero
     delta = vm.typed(row_delta, row)
     if use_dropout:
         back_scale = drop_scale * scale
@@ -111,14 +119,14 @@ def _grad_row(
             kept = hash_bits(seed, base + j) >= threshold
             v = row[j] * scale * drop_scale if kept else zero
             v = fill if masked[j] else v
-            w = vm.exp(v - lse)
+            w = vm.exp((v - lse) - lse_lo)
             row[j] = w
             d = w * (grow[j] - delta) * back_scale
             grow[j] = zero if masked[j] or not kept else d
     else:
         for j in range(sk):
             v = fill if masked[j] else row[j] * scale
-            w = vm.exp(v - lse)
+            w = vm.exp((v - lse) - lse_lo)
             row[j] = w
             d = w * (grow[j] - delta) * scale
             grow[j] = zero if masked[j] else d
@@ -295,11 +303,12 @@ def attention(
         seed: seed of the dropout hash RNG.
 
     Returns:
-        ``(out [B, H, Sq, Dv], lse [B, H, Sq])`` in ``q``'s dtype.
+        ``(out [B, H, Sq, Dv], lse [B, H, Sq])``: ``out`` in ``q``'s dtype, ``lse`` in
+        float64 (the backward needs more than float32 holds of a fully masked row's).
     """
     pb = _Problem("attention", q, k, v, mask_pad, scale, dropout_p, seed)
     out = np.empty((pb.bh, pb.sq, pb.dv), dtype=pb.dtype)
-    lse = np.empty((pb.bh, pb.sq), dtype=pb.dtype)
+    lse = np.empty((pb.bh, pb.sq), dtype=np.float64)  # float64 for the backward's precision
     if pb.empty:
         out.fill(0)
         lse.fill(0.0 if quiet else -np.inf)
@@ -352,7 +361,7 @@ def attention_backward(
     out_shape = (pb.b, pb.h, pb.sq, pb.dv)
     dout3 = _check_like(op, "dout", dout, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
     out3 = _check_like(op, "out", out, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
-    lse2 = _check_like(op, "lse", lse, (pb.b, pb.h, pb.sq), pb.dtype).reshape(pb.bh, pb.sq)
+    lse2 = _check_like(op, "lse", lse, (pb.b, pb.h, pb.sq), None).astype(np.float64).reshape(pb.bh, pb.sq)
     del quiet  # folded into lse by the forward
     # Every element is written by the kernel unless there is nothing to attend.
     alloc = np.zeros if pb.empty else np.empty

@@ -46,8 +46,11 @@ def _bag_forward(weight, indices, bounds, psw, has_psw, mode, out, max_pos):
             for p in range(start + 1, end):
                 src = weight[indices[p]]
                 for j in range(d):
-                    if src[j] > dst[j]:  # strict: the first maximum wins, as PyTorch
-                        dst[j] = src[j]
+                    # strict: the first maximum wins, as PyTorch; a NaN beats every number
+                    # (the first NaN stays), as NumPy's max and argmax and the reference
+                    v = src[j]
+                    if v > dst[j] or (v != v and dst[j] == dst[j]):
+                        dst[j] = v
                         arg[j] = p
             continue
         for j in range(d):

@@ -35,6 +35,7 @@ __all__ = [
     "kernel",
     "num_threads",
     "serial",
+    "serial_ordered",
 ]
 
 
@@ -152,3 +153,8 @@ kernel = functools.partial(numba.njit, parallel=True, **_COMMON)
 
 #: Decorator for serial kernels and for helpers called from kernels.
 serial = functools.partial(numba.njit, **_COMMON)
+
+#: ``serial`` without reassociation, for helpers whose order of float operations carries
+#: precision (a two-float value ``hi + lo`` subtracted as ``(x - hi) - lo``); instruction
+#: flags survive inlining into a fast-math caller.
+serial_ordered = functools.partial(numba.njit, **{**_COMMON, "fastmath": set(FASTMATH - {"reassoc"})})

@@ -74,19 +74,24 @@ def _layer_norm_backward_chunks(dy, x, mean, rstd, gamma, dx, dgamma_part, dbeta
             r = rstd[i]
             sum_g = zero
             sum_gx = zero
+            dxi = dx[i]
             for j in range(d):
                 xhat = (xi[j] - mu) * r
                 g = dyi[j] * gamma[j]
+                # g goes through memory so that the second sweep subtracts the mean from the
+                # same rounded g the mean was taken of: with `contract`, recomputing
+                # dy * gamma there fuses into an FMA of the unrounded product, whose
+                # rounding error (times rstd) replaced the exact 0 of a 1-wide row
+                dxi[j] = g
                 sum_g += g
                 sum_gx += g * xhat
                 bg[j] += dyi[j] * xhat
                 bb[j] += dyi[j]
             a = sum_g * inv_d
             b = sum_gx * inv_d
-            dxi = dx[i]
             for j in range(d):
                 xhat = (xi[j] - mu) * r
-                dxi[j] = r * (dyi[j] * gamma[j] - a - xhat * b)
+                dxi[j] = r * (dxi[j] - a - xhat * b)
             if (i - start) % _FLUSH_ROWS == _FLUSH_ROWS - 1 or i == stop - 1:
                 for j in range(d):
                     pg[j] += bg[j]
@@ -125,15 +130,18 @@ def _rms_norm_backward_chunks(dy, x, rstd, gamma, dx, dgamma_part):
             dyi = dy[i]
             r = rstd[i]
             sum_gx = zero
-            for j in range(d):
-                g = dyi[j] * gamma[j]
-                sum_gx += g * xi[j]
-                bg[j] += dyi[j] * xi[j] * r
-            # d/dx_j of x_j r gamma_j with r = (mean(x^2) + eps)^-1/2.
-            k = sum_gx * inv_d * r * r * r
             dxi = dx[i]
             for j in range(d):
-                dxi[j] = r * dyi[j] * gamma[j] - xi[j] * k
+                g = dyi[j] * gamma[j]
+                xhat = xi[j] * r
+                dxi[j] = g  # through memory, as in the layer-norm backward (no FMA of it)
+                sum_gx += g * xhat
+                bg[j] += dyi[j] * xhat
+            # d/dx_j of x_j r gamma_j with r = (mean(x^2) + eps)^-1/2, written with xhat = x r
+            # rather than x r^3, which overflowed (to an infinite dx) for tiny x and eps = 0
+            b = sum_gx * inv_d
+            for j in range(d):
+                dxi[j] = r * (dxi[j] - xi[j] * r * b)
             if (i - start) % _FLUSH_ROWS == _FLUSH_ROWS - 1 or i == stop - 1:
                 for j in range(d):
                     pg[j] += bg[j]
@@ -280,8 +288,8 @@ def rms_norm_backward(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Gradients of :func:`rms_norm`.
 
-    With ``g = dy * gamma``: ``dx = rstd * g - x * rstd^3 * mean(g * x)``,
-    ``dgamma = sum_rows(dy * x * rstd)``.
+    With ``g = dy * gamma`` and ``xhat = x * rstd``: ``dx = rstd * (g - xhat * mean(g * xhat))``,
+    ``dgamma = sum_rows(dy * xhat)``.
 
     Args:
         dy: gradient of the output, shape of ``x``.

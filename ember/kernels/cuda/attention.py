@@ -8,10 +8,13 @@ never stored; the backward pass recomputes them from q, k and the saved log-sum-
     s[mask_pad[b, j]] = -1e4
     lse = log(sum_j exp(s) [+ 1 when quiet]);  w = exp(s - lse);  out = w @ v
 
-Head dimensions up to 128 are supported; float16 inputs accumulate in float32.
+Head dimensions up to 128 and at least one key are supported (:func:`fits` says exactly
+what); the cuda backend runs the composed attention for anything else. float16 inputs
+accumulate in float32.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +22,7 @@ import numpy as np
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
-__all__ = ["MAX_HEAD_DIM", "attention", "attention_backward", "supports"]
+__all__ = ["MAX_HEAD_DIM", "attention", "attention_backward", "fits", "supports"]
 
 _SRC = "attention.cu"
 MAX_HEAD_DIM = launch.ATTENTION_MAX_DH
@@ -32,6 +35,20 @@ def supports(head_dim: int) -> bool:
         head_dim: Dh.
     """
     return 1 <= int(head_dim) <= MAX_HEAD_DIM
+
+
+def fits(q_shape: tuple, k_shape: tuple, scale: float) -> bool:
+    """Whether :func:`attention` and :func:`attention_backward` take these inputs (else they
+    raise): 1 <= Dh <= 128, at least one key, a finite scale, and every query and key row
+    within the launch grid.
+
+    Args:
+        q_shape: ``[B, H, Sq, Dh]``.
+        k_shape: ``[B, H, Sk, Dh]``.
+        scale: the multiplier of ``q @ k^T``.
+    """
+    b, h, sq, dh = (int(s) for s in q_shape)
+    return math.isfinite(float(scale)) and launch.attention_fits(b * h, sq, int(k_shape[2]), dh)
 
 
 def _check_qkv(cp: Any, op: str, q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -99,7 +116,8 @@ def attention(q: Any, k: Any, v: Any, mask_pad: Any, scale: float, quiet: bool,
         seed: dropout seed (modulo 2**64).
 
     Returns:
-        ``(out [B, H, Sq, Dh], lse [B, H, Sq])``; lse is float32 (float64 for float64 inputs).
+        ``(out [B, H, Sq, Dh], lse [B, H, Sq])``; lse is float64 whatever the inputs' dtype
+        (the backward needs more than a float32 holds of a fully masked row's lse).
     """
     op = "attention"
     cp = cupy_or_error()
@@ -109,7 +127,7 @@ def attention(q: Any, k: Any, v: Any, mask_pad: Any, scale: float, quiet: bool,
     mask = _check_mask(cp, op, mask_pad, b, sk)
     scale_a, seed64, threshold, inv_keep = _scalars(op, q.dtype, scale, dropout_p, seed)
     out = cp.empty((b, h, sq, dh), dtype=q.dtype)
-    lse = cp.empty((b, h, sq), dtype=modules.acc_dtype(q.dtype))
+    lse = cp.empty((b, h, sq), dtype=np.float64)
     if b * h * sq == 0:
         return out, lse
     ct = modules.ctype_of(q.dtype)
@@ -160,8 +178,8 @@ def attention_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, ma
     lse = validate.float_array(cp, op, "lse", lse)
     if tuple(lse.shape) != (b, h, sq):
         raise ValueError(f"{op}: lse must have shape {(b, h, sq)}, got {tuple(lse.shape)}")
-    if lse.dtype != acc:
-        lse = validate.contiguous(cp, lse.astype(acc))
+    if lse.dtype != np.float64:
+        lse = validate.contiguous(cp, lse.astype(np.float64))
     mask = _check_mask(cp, op, mask_pad, b, sk)
     scale_a, seed64, threshold, inv_keep = _scalars(op, q.dtype, scale, dropout_p, seed)
     del quiet  # folded into lse by the forward pass; the gradient formula is the same

@@ -1,7 +1,10 @@
 """The ``cuda`` backend: CuPy arrays, cuBLAS GEMM, fused kernels from the ``.cu`` sources.
 
 The primitives are the NumPy reference's, run through CuPy (same code, ``xp = cupy``); the
-composites are overridden with the fused kernels of this package.
+composites are overridden with the fused kernels of this package, each falling back to the
+composed default outside its kernel's limits (a head dimension over 128, no keys, an empty
+normalised axis, rows past the int32 arguments or the launch grid, non-contiguous or
+mixed-dtype optimizer buffers).
 """
 from __future__ import annotations
 
@@ -9,7 +12,23 @@ import os
 
 import numpy as np
 
-from ember.kernels.reference import ArrayBackend
+from ember.kernels.backend import Backend
+from ember.kernels.cuda.launch import row_fits
+from ember.kernels.reference import HALF_VIA_SINGLE, ArrayBackend, half_via_single
+
+_COMPOSED = {name: half_via_single(stats)(getattr(Backend, name)) for name, stats in HALF_VIA_SINGLE.items()}
+"""The composed defaults of the composites, float16 computed in float32 with float32
+statistics (as the fused kernels and the reference do): the fallbacks of the fused ops."""
+
+
+def _rows_fit(x, allow_empty: bool = False) -> bool:
+    """Whether a row kernel (reducing the last axis) takes ``x``; an empty last axis only
+    when the wrapper handles it (``allow_empty``)."""
+    rows = 1
+    for s in x.shape[:-1]:
+        rows *= int(s)
+    cols = int(x.shape[-1]) if x.ndim else 1
+    return row_fits(rows, cols) or (allow_empty and cols == 0)
 
 
 class CudaOutOfMemoryError(MemoryError):
@@ -112,28 +131,47 @@ class CudaBackend(ArrayBackend):
         return xp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
 
     # ---- fused composites ---------------------------------------------------------------
+    # Each falls back to the composed default (float16 computed in float32, as on every
+    # backend) for inputs outside its kernel's limits, deciding from the same inputs in the
+    # forward and the backward pass: the backend contract (ember/kernels/backend.py).
     def softmax(self, x):
+        if not _rows_fit(x, allow_empty=True):
+            return _COMPOSED["softmax"](self, x)
         return self._fused.softmax(x)
 
     def softmax_backward(self, y, dy):
+        if not _rows_fit(y, allow_empty=True):
+            return _COMPOSED["softmax_backward"](self, y, dy)
         return self._fused.softmax_backward(y, dy)
 
     def log_softmax(self, x):
+        if not _rows_fit(x, allow_empty=True):
+            return _COMPOSED["log_softmax"](self, x)
         return self._fused.log_softmax(x)
 
     def log_softmax_backward(self, y, dy):
+        if not _rows_fit(y, allow_empty=True):
+            return _COMPOSED["log_softmax_backward"](self, y, dy)
         return self._fused.log_softmax_backward(y, dy)
 
     def layer_norm(self, x, gamma, beta, eps):
+        if not _rows_fit(x):
+            return _COMPOSED["layer_norm"](self, x, gamma, beta, eps)
         return self._fused.layer_norm(x, gamma, beta, eps)
 
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        if not _rows_fit(x):
+            return _COMPOSED["layer_norm_backward"](self, dy, x, mean, rstd, gamma)
         return self._fused.layer_norm_backward(dy, x, mean, rstd, gamma)
 
     def rms_norm(self, x, gamma, eps):
+        if not _rows_fit(x):
+            return _COMPOSED["rms_norm"](self, x, gamma, eps)
         return self._fused.rms_norm(x, gamma, eps)
 
     def rms_norm_backward(self, dy, x, rstd, gamma):
+        if not _rows_fit(x):
+            return _COMPOSED["rms_norm_backward"](self, dy, x, rstd, gamma)
         return self._fused.rms_norm_backward(dy, x, rstd, gamma)
 
     def gelu(self, x, approximate):
@@ -143,9 +181,13 @@ class CudaBackend(ArrayBackend):
         return self._fused.gelu_backward(x, dy, approximate)
 
     def cross_entropy(self, logits, targets, smoothing):
+        if not _rows_fit(logits, allow_empty=logits.shape[0] == 0):
+            return _COMPOSED["cross_entropy"](self, logits, targets, smoothing)
         return self._fused.cross_entropy(logits, targets, smoothing)
 
     def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
+        if not _rows_fit(logits, allow_empty=logits.shape[0] == 0):
+            return _COMPOSED["cross_entropy_backward"](self, logits, targets, lse, dloss, smoothing)
         return self._fused.cross_entropy_backward(logits, targets, lse, dloss, smoothing)
 
     def embedding(self, weight, ids):
@@ -161,9 +203,15 @@ class CudaBackend(ArrayBackend):
         return self._fused.dropout_backward(dy, p, seed)
 
     def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
+        # head dims over 128, no keys, a non-finite scale, sequences past the launch grid
+        if not self._fused.attention_fits(q.shape, k.shape, scale):
+            return _COMPOSED["attention"](self, q, k, v, mask_pad, scale, quiet, dropout_p, seed)
         return self._fused.attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
 
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
+        if not self._fused.attention_fits(q.shape, k.shape, scale):
+            return _COMPOSED["attention_backward"](self, dout, q, k, v, out, lse, mask_pad, scale, quiet,
+                                                   dropout_p, seed)
         return self._fused.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
 
     # =====================================================================================
@@ -178,6 +226,9 @@ class CudaBackend(ArrayBackend):
     def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
                    dampening=0.0, nesterov=False, first_step_flags=False):
         from ember.kernels.cuda.optimizers import sgd_update
+        if not self._fused.optim_fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
+            return super().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum, dampening,
+                                      nesterov, first_step_flags)
         params = list(params)
         bufs = None if momentum_bufs is None else list(momentum_bufs)
         sgd_update(params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov,
@@ -187,6 +238,9 @@ class CudaBackend(ArrayBackend):
     def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
                     weight_decay=0.0, decoupled=False, cautious=False, steps=1):
         from ember.kernels.cuda.optimizers import adam_update
+        if not self._fused.optim_fits(params, grads, m, v, vmax):
+            return super().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay,
+                                       decoupled, cautious, steps)
         params, m, v = list(params), list(m), list(v)
         vmax = None if vmax is None else list(vmax)
         adam_update(params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ELEMENTWISE_THREADS", "OPTIM_CHUNK", "OPTIM_THREADS", "RowLaunch", "attention_launch",
-    "attention_dpad", "column_launch", "elementwise_launch", "row_launch",
+    "ELEMENTWISE_THREADS", "OPTIM_CHUNK", "OPTIM_THREADS", "RowLaunch", "attention_fits", "attention_launch",
+    "attention_dpad", "column_launch", "elementwise_launch", "row_fits", "row_launch",
 ]
 
 ELEMENTWISE_THREADS = 256
@@ -24,6 +24,7 @@ ATTENTION_MAX_DH = 128
 OPTIM_THREADS = 256
 OPTIM_CHUNK = 4096                  # elements per block in the multi-tensor updates
 MAX_GRID_Y = 65535
+INT32_MAX = 2**31 - 1               # row lengths and counts are passed to the kernels as int32
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -71,6 +72,17 @@ def row_launch(rows: int, cols: int) -> RowLaunch:
     return RowLaunch(False, (rows,), (threads,))
 
 
+def row_fits(rows: int, cols: int) -> bool:
+    """Whether a row kernel can take ``rows`` rows of ``cols >= 1`` elements: both fit the
+    kernels' int32 arguments and the grid. The cuda backend runs the composed op otherwise.
+
+    Args:
+        rows: number of rows.
+        cols: row length.
+    """
+    return 1 <= cols <= INT32_MAX and rows <= INT32_MAX
+
+
 def column_launch(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int], int, int]:
     """Launch of a column-partial kernel (block (32, 8), grid (column tiles, row chunks)).
 
@@ -101,6 +113,23 @@ def attention_dpad(dh: int) -> int:
         if dh <= d:
             return d
     raise ValueError(f"head dimension {dh} exceeds {ATTENTION_MAX_DH}")
+
+
+def attention_fits(bh: int, sq: int, sk: int, dh: int) -> bool:
+    """Whether the fused attention kernels take ``bh`` heads of ``sq`` queries and ``sk >= 1``
+    keys of dimension ``1 <= dh <= 128`` (query and key rows in one grid column). The cuda
+    backend runs the composed attention otherwise.
+
+    Args:
+        bh: batch * heads.
+        sq: query rows.
+        sk: key rows.
+        dh: head dimension.
+    """
+    if not (1 <= dh <= ATTENTION_MAX_DH and sk >= 1 and bh <= INT32_MAX):
+        return False
+    rows_per_block = ATTENTION_THREADS // (attention_dpad(dh) // 32)
+    return _cdiv(max(sq, sk), rows_per_block) <= MAX_GRID_Y
 
 
 def attention_launch(bh: int, rows: int, dpad: int) -> tuple[tuple[int, int], tuple[int]]:

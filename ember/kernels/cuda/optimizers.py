@@ -22,10 +22,38 @@ import numpy as np
 from ember.kernels.cuda import launch, modules
 from ember.kernels.cuda.runtime import cupy_or_error
 
-__all__ = ["adam_update", "sgd_update"]
+__all__ = ["adam_update", "fits", "sgd_update"]
 
 _SRC = "optim.cu"
 _PARAM_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def fits(params: Sequence[Any], grads: Sequence[Any], *states: Sequence[Any] | None) -> bool:
+    """Whether the multi-tensor kernels take these arrays' layouts and dtypes: C-contiguous
+    arrays, parameters and gradients of one float dtype, state buffers (lists, None for an
+    unused one, None entries allowed) of one dtype, the parameters' own or float32 with
+    float16 parameters. The cuda backend runs the per-tensor composed update otherwise;
+    malformed arguments (lengths, shapes) still reach the kernels' validation and its errors.
+
+    Args:
+        params: the parameter arrays.
+        grads: their gradients.
+        *states: the state buffer lists (momentum, m, v, vmax).
+    """
+    groups = [g for g in (params, grads) + states if g is not None]
+    if not all(isinstance(g, (list, tuple)) for g in groups):
+        return True  # not lists: let the kernels' validation explain
+    arrays = [a for g in groups for a in g if a is not None]
+    if any(getattr(a, "flags", None) is None or not a.flags.c_contiguous for a in arrays):
+        return False
+    if not params:
+        return True
+    dtype = params[0].dtype
+    if dtype not in _PARAM_DTYPES or any(a.dtype != dtype for a in list(params) + list(grads)):
+        return False
+    state_arrays = [a for g in states if g is not None for a in g if a is not None]
+    allowed = (np.dtype(np.float32), np.dtype(np.float16)) if dtype == np.float16 else (dtype,)
+    return len({a.dtype for a in state_arrays}) <= 1 and all(a.dtype in allowed for a in state_arrays)
 
 
 def _address(a: Any) -> int:

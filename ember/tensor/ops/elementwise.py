@@ -111,8 +111,11 @@ def where(cond: Tensor, a, b) -> Tensor:
         a = wrap(cond._device.backend.full((), a, kind), cond._device, kind)
     a, b = _to_tensor_pair("where", a, b)
     check_devices("where", cond, a, b)
-    _check_broadcast("where", cond, a)
-    _check_broadcast("where", cond, b)
+    try:  # the three together: pairwise checks let [2, 4, 1] and [3, 1, 0] through with a [1, 1, 0] cond
+        np.broadcast_shapes(cond.shape, a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"where: shapes {shape_str(cond.shape)} (condition), {shape_str(a.shape)} and "
+                         f"{shape_str(b.shape)} cannot be broadcast together (trailing dims must be equal or 1)") from None
     out = wrap(a._device.backend.where(cond._data, a._data, b._data), a._device)
     return record(out, "where", (a, b), cond=detached(cond))
 

@@ -218,6 +218,8 @@ def pad(x: Tensor, pads, value: float = 0.0) -> Tensor:
     width = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         width[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    if not builtins.any(pads):  # nothing to pad (a 0-d tensor has no dim to pad: NumPy's pad rejects it)
+        return x
     check_shape("pad", tuple(s + b + a for s, (b, a) in zip(x.shape, width)), x._dtype)
     out = wrap(x._device.backend.pad(x._data, width, value), x._device, x._dtype)
     return record(out, "pad", (x,), width=tuple(width))

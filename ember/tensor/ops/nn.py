@@ -72,9 +72,27 @@ def _check_param(op, name, p, d, x):
                          f"got {shape_str(p.shape)}")
 
 
+def _check_eps(op: str, eps) -> float:
+    # checked here, not by the kernels, so that every backend rejects the same values
+    try:
+        value = float(eps)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: eps must be a number, got {type(eps).__name__}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{op}: eps must be a finite number >= 0, got {eps!r}")
+    return value
+
+
+def _check_not_scalar(op: str, x: Tensor) -> None:
+    if x.ndim == 0:
+        raise ValueError(f"{op}: normalises over the last dim, but x is 0-d (shape []); reshape it to [1]")
+
+
 def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last dim: (x - mean) / sqrt(var + eps) * gamma + beta (biased var)."""
     _float_input("layer_norm", x)
+    _check_not_scalar("layer_norm", x)
+    eps = _check_eps("layer_norm", eps)
     d = x.shape[-1]
     _check_param("layer_norm", "gamma", gamma, d, x)
     _check_param("layer_norm", "beta", beta, d, x)
@@ -94,6 +112,8 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
 def rms_norm(x: Tensor, gamma: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * gamma over the last dim."""
     _float_input("rms_norm", x)
+    _check_not_scalar("rms_norm", x)
+    eps = _check_eps("rms_norm", eps)
     _check_param("rms_norm", "gamma", gamma, x.shape[-1], x)
     g = gamma.to(x._dtype) if gamma is not None else None
     y, rstd = x._device.backend.rms_norm(x._data, None if g is None else g._data, eps)

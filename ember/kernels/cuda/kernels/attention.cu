@@ -3,12 +3,15 @@
 // style, on CUDA cores): [B, H, Sq, Sk] scores are never stored.
 //
 // Layout: q/out/dout [BH, Sq, Dh], k/v [BH, Sk, Dh] contiguous, mask [B, Sk] bytes
-// (nonzero = padded key), lse/delta [BH, Sq] in the accumulation type A.
+// (nonzero = padded key), delta [BH, Sq] in the accumulation type A, lse [BH, Sq] in double.
 // Score (q_i, k_j) of head bh:
 //   s = (q_i . k_j) * scale
 //   dropout: s = keep(seed, ((bh * Sq + i) * Sk + j)) ? s * inv_keep : 0
 //   padded key: s = -1e4
 //   lse_i = log(sum_j exp(s_ij) [+ 1 when quiet]);  w_ij = exp(s_ij - lse_i);  out_i = sum_j w_ij v_j
+// lse is kept in double and split into two A values (hi + lo) in the backward: a fully masked
+// row has lse = -1e4 + log(Sk), which one float holds only to ~5e-4 -- the relative error its
+// recomputed weights had (the forward normalises by the sum and is exact).
 //
 // Work split: DPAD = Dh rounded up to 32, 64 or 128; TPR = DPAD / 32 consecutive threads own
 // one row (query row in attention_fwd / attention_bwd_dq, key row in attention_bwd_dkv), each
@@ -78,7 +81,7 @@ template <typename T, int DPAD>
 __global__ void __launch_bounds__(ATT_THREADS)
 attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
               const unsigned char* __restrict__ mask, T* __restrict__ out,
-              typename AccType<T>::type* __restrict__ lse, int heads, int sq, int sk, int dh,
+              double* __restrict__ lse, int heads, int sq, int sk, int dh,
               typename AccType<T>::type scale, int quiet, int has_mask,
               unsigned long long seed, unsigned int threshold,
               typename AccType<T>::type inv_keep) {
@@ -153,7 +156,7 @@ attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
       const int d = i * TPR + part;
       if (d < dh) out[qrow * dh + d] = from_acc<T>(o[i] * inv);
     }
-    if (part == 0) lse[qrow] = m + e_log(l);
+    if (part == 0) lse[qrow] = (double)m + log((double)l);
   }
 }
 
@@ -173,6 +176,16 @@ attention_bwd_delta(const T* __restrict__ dout, const T* __restrict__ out,
   if (lane == 0) delta[row] = s;
 }
 
+// The double lse as hi + lo in A (lo = 0 when lse is not finite), for w = exp((s - hi) - lo):
+// s - hi is exact where it matters (a fully masked row, Sterbenz), and lo then adds the digits
+// hi lacks. (Compiled without fast math, the two subtractions are not reassociated.)
+template <typename A>
+__device__ __forceinline__ void att_split_lse(double lse, A& hi, A& lo) {
+  hi = (A)lse;
+  const double rest = lse - (double)hi;  // NaN for an infinite lse
+  lo = rest == rest ? (A)rest : (A)0;
+}
+
 // Gradient of the score after dropout/mask -> gradient of the raw score (q . k) * scale:
 // masked or dropped scores are constants (0 gradient); kept ones were scaled by inv_keep.
 template <typename A>
@@ -189,7 +202,7 @@ template <typename T, int DPAD>
 __global__ void __launch_bounds__(ATT_THREADS)
 attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                  const unsigned char* __restrict__ mask, const T* __restrict__ dout,
-                 const typename AccType<T>::type* __restrict__ lse,
+                 const double* __restrict__ lse,
                  const typename AccType<T>::type* __restrict__ delta, T* __restrict__ dq,
                  int heads, int sq, int sk, int dh, typename AccType<T>::type scale,
                  int has_mask, unsigned long long seed, unsigned int threshold,
@@ -216,7 +229,8 @@ attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __re
   att_load_row<T, A, TPR>(gr, dout, row_ok, qrow, dh, part);
 #pragma unroll
   for (int i = 0; i < 32; ++i) acc[i] = (A)0;
-  const A lse_i = row_ok ? lse[qrow] : (A)0;
+  A lse_hi, lse_lo;
+  att_split_lse<A>(row_ok ? lse[qrow] : 0.0, lse_hi, lse_lo);
   const A delta_i = row_ok ? delta[qrow] : (A)0;
   const unsigned long long flat_row = (unsigned long long)qrow * (unsigned long long)sk;
 
@@ -245,7 +259,7 @@ attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __re
       bool kept;
       const A s = att_transform<A>(dot, scale, flag, seed, flat_row + (unsigned long long)(k0 + j),
                                    threshold, inv_keep, kept);
-      const A w = flag == 2 ? (A)0 : e_exp(s - lse_i);
+      const A w = flag == 2 ? (A)0 : e_exp((s - lse_hi) - lse_lo);
       const A ds = att_ds<A>(w, dw, delta_i, flag, kept, threshold, inv_keep);
 #pragma unroll
       for (int i = 0; i < 32; ++i) acc[i] += ds * kj[i * TPR + part];
@@ -267,7 +281,7 @@ template <typename T, int DPAD>
 __global__ void __launch_bounds__(ATT_THREADS)
 attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                   const unsigned char* __restrict__ mask, const T* __restrict__ dout,
-                  const typename AccType<T>::type* __restrict__ lse,
+                  const double* __restrict__ lse,
                   const typename AccType<T>::type* __restrict__ delta, T* __restrict__ dk,
                   T* __restrict__ dv, int heads, int sq, int sk, int dh,
                   typename AccType<T>::type scale, int has_mask, unsigned long long seed,
@@ -278,7 +292,8 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
   constexpr int BQ = AttTile<A>::rows;
   __shared__ A sq_tile[BQ * DPAD];
   __shared__ A sg_tile[BQ * DPAD];
-  __shared__ A slse[BQ];
+  __shared__ A slse_hi[BQ];
+  __shared__ A slse_lo[BQ];
   __shared__ A sdelta[BQ];
   __shared__ int sok[BQ];
 
@@ -309,7 +324,7 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
       const int qi = q0 + r;
       const bool ok = qi < sq;
       sok[r] = ok ? 1 : 0;
-      slse[r] = ok ? lse[(long long)bh * sq + qi] : (A)0;
+      att_split_lse<A>(ok ? lse[(long long)bh * sq + qi] : 0.0, slse_hi[r], slse_lo[r]);
       sdelta[r] = ok ? delta[(long long)bh * sq + qi] : (A)0;
     }
     __syncthreads();
@@ -331,7 +346,7 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
       bool kept;
       const A s = att_transform<A>(dot, scale, flag, seed, flat, threshold, inv_keep, kept);
       const bool live = sok[r] != 0 && flag != 2;
-      const A w = live ? e_exp(s - slse[r]) : (A)0;
+      const A w = live ? e_exp((s - slse_hi[r]) - slse_lo[r]) : (A)0;
       const A ds = att_ds<A>(w, dw, sdelta[r], flag, kept, threshold, inv_keep);
 #pragma unroll
       for (int i = 0; i < 32; ++i) {
