@@ -231,11 +231,12 @@ def test_sigusr1_prints_a_busy_workers_stack_and_keeps_it_running(capfd):
     with iter(loader) as iterator:
         assert next(iterator) == [0, 1]  # the worker is up; it is now stuck on batch 1
         pid = iterator.worker_pids()[0]
-        os.kill(pid, signal.SIGUSR1)
-        deadline = time.monotonic() + 10
+        # the worker may still be between batches when first asked: ask again until it is stuck
+        deadline = time.monotonic() + 20
         err = ""
-        while "ember_data_helpers.py" not in err and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not ("in batch" in err and "ember_data_helpers.py" in err) and time.monotonic() < deadline:
+            os.kill(pid, signal.SIGUSR1)
+            time.sleep(0.5)
             err += capfd.readouterr().err
         assert helpers.pid_alive(pid)
     assert "in batch" in err and "ember_data_helpers.py" in err, err  # where it is stuck

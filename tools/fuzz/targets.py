@@ -487,7 +487,7 @@ class SqliteTarget(Target):
 class CanaryTarget(Target):
     """The harness's own check, not a file format: input `i` does, by `i % 7`, each thing
     the runner must tell apart (a clean error, a correct load, a wrong answer, an unclear
-    error, a crash, a hang, a 48 MB memory blow-up: run it with a smaller memory constant),
+    error, a crash, a hang, a 256 MB memory blow-up: run it with a smaller memory constant),
     so a run over it proves they are counted."""
 
     name = "canary"
@@ -515,7 +515,9 @@ class CanaryTarget(Target):
         if behaviour == "hang":
             time.sleep(3600)
         if behaviour == "memory":
-            hog = bytearray(48 << 20)  # zero-filled, so every page is touched: RSS grows
+            # zero-filled, so every page is touched: RSS grows; far above any earlier transient peak
+            # of the child (imports, compilation), which would otherwise hide the rise
+            hog = bytearray(256 << 20)
             hog[-1] = 1
             return Verdict("correct")
         try:
