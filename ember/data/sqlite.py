@@ -48,8 +48,10 @@ _READ_ERRORS = (sqlite3.Error, ValueError, TypeError, OverflowError)
 _OPEN_ERRORS = (sqlite3.Error, UnicodeError, TypeError, OverflowError)
 
 
-def _connect_read_only(path: str) -> sqlite3.Connection:
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
+def _connect_read_only(path: str, immutable: bool) -> sqlite3.Connection:
+    # `immutable` (files ember writes: never changed once renamed into place) also keeps
+    # SQLite from creating -wal/-shm files beside a file whose damaged header claims WAL mode.
+    uri = Path(path).resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
     # Check each page's cells as it is loaded: damaged pages fail early and cheaply.
     conn.execute("PRAGMA cell_size_check = ON")
@@ -106,6 +108,7 @@ class SqliteDataset(Dataset[dict]):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self._immutable = _check_header(self._path, split)
         try:
             conn = self._connection()
         except sqlite3.Error as error:
@@ -165,8 +168,9 @@ class SqliteDataset(Dataset[dict]):
         path = os.fspath(db_file)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"SqliteDataset.splits: no database file at {path}")
+        immutable = _check_header(path, None)
         try:
-            conn = _connect_read_only(path)
+            conn = _connect_read_only(path, immutable)
         except sqlite3.Error as error:
             detail = f"cannot be opened ({_describe(error)})"
             raise DatasetCorruptError(path, None, detail) from None
@@ -314,7 +318,7 @@ class SqliteDataset(Dataset[dict]):
         # copies (DataLoader workers) arrive without one.
         pid = os.getpid()
         if self._conn is None or self._pid != pid:
-            self._conn = _connect_read_only(self._path)
+            self._conn = _connect_read_only(self._path, self._immutable)
             self._pid = pid
         return self._conn
 
@@ -348,6 +352,25 @@ class SqliteDataset(Dataset[dict]):
 
 
 # -- opening a split ------------------------------------------------------------------------------
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_header(path: str, split: str | None) -> bool:
+    """Refuse a file that does not start with SQLite's header: SQLite itself reads an empty
+    (or nearly empty) file as an empty database, which would make a truncated dataset file
+    look like one without splits. Returns whether the header marks a format-2 ember file."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(100)
+    except OSError as error:
+        raise DatasetCorruptError(path, split, f"cannot be read ({_describe(error)})") from None
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        size = os.path.getsize(path)
+        detail = f"is not an SQLite database ({size} bytes, without SQLite's 100-byte header)"
+        raise DatasetCorruptError(path, split, detail)
+    return int.from_bytes(head[68:72], "big") == APPLICATION_ID
 
 
 def _describe(error: BaseException) -> str:

@@ -264,6 +264,30 @@ def test_a_schema_page_that_hides_tables_is_caught_by_splits_too(tmp_path):
         SqliteDataset(db, "train")
 
 
+@pytest.mark.parametrize("size", [0, 1, 99])
+def test_a_truncated_file_is_not_taken_for_an_empty_database(tmp_path, size):
+    # Found by the fuzzer: SQLite reads a 0- or 1-byte file as an empty database, so a
+    # dataset truncated that far listed no splits instead of failing.
+    db, _ = two_split_file(tmp_path, rows=3)
+    db.write_bytes(db.read_bytes()[:size])
+    with pytest.raises(DatasetCorruptError, match=rf"two.db: is not an SQLite database \({size} bytes"):
+        SqliteDataset.splits(db)
+    with pytest.raises(DatasetCorruptError, match=r"two.db, split 'train': is not an SQLite database"):
+        SqliteDataset(db, "train")
+
+
+def test_reading_never_creates_files_beside_the_dataset(tmp_path):
+    # Found by the fuzzer's leftovers: a header damaged to claim WAL mode made the read-only
+    # open create -wal and -shm files. Files ember writes are opened as immutable.
+    db, rows = two_split_file(tmp_path, rows=3)
+    data = bytearray(db.read_bytes())
+    data[18:20] = b"\x02\x02"  # file format write/read versions: WAL
+    db.write_bytes(bytes(data))
+    assert read_or_raise(db, "train") == rows["train"]
+    assert SqliteDataset.splits(db) == ["train", "test"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.db"]
+
+
 def test_raw_sqlite_json_and_text_errors_become_dataset_errors(tmp_path):
     not_db = tmp_path / "junk.db"
     not_db.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)

@@ -302,6 +302,7 @@ def embedding_bag(draw, x, wild):
     v = math.prod(x.shape[:-1]) if x.ndim else 1
     mode = draw(st.sampled_from(["sum", "mean", "max"]))
     weighted = mode == "sum" and draw(st.booleans())
+    sparse = draw(st.booleans())  # a row-sparse gradient of the table (compared densified)
     if draw(st.booleans()):  # flat indices and offsets
         n = draw(st.integers(0, 6))
         idx = draw(index_operand((n,), v))
@@ -311,10 +312,11 @@ def embedding_bag(draw, x, wild):
         ops = (idx, offsets) + ((psw,) if psw is not None else ())
 
         def fn(t, i, o, *w):
-            return ember.embedding_bag(mat(t), i, o, per_sample_weights=w[0] if w else None, mode=mode)
+            return ember.embedding_bag(mat(t), i, o, per_sample_weights=w[0] if w else None, mode=mode,
+                                       sparse=sparse)
         return Step("embedding_bag", f"ember.embedding_bag({lbl}, a0, offsets=a1, "
-                    f"per_sample_weights={'a2' if weighted else None}, mode={mode!r})", fn, ops, names=("reshape",),
-                    degree=1)
+                    f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})", fn, ops,
+                    names=("reshape",), degree=1)
     b, length = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     idx = draw(index_operand((b, length), v))
     mask = draw(operands("bool", (b, length), False, layout=False))
@@ -322,10 +324,11 @@ def embedding_bag(draw, x, wild):
     ops = (idx, mask) + ((psw,) if psw is not None else ())
 
     def padded(t, i, m, *w):
-        return ember.embedding_bag(mat(t), i, mask=m, per_sample_weights=w[0] if w else None, mode=mode)
+        return ember.embedding_bag(mat(t), i, mask=m, per_sample_weights=w[0] if w else None, mode=mode,
+                                   sparse=sparse)
     return Step("embedding_bag", f"ember.embedding_bag({lbl}, a0, mask=a1, "
-                f"per_sample_weights={'a2' if weighted else None}, mode={mode!r})", padded, ops, names=("reshape",),
-                degree=1)
+                f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})", padded, ops,
+                names=("reshape",), degree=1)
 
 
 @st.composite

@@ -26,7 +26,10 @@ BAD = ("crash", "hang", "silent", "unclear", "memory")
 def test_the_harness_tells_every_outcome_apart(tmp_path):
     # One input of each behaviour (see CanaryTarget): if the runner missed any of them, the
     # zeros asserted below would prove nothing.
-    tallies = run({"canary": 7}, jobs=1, batch=7, timeout=6.0, memory_constant=16 << 20, findings_dir=tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    tallies = run({"canary": 7}, jobs=1, batch=7, timeout=6.0, memory_constant=16 << 20, workdir=str(work),
+                  findings_dir=tmp_path)
     counts = tallies["canary"].counts
     # The memory canary is judged by the child's peak RSS, which in some environments an earlier
     # transient peak hides (it then counts as correct): that outcome is not asserted here.
@@ -36,6 +39,7 @@ def test_the_harness_tells_every_outcome_apart(tmp_path):
     found = {f.outcome: f.index for f in tallies["canary"].findings if f.outcome != "memory"}
     assert found == {"silent": 2, "unclear": 3, "crash": 4, "hang": 5}
     assert (tmp_path / "canary-seed0-4-crash.bin").read_bytes() == b"crash"  # reproducible
+    assert list(work.iterdir()) == []  # the killed and crashed children's inputs are gone too
 
 
 def test_ten_thousand_mutated_files_load_correctly_or_fail_cleanly():

@@ -95,7 +95,7 @@ def _child(conn, progress, names: list[str], seed: int, workdir: str, memory_con
     if mapped is not None and hasattr(resource, "RLIMIT_AS"):
         limit = mapped + ADDRESS_SPACE_MARGIN
         resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    folder = Path(tempfile.mkdtemp(prefix="ember-fuzz-", dir=workdir))
+    folder = Path(tempfile.mkdtemp(prefix="child-", dir=workdir))
     conn.send(("ready", os.getpid()))
     try:
         while True:
@@ -299,7 +299,10 @@ def run(
     names = [name for name, count in inputs.items() if count > 0]
     if workdir is None:
         workdir = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    campaign = _Campaign(names, inputs, batch, seed, workdir, timeout, memory_constant)
+    # One folder for the run: a child that is killed (hang) or crashes cannot clean up its
+    # own inputs, so the parent removes them all at the end.
+    root = tempfile.mkdtemp(prefix="ember-fuzz-", dir=workdir)
+    campaign = _Campaign(names, inputs, batch, seed, root, timeout, memory_constant)
     started = last_report = time.monotonic()
     try:
         for _ in range(max(1, min(jobs, len(campaign.queue)))):
@@ -313,6 +316,7 @@ def run(
         pass  # stop early: what finished is counted
     finally:
         campaign.stop()
+        shutil.rmtree(root, ignore_errors=True)
     if findings_dir is not None:
         _write_findings(campaign.tallies, seed, Path(findings_dir))
     return campaign.tallies
