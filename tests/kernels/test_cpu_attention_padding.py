@@ -1,0 +1,88 @@
+"""The cpu attention kernel leaves padded keys out of its products (their weight is exactly 0):
+the results must be those of the full computation, including where leaving them out would not
+be exact (rows whose scores sit near the -1e4 fill, non-finite padded values, infinite queries),
+where the kernel takes every key."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+pytest.importorskip("numba")
+
+
+def _run(device, q, k, v, mask, dout, **kw):
+    leaves = [ember.tensor(a, device=device).require_grad() for a in (q, k, v)]
+    ember.seed(99)
+    out = ember.attention(*leaves, mask_pad=ember.tensor(mask, device=device), **kw)
+    grads = out.backward(ember.tensor(dout, device=device))
+    return [out.numpy()] + [grads.get(t).numpy() for t in leaves]
+
+
+def _inputs(rng, b=3, h=2, sq=9, sk=11, d=4, dtype=np.float64):
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
+    dout = rng.standard_normal((b, h, sq, d)).astype(dtype)
+    mask = np.zeros((b, sk), dtype=bool)
+    mask[0, 7:] = True  # right padding
+    mask[1, [0, 3, 4, 10]] = True  # anywhere
+    mask[2, :] = False  # none
+    return q, k, v, mask, dout
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["softmax", "quiet"])
+@pytest.mark.parametrize("dropout_p", [0.0, 0.3])
+def test_padded_keys_left_out_give_the_reference_results(quiet, dropout_p):
+    q, k, v, mask, dout = _inputs(np.random.default_rng(0))
+    want = _run("reference", q, k, v, mask, dout, quiet=quiet, dropout_p=dropout_p)
+    got = _run("cpu", q, k, v, mask, dout, quiet=quiet, dropout_p=dropout_p)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    # the padded keys and values receive exactly no gradient
+    for grad in got[2:]:
+        assert (grad[0, :, 7:] == 0).all() and (grad[1][:, [0, 3, 4, 10]] == 0).all()
+
+
+def test_float32_with_long_padding():
+    rng = np.random.default_rng(1)
+    q, k, v, mask, dout = _inputs(rng, b=3, h=4, sq=40, sk=64, d=8, dtype=np.float32)
+    mask[0, 5:] = True
+    mask[1, 50:] = True
+    want = _run("reference", q, k, v, mask, dout)
+    got = _run("cpu", q, k, v, mask, dout)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+def test_rows_whose_scores_sit_below_the_fill_still_weigh_the_padded_keys():
+    # scores of about -2e4 on the real keys: the padded keys (-1e4) dominate the softmax
+    rng = np.random.default_rng(2)
+    q, k, v, mask, dout = _inputs(rng)
+    q[:] = 100.0
+    k[:] = -2.0 + 0.01 * k
+    want = _run("reference", q, k, v, mask, dout, scale=25.0)
+    got = _run("cpu", q, k, v, mask, dout, scale=25.0)
+    assert np.abs(want[0][0] - v[0][:, 7:].mean(axis=1, keepdims=True)).max() < 1e-9  # padded keys won
+    for g, w in zip(got, want):  # scores of 1e4: the gradients cancel to ~1e-9 of the values
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("where", ["padded_value", "padded_key", "query", "dout"])
+def test_non_finite_values_propagate_as_in_the_full_product(where):
+    rng = np.random.default_rng(3)
+    q, k, v, mask, dout = _inputs(rng)
+    if where == "padded_value":
+        v[0, 1, 8, 2] = np.inf  # 0 * inf: the full product makes NaN
+    elif where == "padded_key":
+        k[1, 0, 3, 1] = np.nan
+    elif where == "query":
+        q[0, 0, 2, 0] = np.inf
+    else:
+        dout[1, 1, 4, 3] = np.inf
+    want = _run("reference", q, k, v, mask, dout)
+    got = _run("cpu", q, k, v, mask, dout)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        finite = np.isfinite(w)
+        np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)
