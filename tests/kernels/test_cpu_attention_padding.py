@@ -86,3 +86,22 @@ def test_non_finite_values_propagate_as_in_the_full_product(where):
         np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
         finite = np.isfinite(w)
         np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)
+
+
+def test_heads_split_off_a_projection_are_read_and_written_without_copies():
+    # q/k/v as the multi-head attention makes them: [B, S, H, D] memory viewed as [B, H, S, D]
+    from ember.kernels.cpu import attention as kernel
+
+    rng = np.random.default_rng(4)
+    q, k, v, mask, dout = _inputs(rng, dtype=np.float32)
+    views = [np.ascontiguousarray(a.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3) for a in (q, k, v, dout)]
+    out, lse = kernel.attention(q, k, v, mask, 0.5, False, 0.1, 7)
+    out_v, lse_v = kernel.attention(*views[:3], mask, 0.5, False, 0.1, 7)
+    np.testing.assert_array_equal(out_v, out)
+    np.testing.assert_array_equal(lse_v, lse)
+    assert out.transpose(0, 2, 1, 3).flags.c_contiguous  # merging the heads back is free
+    grads = kernel.attention_backward(dout, q, k, v, out, lse, mask, 0.5, False, 0.1, 7)
+    grads_v = kernel.attention_backward(views[3], *views[:3], out_v, lse_v, mask, 0.5, False, 0.1, 7)
+    for g, gv in zip(grads, grads_v):
+        np.testing.assert_array_equal(gv, g)
+        assert g.shape == q.shape[:2] + g.shape[2:] and g.transpose(0, 2, 1, 3).flags.c_contiguous

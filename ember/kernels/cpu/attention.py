@@ -17,7 +17,9 @@ exponentials and their sum), multiplies by ``v`` and normalises the output rows,
 from ``q``, ``k`` and ``lse``, and accumulates ``dk`` and ``dv`` for its head in
 thread-private buffers (no races, no atomics). Padded (masked) keys are left out of
 both passes whenever that changes nothing (see ``_forward``), so a batch padded to three
-times its text length costs about a third. Keeping the GEMMs inside the region
+times its text length costs about a third. The kernels work on ``[B, S, H, D]`` arrays,
+the layout of heads split off a projection, so neither the inputs nor the outputs (nor
+their gradients) are copied between the projections and the kernel. Keeping the GEMMs inside the region
 avoids handing the cores back and forth between NumPy's BLAS thread pool and Numba's,
 which on a 2-core machine cost more than the products (a NumPy-matmul + Numba-softmax
 version of this kernel ran 5-10x slower here under load). Parallelism is over
@@ -101,6 +103,16 @@ def _every_key(masked, keep, kept_mask):
         keep[j] = j
         kept_mask[j] = masked[j]
     return sk
+
+
+@serial
+def _load_rows(x, b, h, first, count, dst):
+    """``dst[r] = x[b, first + r, h]`` for ``r < count`` (``x [B, S, H, D]``)."""
+    for r in range(count):
+        src = x[b, first + r, h]
+        row = dst[r]
+        for d in range(src.shape[0]):
+            row[d] = src[d]
 
 
 @serial
@@ -195,55 +207,60 @@ def _grad_row(
 
 @serial
 def _forward_head(
-    qh, kh, vh, keep, masked, n, compact, base0, block, scale, quiet, use_dropout, seed, threshold,
-    drop_scale, oh, lse_h,
+    q, k, v, b, h, keep, masked, n, compact, base0, block, scale, quiet, use_dropout, seed,
+    threshold, drop_scale, out, lse_h,
 ):
-    """One (batch, head) pair over the keys ``keep[:n]``. With ``compact`` (the masked keys
-    left out), returns False as soon as a row would have given a masked key a weight that
-    is not exactly 0 (its real scores all near or below the -1e4 fill): the caller then
-    redoes the head over every key."""
-    sq, dh = qh.shape
-    sk = kh.shape[0]
-    dv = vh.shape[1]
-    kt = np.empty((dh, n), dtype=qh.dtype)
-    vt = np.empty((dv, n), dtype=qh.dtype)
-    tile = np.empty((block, n), dtype=qh.dtype)
-    inv = np.empty(block, dtype=qh.dtype)
-    _gather_transposed(kh, keep, n, kt)
-    _gather_transposed(vh, keep, n, vt)
-    fill = vm.typed(_MASK_FILL, qh)
-    zero = vm.typed(0.0, qh)
+    """Head ``h`` of batch ``b`` (``[B, S, H, D]`` arrays) over the keys ``keep[:n]``. With
+    ``compact`` (the masked keys left out), returns False as soon as a row would have given
+    a masked key a weight that is not exactly 0 (its real scores all near or below the -1e4
+    fill): the caller then redoes the head over every key."""
+    sq, dh = q.shape[1], q.shape[3]
+    sk = k.shape[1]
+    dv = v.shape[3]
+    kt = np.empty((dh, n), dtype=q.dtype)
+    vt = np.empty((dv, n), dtype=q.dtype)
+    tile = np.empty((block, n), dtype=q.dtype)
+    q_rows = np.empty((block, dh), dtype=q.dtype)
+    o_rows = np.empty((block, dv), dtype=q.dtype)
+    inv = np.empty(block, dtype=q.dtype)
+    _gather_transposed(k[b, :, h, :], keep, n, kt)
+    _gather_transposed(v[b, :, h, :], keep, n, vt)
+    fill = vm.typed(_MASK_FILL, q)
+    zero = vm.typed(0.0, q)
     for q0 in range(0, sq, block):
-        q1 = min(sq, q0 + block)
-        s = tile[: q1 - q0]
-        rows_by_matrix(qh[q0:q1], kt, s)
-        for r in range(q1 - q0):
+        rows = min(sq, q0 + block) - q0
+        _load_rows(q, b, h, q0, rows, q_rows)
+        s = tile[:rows]
+        rows_by_matrix(q_rows[:rows], kt, s)
+        for r in range(rows):
             base = base0 + (q0 + r) * sk
             lse_h[q0 + r], inv[r], m = _exp_scores_row(
                 s[r], masked, keep, base, scale, quiet, use_dropout, seed, threshold, drop_scale,
             )
             if compact and vm.exp(fill - m) != zero:
                 return False
-        o = oh[q0:q1]
+        o = o_rows[:rows]
         rows_dot_rows(s, vt, o)
-        for r in range(q1 - q0):
+        for r in range(rows):
+            dst = out[b, q0 + r, h]
             o_r = o[r]
             c = inv[r]
             for d in range(dv):
-                o_r[d] *= c
+                dst[d] = o_r[d] * c
     return True
 
 
 @kernel
 def _forward(
-    q, k, v, mask, heads, block, scale, quiet, use_dropout, seed, threshold, drop_scale,
-    out, lse,
+    q, k, v, mask, block, scale, quiet, use_dropout, seed, threshold, drop_scale, out, lse,
 ):
-    """``out [BH, Sq, Dv]`` and ``lse [BH, Sq]`` from ``q``, ``k``, ``v`` (``[BH, S, D]``)."""
-    n_bh, sq, _ = q.shape
+    """``out`` (``[B, Sq, H, Dv]``) and ``lse [B, H, Sq]`` from ``q``, ``k``, ``v``
+    (``[B, S, H, D]``: the layout the heads' projections produce, read without copies)."""
+    n_b, sq, heads, _ = q.shape
     sk = k.shape[1]
-    for bh in prange(n_bh):
-        masked = mask[bh // heads]
+    for bh in prange(n_b * heads):
+        b, h = bh // heads, bh % heads
+        masked = mask[b]
         keep = np.empty(sk, dtype=np.int64)
         kept_mask = np.empty(sk, dtype=np.bool_)
         # Padded keys get weight exp(-1e4 - max) = 0 exactly, so leaving them out changes
@@ -251,16 +268,16 @@ def _forward(
         # not finite (0 * inf is NaN in the full product) or a row's scores are near -1e4.
         n = _key_columns(masked, keep, kept_mask)
         done = False
-        if n > 0 and _masked_rows_finite(v[bh], masked):
+        if n > 0 and _masked_rows_finite(v[b, :, h, :], masked):
             done = _forward_head(
-                q[bh], k[bh], v[bh], keep, kept_mask, n, True, bh * sq * sk, block, scale, quiet,
-                use_dropout, seed, threshold, drop_scale, out[bh], lse[bh],
+                q, k, v, b, h, keep, kept_mask, n, True, bh * sq * sk, block, scale, quiet,
+                use_dropout, seed, threshold, drop_scale, out, lse[b, h],
             )
         if not done:
             n = _every_key(masked, keep, kept_mask)
             _forward_head(
-                q[bh], k[bh], v[bh], keep, kept_mask, n, False, bh * sq * sk, block, scale, quiet,
-                use_dropout, seed, threshold, drop_scale, out[bh], lse[bh],
+                q, k, v, b, h, keep, kept_mask, n, False, bh * sq * sk, block, scale, quiet,
+                use_dropout, seed, threshold, drop_scale, out, lse[b, h],
             )
 
 
@@ -283,86 +300,111 @@ def _masked_weights_vanish(qh, douth, kh, lse_h, masked):
 
 @serial
 def _backward_head(
-    douth, qh, kh, vh, outh, lse_h, keep, masked, n, base0, block, scale, use_dropout, seed,
-    threshold, drop_scale, dqh, dkh, dvh,
+    dout, q, k, v, out, lse_h, b, h, keep, masked, n, base0, block, scale, use_dropout, seed,
+    threshold, drop_scale, dq, dk, dv,
 ):
-    """One (batch, head) pair over the keys ``keep[:n]``; the other keys' ``dk``/``dv`` are 0."""
-    sq, dh = qh.shape
-    sk = kh.shape[0]
-    d_v = vh.shape[1]
-    kt = np.empty((dh, n), dtype=qh.dtype)
-    vt = np.empty((d_v, n), dtype=qh.dtype)
-    dkt = np.zeros((dh, n), dtype=qh.dtype)
-    dvt = np.zeros((d_v, n), dtype=qh.dtype)
-    s_tile = np.empty((block, n), dtype=qh.dtype)
-    g_tile = np.empty((block, n), dtype=qh.dtype)
-    _gather_transposed(kh, keep, n, kt)
-    _gather_transposed(vh, keep, n, vt)
+    """Head ``h`` of batch ``b`` over the keys ``keep[:n]``; the other keys' ``dk``/``dv`` are 0."""
+    sq, dh = q.shape[1], q.shape[3]
+    sk = k.shape[1]
+    d_v = v.shape[3]
+    kt = np.empty((dh, n), dtype=q.dtype)
+    vt = np.empty((d_v, n), dtype=q.dtype)
+    dkt = np.zeros((dh, n), dtype=q.dtype)
+    dvt = np.zeros((d_v, n), dtype=q.dtype)
+    s_tile = np.empty((block, n), dtype=q.dtype)
+    g_tile = np.empty((block, n), dtype=q.dtype)
+    q_rows = np.empty((block, dh), dtype=q.dtype)
+    dout_rows = np.empty((block, d_v), dtype=q.dtype)
+    dq_rows = np.empty((block, dh), dtype=q.dtype)
+    _gather_transposed(k[b, :, h, :], keep, n, kt)
+    _gather_transposed(v[b, :, h, :], keep, n, vt)
     for q0 in range(0, sq, block):
-        q1 = min(sq, q0 + block)
-        s = s_tile[: q1 - q0]
-        g = g_tile[: q1 - q0]
-        rows_by_matrix(qh[q0:q1], kt, s)
-        rows_by_matrix(douth[q0:q1], vt, g)
-        for r in range(q1 - q0):
+        rows = min(sq, q0 + block) - q0
+        _load_rows(q, b, h, q0, rows, q_rows)
+        _load_rows(dout, b, h, q0, rows, dout_rows)
+        s = s_tile[:rows]
+        g = g_tile[:rows]
+        rows_by_matrix(q_rows[:rows], kt, s)
+        rows_by_matrix(dout_rows[:rows], vt, g)
+        for r in range(rows):
             i = q0 + r
+            out_r = out[b, i, h]
+            dout_r = dout_rows[r]
             delta = 0.0
             for d in range(d_v):
-                delta += douth[i, d] * outh[i, d]
+                delta += dout_r[d] * out_r[d]
             _grad_row(
                 s[r], g[r], masked, keep, base0 + i * sk, scale, use_dropout, seed, threshold,
                 drop_scale, lse_h[i], delta,
             )
-        rows_dot_rows(g, kt, dqh[q0:q1])
-        accumulate_at_b(dkt, qh[q0:q1], g)
-        accumulate_at_b(dvt, douth[q0:q1], s)
-    _scatter_transposed(dkt, keep, n, dkh)
-    _scatter_transposed(dvt, keep, n, dvh)
+        rows_dot_rows(g, kt, dq_rows[:rows])
+        for r in range(rows):
+            dst = dq[b, q0 + r, h]
+            for d in range(dh):
+                dst[d] = dq_rows[r, d]
+        accumulate_at_b(dkt, q_rows[:rows], g)
+        accumulate_at_b(dvt, dout_rows[:rows], s)
+    _scatter_transposed(dkt, keep, n, dk[b, :, h, :])
+    _scatter_transposed(dvt, keep, n, dv[b, :, h, :])
 
 
 @kernel
 def _backward(
-    dout, q, k, v, out, lse, mask, heads, block, scale, use_dropout, seed, threshold,
-    drop_scale, dq, dk, dv,
+    dout, q, k, v, out, lse, mask, block, scale, use_dropout, seed, threshold, drop_scale,
+    dq, dk, dv,
 ):
-    """``dq``, ``dk``, ``dv`` (``[BH, S, D]``), recomputing the weights from ``lse``."""
-    n_bh, sq, _ = q.shape
+    """``dq``, ``dk``, ``dv`` (``[B, S, H, D]``, as the inputs), recomputing the weights
+    from ``lse``."""
+    n_b, sq, heads, _ = q.shape
     sk = k.shape[1]
-    for bh in prange(n_bh):
-        masked = mask[bh // heads]
+    for bh in prange(n_b * heads):
+        b, h = bh // heads, bh % heads
+        masked = mask[b]
         keep = np.empty(sk, dtype=np.int64)
         kept_mask = np.empty(sk, dtype=np.bool_)
         n = _key_columns(masked, keep, kept_mask)  # the masked keys left out, as in the forward
-        if n == 0 or not _masked_weights_vanish(q[bh], dout[bh], k[bh], lse[bh], masked):
+        if n == 0 or not _masked_weights_vanish(q[b, :, h, :], dout[b, :, h, :], k[b, :, h, :], lse[b, h],
+                                                masked):
             n = _every_key(masked, keep, kept_mask)
         _backward_head(
-            dout[bh], q[bh], k[bh], v[bh], out[bh], lse[bh], keep, kept_mask, n, bh * sq * sk, block,
-            scale, use_dropout, seed, threshold, drop_scale, dq[bh], dk[bh], dv[bh],
+            dout, q, k, v, out, lse[b, h], b, h, keep, kept_mask, n, bh * sq * sk, block, scale,
+            use_dropout, seed, threshold, drop_scale, dq, dk, dv,
         )
 
 
+def _heads_last(op: str, name: str, x: object, dtype: np.dtype | None) -> np.ndarray:
+    """``x [B, H, S, D]`` as a C-contiguous ``[B, S, H, D]`` array: free for the heads split
+    off a ``[B, S, H * D]`` projection (the usual case), one copy otherwise."""
+    if isinstance(x, np.ndarray) and x.ndim == 4:
+        return float_array(op, name, x.transpose(0, 2, 1, 3), dtype=dtype)
+    float_array(op, name, x, dtype=dtype, min_ndim=4)  # the error for a non-array, dtype or ndim < 4
+    raise ValueError(f"{op}: {name} must have shape [B, H, S, Dh], got {x.shape}")
+
+
+def _heads_first(x: np.ndarray) -> np.ndarray:
+    """The ``[B, H, S, D]`` view of a ``[B, S, H, D]`` result (merging the heads back is free)."""
+    return x.transpose(0, 2, 1, 3)
+
+
 class _Problem:
-    """Validated, reshaped inputs shared by the forward and the backward."""
+    """Validated inputs shared by the forward and the backward, heads last (``[B, S, H, D]``)."""
 
     def __init__(self, op, q, k, v, mask_pad, scale, dropout_p, seed):
-        self.q = float_array(op, "q", q, min_ndim=4)
+        self.q = _heads_last(op, "q", q, None)
         self.dtype = self.q.dtype
-        self.k = float_array(op, "k", k, dtype=self.dtype, min_ndim=4)
-        self.v = float_array(op, "v", v, dtype=self.dtype, min_ndim=4)
-        for name, arr in (("q", self.q), ("k", self.k), ("v", self.v)):
-            if arr.ndim != 4:
-                raise ValueError(f"{op}: {name} must have shape [B, H, S, Dh], got {arr.shape}")
-        b, h, sq, dh = self.q.shape
-        sk = self.k.shape[2]
-        if self.k.shape[:2] != (b, h) or self.k.shape[3] != dh:
+        self.k = _heads_last(op, "k", k, self.dtype)
+        self.v = _heads_last(op, "v", v, self.dtype)
+        b, sq, h, dh = self.q.shape
+        sk = self.k.shape[1]
+        if (self.k.shape[0], self.k.shape[2], self.k.shape[3]) != (b, h, dh):
             raise ValueError(
                 f"{op}: k must have shape [B, H, Sk, Dh] = [{b}, {h}, Sk, {dh}] to match "
-                f"q {self.q.shape}, got {self.k.shape}"
+                f"q {np.shape(q)}, got {np.shape(k)}"
             )
-        if self.v.shape[:3] != (b, h, sk):
+        if self.v.shape[:3] != (b, sk, h):
             raise ValueError(
                 f"{op}: v must have shape [B, H, Sk, Dv] = [{b}, {h}, {sk}, Dv] to match "
-                f"k {self.k.shape}, got {self.v.shape}"
+                f"k {np.shape(k)}, got {np.shape(v)}"
             )
         self.b, self.h, self.sq, self.sk, self.dh = b, h, sq, sk, dh
         self.dv = self.v.shape[3]
@@ -388,9 +430,6 @@ class _Problem:
         self.threshold = keep_threshold(p)
         # p == 1 drops every score to 0 (then softmax is uniform); the scale is unused.
         self.drop_scale = self.dtype.type(1.0 / (1.0 - p) if p < 1.0 else 0.0)
-        self.q3 = self.q.reshape(self.bh, sq, dh)
-        self.k3 = self.k.reshape(self.bh, sk, dh)
-        self.v3 = self.v.reshape(self.bh, sk, self.dv)
         self.empty = self.bh == 0 or sq == 0 or sk == 0
 
     def block_rows(self) -> int:
@@ -399,11 +438,9 @@ class _Problem:
         return max(1, min(max(1, self.sq), _TILE_BYTES // row_bytes))
 
 
-def _check_like(op: str, name: str, arr: object, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    arr = float_array(op, name, arr, dtype=dtype)
-    if arr.shape != shape:
+def _check_shape(op: str, name: str, arr: object, shape: tuple) -> None:
+    if isinstance(arr, np.ndarray) and arr.shape != shape:
         raise ValueError(f"{op}: {name} must have shape {list(shape)}, got {arr.shape}")
-    return arr
 
 
 def attention(
@@ -434,17 +471,17 @@ def attention(
         float64 (the backward needs more than float32 holds of a fully masked row's).
     """
     pb = _Problem("attention", q, k, v, mask_pad, scale, dropout_p, seed)
-    out = np.empty((pb.bh, pb.sq, pb.dv), dtype=pb.dtype)
-    lse = np.empty((pb.bh, pb.sq), dtype=np.float64)  # float64 for the backward's precision
+    out = np.empty((pb.b, pb.sq, pb.h, pb.dv), dtype=pb.dtype)
+    lse = np.empty((pb.b, pb.h, pb.sq), dtype=np.float64)  # float64 for the backward's precision
     if pb.empty:
         out.fill(0)
         lse.fill(0.0 if quiet else -np.inf)
     else:
         _forward(
-            pb.q3, pb.k3, pb.v3, pb.mask, pb.h, pb.block_rows(), pb.scale, bool(quiet),
-            pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, out, lse,
+            pb.q, pb.k, pb.v, pb.mask, pb.block_rows(), pb.scale, bool(quiet), pb.use_dropout,
+            pb.seed, pb.threshold, pb.drop_scale, out, lse,
         )
-    return (out.reshape(pb.b, pb.h, pb.sq, pb.dv), lse.reshape(pb.b, pb.h, pb.sq))
+    return _heads_first(out), lse
 
 
 def attention_backward(
@@ -486,22 +523,21 @@ def attention_backward(
     op = "attention_backward"
     pb = _Problem(op, q, k, v, mask_pad, scale, dropout_p, seed)
     out_shape = (pb.b, pb.h, pb.sq, pb.dv)
-    dout3 = _check_like(op, "dout", dout, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
-    out3 = _check_like(op, "out", out, out_shape, pb.dtype).reshape(pb.bh, pb.sq, pb.dv)
-    lse2 = _check_like(op, "lse", lse, (pb.b, pb.h, pb.sq), None).astype(np.float64).reshape(pb.bh, pb.sq)
+    _check_shape(op, "dout", dout, out_shape)
+    _check_shape(op, "out", out, out_shape)
+    dout4 = _heads_last(op, "dout", dout, pb.dtype)
+    out4 = _heads_last(op, "out", out, pb.dtype)
+    _check_shape(op, "lse", lse, (pb.b, pb.h, pb.sq))
+    lse3 = contiguous(float_array(op, "lse", lse).astype(np.float64, copy=False))
     del quiet  # folded into lse by the forward
     # Every element is written by the kernel unless there is nothing to attend.
     alloc = np.zeros if pb.empty else np.empty
-    dq = alloc((pb.bh, pb.sq, pb.dh), dtype=pb.dtype)
-    dk = alloc((pb.bh, pb.sk, pb.dh), dtype=pb.dtype)
-    dv = alloc((pb.bh, pb.sk, pb.dv), dtype=pb.dtype)
+    dq = alloc((pb.b, pb.sq, pb.h, pb.dh), dtype=pb.dtype)
+    dk = alloc((pb.b, pb.sk, pb.h, pb.dh), dtype=pb.dtype)
+    dv = alloc((pb.b, pb.sk, pb.h, pb.dv), dtype=pb.dtype)
     if not pb.empty:
         _backward(
-            dout3, pb.q3, pb.k3, pb.v3, out3, lse2, pb.mask, pb.h, pb.block_rows(),
-            pb.scale, pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
+            dout4, pb.q, pb.k, pb.v, out4, lse3, pb.mask, pb.block_rows(), pb.scale, pb.use_dropout,
+            pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
         )
-    return (
-        dq.reshape(pb.q.shape),
-        dk.reshape(pb.k.shape),
-        dv.reshape(pb.v.shape),
-    )
+    return _heads_first(dq), _heads_first(dk), _heads_first(dv)
