@@ -18,9 +18,11 @@ from ember.nn.activation import (GLU, ActivationConfig, Celu, CeluConfig, Elu, E
                                  SwiGluConfig, Tanh, Tanhshrink, Threshold, ThresholdConfig, ThresholdedRelu,
                                  ThresholdedReluConfig)
 from ember.nn.attention import MhaInput, MhaOutput, MultiHeadAttention, MultiHeadAttentionConfig
+from ember.nn.attention_cache import MhaCache
 from ember.nn.batch_norm import BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig
 from ember.nn.container import Identity, Sequential
 from ember.nn.conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig
+from ember.nn.cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
 from ember.nn.dropout import Dropout, DropoutConfig
 from ember.nn.embedding import Embedding, EmbeddingConfig
 from ember.nn.embedding_bag import EmbeddingBag, EmbeddingBagConfig
@@ -45,35 +47,45 @@ from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.nn.pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig, MaxPool2d,
                            MaxPool2dConfig)
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
+from ember.nn.rotary import RotaryEncoding, RotaryEncodingConfig
 from ember.nn.rnn import (BiGru, BiGruConfig, BiLstm, BiLstmConfig, BiRnn, BiRnnConfig, GateController, Gru,
                           GruConfig, Lstm, LstmConfig, LstmState, Rnn, RnnConfig, RnnState)
 from ember.nn.transformer import (PositionWiseFeedForward, PositionWiseFeedForwardConfig, TransformerEncoder,
                                   TransformerEncoderConfig, TransformerEncoderInput, TransformerEncoderLayer)
+from ember.nn.transformer import TransformerEncoderAutoregressiveCache, TransformerEncoderLayerAutoregressiveCache
+from ember.nn.transformer_decoder import (TransformerDecoder, TransformerDecoderAutoregressiveCache,
+                                          TransformerDecoderConfig, TransformerDecoderInput, TransformerDecoderLayer,
+                                          TransformerDecoderLayerAutoregressiveCache)
 
 __all__ = [
     "ActivationConfig", "AdaptiveAvgPool2d", "AdaptiveAvgPool2dConfig", "AvgPool2d", "AvgPool2dConfig", "BatchNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BiGru", "BiGruConfig", "BiLstm", "BiLstmConfig", "BiRnn",
     "BiRnnConfig", "BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CTCLoss", "CTCLossConfig", "Celu",
     "CeluConfig", "Constant", "Conv1d", "Conv1dConfig", "Conv2d", "Conv2dConfig", "CosineEmbeddingLoss",
-    "CosineEmbeddingLossConfig", "CrossEntropyLoss", "CrossEntropyLossConfig", "DTypePolicy", "Dropout",
-    "DropoutConfig", "Elu", "EluConfig", "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig", "GLU",
-    "GateController", "GaussianNLLLoss", "GaussianNLLLossConfig", "Gelu", "GeneratePaddingMask", "Glu", "Gru",
-    "GruConfig", "HardShrink", "HardShrinkConfig", "HardSigmoid", "HardSigmoidConfig", "HardSwish", "Hardtanh",
-    "HardtanhConfig", "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss", "HuberLossConfig", "Identity",
-    "Initializer", "KLDivLoss", "KLDivLossConfig", "KaimingNormal", "KaimingUniform", "LayerNorm", "LayerNormConfig",
-    "LeakyRelu", "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "LogSigmoid", "Lora", "LoraAdapter",
-    "LpLoss", "LpLossConfig", "Lstm", "LstmConfig", "LstmState", "MSELoss", "MarginRankingLoss",
-    "MarginRankingLossConfig", "MaxPool2d", "MaxPool2dConfig", "MhaInput", "MhaOutput", "Mish", "Module",
-    "ModuleRecord", "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "MultiMarginLoss",
-    "MultiMarginLossConfig", "Normal", "Ones", "PRelu", "PReluConfig", "PaddingConfig1d", "PaddingConfig2d", "Param",
-    "ParamGroup", "ParamGroupError", "ParamId", "PoissonNllLoss", "PoissonNllLossConfig", "PositionWiseFeedForward",
+    "CosineEmbeddingLossConfig", "CrossAttention", "CrossAttentionCache", "CrossAttentionConfig",
+    "CrossEntropyLoss", "CrossEntropyLossConfig", "DTypePolicy", "Dropout", "DropoutConfig", "Elu", "EluConfig",
+    "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig", "GLU", "GateController",
+    "GaussianNLLLoss", "GaussianNLLLossConfig", "Gelu", "GeneratePaddingMask", "Glu", "Gru", "GruConfig",
+    "HardShrink", "HardShrinkConfig", "HardSigmoid", "HardSigmoidConfig", "HardSwish", "Hardtanh", "HardtanhConfig",
+    "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss", "HuberLossConfig", "Identity", "Initializer",
+    "KLDivLoss", "KLDivLossConfig", "KaimingNormal", "KaimingUniform", "LayerNorm", "LayerNormConfig", "LeakyRelu",
+    "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "LogSigmoid", "Lora", "LoraAdapter", "LpLoss",
+    "LpLossConfig", "Lstm", "LstmConfig", "LstmState", "MSELoss", "MarginRankingLoss", "MarginRankingLossConfig",
+    "MaxPool2d", "MaxPool2dConfig", "MhaCache", "MhaInput", "MhaOutput", "Mish", "Module", "ModuleRecord",
+    "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "MultiMarginLoss", "MultiMarginLossConfig",
+    "Normal", "Ones", "PRelu", "PReluConfig", "PaddingConfig1d", "PaddingConfig2d", "Param", "ParamGroup",
+    "ParamGroupError", "ParamId", "PoissonNllLoss", "PoissonNllLossConfig", "PositionWiseFeedForward",
     "PositionWiseFeedForwardConfig", "PositionalEncoding", "PositionalEncodingConfig", "RRelu", "RReluConfig",
     "RecordEntry", "Reduction", "Relu", "Relu6", "RmsNorm", "RmsNormConfig", "Rnn", "RnnConfig", "RnnState",
-    "RunningState", "Selu", "SeqLength", "Sequential", "Shrink", "ShrinkConfig", "SiLU", "Sigmoid", "Silu",
-    "SmoothL1Loss", "SmoothL1LossConfig", "SoftMarginLoss", "SoftShrink", "SoftShrinkConfig", "Softmax", "Softplus",
-    "SoftplusConfig", "Softsign", "SwiGlu", "SwiGluConfig", "Tanh", "Tanhshrink", "Threshold", "ThresholdConfig",
-    "ThresholdedRelu", "ThresholdedReluConfig", "TransformerEncoder", "TransformerEncoderConfig",
-    "TransformerEncoderInput", "TransformerEncoderLayer", "TripletMarginLoss", "TripletMarginLossConfig", "Uniform",
-    "XavierNormal", "XavierUniform", "Zeros", "apply_lora", "functional", "generate_autoregressive_mask",
-    "generate_padding_mask", "generate_sinusoids", "init", "lora", "loss", "merge_lora", "rnn"
+    "RotaryEncoding", "RotaryEncodingConfig", "RunningState", "Selu", "SeqLength", "Sequential", "Shrink",
+    "ShrinkConfig", "SiLU", "Sigmoid", "Silu", "SmoothL1Loss", "SmoothL1LossConfig", "SoftMarginLoss", "SoftShrink",
+    "SoftShrinkConfig", "Softmax", "Softplus", "SoftplusConfig", "Softsign", "SwiGlu", "SwiGluConfig", "Tanh",
+    "Tanhshrink", "Threshold", "ThresholdConfig", "ThresholdedRelu", "ThresholdedReluConfig", "TransformerDecoder",
+    "TransformerDecoderAutoregressiveCache", "TransformerDecoderConfig", "TransformerDecoderInput",
+    "TransformerDecoderLayer", "TransformerDecoderLayerAutoregressiveCache", "TransformerEncoder",
+    "TransformerEncoderAutoregressiveCache", "TransformerEncoderConfig", "TransformerEncoderInput",
+    "TransformerEncoderLayer", "TransformerEncoderLayerAutoregressiveCache", "TripletMarginLoss",
+    "TripletMarginLossConfig", "Uniform", "XavierNormal", "XavierUniform", "Zeros", "apply_lora", "functional",
+    "generate_autoregressive_mask", "generate_padding_mask", "generate_sinusoids", "init", "lora", "loss",
+    "merge_lora", "rnn"
 ]

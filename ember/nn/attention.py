@@ -13,22 +13,30 @@ Masked positions get the finite ``min_float`` (−1e4), not −∞: a fully padd
 still attends uniformly instead of producing NaN. Without ``mask_attn`` (and unless the
 weights are requested) the whole score/softmax/context chain runs as the fused
 ``ember.attention`` kernel, one kernel each way.
+
+Cross-attention is the same layer with key/value from another sequence (``Sk`` may differ
+from ``Sq``). For autoregressive inference, :meth:`MultiHeadAttention.forward_step` attends
+only new query positions against the keys/values kept in an :class:`MhaCache`, and
+:meth:`MultiHeadAttention.forward_cache` is Burn's form of it (inputs hold the whole
+sequence so far).
 """
 from __future__ import annotations
 
 from dataclasses import field
 from typing import NamedTuple
 
+from ember.nn.attention_cache import MhaCache
 from ember.nn.dropout import Dropout
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.linear import LinearConfig
 from ember.nn.module import Module
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
+from ember.tensor.ops.movement import cat
 from ember.tensor.ops.nn import attention, quiet_softmax, softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["MhaInput", "MhaOutput", "MultiHeadAttention", "MultiHeadAttentionConfig"]
+__all__ = ["MhaCache", "MhaInput", "MhaOutput", "MultiHeadAttention", "MultiHeadAttentionConfig"]
 
 _FUSED_MIN_FLOAT = -1.0e4  # the fill value the fused attention kernel uses
 
@@ -167,42 +175,144 @@ class MultiHeadAttention(Module):
         q = self._heads(self.query(q_in))
         k = self._heads(self.key(k_in))
         v = self._heads(self.value(v_in))
+        weights, context = self._attend(q, k, v, mask_pad, mask_attn, need_weights)
+        context = context.swap_dims(1, 2).reshape(b, sq, self.d_model)
+        return MhaOutput(weights, self.output(context))
 
+    def forward_step(self, query: Tensor, key: Tensor, value: Tensor, cache: MhaCache,
+                     mask_pad: Tensor | None = None, mask_attn: Tensor | None = None,
+                     need_weights: bool = False) -> MhaOutput:
+        """Attend only the new positions, reusing the keys/values held by ``cache``.
+
+        Args:
+            query: the new positions ``[B, n, D]``.
+            key, value: self-attention cache: the new positions' inputs ``[B, n_k, D]`` (appended
+                to the cache); cross-attention cache: the memory ``[B, Sm, D]`` (projected on the
+                first step, then only checked to keep its shape).
+            cache: an :class:`MhaCache`, advanced in place.
+            mask_pad: ``[B, Sk]`` bool over every key attended (cached and new).
+            mask_attn: ``[B, n, Sk]`` bool, the rows of the new query positions.
+            need_weights: also return the weights ``[B, H, n, Sk]`` of the new rows.
+
+        Returns:
+            :class:`MhaOutput` with the context of the new positions ``[B, n, D]``.
+        """
+        op = "MultiHeadAttention.forward_step"
+        if not isinstance(cache, MhaCache):
+            raise TypeError(f"{op}: cache must be an MhaCache (MhaCache.autoregressive() or "
+                            f"MhaCache.autoregressive_cross_attention()), got {type(cache).__name__}")
+        b, n, _ = self._check_input(op, "query", query)
+        for name, t in (("key", key), ("value", value)):
+            self._check_input(op, name, t)
+        if key.shape != value.shape or key.shape[0] != b:
+            raise ValueError(f"{op}: key {shape_str(key.shape)} and value {shape_str(value.shape)} must match "
+                             f"each other and the query batch {b}")
+        sk = cache.key_length_after(op, key)  # checked before the cache changes
+        self._check_masks(op, mask_pad, mask_attn, b, n, sk)
+        k, v = cache.advance(key, value, lambda t: self._heads(self.key(t)), lambda t: self._heads(self.value(t)))
+        q = self._heads(self.query(query))
+        weights, context = self._attend(q, k, v, mask_pad, mask_attn, need_weights)
+        cache.length += n
+        context = context.swap_dims(1, 2).reshape(b, n, self.d_model)
+        return MhaOutput(weights, self.output(context))
+
+    def forward_cache(self, input, cache: MhaCache, key: Tensor | None = None, value: Tensor | None = None,
+                      mask_pad: Tensor | None = None, mask_attn: Tensor | None = None,
+                      need_weights: bool = False) -> MhaOutput:
+        """Burn's ``forward_cache``: the inputs hold the whole sequence so far; only the
+        positions after the cached ones are computed.
+
+        Each call must add at least one query position. The result is what :meth:`forward`
+        gives on the same inputs (rows of the cached positions are the stored outputs).
+
+        Args:
+            input: an :class:`MhaInput`, or the query ``[B, Sq, D]`` (the whole sequence so far).
+            cache: an :class:`MhaCache`, advanced in place.
+            key, value: when ``input`` is a tensor: ``[B, Sk, D]``, the whole sequence so far
+                (self-attention) or the fixed memory (cross-attention).
+            mask_pad: ``[B, Sk]`` bool.
+            mask_attn: ``[B, Sq, Sk]`` bool (only the rows of the new positions are used).
+            need_weights: also return the weights of the new rows ``[B, H, new, Sk]``.
+
+        Returns:
+            :class:`MhaOutput` with the context of every position ``[B, Sq, D]``.
+        """
+        op = "MultiHeadAttention.forward_cache"
+        if isinstance(input, MhaInput):
+            q_in, k_in, v_in = input.query, input.key, input.value
+            mask_pad = input.pad if mask_pad is None else mask_pad
+            mask_attn = input.attn if mask_attn is None else mask_attn
+        else:
+            q_in = input
+            k_in = q_in if key is None else key
+            v_in = k_in if value is None else value
+        if not isinstance(cache, MhaCache):
+            raise TypeError(f"{op}: cache must be an MhaCache, got {type(cache).__name__}")
+        _, sq, sk = self._check(q_in, k_in, v_in, mask_pad, mask_attn)
+        done = cache.length
+        kept = 0 if cache.context is None else cache.context.shape[1]
+        if kept != done:
+            raise ValueError(f"{op}: this cache was advanced by forward_step, which keeps no outputs; use one "
+                             f"of forward_cache / forward_step per cache")
+        if sq <= done:
+            raise ValueError(f"{op}: the query has {sq} positions but the cache already holds {done}; pass the "
+                             f"whole sequence so far (the cached positions and at least one new one)")
+        if cache.cross:
+            k_new, v_new = k_in, v_in
+        else:
+            if sk < cache.key_length:
+                raise ValueError(f"{op}: the key has {sk} positions but the cache already holds "
+                                 f"{cache.key_length}; pass the whole sequence so far")
+            k_new, v_new = k_in[:, cache.key_length:], v_in[:, cache.key_length:]
+        rows = None if mask_attn is None else mask_attn[:, done:]
+        out = self.forward_step(q_in[:, done:], k_new, v_new, cache, mask_pad, rows, need_weights)
+        cache.context = out.context if cache.context is None else cat([cache.context, out.context], 1)
+        return MhaOutput(out.weights, cache.context)
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask_pad, mask_attn, need_weights: bool):
+        """Scores, masks, (quiet) softmax and the weighted values on heads ``[B, H, S, d_k]``:
+        ``(weights or None, context [B, H, Sq, d_k])``."""
+        b, _, sq, _ = q.shape
+        sk = k.shape[2]
         p = self.dropout.prob if self._training else 0.0
         fused = mask_attn is None and not need_weights and self.min_float == _FUSED_MIN_FLOAT and p < 1.0
-        weights = None
         if fused:
-            context = attention(q, k, v, mask_pad, None, self.quiet_softmax, p)
-        else:
-            scores = (q @ k.transpose(-2, -1)) * (1.0 / self.d_k ** 0.5)
-            scores = self.dropout(scores)
-            if mask_pad is not None:
-                scores = scores.mask_fill(mask_pad.reshape(b, 1, 1, sk), self.min_float)
-            if mask_attn is not None:
-                scores = scores.mask_fill(mask_attn.reshape(b, 1, sq, sk), self.min_float)
-            weights = quiet_softmax(scores, -1) if self.quiet_softmax else softmax(scores, -1)
-            context = weights @ v
-        context = context.swap_dims(1, 2).reshape(b, sq, self.d_model)
-        return MhaOutput(weights if need_weights else None, self.output(context))
+            return None, attention(q, k, v, mask_pad, None, self.quiet_softmax, p)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / self.d_k ** 0.5)
+        scores = self.dropout(scores)
+        if mask_pad is not None:
+            scores = scores.mask_fill(mask_pad.reshape(b, 1, 1, sk), self.min_float)
+        if mask_attn is not None:
+            scores = scores.mask_fill(mask_attn.reshape(b, 1, sq, sk), self.min_float)
+        weights = quiet_softmax(scores, -1) if self.quiet_softmax else softmax(scores, -1)
+        return (weights if need_weights else None), weights @ v
 
     def _heads(self, x: Tensor) -> Tensor:
         b, s, _ = x.shape
         return x.reshape(b, s, self.n_heads, self.d_k).swap_dims(1, 2)
 
-    def _check(self, q, k, v, mask_pad, mask_attn):
-        for name, t in (("query", q), ("key", k), ("value", v)):
-            if not isinstance(t, Tensor) or t.ndim != 3 or t.shape[-1] != self.d_model:
-                got = shape_str(t.shape) if isinstance(t, Tensor) else type(t).__name__
-                raise ValueError(f"MultiHeadAttention: {name} must be [batch, seq, {self.d_model}], got {got}")
-        b, sq, _ = q.shape
-        if k.shape != v.shape or k.shape[0] != b:
-            raise ValueError(f"MultiHeadAttention: key {shape_str(k.shape)} and value {shape_str(v.shape)} must "
-                             f"match each other and the query batch {b}")
-        sk = k.shape[1]
+    def _check_input(self, op: str, name: str, t) -> tuple:
+        if not isinstance(t, Tensor) or t.ndim != 3 or t.shape[-1] != self.d_model:
+            got = shape_str(t.shape) if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{op}: {name} must be [batch, seq, {self.d_model}], got {got}")
+        return t.shape
+
+    def _check_masks(self, op: str, mask_pad, mask_attn, b: int, sq: int, sk: int) -> None:
         for name, m, shape in (("mask_pad", mask_pad, (b, sk)), ("mask_attn", mask_attn, (b, sq, sk))):
             if m is not None and (not isinstance(m, Tensor) or not m.dtype.is_bool or m.shape != shape):
                 got = f"{m.dtype} {shape_str(m.shape)}" if isinstance(m, Tensor) else type(m).__name__
-                raise ValueError(f"MultiHeadAttention: {name} must be a bool tensor {shape_str(shape)}, got {got}")
+                raise ValueError(f"{op}: {name} must be a bool tensor {shape_str(shape)}, got {got}")
+
+    def _check(self, q, k, v, mask_pad, mask_attn):
+        op = "MultiHeadAttention"
+        for name, t in (("query", q), ("key", k), ("value", v)):
+            self._check_input(op, name, t)
+        b, sq, _ = q.shape
+        if k.shape != v.shape or k.shape[0] != b:
+            raise ValueError(f"{op}: key {shape_str(k.shape)} and value {shape_str(v.shape)} must "
+                             f"match each other and the query batch {b}")
+        sk = k.shape[1]
+        self._check_masks(op, mask_pad, mask_attn, b, sq, sk)
         return b, sq, sk
 
     def extra_repr(self) -> dict:

@@ -9,6 +9,12 @@ One layer, with ``drop`` the layer's residual dropout:
 
 Parameter paths match Burn's: ``layers.{i}.mha.query.weight``, ``layers.{i}.pwff.linear_inner``,
 ``layers.{i}.norm_1.gamma``...
+
+Autoregressive inference (a causal encoder used as a decoder-only model): with the cache
+from ``new_autoregressive_cache()``, :meth:`TransformerEncoder.forward_step` runs only the new
+positions (the self-attention keys/values of the earlier ones are cached), and
+:meth:`TransformerEncoder.forward_autoregressive_inference` is Burn's form of it, taking the
+whole sequence so far.
 """
 from __future__ import annotations
 
@@ -16,16 +22,20 @@ from dataclasses import field
 
 from ember.nn.activation import ActivationConfig
 from ember.nn.attention import MhaInput, MultiHeadAttentionConfig
+from ember.nn.attention_cache import MhaCache
 from ember.nn.dropout import Dropout
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.linear import LinearConfig
 from ember.nn.module import Module
 from ember.nn.norm import LayerNormConfig
 from ember.record.config import Config
+from ember.tensor.ops._core import shape_str
+from ember.tensor.ops.movement import cat
 from ember.tensor.tensor import Tensor
 
 __all__ = ["PositionWiseFeedForward", "PositionWiseFeedForwardConfig", "TransformerEncoder",
-           "TransformerEncoderConfig", "TransformerEncoderInput", "TransformerEncoderLayer"]
+           "TransformerEncoderAutoregressiveCache", "TransformerEncoderConfig", "TransformerEncoderInput",
+           "TransformerEncoderLayer", "TransformerEncoderLayerAutoregressiveCache"]
 
 
 def _activation(value) -> ActivationConfig:
@@ -186,9 +196,45 @@ class TransformerEncoderLayer(Module):
             mask_pad: ``[batch, seq]`` bool, True = padding.
             mask_attn: ``[batch, seq, seq]`` bool, True = forbidden.
         """
+        def attend(h):
+            return self.mha(MhaInput.self_attn(h).mask_pad(mask_pad).mask_attn(mask_attn)).context
+        return self._run(x, attend)
+
+    def forward_step(self, x: Tensor, cache: "TransformerEncoderLayerAutoregressiveCache",
+                     mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+        """The layer on new positions only, attending to them and to the cached ones.
+
+        Args:
+            x: the new positions ``[batch, n, d_model]``.
+            cache: this layer's cache, advanced in place.
+            mask_pad: ``[batch, cached + n]`` bool.
+            mask_attn: ``[batch, n, cached + n]`` bool, the rows of the new positions.
+        Returns:
+            ``[batch, n, d_model]``.
+        """
+        _check_cache("TransformerEncoderLayer.forward_step", cache, TransformerEncoderLayerAutoregressiveCache)
+
+        def attend(h):
+            return self.mha.forward_step(h, h, h, cache.mha, mask_pad, mask_attn).context
+        return self._run(x, attend)
+
+    def forward_autoregressive_inference(self, x: Tensor, mask_pad: Tensor | None, mask_attn: Tensor | None,
+                                         cache: "TransformerEncoderLayerAutoregressiveCache") -> Tensor:
+        """Burn's form: ``x`` is the whole sequence so far ``[batch, seq, d_model]`` (masks
+        ``[batch, seq]`` / ``[batch, seq, seq]``); only positions after the cached ones are
+        computed. Returns every position's output, equal to :meth:`forward` on ``x``."""
+        op = "TransformerEncoderLayer.forward_autoregressive_inference"
+        _check_cache(op, cache, TransformerEncoderLayerAutoregressiveCache)
+        done = _cached_outputs(op, cache)
+        new = _continuation(op, x, done)
+        out = self.forward_step(new, cache, mask_pad, _mask_rows(op, mask_attn, x, done))
+        cache.output = _append_positions(cache.output, out)
+        return cache.output
+
+    def _run(self, x: Tensor, attend) -> Tensor:
+        """The layer around ``attend`` (self-attention of its normalised/raw input)."""
         residual = self.norm_2(x) if self.norm_first else x
-        attn_in = MhaInput.self_attn(residual).mask_pad(mask_pad).mask_attn(mask_attn)
-        x = x + self.dropout(self.mha(attn_in).context)
+        x = x + self.dropout(attend(residual))
         if self.norm_first:
             residual = self.norm_1(x)
         else:
@@ -236,3 +282,170 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)
         return x
+
+    def forward_step(self, input, cache: "TransformerEncoderAutoregressiveCache", mask_pad: Tensor | None = None,
+                     mask_attn: Tensor | None = None) -> Tensor:
+        """Run new positions only, attending to them and to every cached position: one
+        decoding step costs one position per layer, not a re-run over the prefix.
+
+        Args:
+            input: a :class:`TransformerEncoderInput` or the new positions ``[batch, n, d_model]``.
+            cache: from :meth:`new_autoregressive_cache`, advanced in place.
+            mask_pad: ``[batch, cached + n]`` bool.
+            mask_attn: ``[batch, n, cached + n]`` bool, the rows of the new positions (none is
+                needed for one new position of a causal model: it may see every earlier one).
+        Returns:
+            ``[batch, n, d_model]``, the outputs of the new positions.
+        """
+        op = "TransformerEncoder.forward_step"
+        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
+        _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
+        _check_model_input(op, "input", x, self.d_model)
+        if cache.output is not None and cache.output.shape[0] != x.shape[0]:
+            raise ValueError(f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
+                             f"positions for {x.shape[0]} (start a new cache for a new batch)")
+        for layer, layer_cache in zip(self.layers, cache.layers):
+            x = layer.forward_step(x, layer_cache, mask_pad, mask_attn)
+        cache.output = _append_positions(cache.output, x)
+        return x
+
+    def forward_autoregressive_inference(self, input, cache: "TransformerEncoderAutoregressiveCache",
+                                         mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+        """Burn's ``forward_autoregressive_inference``: ``input`` holds the whole sequence so
+        far ``[batch, seq, d_model]`` with masks ``[batch, seq]`` / ``[batch, seq, seq]``
+        (e.g. :func:`~ember.nn.generate_autoregressive_mask`); only the positions after the
+        cached ones are computed. Returns ``[batch, seq, d_model]``, equal to :meth:`forward`
+        on the same input."""
+        op = "TransformerEncoder.forward_autoregressive_inference"
+        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
+        _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
+        _check_model_input(op, "input", x, self.d_model)
+        done = cache.length
+        new = _continuation(op, x, done)
+        self.forward_step(new, cache, mask_pad, _mask_rows(op, mask_attn, x, done))
+        return cache.output
+
+    def new_autoregressive_cache(self) -> "TransformerEncoderAutoregressiveCache":
+        """An empty cache for :meth:`forward_autoregressive_inference` / :meth:`forward_step`."""
+        return TransformerEncoderAutoregressiveCache.empty(self.n_layers)
+
+    @staticmethod
+    def _unpack(input, mask_pad, mask_attn):
+        if isinstance(input, TransformerEncoderInput):
+            return (input.tensor, input.pad if mask_pad is None else mask_pad,
+                    input.attn if mask_attn is None else mask_attn)
+        return input, mask_pad, mask_attn
+
+
+class TransformerEncoderLayerAutoregressiveCache:
+    """The autoregressive cache of one :class:`TransformerEncoderLayer` (Burn's): the
+    self-attention keys/values, and the layer's outputs when advanced by the layer's own
+    ``forward_autoregressive_inference``.
+
+    Attributes:
+        mha: the self-attention :class:`~ember.nn.MhaCache`.
+        output: ``[batch, length, d_model]`` outputs so far (None while empty, and when the
+            layer is advanced through the encoder's cache, which keeps them once at the top).
+    """
+
+    __slots__ = ("mha", "output")
+
+    def __init__(self):
+        self.mha = MhaCache.autoregressive()
+        self.output = None
+
+    @classmethod
+    def empty(cls) -> "TransformerEncoderLayerAutoregressiveCache":
+        """An empty cache."""
+        return cls()
+
+    @property
+    def length(self) -> int:
+        """How many positions have been processed."""
+        return self.mha.length
+
+
+class TransformerEncoderAutoregressiveCache:
+    """The autoregressive cache of a :class:`TransformerEncoder` (Burn's): one
+    :class:`TransformerEncoderLayerAutoregressiveCache` per layer and the encoder's outputs
+    so far. Make one with ``encoder.new_autoregressive_cache()``.
+
+    Attributes:
+        layers: the per-layer caches.
+        output: ``[batch, length, d_model]`` outputs so far (None while empty).
+    """
+
+    __slots__ = ("layers", "output")
+
+    def __init__(self, layers: list):
+        self.layers = list(layers)
+        self.output = None
+
+    @classmethod
+    def empty(cls, num_layers: int) -> "TransformerEncoderAutoregressiveCache":
+        """An empty cache for ``num_layers`` layers."""
+        return cls([TransformerEncoderLayerAutoregressiveCache.empty() for _ in range(num_layers)])
+
+    @property
+    def length(self) -> int:
+        """How many positions have been processed."""
+        return 0 if self.output is None else self.output.shape[1]
+
+
+# ---- helpers shared with the decoder's autoregressive inference --------------------------------
+def _check_model_input(op: str, name: str, x, d_model: int) -> None:
+    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
+        got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{op}: {name} must be [batch, seq, {d_model}], got {got}")
+
+
+def _check_cache(op: str, cache, kind: type) -> None:
+    if not isinstance(cache, kind):
+        raise TypeError(f"{op}: cache must be a {kind.__name__}, got {type(cache).__name__}")
+
+
+def _check_stack_cache(op: str, cache, kind: type, n_layers: int) -> None:
+    _check_cache(op, cache, kind)
+    if len(cache.layers) != n_layers:
+        raise ValueError(f"{op}: the cache has {len(cache.layers)} layer caches for {n_layers} layers; make it "
+                         f"with new_autoregressive_cache()")
+
+
+def _cached_outputs(op: str, cache) -> int:
+    """How many positions a layer cache holds outputs for; refuses a cache advanced without them."""
+    kept = 0 if cache.output is None else cache.output.shape[1]
+    if kept != cache.length:
+        raise ValueError(f"{op}: this layer cache was advanced by forward_step (or by the whole model's "
+                         f"cache), which keeps no layer outputs; use one of the two per cache")
+    return kept
+
+
+def _continuation(op: str, x: Tensor, done: int) -> Tensor:
+    """The positions of the whole-sequence input ``x`` after the ``done`` cached ones."""
+    if not isinstance(x, Tensor) or x.ndim != 3:
+        got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{op}: expected the whole sequence so far [batch, seq, d_model], got {got}")
+    if x.shape[1] <= done:
+        raise ValueError(f"{op}: the input has {x.shape[1]} positions but the cache already holds {done}; pass "
+                         f"the whole sequence so far (the cached positions and at least one new one)")
+    return x[:, done:]
+
+
+def _mask_rows(op: str, mask: Tensor | None, x: Tensor, done: int, keys: int | None = None,
+              name: str = "mask_attn") -> Tensor | None:
+    """The rows of the new positions of a whole-sequence attention mask ``[batch, seq, keys]``
+    (``keys`` = seq for self-attention)."""
+    if mask is None:
+        return None
+    b, seq = x.shape[0], x.shape[1]
+    shape = (b, seq, seq if keys is None else keys)
+    if not isinstance(mask, Tensor) or not mask.dtype.is_bool or tuple(mask.shape) != shape:
+        got = f"{mask.dtype} {shape_str(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"{op}: {name} must be a bool tensor {shape_str(shape)} over the whole sequence so "
+                         f"far, got {got}")
+    return mask[:, done:]
+
+
+def _append_positions(history: Tensor | None, new: Tensor) -> Tensor:
+    """``history`` with the ``new`` positions appended along the sequence dim."""
+    return new if history is None else cat([history, new], 1)
