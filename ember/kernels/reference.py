@@ -239,8 +239,12 @@ class ArrayBackend(Backend):
         if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
             # [..., n, k] @ [k, m] as one GEMM: NumPy would loop over the batch in small GEMMs
             # (rows counted, not -1: NumPy cannot infer -1 for an empty array with k = 0)
-            out = self.xp.matmul(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), b)
+            out = self._gemm(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), b)
             return out.reshape(a.shape[:-1] + (b.shape[-1],))
+        return self._gemm(a, b)
+
+    def _gemm(self, a, b):
+        """The array library's ``matmul`` (a backend may run it on its own threads)."""
         return self.xp.matmul(a, b)
 
     # ---- dropout hash -------------------------------------------------------------------

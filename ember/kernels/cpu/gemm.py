@@ -1,0 +1,166 @@
+"""Matrix products on ember's own threads, each piece a single-threaded BLAS call.
+
+OpenBLAS's worker threads spin for ``OPENBLAS_THREAD_TIMEOUT`` after every call (2^28 cycles,
+about 0.1 s, unless the variable was set before NumPy loaded OpenBLAS), taking the cores
+that the Numba kernels between two GEMMs need: the AG News step ran 36% slower when NumPy
+was imported before ember. Here BLAS runs with one thread during ember's products, and a
+large product's rows are split over a small pool of Python threads (NumPy releases the GIL
+inside BLAS), so no thread ever waits spinning and the speed does not depend on what the
+user imported first. Where the BLAS library is not OpenBLAS with its own thread pool
+(MKL, an OpenMP build, no control found), products go straight to NumPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import queue
+import threading
+
+import numpy as np
+
+__all__ = ["matmul", "pool_threads"]
+
+#: Products below this many multiply-adds run in one call (splitting costs ~20 us).
+_SPLIT_MIN_MACS = 1 << 20
+#: Fewest rows a piece gets (BLAS kernels work on blocks of a few rows).
+_MIN_ROWS = 16
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class _OpenBlasThreads:
+    """``openblas_{get,set}_num_threads`` of NumPy's OpenBLAS, found through threadpoolctl."""
+
+    def __init__(self):
+        self.available = False
+        try:
+            from threadpoolctl import ThreadpoolController
+            controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
+        except Exception:  # noqa: BLE001  (no threadpoolctl or an unreadable library: no control)
+            return
+        for ctl in controllers:
+            if getattr(ctl, "threading_layer", None) == "openmp":
+                continue  # per-thread limits there: nothing spins across threads
+            for prefix, suffix in itertools.product(("", "scipy_"), ("", "64_", "_64")):
+                get = getattr(ctl.dynlib, f"{prefix}openblas_get_num_threads{suffix}", None)
+                put = getattr(ctl.dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    self._get, self._set = get, put
+                    self.available = True
+                    return
+
+    def __enter__(self):
+        _call_lock.acquire()  # the setting is process-wide: one product at a time changes it
+        self._before = self._get()
+        if self._before != 1:
+            self._set(1)
+
+    def __exit__(self, *exc):
+        try:
+            if self._before != 1:
+                self._set(self._before)
+        finally:
+            _call_lock.release()
+
+
+class _Pool:
+    """``threads - 1`` persistent workers; the calling thread computes the first piece."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._inbox: list[queue.SimpleQueue] = []
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        for index in range(threads - 1):
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+            worker = threading.Thread(target=self._serve, args=(inbox,), name=f"ember-gemm-{index}", daemon=True)
+            worker.start()
+            self._inbox.append(inbox)
+
+    def _serve(self, inbox):
+        while True:
+            a, b, out = inbox.get()
+            try:
+                np.matmul(a, b, out=out)
+                self._done.put(None)
+            except BaseException as error:  # noqa: BLE001  (re-raised in the caller)
+                self._done.put(error)
+
+    def run(self, pieces):
+        """Computes ``np.matmul(a, b, out=out)`` for every ``(a, b, out)`` piece."""
+        # Called with _call_lock held (inside _OpenBlasThreads): the pieces share the workers.
+        for inbox, piece in zip(self._inbox, pieces[1:]):
+            inbox.put(piece)
+        first_error = None
+        try:
+            np.matmul(*pieces[0][:2], out=pieces[0][2])
+        except BaseException as error:  # noqa: BLE001
+            first_error = error
+        for _ in pieces[1:]:
+            result = self._done.get()
+            if first_error is None and result is not None:
+                first_error = result
+        if first_error is not None:
+            raise first_error
+
+
+_blas = None
+_pool = None
+_setup_lock = threading.Lock()
+_call_lock = threading.RLock()
+
+
+def pool_threads() -> int:
+    """Threads a large product is split over: Numba's thread count (``EMBER_NUM_THREADS``)."""
+    from .jit import num_threads
+
+    return max(1, num_threads())
+
+
+def _setup():
+    global _blas, _pool
+    with _setup_lock:
+        if _blas is None:
+            blas = _OpenBlasThreads()
+            if os.environ.get("EMBER_GEMM_POOL", "1") == "0":  # NumPy's own BLAS threading
+                blas.available = False
+            threads = pool_threads() if blas.available else 1
+            _pool = _Pool(threads) if threads > 1 else None
+            _blas = blas
+    return _blas, _pool
+
+
+def _row_pieces(a, b, out, parts):
+    bounds = np.linspace(0, a.shape[0], parts + 1).astype(int)
+    return [(a[r0:r1], b, out[r0:r1]) for r0, r1 in zip(bounds[:-1], bounds[1:])]
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` (NumPy semantics). 2-D float products large enough are split by rows and
+    batched ones by their leading dimension; all run with single-threaded BLAS."""
+    blas, pool = _setup() if _blas is None else (_blas, _pool)
+    if not blas.available:
+        return np.matmul(a, b)
+    if a.dtype not in _FLOATS or b.dtype != a.dtype or a.ndim < 2 or b.ndim < 2:
+        with blas:
+            return np.matmul(a, b)
+    macs = math.prod(a.shape[:-1]) * a.shape[-1] * b.shape[-1]
+    if pool is None or macs < _SPLIT_MIN_MACS:
+        with blas:
+            return np.matmul(a, b)
+    if a.ndim == 2 and b.ndim == 2:
+        parts = min(pool.threads, a.shape[0] // _MIN_ROWS)
+        if parts > 1:
+            out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+            with blas:
+                pool.run(_row_pieces(a, b, out, parts))
+            return out
+    elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.shape[0] >= 2:
+        parts = min(pool.threads, a.shape[0])
+        out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
+        bounds = np.linspace(0, a.shape[0], parts + 1).astype(int)
+        with blas:
+            pool.run([(a[s:e], b[s:e], out[s:e]) for s, e in zip(bounds[:-1], bounds[1:])])
+        return out
+    with blas:
+        return np.matmul(a, b)
