@@ -130,9 +130,8 @@ def _setup():
     return _blas, _pool
 
 
-def _row_pieces(a, b, out, parts):
-    bounds = np.linspace(0, a.shape[0], parts + 1).astype(int)
-    return [(a[r0:r1], b, out[r0:r1]) for r0, r1 in zip(bounds[:-1], bounds[1:])]
+def _bounds(n, parts):
+    return [(i * n // parts, (i + 1) * n // parts) for i in range(parts)]
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -153,14 +152,13 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if parts > 1:
             out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
             with blas:
-                pool.run(_row_pieces(a, b, out, parts))
+                pool.run([(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)])
             return out
     elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.shape[0] >= 2:
         parts = min(pool.threads, a.shape[0])
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
-        bounds = np.linspace(0, a.shape[0], parts + 1).astype(int)
         with blas:
-            pool.run([(a[s:e], b[s:e], out[s:e]) for s, e in zip(bounds[:-1], bounds[1:])])
+            pool.run([(a[s:e], b[s:e], out[s:e]) for s, e in _bounds(a.shape[0], parts)])
         return out
     with blas:
         return np.matmul(a, b)
