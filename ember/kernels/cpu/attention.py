@@ -8,22 +8,25 @@ Semantics (see the backend contract)::
     lse = log(sum_j exp(s))                   # (+ exp(0) inside the sum when quiet)
     out = exp(s - lse) @ v
 
-One parallel Numba region does everything: each thread takes whole (batch, head) pairs
-and walks their query rows in blocks sized to stay in cache (``_TILE_BYTES``). Per block
-it forms the score tile with the register-blocked products of :mod:`.tilegemm`, turns
-it into exponentials in place (scale, dropout hash, mask and max in one sweep, then
-exponentials and their sum), multiplies by ``v`` and normalises the output rows, so the
-``[B, H, Sq, Sk]`` score array is never materialised. The backward recomputes each tile
-from ``q``, ``k`` and ``lse``, and accumulates ``dk`` and ``dv`` for its head in
-thread-private buffers (no races, no atomics). Padded (masked) keys are left out of
-both passes whenever that changes nothing (see ``_forward``), so a batch padded to three
-times its text length costs about a third. The kernels work on ``[B, S, H, D]`` arrays,
-the layout of heads split off a projection, so neither the inputs nor the outputs (nor
-their gradients) are copied between the projections and the kernel. Keeping the GEMMs inside the region
-avoids handing the cores back and forth between NumPy's BLAS thread pool and Numba's,
-which on a 2-core machine cost more than the products (a NumPy-matmul + Numba-softmax
-version of this kernel ran 5-10x slower here under load). Parallelism is over
-(batch, head) pairs, so it needs ``B * H`` of at least the thread count.
+Each of ember's threads (:mod:`.threadpool`) runs one serial kernel call over its share of
+the (batch, head) pairs and walks their query rows in blocks sized to stay in cache
+(``_TILE_BYTES``). Per block it forms the score tile with the register-blocked products of
+:mod:`.tilegemm`, turns it into exponentials in place (scale, dropout hash, mask and max in
+one sweep, then exponentials and their sum), multiplies by ``v`` and normalises the output
+rows, so the ``[B, H, Sq, Sk]`` score array is never materialised. The backward recomputes
+each tile from ``q``, ``k`` and ``lse``, and accumulates ``dk`` and ``dv`` for its head in
+thread-private buffers (no races, no atomics). Keeping the GEMMs inside the kernel avoids
+handing the cores back and forth between BLAS and the kernel threads, which on a 2-core
+machine cost more than the products (a NumPy-matmul + Numba-softmax version of this kernel
+ran 5-10x slower here under load); serial calls on ember's threads instead of a Numba
+``prange`` region compile in half the time (a fresh install's first step waits for it).
+
+Padded (masked) keys are left out of both passes whenever that changes nothing (see
+``_forward_pairs``), so a batch padded to three times its text length costs about a third.
+The kernels work on ``[B, S, H, D]`` arrays, the layout of heads split off a projection,
+so neither the inputs nor the outputs (nor their gradients) are copied between the
+projections and the kernel. Thread ``t`` of ``T`` takes pairs ``t, t + T, ...``: with the
+heads of one batch row spread over the threads, a long row does not land on one thread.
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
+from . import threadpool
 from . import vecmath as vm
 from .checks import contiguous, float_array, probability, seed_u64
 from .dropout import hash_bits, keep_threshold
-from .jit import kernel, serial, serial_ordered
+from .jit import serial, serial_ordered
 from .tilegemm import accumulate_at_b, rows_by_matrix, rows_dot_rows
 
 __all__ = ["attention", "attention_backward"]
@@ -206,79 +209,69 @@ def _grad_row(
 
 
 @serial
-def _forward_head(
-    q, k, v, b, h, keep, masked, n, compact, base0, block, scale, quiet, use_dropout, seed,
-    threshold, drop_scale, out, lse_h,
+def _forward_pairs(
+    q, k, v, mask, block, scale, quiet, use_dropout, seed, threshold, drop_scale, out, lse,
+    first, step,
 ):
-    """Head ``h`` of batch ``b`` (``[B, S, H, D]`` arrays) over the keys ``keep[:n]``. With
-    ``compact`` (the masked keys left out), returns False as soon as a row would have given
-    a masked key a weight that is not exactly 0 (its real scores all near or below the -1e4
-    fill): the caller then redoes the head over every key."""
-    sq, dh = q.shape[1], q.shape[3]
+    """``out`` (``[B, Sq, H, Dv]``) and ``lse [B, H, Sq]`` from ``q``, ``k``, ``v``
+    (``[B, S, H, D]``: the layout the heads' projections produce, read without copies), for
+    the (batch, head) pairs ``first, first + step, ...`` (one call per thread)."""
+    n_b, sq, heads, dh = q.shape
     sk = k.shape[1]
     dv = v.shape[3]
-    kt = np.empty((dh, n), dtype=q.dtype)
-    vt = np.empty((dv, n), dtype=q.dtype)
-    tile = np.empty((block, n), dtype=q.dtype)
+    keep = np.empty(sk, dtype=np.int64)
+    kept_mask = np.empty(sk, dtype=np.bool_)
     q_rows = np.empty((block, dh), dtype=q.dtype)
     o_rows = np.empty((block, dv), dtype=q.dtype)
     inv = np.empty(block, dtype=q.dtype)
-    _gather_transposed(k[b, :, h, :], keep, n, kt)
-    _gather_transposed(v[b, :, h, :], keep, n, vt)
     fill = vm.typed(_MASK_FILL, q)
     zero = vm.typed(0.0, q)
-    for q0 in range(0, sq, block):
-        rows = min(sq, q0 + block) - q0
-        _load_rows(q, b, h, q0, rows, q_rows)
-        s = tile[:rows]
-        rows_by_matrix(q_rows[:rows], kt, s)
-        for r in range(rows):
-            base = base0 + (q0 + r) * sk
-            lse_h[q0 + r], inv[r], m = _exp_scores_row(
-                s[r], masked, keep, base, scale, quiet, use_dropout, seed, threshold, drop_scale,
-            )
-            if compact and vm.exp(fill - m) != zero:
-                return False
-        o = o_rows[:rows]
-        rows_dot_rows(s, vt, o)
-        for r in range(rows):
-            dst = out[b, q0 + r, h]
-            o_r = o[r]
-            c = inv[r]
-            for d in range(dv):
-                dst[d] = o_r[d] * c
-    return True
-
-
-@kernel
-def _forward(
-    q, k, v, mask, block, scale, quiet, use_dropout, seed, threshold, drop_scale, out, lse,
-):
-    """``out`` (``[B, Sq, H, Dv]``) and ``lse [B, H, Sq]`` from ``q``, ``k``, ``v``
-    (``[B, S, H, D]``: the layout the heads' projections produce, read without copies)."""
-    n_b, sq, heads, _ = q.shape
-    sk = k.shape[1]
-    for bh in prange(n_b * heads):
+    for bh in range(first, n_b * heads, step):
         b, h = bh // heads, bh % heads
         masked = mask[b]
-        keep = np.empty(sk, dtype=np.int64)
-        kept_mask = np.empty(sk, dtype=np.bool_)
+        base0 = bh * sq * sk
         # Padded keys get weight exp(-1e4 - max) = 0 exactly, so leaving them out changes
         # nothing (a batch padded to 3x its text runs 3x faster) - unless a padded value is
-        # not finite (0 * inf is NaN in the full product) or a row's scores are near -1e4.
+        # not finite (0 * inf is NaN in the full product) or a row's scores are near -1e4:
+        # then (found while computing) the pair is redone over every key.
         n = _key_columns(masked, keep, kept_mask)
-        done = False
-        if n > 0 and _masked_rows_finite(v[b, :, h, :], masked):
-            done = _forward_head(
-                q, k, v, b, h, keep, kept_mask, n, True, bh * sq * sk, block, scale, quiet,
-                use_dropout, seed, threshold, drop_scale, out, lse[b, h],
-            )
-        if not done:
+        compact = n > 0 and _masked_rows_finite(v[b, :, h, :], masked)
+        if not compact:
             n = _every_key(masked, keep, kept_mask)
-            _forward_head(
-                q, k, v, b, h, keep, kept_mask, n, False, bh * sq * sk, block, scale, quiet,
-                use_dropout, seed, threshold, drop_scale, out, lse[b, h],
-            )
+        done = False
+        while not done:
+            kt = np.empty((dh, n), dtype=q.dtype)
+            vt = np.empty((dv, n), dtype=q.dtype)
+            tile = np.empty((block, n), dtype=q.dtype)
+            _gather_transposed(k[b, :, h, :], keep, n, kt)
+            _gather_transposed(v[b, :, h, :], keep, n, vt)
+            done = True
+            for q0 in range(0, sq, block):
+                rows = min(sq, q0 + block) - q0
+                _load_rows(q, b, h, q0, rows, q_rows)
+                s = tile[:rows]
+                rows_by_matrix(q_rows[:rows], kt, s)
+                for r in range(rows):
+                    lse[b, h, q0 + r], inv[r], m = _exp_scores_row(
+                        s[r], kept_mask, keep, base0 + (q0 + r) * sk, scale, quiet, use_dropout, seed,
+                        threshold, drop_scale,
+                    )
+                    if compact and vm.exp(fill - m) != zero:
+                        done = False
+                        break
+                if not done:
+                    break
+                o = o_rows[:rows]
+                rows_dot_rows(s, vt, o)
+                for r in range(rows):
+                    dst = out[b, q0 + r, h]
+                    o_r = o[r]
+                    c = inv[r]
+                    for d in range(dv):
+                        dst[d] = o_r[d] * c
+            if not done:
+                compact = False
+                n = _every_key(masked, keep, kept_mask)
 
 
 @serial
@@ -299,77 +292,64 @@ def _masked_weights_vanish(qh, douth, kh, lse_h, masked):
 
 
 @serial
-def _backward_head(
-    dout, q, k, v, out, lse_h, b, h, keep, masked, n, base0, block, scale, use_dropout, seed,
-    threshold, drop_scale, dq, dk, dv,
+def _backward_pairs(
+    dout, q, k, v, out, lse, mask, block, scale, use_dropout, seed, threshold, drop_scale,
+    dq, dk, dv, first, step,
 ):
-    """Head ``h`` of batch ``b`` over the keys ``keep[:n]``; the other keys' ``dk``/``dv`` are 0."""
-    sq, dh = q.shape[1], q.shape[3]
+    """``dq``, ``dk``, ``dv`` (``[B, S, H, D]``, as the inputs), recomputing the weights
+    from ``lse``, for the (batch, head) pairs ``first, first + step, ...``; the keys left
+    out (as in the forward) get ``dk = dv = 0``."""
+    n_b, sq, heads, dh = q.shape
     sk = k.shape[1]
     d_v = v.shape[3]
-    kt = np.empty((dh, n), dtype=q.dtype)
-    vt = np.empty((d_v, n), dtype=q.dtype)
-    dkt = np.zeros((dh, n), dtype=q.dtype)
-    dvt = np.zeros((d_v, n), dtype=q.dtype)
-    s_tile = np.empty((block, n), dtype=q.dtype)
-    g_tile = np.empty((block, n), dtype=q.dtype)
+    keep = np.empty(sk, dtype=np.int64)
+    kept_mask = np.empty(sk, dtype=np.bool_)
     q_rows = np.empty((block, dh), dtype=q.dtype)
     dout_rows = np.empty((block, d_v), dtype=q.dtype)
     dq_rows = np.empty((block, dh), dtype=q.dtype)
-    _gather_transposed(k[b, :, h, :], keep, n, kt)
-    _gather_transposed(v[b, :, h, :], keep, n, vt)
-    for q0 in range(0, sq, block):
-        rows = min(sq, q0 + block) - q0
-        _load_rows(q, b, h, q0, rows, q_rows)
-        _load_rows(dout, b, h, q0, rows, dout_rows)
-        s = s_tile[:rows]
-        g = g_tile[:rows]
-        rows_by_matrix(q_rows[:rows], kt, s)
-        rows_by_matrix(dout_rows[:rows], vt, g)
-        for r in range(rows):
-            i = q0 + r
-            out_r = out[b, i, h]
-            dout_r = dout_rows[r]
-            delta = 0.0
-            for d in range(d_v):
-                delta += dout_r[d] * out_r[d]
-            _grad_row(
-                s[r], g[r], masked, keep, base0 + i * sk, scale, use_dropout, seed, threshold,
-                drop_scale, lse_h[i], delta,
-            )
-        rows_dot_rows(g, kt, dq_rows[:rows])
-        for r in range(rows):
-            dst = dq[b, q0 + r, h]
-            for d in range(dh):
-                dst[d] = dq_rows[r, d]
-        accumulate_at_b(dkt, q_rows[:rows], g)
-        accumulate_at_b(dvt, dout_rows[:rows], s)
-    _scatter_transposed(dkt, keep, n, dk[b, :, h, :])
-    _scatter_transposed(dvt, keep, n, dv[b, :, h, :])
-
-
-@kernel
-def _backward(
-    dout, q, k, v, out, lse, mask, block, scale, use_dropout, seed, threshold, drop_scale,
-    dq, dk, dv,
-):
-    """``dq``, ``dk``, ``dv`` (``[B, S, H, D]``, as the inputs), recomputing the weights
-    from ``lse``."""
-    n_b, sq, heads, _ = q.shape
-    sk = k.shape[1]
-    for bh in prange(n_b * heads):
+    for bh in range(first, n_b * heads, step):
         b, h = bh // heads, bh % heads
         masked = mask[b]
-        keep = np.empty(sk, dtype=np.int64)
-        kept_mask = np.empty(sk, dtype=np.bool_)
-        n = _key_columns(masked, keep, kept_mask)  # the masked keys left out, as in the forward
-        if n == 0 or not _masked_weights_vanish(q[b, :, h, :], dout[b, :, h, :], k[b, :, h, :], lse[b, h],
-                                                masked):
+        lse_h = lse[b, h]
+        n = _key_columns(masked, keep, kept_mask)
+        if n == 0 or not _masked_weights_vanish(q[b, :, h, :], dout[b, :, h, :], k[b, :, h, :], lse_h, masked):
             n = _every_key(masked, keep, kept_mask)
-        _backward_head(
-            dout, q, k, v, out, lse[b, h], b, h, keep, kept_mask, n, bh * sq * sk, block, scale,
-            use_dropout, seed, threshold, drop_scale, dq, dk, dv,
-        )
+        kt = np.empty((dh, n), dtype=q.dtype)
+        vt = np.empty((d_v, n), dtype=q.dtype)
+        dkt = np.zeros((dh, n), dtype=q.dtype)
+        dvt = np.zeros((d_v, n), dtype=q.dtype)
+        s_tile = np.empty((block, n), dtype=q.dtype)
+        g_tile = np.empty((block, n), dtype=q.dtype)
+        _gather_transposed(k[b, :, h, :], keep, n, kt)
+        _gather_transposed(v[b, :, h, :], keep, n, vt)
+        for q0 in range(0, sq, block):
+            rows = min(sq, q0 + block) - q0
+            _load_rows(q, b, h, q0, rows, q_rows)
+            _load_rows(dout, b, h, q0, rows, dout_rows)
+            s = s_tile[:rows]
+            g = g_tile[:rows]
+            rows_by_matrix(q_rows[:rows], kt, s)
+            rows_by_matrix(dout_rows[:rows], vt, g)
+            for r in range(rows):
+                i = q0 + r
+                out_r = out[b, i, h]
+                dout_r = dout_rows[r]
+                delta = 0.0
+                for d in range(d_v):
+                    delta += dout_r[d] * out_r[d]
+                _grad_row(
+                    s[r], g[r], kept_mask, keep, bh * sq * sk + i * sk, scale, use_dropout, seed,
+                    threshold, drop_scale, lse_h[i], delta,
+                )
+            rows_dot_rows(g, kt, dq_rows[:rows])
+            for r in range(rows):
+                dst = dq[b, q0 + r, h]
+                for d in range(dh):
+                    dst[d] = dq_rows[r, d]
+            accumulate_at_b(dkt, q_rows[:rows], g)
+            accumulate_at_b(dvt, dout_rows[:rows], s)
+        _scatter_transposed(dkt, keep, n, dk[b, :, h, :])
+        _scatter_transposed(dvt, keep, n, dv[b, :, h, :])
 
 
 def _heads_last(op: str, name: str, x: object, dtype: np.dtype | None) -> np.ndarray:
@@ -477,8 +457,8 @@ def attention(
         out.fill(0)
         lse.fill(0.0 if quiet else -np.inf)
     else:
-        _forward(
-            pb.q, pb.k, pb.v, pb.mask, pb.block_rows(), pb.scale, bool(quiet), pb.use_dropout,
+        threadpool.run(
+            _forward_pairs, pb.q, pb.k, pb.v, pb.mask, pb.block_rows(), pb.scale, bool(quiet), pb.use_dropout,
             pb.seed, pb.threshold, pb.drop_scale, out, lse,
         )
     return _heads_first(out), lse
@@ -536,8 +516,8 @@ def attention_backward(
     dk = alloc((pb.b, pb.sk, pb.h, pb.dh), dtype=pb.dtype)
     dv = alloc((pb.b, pb.sk, pb.h, pb.dv), dtype=pb.dtype)
     if not pb.empty:
-        _backward(
-            dout4, pb.q, pb.k, pb.v, out4, lse3, pb.mask, pb.block_rows(), pb.scale, pb.use_dropout,
-            pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
+        threadpool.run(
+            _backward_pairs, dout4, pb.q, pb.k, pb.v, out4, lse3, pb.mask, pb.block_rows(), pb.scale,
+            pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
         )
     return _heads_first(dq), _heads_first(dk), _heads_first(dv)

@@ -15,12 +15,13 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import queue
 import threading
 
 import numpy as np
 
-__all__ = ["matmul", "pool_threads"]
+from . import threadpool
+
+__all__ = ["matmul"]
 
 #: Products below this many multiply-adds run in one call (splitting costs ~20 us).
 _SPLIT_MIN_MACS = 1 << 20
@@ -64,70 +65,24 @@ class _OpenBlasThreads:
             _call_lock.release()
 
 
-class _Pool:
-    """``threads - 1`` persistent workers; the calling thread computes the first piece."""
-
-    def __init__(self, threads: int):
-        self.threads = threads
-        self._inbox: list[queue.SimpleQueue] = []
-        self._done: queue.SimpleQueue = queue.SimpleQueue()
-        for index in range(threads - 1):
-            inbox: queue.SimpleQueue = queue.SimpleQueue()
-            worker = threading.Thread(target=self._serve, args=(inbox,), name=f"ember-gemm-{index}", daemon=True)
-            worker.start()
-            self._inbox.append(inbox)
-
-    def _serve(self, inbox):
-        while True:
-            a, b, out = inbox.get()
-            try:
-                np.matmul(a, b, out=out)
-                self._done.put(None)
-            except BaseException as error:  # noqa: BLE001  (re-raised in the caller)
-                self._done.put(error)
-
-    def run(self, pieces):
-        """Computes ``np.matmul(a, b, out=out)`` for every ``(a, b, out)`` piece."""
-        # Called with _call_lock held (inside _OpenBlasThreads): the pieces share the workers.
-        for inbox, piece in zip(self._inbox, pieces[1:]):
-            inbox.put(piece)
-        first_error = None
-        try:
-            np.matmul(*pieces[0][:2], out=pieces[0][2])
-        except BaseException as error:  # noqa: BLE001
-            first_error = error
-        for _ in pieces[1:]:
-            result = self._done.get()
-            if first_error is None and result is not None:
-                first_error = result
-        if first_error is not None:
-            raise first_error
-
-
 _blas = None
-_pool = None
 _setup_lock = threading.Lock()
 _call_lock = threading.RLock()
 
 
-def pool_threads() -> int:
-    """Threads a large product is split over: Numba's thread count (``EMBER_NUM_THREADS``)."""
-    from .jit import num_threads
-
-    return max(1, num_threads())
-
-
 def _setup():
-    global _blas, _pool
+    global _blas
     with _setup_lock:
         if _blas is None:
             blas = _OpenBlasThreads()
             if os.environ.get("EMBER_GEMM_POOL", "1") == "0":  # NumPy's own BLAS threading
                 blas.available = False
-            threads = pool_threads() if blas.available else 1
-            _pool = _Pool(threads) if threads > 1 else None
             _blas = blas
-    return _blas, _pool
+    return _blas
+
+
+def _products(pieces):
+    return [(lambda a=a, b=b, out=out: np.matmul(a, b, out=out)) for a, b, out in pieces]
 
 
 def _bounds(n, parts):
@@ -137,14 +92,15 @@ def _bounds(n, parts):
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` (NumPy semantics). 2-D float products large enough are split by rows and
     batched ones by their leading dimension; all run with single-threaded BLAS."""
-    blas, pool = _setup() if _blas is None else (_blas, _pool)
+    blas = _setup() if _blas is None else _blas
     if not blas.available:
         return np.matmul(a, b)
     if a.dtype not in _FLOATS or b.dtype != a.dtype or a.ndim < 2 or b.ndim < 2:
         with blas:
             return np.matmul(a, b)
     macs = math.prod(a.shape[:-1]) * a.shape[-1] * b.shape[-1]
-    if pool is None or macs < _SPLIT_MIN_MACS:
+    pool = threadpool.pool()
+    if pool.threads == 1 or macs < _SPLIT_MIN_MACS:
         with blas:
             return np.matmul(a, b)
     if a.ndim == 2 and b.ndim == 2:
@@ -152,13 +108,13 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if parts > 1:
             out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
             with blas:
-                pool.run([(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)])
+                pool.run(_products([(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)]))
             return out
     elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.shape[0] >= 2:
         parts = min(pool.threads, a.shape[0])
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
         with blas:
-            pool.run([(a[s:e], b[s:e], out[s:e]) for s, e in _bounds(a.shape[0], parts)])
+            pool.run(_products([(a[s:e], b[s:e], out[s:e]) for s, e in _bounds(a.shape[0], parts)]))
         return out
     with blas:
         return np.matmul(a, b)
