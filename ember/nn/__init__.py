@@ -23,11 +23,14 @@ from ember.nn.batch_norm import BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormCo
 from ember.nn.container import Identity, Sequential
 from ember.nn.conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig
 from ember.nn.cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
+from ember.nn.distance import CosineSimilarity, CosineSimilarityConfig, PairwiseDistance, PairwiseDistanceConfig
 from ember.nn.dropout import Dropout, DropoutConfig
 from ember.nn.embedding import Embedding, EmbeddingConfig
 from ember.nn.embedding_bag import EmbeddingBag, EmbeddingBagConfig
 from ember.nn.init import (Constant, Initializer, KaimingNormal, KaimingUniform, Normal, Ones, Uniform, XavierNormal,
                            XavierUniform, Zeros)
+from ember.nn.interpolate import (Interpolate1d, Interpolate1dConfig, Interpolate2d, Interpolate2dConfig,
+                                  InterpolateMode)
 from ember.nn.linear import Linear, LinearConfig, LinearLayout
 from ember.nn.lora import Lora, LoraAdapter, apply_lora, merge_lora
 from ember.nn.loss import (BinaryCrossEntropyLoss, BinaryCrossEntropyLossConfig, CosineEmbeddingLoss,
@@ -41,11 +44,17 @@ from ember.nn.mask import GeneratePaddingMask, SeqLength, generate_autoregressiv
 from ember.nn.module import Module
 from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
 from ember.nn.norm import LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig
+from ember.nn.norm_group import GroupNorm, GroupNormConfig
+from ember.nn.norm_instance import InstanceNorm, InstanceNormConfig
+from ember.nn.norm_local_response import LocalResponseNorm, LocalResponseNormConfig
 from ember.nn.padding import PaddingConfig1d, PaddingConfig2d
 from ember.nn.param import Param, ParamId, RunningState
 from ember.nn.param_group import ParamGroup, ParamGroupError
+from ember.nn.pixel_shuffle import PixelShuffle, PixelShuffleConfig, PixelUnshuffle, PixelUnshuffleConfig
 from ember.nn.pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig, MaxPool2d,
                            MaxPool2dConfig)
+from ember.nn.pool1d import (AdaptiveAvgPool1d, AdaptiveAvgPool1dConfig, AvgPool1d, AvgPool1dConfig, MaxPool1d,
+                            MaxPool1dConfig)
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
 from ember.nn.rotary import RotaryEncoding, RotaryEncodingConfig
 from ember.nn.rnn import (BiGru, BiGruConfig, BiLstm, BiLstmConfig, BiRnn, BiRnnConfig, GateController, Gru,
@@ -58,23 +67,32 @@ from ember.nn.transformer_decoder import (TransformerDecoder, TransformerDecoder
                                           TransformerDecoderLayerAutoregressiveCache)
 
 __all__ = [
-    "ActivationConfig", "AdaptiveAvgPool2d", "AdaptiveAvgPool2dConfig", "AvgPool2d", "AvgPool2dConfig", "BatchNorm",
+    "ActivationConfig", "AdaptiveAvgPool1d", "AdaptiveAvgPool1dConfig", "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool2dConfig", "AvgPool1d", "AvgPool1dConfig", "AvgPool2d", "AvgPool2dConfig", "BatchNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BiGru", "BiGruConfig", "BiLstm", "BiLstmConfig", "BiRnn",
     "BiRnnConfig", "BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CTCLoss", "CTCLossConfig", "Celu",
     "CeluConfig", "Constant", "Conv1d", "Conv1dConfig", "Conv2d", "Conv2dConfig", "CosineEmbeddingLoss",
-    "CosineEmbeddingLossConfig", "CrossAttention", "CrossAttentionCache", "CrossAttentionConfig",
+    "CosineEmbeddingLossConfig", "CosineSimilarity", "CosineSimilarityConfig", "CrossAttention",
+    "CrossAttentionCache", "CrossAttentionConfig",
     "CrossEntropyLoss", "CrossEntropyLossConfig", "DTypePolicy", "Dropout", "DropoutConfig", "Elu", "EluConfig",
     "Embedding", "EmbeddingBag", "EmbeddingBagConfig", "EmbeddingConfig", "GLU", "GateController",
-    "GaussianNLLLoss", "GaussianNLLLossConfig", "Gelu", "GeneratePaddingMask", "Glu", "Gru", "GruConfig",
+    "GaussianNLLLoss", "GaussianNLLLossConfig", "Gelu", "GeneratePaddingMask", "Glu", "GroupNorm", "GroupNormConfig",
+    "Gru", "GruConfig",
     "HardShrink", "HardShrinkConfig", "HardSigmoid", "HardSigmoidConfig", "HardSwish", "Hardtanh", "HardtanhConfig",
     "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss", "HuberLossConfig", "Identity", "Initializer",
+    "InstanceNorm", "InstanceNormConfig", "Interpolate1d", "Interpolate1dConfig", "Interpolate2d",
+    "Interpolate2dConfig", "InterpolateMode",
     "KLDivLoss", "KLDivLossConfig", "KaimingNormal", "KaimingUniform", "LayerNorm", "LayerNormConfig", "LeakyRelu",
-    "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "LogSigmoid", "Lora", "LoraAdapter", "LpLoss",
+    "LeakyReluConfig", "Linear", "LinearConfig", "LinearLayout", "LocalResponseNorm", "LocalResponseNormConfig",
+    "LogSigmoid", "Lora", "LoraAdapter", "LpLoss",
     "LpLossConfig", "Lstm", "LstmConfig", "LstmState", "MSELoss", "MarginRankingLoss", "MarginRankingLossConfig",
+    "MaxPool1d", "MaxPool1dConfig",
     "MaxPool2d", "MaxPool2dConfig", "MhaCache", "MhaInput", "MhaOutput", "Mish", "Module", "ModuleRecord",
     "MseLoss", "MultiHeadAttention", "MultiHeadAttentionConfig", "MultiMarginLoss", "MultiMarginLossConfig",
-    "Normal", "Ones", "PRelu", "PReluConfig", "PaddingConfig1d", "PaddingConfig2d", "Param", "ParamGroup",
-    "ParamGroupError", "ParamId", "PoissonNllLoss", "PoissonNllLossConfig", "PositionWiseFeedForward",
+    "Normal", "Ones", "PRelu", "PReluConfig", "PaddingConfig1d", "PaddingConfig2d", "PairwiseDistance",
+    "PairwiseDistanceConfig", "Param", "ParamGroup",
+    "ParamGroupError", "ParamId", "PixelShuffle", "PixelShuffleConfig", "PixelUnshuffle", "PixelUnshuffleConfig",
+    "PoissonNllLoss", "PoissonNllLossConfig", "PositionWiseFeedForward",
     "PositionWiseFeedForwardConfig", "PositionalEncoding", "PositionalEncodingConfig", "RRelu", "RReluConfig",
     "RecordEntry", "Reduction", "Relu", "Relu6", "RmsNorm", "RmsNormConfig", "Rnn", "RnnConfig", "RnnState",
     "RotaryEncoding", "RotaryEncodingConfig", "RunningState", "Selu", "SeqLength", "Sequential", "Shrink",
