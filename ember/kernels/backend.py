@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 
 from ember.tensor import dtypes as dt
+from ember.tensor import op_table
 
 PRIMITIVES = (
     # creation and transfer
@@ -51,12 +52,10 @@ PRIMITIVES = (
     "matmul",
 )
 
-UNARY_OPS = ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos",
-             "tanh", "sigmoid", "erf", "relu", "reciprocal", "square", "floor", "ceil", "round",
-             "logical_not", "isnan", "isinf", "isfinite")
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
-              "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
-REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
+# The op names ``unary``, ``binary`` and ``reduce`` take, from the op table (ember/tensor/op_table.py).
+UNARY_OPS = op_table.names(op_table.UNARY)
+BINARY_OPS = op_table.names(op_table.BINARY)
+REDUCE_OPS = op_table.names(op_table.REDUCE)
 
 # Dropout: a counter-based hash (SplitMix64 finaliser) so masks are regenerated in backward
 # instead of stored, and are bit-identical on every backend.

@@ -7,15 +7,20 @@ import numpy as np
 
 from ember.tensor import dtypes as dt
 from ember.tensor.device import Device, as_device
+from ember.tensor.op_methods import OpMethods
 
 
-class Tensor:
+class Tensor(OpMethods):
     """An n-dimensional array on a device, with reverse-mode autodiff.
 
     Create tensors with :func:`ember.tensor`, :func:`ember.zeros`, :func:`ember.randn`, ...
     Gradients are never stored on tensors: ``loss.backward()`` returns them in a
     :class:`ember.Gradients` container. Ops and methods also take *tensor-like* operands,
     objects with ``__ember_tensor__()`` such as ``nn.Param`` (see :func:`as_tensor`).
+
+    The methods and operators of the ops (``exp``, ``sum``, ``reshape``, ``-``, ``*``, ...)
+    come from :class:`ember.tensor.op_methods.OpMethods`, generated from the op table
+    (:mod:`ember.tensor.op_table`); this class holds the rest and those written by hand.
     """
 
     __slots__ = ("_data", "_device", "_dtype", "_node", "__weakref__")
@@ -165,6 +170,60 @@ class Tensor:
         from ember.tensor.backward import backward
         return backward(self, grad)
 
+    # ---- op methods written by hand (the op table lists them under ``written``) -----------
+    # Operands that stand for a tensor (an nn.Param) are converted first, as in the generated
+    # methods (see accepts_tensor_like).
+    def __add__(self, other) -> Tensor:
+        """``self + other``."""
+        if type(other) not in _PLAIN_TYPES:
+            if type(other) is _RowSparse:  # dense + row-sparse: the sparse side knows how
+                return other.__radd__(self)
+            if _holds_tensor_like(other):
+                other = _converted(other)
+        return _binary("add", self, other)
+
+    def __pos__(self) -> Tensor:
+        """``+self``: the tensor itself."""
+        return self
+
+    def __invert__(self) -> Tensor:
+        """``~self``: logical not, of a bool tensor."""
+        if not self._dtype.is_bool:
+            raise TypeError(f"~ is defined for bool tensors only, got {self._dtype}")
+        return _unary("logical_not", self)
+
+    def __setitem__(self, key, value) -> None:
+        """``t[key] = value`` as the functional op ``index_put``; ``t`` then holds the result.
+
+        Not allowed on a leaf that requires grad (its gradient would no longer be defined).
+        """
+        if self._node is not None and self._node.is_leaf:
+            raise RuntimeError("setitem: cannot assign into a leaf tensor that requires grad; "
+                               "use index_put to build a new tensor instead")
+        out = _index_put(self, _operand(key), _operand(value))
+        self._data, self._node, self._dtype = out._data, out._node, out._dtype
+
+    @property
+    def T(self) -> Tensor:
+        """The tensor with its dims reversed (the transpose of a matrix)."""
+        return _permute(self, tuple(reversed(range(self.ndim))))
+
+    def where(self, cond: Tensor, other) -> Tensor:
+        """``self`` where ``cond`` is True, ``other`` elsewhere (broadcasting)."""
+        return _where(_operand(cond), self, _operand(other))
+
+    def mask_where(self, mask: Tensor, value) -> Tensor:
+        """``value`` where ``mask`` is True, ``self`` elsewhere (Burn's ``mask_where``)."""
+        return _where(_operand(mask), _operand(value), self)
+
+    def clamp_min(self, min) -> Tensor:
+        """``clamp(self, min=min)``."""
+        return _clamp(self, min=_operand(min))
+
+    def clamp_max(self, max) -> Tensor:
+        """``clamp(self, max=max)``."""
+        return _clamp(self, max=_operand(max))
+
     # ---- repr ---------------------------------------------------------------------------
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", threshold=200, edgeitems=3, precision=4,
@@ -203,9 +262,10 @@ def _to_device(t: Tensor, device: Device) -> Tensor:
 
 # ---- tensor-like objects ----------------------------------------------------------------------
 # An object that stands for a tensor (an ``nn.Param``: its effective value) defines
-# ``__ember_tensor__()``. Operands are converted here, in one place: Tensor methods and the
-# top-level op functions are wrapped with ``accepts_tensor_like``, so ``x + param``,
-# ``x @ param`` and ``ember.gelu(param)`` compute on that tensor, autodiff included.
+# ``__ember_tensor__()``. Operands are converted by the helpers here: the generated Tensor
+# methods and top-level op functions (op_methods.py, op_functions.py), the methods above and
+# functions wrapped with ``accepts_tensor_like`` call them, so ``x + param``, ``x @ param``
+# and ``ember.gelu(param)`` compute on that tensor, autodiff included.
 _TENSOR_LIKE_TYPES: dict = {}  # type -> whether it defines __ember_tensor__, cached
 _PLAIN_TYPES = frozenset({Tensor, int, float, bool, str, slice, type(None), type(Ellipsis)})
 
@@ -250,6 +310,13 @@ def _converted(value):
     return as_tensor(value)
 
 
+def _operand(value):
+    """``value``, or what it stands for when it is (or a list/tuple holding) a tensor-like."""
+    if type(value) not in _PLAIN_TYPES and _holds_tensor_like(value):
+        return _converted(value)
+    return value
+
+
 def accepts_tensor_like(fn):
     """Wrap an op so that tensor-like arguments, and tensor-likes inside a list/tuple argument,
     reach it as Tensors (:func:`as_tensor`). Other arguments pass through untouched."""
@@ -265,4 +332,14 @@ def accepts_tensor_like(fn):
     return op
 
 
-from ember.tensor import methods as _methods  # noqa: E402,F401  attaches ops as Tensor methods
+# The op functions the methods call: their modules import Tensor, so they load once it exists.
+from ember.tensor import op_methods as _op_methods  # noqa: E402
+from ember.tensor.ops.elementwise import binary as _binary  # noqa: E402
+from ember.tensor.ops.elementwise import clamp as _clamp  # noqa: E402
+from ember.tensor.ops.elementwise import unary as _unary  # noqa: E402
+from ember.tensor.ops.elementwise import where as _where  # noqa: E402
+from ember.tensor.ops.indexing import index_put as _index_put  # noqa: E402
+from ember.tensor.ops.movement import permute as _permute  # noqa: E402
+from ember.tensor.sparse import RowSparse as _RowSparse  # noqa: E402
+
+_op_methods.bind_ops()

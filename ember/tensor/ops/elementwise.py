@@ -4,30 +4,41 @@ from __future__ import annotations
 import numpy as np
 
 from ember.tensor import dtypes as dt
+from ember.tensor import op_table as _table
 from ember.tensor.ops._core import (Tensor, check_devices, detached, is_scalar, needs_grad,
                                     record, shape_str, wrap)
 
-# Ops whose output is float even for integer input.
-_FLOAT_UNARY = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-                "erf", "reciprocal"}
-_NON_DIFF_UNARY = {"sign", "floor", "ceil", "round"}
-_RULE_USES_OUTPUT = {"exp", "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "expm1"}
+# What each unary and binary op computes in and saves for backward, from the op table.
+_FLOAT_UNARY = frozenset(_table.names(_table.UNARY, dtype=_table.FLOAT))  # float output for int input
+_LOGICAL_UNARY = frozenset(_table.names(_table.UNARY, dtype=_table.LOGICAL))  # the only ones taking bools
+_NO_GRAD_UNARY = frozenset(_table.names(_table.UNARY, grad=_table.NONE))
+_UNARY_SAVES_OUTPUT = frozenset(_table.names(_table.UNARY, grad=_table.RULE, saves=("y",)))
+_UNARY_SAVES_NOTHING = frozenset(_table.names(_table.UNARY, grad=_table.RULE, saves=()))
+_COMPARE = frozenset(_table.names(_table.BINARY, dtype=_table.BOOL))
+_LOGICAL = frozenset(_table.names(_table.BINARY, dtype=_table.LOGICAL))
+_FLOAT_BINARY = frozenset(_table.names(_table.BINARY, dtype=_table.PROMOTE_FLOAT))
+_NO_GRAD_BINARY = frozenset(_table.names(_table.BINARY, grad=_table.NONE))
+_BINARY_SAVES_NOTHING = frozenset(_table.names(_table.BINARY, grad=_table.RULE, saves=()))
+_BINARY_SAVES_OUTPUT = frozenset(_table.names(_table.BINARY, grad=_table.RULE, saves=("a", "b", "y")))
 
 
 def unary(op: str, x: Tensor) -> Tensor:
+    """The unary op ``op`` of the op table (``"exp"``, ``"sqrt"``, ...) on ``x``, element-wise."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    if x._dtype.is_bool and op not in ("logical_not",):
+    if x._dtype.is_bool and op not in _LOGICAL_UNARY:
         raise TypeError(f"{op}: not defined for bool tensors (got dtype bool); cast with .int() or .float()")
     if op in _FLOAT_UNARY and not x._dtype.is_float:
         x = x.to(dt.default_float)
     b = x._device.backend
     out = wrap(b.unary(op, x._data), x._device)
-    if op in _NON_DIFF_UNARY or op == "logical_not" or not needs_grad(x):
+    if op in _NO_GRAD_UNARY or not needs_grad(x):
         return out
     # Save only what the op's rule reads: the output where it is cheaper than the input.
-    if op in _RULE_USES_OUTPUT:
+    if op in _UNARY_SAVES_OUTPUT:
         return record(out, op, (x,), y=detached(out))
+    if op in _UNARY_SAVES_NOTHING:
+        return record(out, op, (x,))
     return record(out, op, (x,), x=detached(x))
 
 
@@ -74,11 +85,9 @@ def _check_broadcast(op: str, a: Tensor, b: Tensor):
                              f"(trailing dims must be equal or 1)")
 
 
-_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-_LOGICAL = {"logical_and", "logical_or", "logical_xor"}
-
-
 def binary(op: str, a, b) -> Tensor:
+    """The binary op ``op`` of the op table (``"add"``, ``"lt"``, ...) on ``a`` and ``b``
+    (tensors or scalars, at least one a tensor), broadcasting."""
     a, b = _to_tensor_pair(op, a, b)
     _check_broadcast(op, a, b)
     if op in _LOGICAL:
@@ -86,17 +95,15 @@ def binary(op: str, a, b) -> Tensor:
             raise TypeError(f"{op}: expected bool tensors, got {a._dtype} and {b._dtype}")
     elif a._dtype.is_bool and op not in _COMPARE:
         raise TypeError(f"{op}: not defined for bool tensors; cast with .int() or .float() first")
-    if op == "div" and not a._dtype.is_float:
+    if op in _FLOAT_BINARY and not a._dtype.is_float:
         a, b = a.to(dt.default_float), b.to(dt.default_float)
     backend = a._device.backend
     out = wrap(backend.binary(op, a._data, b._data), a._device)
-    if op in _COMPARE or op in _LOGICAL or op == "floordiv" or not needs_grad(a, b):
+    if op in _NO_GRAD_BINARY or not needs_grad(a, b):
         return out
-    if op in ("add", "sub"):
+    if op in _BINARY_SAVES_NOTHING:
         return record(out, op, (a, b))
-    if op == "mod":
-        return record(out, op, (a, b), a=detached(a), b=detached(b))
-    if op == "pow":
+    if op in _BINARY_SAVES_OUTPUT:
         return record(out, op, (a, b), a=detached(a), b=detached(b), y=detached(out))
     return record(out, op, (a, b), a=detached(a), b=detached(b))
 
@@ -171,11 +178,12 @@ def sigmoid(x):
     return unary("sigmoid", x)
 
 
-def silu(x):
+def silu(x: Tensor) -> Tensor:
+    """``x * sigmoid(x)`` (SiLU, also called swish)."""
     return binary("mul", x, unary("sigmoid", x))
 
 
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear above ``threshold`` for stability."""
     bx = binary("mul", x, beta) if beta != 1.0 else x
     # log1p(exp(-|bx|)) + max(bx, 0) never overflows
@@ -185,5 +193,6 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     return where(binary("gt", bx, threshold), x, soft)
 
 
-def leaky_relu(x, negative_slope: float = 0.01):
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
     return where(binary("ge", x, 0.0), x, binary("mul", x, negative_slope))

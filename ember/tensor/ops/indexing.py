@@ -112,8 +112,7 @@ def index_put(x: Tensor, key, values, accumulate: bool = False) -> Tensor:
     if values.shape != target_shape:
         vals = x._device.backend.expand(vals, target_shape)
     out = wrap(x._device.backend.index_put(x._data, akey, vals, accumulate), x._device, x._dtype)
-    return record(out, "index_put", (x, values), key=akey, accumulate=accumulate,
-                  target_shape=target_shape)
+    return record(out, "index_put", (x, values), key=akey, accumulate=accumulate)
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -181,7 +180,7 @@ def one_hot(index: Tensor, num_classes: int, dtype=None) -> Tensor:
     return wrap(b.scatter_add(zeros, index.ndim, idx, ones), index._device, out_dtype)
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False):
+def sort(x: Tensor, dim: int = -1, descending: bool = False) -> tuple:
     """Stable sort along ``dim``: returns ``(values, indices)``."""
     d = normalize_dim("sort", dim, x.ndim)
     if x.ndim == 0:
@@ -195,10 +194,11 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False):
 
 
 def argsort(x: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
+    """The indices that sort ``x`` along ``dim`` (stable), int64."""
     return sort(x.detach(), dim, descending)[1]
 
 
-def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     d = normalize_dim("topk", dim, x.ndim)
     if x.ndim == 0:  # a 0-d tensor is a one-element row

@@ -36,6 +36,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def permute(x: Tensor, *dims) -> Tensor:
+    """The dims of ``x`` reordered: dim i of the result is dim ``dims[i]`` of ``x``."""
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
         raise ValueError(f"permute: expected {x.ndim} dims for shape {shape_str(x.shape)}, got {list(dims)}")
@@ -49,6 +50,7 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 
 def swap_dims(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``x`` with dims ``dim0`` and ``dim1`` exchanged."""
     axes = list(range(x.ndim))
     a, b = normalize_dim("swap_dims", dim0, x.ndim), normalize_dim("swap_dims", dim1, x.ndim)
     axes[a], axes[b] = axes[b], axes[a]
@@ -63,6 +65,7 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Dims ``start_dim`` to ``end_dim`` (both included) merged into one."""
     if x.ndim == 0:
         return reshape(x, 1)
     s = normalize_dim("flatten", start_dim, x.ndim)
@@ -72,7 +75,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1:])
 
 
-def squeeze(x: Tensor, dim=None) -> Tensor:
+def squeeze(x: Tensor, dim: int | tuple | list | None = None) -> Tensor:
     """Remove size-1 dims (all of them, or those in ``dim``; others are an error)."""
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
@@ -84,6 +87,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """``x`` with a new dim of size 1 at position ``dim``."""
     d = normalize_dim("unsqueeze", dim, x.ndim + 1)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
@@ -127,6 +131,7 @@ def repeat(x: Tensor, *reps) -> Tensor:
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The ``length`` elements of dim ``dim`` from ``start`` (negative counts from the end)."""
     d = normalize_dim("narrow", dim, x.ndim)
     size = x.shape[d]
     if start < 0:
@@ -137,7 +142,8 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     return basic_index(x, key)
 
 
-def flip(x: Tensor, dims) -> Tensor:
+def flip(x: Tensor, dims: int | tuple | list) -> Tensor:
+    """``x`` with the order of the elements along ``dims`` reversed."""
     axes = normalize_dims("flip", dims, x.ndim)
     out = wrap(x._device.backend.flip(x._data, axes), x._device, x._dtype)
     return record(out, "flip", (x,), axes=axes)
@@ -177,7 +183,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
-def split(x: Tensor, split_size_or_sections, dim: int = 0) -> list:
+def split(x: Tensor, split_size_or_sections: int | list | tuple, dim: int = 0) -> list:
     """Split into chunks of ``split_size`` (last may be smaller) or of the given sizes."""
     d = normalize_dim("split", dim, x.ndim)
     size = x.shape[d]
@@ -207,7 +213,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> list:
     return split(x, size, d)
 
 
-def pad(x: Tensor, pads, value: float = 0.0) -> Tensor:
+def pad(x: Tensor, pads: tuple | list, value: float = 0.0) -> Tensor:
     """Constant padding. ``pads`` lists (before, after) pairs starting from the LAST dim,
     as ``torch.nn.functional.pad``: ``(left, right, top, bottom, ...)``."""
     pads = list(pads)

@@ -23,35 +23,37 @@ def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype=None) -> Tensor:
     return record(out, op, (x,), axes=axes, keepdim=keepdim, x=detached(x), y=detached(out))
 
 
-def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def sum(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
     """Sum over ``dim`` (an int, a tuple, or None for all); bool sums count as int64."""
     if x._dtype.is_bool:
         x = x.to(dt.int64)
     return _reduce("sum", x, dim, keepdim)
 
 
-def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def prod(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
     """Product over ``dim``. Its gradient is ``g * prod / x`` (undefined where x == 0)."""
     if x._dtype.is_bool:
         x = x.to(dt.int64)
     return _reduce("prod", x, dim, keepdim)
 
 
-def max(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def max(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
     """Maximum over ``dim``; ties share the gradient equally."""
     return _reduce("max", x, dim, keepdim)
 
 
-def min(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def min(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
     """Minimum over ``dim``; ties share the gradient equally."""
     return _reduce("min", x, dim, keepdim)
 
 
-def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def all(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
+    """Whether every element over ``dim`` is true (non-zero), as a bool tensor."""
     return _reduce("all", x.to(dt.bool_), dim, keepdim, dt.bool_)
 
 
-def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def any(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
+    """Whether some element over ``dim`` is true (non-zero), as a bool tensor."""
     return _reduce("any", x.to(dt.bool_), dim, keepdim, dt.bool_)
 
 
@@ -62,13 +64,14 @@ def _count(x: Tensor, dim) -> int:
     return n
 
 
-def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def mean(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
+    """Mean over ``dim`` (an int, a tuple, or None for all); int inputs give the default float."""
     if not x._dtype.is_float:
         x = x.to(dt.default_float)
     return binary("div", sum(x, dim, keepdim), float(_count(x, dim)))
 
 
-def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+def var(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance with Bessel's ``correction`` (1 = unbiased, as Burn and PyTorch default)."""
     if not x._dtype.is_float:
         x = x.to(dt.default_float)
@@ -77,11 +80,12 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1) -> Tens
     return binary("div", sum(unary("square", centered), dim, keepdim), float(n - correction) if n > correction else float("nan"))
 
 
-def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+def std(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Standard deviation: the square root of :func:`var` (same ``correction``)."""
     return unary("sqrt", var(x, dim, keepdim, correction))
 
 
-def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def logsumexp(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim``, computed stably (shifted by the detached max)."""
     if not x._dtype.is_float:
         x = x.to(dt.default_float)
@@ -113,12 +117,15 @@ def _arg(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
     return wrap(x._device.backend.arg_reduce(op, x._data, d, keepdim), x._device, dt.int64)
 
 
-def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the maximum along ``dim`` (first one on ties), int64."""
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the maximum along ``dim`` (first one on ties; of the flattened tensor when
+    ``dim`` is None), int64."""
     return _arg("argmax", x, dim, keepdim)
 
 
-def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the minimum along ``dim`` (first one on ties; of the flattened tensor when
+    ``dim`` is None), int64."""
     return _arg("argmin", x, dim, keepdim)
 
 
