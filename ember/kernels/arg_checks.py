@@ -1,6 +1,13 @@
-"""Argument checks shared by the fused kernels of every backend (they need no array module)."""
+"""Argument checks shared by the fused kernels of every backend (they need no array module).
+
+The scalar checks here are the one copy used by the kernels, the composed defaults of the
+backend contract and the optimizer configs (``ember.optim`` imports them; kernels may not
+import ``ember.optim``), so a hyper-parameter is rejected with the same words everywhere.
+"""
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 from typing import Any
 
@@ -48,3 +55,72 @@ def seed_u64(op: str, seed: object) -> np.uint64:
     except TypeError:
         raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
     return np.uint64(value % (1 << 64))
+
+
+def finite_scalar(op: str, name: str, value: object, *, minimum: float | None = None,
+                  unit_interval: bool = False) -> float:
+    """Return ``value`` as a finite float, or raise an error naming ``op`` and ``name``.
+
+    Args:
+        op: name of the op or config, used in error messages.
+        name: name of the argument.
+        value: a real number (``bool`` is refused: it is never a hyper-parameter).
+        minimum: when given, the smallest value accepted.
+        unit_interval: require ``0 <= value < 1`` (decay rates such as β).
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: ``value`` is not finite or out of its range.
+    """
+    if type(value) is not float:  # the common case costs one type test
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{op}: `{name}` must be a number, got {value!r}")
+        value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+    if unit_interval and not 0.0 <= value < 1.0:
+        raise ValueError(f"{op}: `{name}` must be in [0, 1), got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{op}: `{name}` must be >= {minimum:g}, got {value!r}")
+    return value
+
+
+def per_tensor(op: str, name: str, value: object, n: int) -> np.ndarray:
+    """A scalar, or one value per tensor of a group, as ``n`` finite float64 values.
+
+    Args:
+        op: name of the op.
+        name: name of the argument (``lr``, ``steps``...).
+        value: a number, or a sequence / 1-D array of ``n`` numbers.
+        n: the number of tensors.
+
+    Raises:
+        ValueError: ``value`` has another length or holds a non-finite value.
+    """
+    array = np.asarray(value, dtype=np.float64)
+    # method calls rather than np.all / np.any: this runs on every optimizer step, and the
+    # functions' dispatch costs more than the check itself on a few values
+    if array.ndim == 0:
+        scalar = float(array)
+        if not math.isfinite(scalar):
+            raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+        return np.full(n, scalar)
+    if array.shape != (n,):
+        raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
+                         f"got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+    return array
+
+
+def step_numbers(op: str, name: str, value: object, n: int) -> np.ndarray:
+    """:func:`per_tensor` for 1-based step counts t: whole numbers >= 1, as float64.
+
+    Raises:
+        ValueError: a step is below 1 or not a whole number.
+    """
+    array = per_tensor(op, name, value, n)
+    if (array < 1).any() or (array != np.floor(array)).any():
+        raise ValueError(f"{op}: `{name}` must be integers >= 1 (the 1-based step t), "
+                         f"got {value!r}")
+    return array

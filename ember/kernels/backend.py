@@ -4,7 +4,8 @@ A backend computes on its own arrays (NumPy arrays for ``reference`` and ``cpu``
 for ``cuda``). ``Tensor`` wraps one array; no other layer touches raw arrays except through a
 backend. A backend implements the closed list of *primitives* below. *Composites* (softmax,
 norms, GELU, cross-entropy, embedding, embedding bags and their row-sparse gradients, dropout,
-attention, and their backward passes; the optimizer updates, dense and row-sparse) have a
+attention, and their backward passes; the optimizer updates, dense and row-sparse, and
+gradient clipping, an op family of their own in :mod:`ember.kernels.optimizer_ops`) have a
 default implementation in :class:`Backend` composed from primitives; a backend overrides them
 with fused kernels that must agree with the ``reference`` backend on the conformance suite.
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+from ember.kernels.optimizer_ops import OptimizerOps
 from ember.tensor import dtypes as dt
 from ember.tensor import op_table
 
@@ -65,8 +67,9 @@ _MIX2 = 0x94D049BB133111EB
 ATTN_MASK_VALUE = -1.0e4  # Burn fills masked scores with -1e4, not -inf
 
 
-class Backend:
-    """Base class: declares the primitives and implements the composites from them."""
+class Backend(OptimizerOps):
+    """Base class: declares the primitives and implements the composites from them (the
+    optimizer family in :class:`~ember.kernels.optimizer_ops.OptimizerOps`)."""
 
     name = "abstract"
 
@@ -412,231 +415,9 @@ class Backend:
         dk = self.matmul(self.permute(ds, (0, 1, 3, 2)), q)
         return dq, dk, dv
 
-    # =====================================================================================
-    # ---- composites: optimizer updates and gradient clipping (ember.optim) --------------
-    # Each update takes lists of same-dtype arrays (params, grads, state buffers, or handles
-    # from ``optim_pack``) and returns the updated arrays as lists in the same order. The
-    # defaults compose primitives per tensor and never write their inputs (new arrays are
-    # returned); a backend with fused multi-tensor kernels may update its inputs in place and
-    # return those same arrays. State buffers start as zeros. ``lr`` (and ``steps``,
-    # ``first_step_flags``) is a scalar for the group or one value per tensor. The formulas
-    # are those of ``ember.optim.update_kernels`` (Burn's optimizers).
-    # =====================================================================================
-    def optim_own(self, x, copy=False):
-        """An array holding ``x``'s values that this backend's updates may write in place.
-
-        Default: ``x`` itself (the default updates never write), or a copy when ``copy``.
-        """
-        return self.binary("add", x, self._scalar(0, x)) if copy else x
-
-    def optim_pack(self, arrays):
-        """A handle for a list of arrays reused over many update calls (default: the list)."""
-        return list(arrays)
-
-    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
-                   dampening=0.0, nesterov=False, first_step_flags=False):
-        """SGD with L2 decay and (Nesterov) momentum; returns ``(params, momentum_bufs)``."""
-        params, grads = list(params), list(grads)
-        rates = _optim_values("sgd_update", "lr", lr, len(params))
-        first = _optim_values("sgd_update", "first_step_flags", first_step_flags, len(params))
-        bufs = None if momentum_bufs is None else list(momentum_bufs)
-        new_p, new_b = [], None if bufs is None else []
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            if bufs is not None:
-                v = g if first[i] else self.binary("add", self._optim_mul(bufs[i], momentum),
-                                                   self._optim_mul(g, 1.0 - dampening))
-                new_b.append(v)
-                g = self.binary("add", g, self._optim_mul(v, momentum)) if nesterov else v
-            new_p.append(self.binary("sub", p, self._optim_mul(g, rates[i])))
-        return new_p, new_b
-
-    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
-        """Adam / AdamW (``decoupled``, ``cautious``) / AMSGrad (``vmax`` given); returns
-        ``(params, m, v, vmax)``."""
-        params, grads, m, v = list(params), list(grads), list(m), list(v)
-        n = len(params)
-        rates = _optim_values("adam_update", "lr", lr, n)
-        t = _optim_values("adam_update", "steps", steps, n)
-        vmax = None if vmax is None else list(vmax)
-        out_p, out_m, out_v, out_vmax = [], [], [], None if vmax is None else []
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0 and not decoupled:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            mi = self.binary("add", self._optim_mul(m[i], beta1), self._optim_mul(g, 1.0 - beta1))
-            vi = self.binary("add", self._optim_mul(v[i], beta2),
-                             self._optim_mul(self.unary("square", g), 1.0 - beta2))
-            out_m.append(mi)
-            out_v.append(vi)
-            if vmax is not None:
-                vi = self.binary("maximum", vmax[i], vi)
-                out_vmax.append(vi)
-            bc2_sqrt = math.sqrt(1.0 - beta2 ** t[i])
-            corr = bc2_sqrt / (1.0 - beta1 ** t[i])
-            update = self.binary("div", self._optim_mul(mi, corr),
-                                 self.binary("add", self.unary("sqrt", vi), self._scalar(eps * bc2_sqrt, p)))
-            decay = rates[i] * weight_decay
-            if decoupled and weight_decay != 0.0:
-                if cautious:  # decay only where sign(θ) agrees with sign(m) (arXiv:2510.12402)
-                    zero = self._scalar(0.0, p)
-                    differ = self.binary("ne", self.binary("ge", p, zero), self.binary("ge", mi, zero))
-                    p = self.binary("sub", p, self.where(differ, zero, self._optim_mul(p, decay)))
-                else:
-                    p = self._optim_mul(p, 1.0 - decay)
-            out_p.append(self.binary("sub", p, self._optim_mul(update, rates[i])))
-        return out_p, out_m, out_v, out_vmax
-
-    def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
-                       eps=1e-5, weight_decay=0.0, momentum=0.9, centered=False):
-        """RMSprop, optionally centered and with momentum; returns
-        ``(params, square_avg, grad_avg, momentum_bufs)`` (None for unused buffers)."""
-        params, grads, square_avg = list(params), list(grads), list(square_avg)
-        rates = _optim_values("rmsprop_update", "lr", lr, len(params))
-        grad_avg = list(grad_avg) if centered else None
-        bufs = list(momentum_bufs) if momentum > 0.0 else None
-        out_p, out_s = [], []
-        out_ga = None if grad_avg is None else []
-        out_b = None if bufs is None else []
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            s = self.binary("add", self._optim_mul(square_avg[i], alpha),
-                            self._optim_mul(self.unary("square", g), 1.0 - alpha))
-            out_s.append(s)
-            if grad_avg is not None:
-                ga = self.binary("add", self._optim_mul(grad_avg[i], alpha), self._optim_mul(g, 1.0 - alpha))
-                out_ga.append(ga)
-                s = self.binary("sub", s, self.unary("square", ga))
-            d = self.binary("div", g, self.binary("add", self.unary("sqrt", s), self._scalar(eps, p)))
-            if bufs is not None:
-                d = self.binary("add", self._optim_mul(bufs[i], momentum), d)
-                out_b.append(d)
-            out_p.append(self.binary("sub", p, self._optim_mul(d, rates[i])))
-        return out_p, out_s, out_ga, out_b
-
-    def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
-        """AdaGrad with learning-rate decay; returns ``(params, sums)``."""
-        params, grads, sums = list(params), list(grads), list(sums)
-        rates = _optim_values("adagrad_update", "lr", lr, len(params))
-        t = _optim_values("adagrad_update", "steps", steps, len(params))
-        out_p, out_s = [], []
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            total = self.binary("add", sums[i], self.unary("square", g))
-            out_s.append(total)
-            rate = rates[i] / (1.0 + (t[i] - 1.0) * lr_decay)
-            step = self.binary("div", self._optim_mul(g, rate),
-                               self.binary("add", self.unary("sqrt", total), self._scalar(eps, p)))
-            out_p.append(self.binary("sub", p, step))
-        return out_p, out_s
-
-    def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
-        """Lion (sign of an interpolated momentum, decoupled decay); returns ``(params, exp_avg)``."""
-        params, grads, exp_avg = list(params), list(grads), list(exp_avg)
-        rates = _optim_values("lion_update", "lr", lr, len(params))
-        out_p, out_m = [], []
-        for i, (p, g) in enumerate(zip(params, grads)):
-            direction = self.unary("sign", self.binary("add", self._optim_mul(exp_avg[i], beta1),
-                                                       self._optim_mul(g, 1.0 - beta1)))
-            out_p.append(self.binary("sub", self._optim_mul(p, 1.0 - rates[i] * weight_decay),
-                                     self._optim_mul(direction, rates[i])))
-            out_m.append(self.binary("add", self._optim_mul(exp_avg[i], beta2), self._optim_mul(g, 1.0 - beta2)))
-        return out_p, out_m
-
-    # ---- lazy updates of row-sparse gradients: one table ``param [n, D]``, its gradient rows
-    # ``rows [K]`` (int64, strictly increasing, in range) and ``values [K, D]``; only those rows
-    # of the parameter and of the state buffers change. The defaults gather the rows, run the
-    # dense composite on them and write them back (new arrays); a backend may update in place.
-    def _scatter_rows(self, x, rows, new_rows):
-        return self.index_put(x, (rows,), new_rows, False)
-
-    def sparse_sgd_update(self, param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
-                          dampening=0.0, nesterov=False, first_step=False):
-        """:meth:`sgd_update` on the rows ``rows`` only; returns ``(param, momentum_buf)``."""
-        buf_rows = None if momentum_buf is None else [self.getitem(momentum_buf, rows)]
-        new_p, new_b = Backend.sgd_update(self, [self.getitem(param, rows)], [values], buf_rows, lr, weight_decay,
-                                          momentum, dampening, nesterov, first_step)
-        param = self._scatter_rows(param, rows, new_p[0])
-        if momentum_buf is not None:
-            momentum_buf = self._scatter_rows(momentum_buf, rows, new_b[0])
-        return param, momentum_buf
-
-    def sparse_adam_update(self, param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                           weight_decay=0.0, decoupled=False, cautious=False, step=1):
-        """Lazy Adam / AdamW on the rows ``rows`` (``torch.optim.SparseAdam``'s form, ε added
-        to √v, t the parameter's step)::
-
-            θ ← θ − lr·√(1 − β2ᵗ)/(1 − β1ᵗ) · m / (√v + ε)
-
-        with m, v (and v̂max, L2 or decoupled decay) as in :meth:`adam_update`, all on the
-        rows only. Returns ``(param, m, v, vmax)``."""
-        # the dense formula adds ε·√(1 − β2ᵗ) to √v: pass ε/√(1 − β2ᵗ) to add ε
-        eps_dense = eps / math.sqrt(1.0 - beta2 ** step)
-        gather = [self.getitem(a, rows) for a in (param, m, v)]
-        vmax_rows = None if vmax is None else [self.getitem(vmax, rows)]
-        new_p, new_m, new_v, new_vmax = Backend.adam_update(
-            self, [gather[0]], [values], [gather[1]], [gather[2]], vmax_rows, lr, beta1, beta2, eps_dense,
-            weight_decay, decoupled, cautious, step)
-        out = [self._scatter_rows(a, rows, b[0]) for a, b in ((param, new_p), (m, new_m), (v, new_v))]
-        if vmax is not None:
-            vmax = self._scatter_rows(vmax, rows, new_vmax[0])
-        return out[0], out[1], out[2], vmax
-
-    def clip_by_value(self, grads, threshold):
-        """Clamp every element to [-threshold, threshold] (NaN stays NaN); returns the grads."""
-        out = []
-        for g in grads:
-            high, low = self._scalar(threshold, g), self._scalar(-threshold, g)
-            out.append(self.where(self.binary("gt", g, high), high,
-                                  self.where(self.binary("lt", g, low), low, g)))
-        return out
-
-    def clip_by_norm(self, grads, max_norm):
-        """Per tensor: ``g · min(1, max_norm / (‖g‖ + tiny))`` (Burn's ``Norm``); returns the grads."""
-        out = []
-        for g in grads:
-            coef = max_norm / (self._optim_sq_norm(g) ** 0.5 + _TINY[self.dtype_of(g).name])
-            out.append(g if coef >= 1.0 else self._optim_mul(g, coef))  # a NaN coef scales to NaN
-        return out
-
-    def grads_norm(self, grads) -> float:
-        """The L2 norm of all the arrays together, accumulated in float64."""
-        return math.sqrt(sum(self._optim_sq_norm(g) for g in grads))
-
-    def scale_grads(self, grads, coef):
-        """Every array multiplied by the scalar ``coef``; returns the grads."""
-        return [self._optim_mul(g, coef) for g in grads]
-
-    def _optim_mul(self, x, value):
-        return self.binary("mul", x, self._scalar(value, x))
-
-    def _optim_sq_norm(self, g) -> float:
-        g64 = self.cast(g, dt.float64)
-        axes = tuple(range(g64.ndim))
-        return float(self.to_host(self.reduce("sum", self.unary("square", g64), axes, False)))
-
     # ---- helpers ------------------------------------------------------------------------
     def dtype_of(self, x) -> dt.DType:
         return dt.dtype_from_numpy(x.dtype)
 
     def _scalar(self, value, like):
         return self.full((), value, self.dtype_of(like))
-
-
-# ---- helpers of the optimizer composites -------------------------------------------------
-_TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
-"""Smallest positive normal number per float dtype: Burn's ``min_positive`` in norm clipping."""
-
-
-def _optim_values(op: str, name: str, value, n: int) -> list:
-    """A scalar, or one value per tensor, as a list of ``n`` Python values."""
-    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
-        values = list(value)
-        if len(values) != n:
-            raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
-                             f"got {len(values)} values")
-        return values
-    return [value] * n

@@ -20,9 +20,10 @@ Row-sparse gradients (:class:`ember.RowSparse`, from ``nn.EmbeddingBag(sparse=Tr
 accepted everywhere: SGD is exact or lazy, Adam/AdamW lazy (``torch.optim.SparseAdam``), the
 other optimizers densify (see each docstring).
 
-The fused multi-tensor kernels of the ``cpu`` backend live in
-:mod:`ember.optim.update_kernels`, the row-sparse ones in :mod:`ember.optim.sparse_update_kernels`
-(imported on first use, they load Numba).
+Each optimizer's docstring states its update rule, once; the backends compute it through the
+optimizer composites of the backend contract (:class:`ember.kernels.optimizer_ops.OptimizerOps`),
+whose fused kernels live with the backends (``ember/kernels/cpu/optim_updates.py``,
+``ember/kernels/cuda/optimizers.py``) and know only arrays.
 """
 from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.optim import lr_scheduler

@@ -1,9 +1,9 @@
 """AdaGrad with learning-rate decay (Burn's ``AdaGrad``)."""
 from __future__ import annotations
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
-                                   decay_penalty)
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
 __all__ = ["AdaGrad", "AdaGradConfig"]
 
@@ -35,9 +35,9 @@ class AdaGrad(Optimizer):
     required_states = (SUM,)
 
     def __init__(self, lr_decay: float = 0.0, epsilon: float = 1e-5, weight_decay: float = 0.0):
-        self.lr_decay = check_finite("AdaGrad", "lr_decay", lr_decay, minimum=0.0)
-        self.epsilon = check_finite("AdaGrad", "epsilon", epsilon, minimum=0.0)
-        self.weight_decay = check_finite("AdaGrad", "weight_decay", weight_decay)
+        self.lr_decay = finite_scalar("AdaGrad", "lr_decay", lr_decay, minimum=0.0)
+        self.epsilon = finite_scalar("AdaGrad", "epsilon", epsilon, minimum=0.0)
+        self.weight_decay = finite_scalar("AdaGrad", "weight_decay", weight_decay)
 
     def state_names(self) -> tuple[str, ...]:
         return (SUM,)

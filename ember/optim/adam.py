@@ -1,9 +1,9 @@
 """Adam and AMSGrad with optional L2 weight decay (Burn's ``Adam``)."""
 from __future__ import annotations
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
-                                   check_unit, decay_penalty)
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
 __all__ = ["Adam", "AdamConfig"]
 
@@ -54,11 +54,11 @@ class Adam(Optimizer):
     def __init__(self, beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-5,
                  amsgrad: bool = False, weight_decay: float = 0.0):
         owner = type(self).__name__
-        self.beta_1 = check_unit(owner, "beta_1", beta_1)
-        self.beta_2 = check_unit(owner, "beta_2", beta_2)
-        self.epsilon = check_finite(owner, "epsilon", epsilon, minimum=0.0)
+        self.beta_1 = finite_scalar(owner, "beta_1", beta_1, unit_interval=True)
+        self.beta_2 = finite_scalar(owner, "beta_2", beta_2, unit_interval=True)
+        self.epsilon = finite_scalar(owner, "epsilon", epsilon, minimum=0.0)
         self.amsgrad = bool(amsgrad)
-        self.weight_decay = check_finite(owner, "weight_decay", weight_decay)
+        self.weight_decay = finite_scalar(owner, "weight_decay", weight_decay)
 
     def state_names(self) -> tuple[str, ...]:
         return (M1, M2, VMAX) if self.amsgrad else (M1, M2)

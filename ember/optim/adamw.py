@@ -19,7 +19,8 @@ class AdamW(Adam):
         θ ← θ − lr·λ·θ only where (θ ≥ 0) == (m ≥ 0)          (cautious decay instead)
         θ ← θ − lr·u
 
-    Identical to PyTorch's ``AdamW`` for equal arguments (Burn's defaults: λ 1e-4, ε 1e-5;
+    The kernels compute u in :class:`Adam`'s form, equal in real arithmetic. Identical to
+    PyTorch's ``AdamW`` for equal arguments (Burn's defaults: λ 1e-4, ε 1e-5;
     PyTorch: 1e-2, 1e-8). Cautious weight decay (arXiv:2510.12402) compares signs with the
     new m, as Burn; PyTorch has no such variant. State as :class:`Adam`.
 

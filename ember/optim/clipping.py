@@ -19,21 +19,13 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.optimizer_ops import SMALLEST_NORMAL
 from ember.record.config import Config
 
 __all__ = ["GradientClipping", "GradientClippingConfig", "clip_buckets"]
 
 _KINDS = ("Value", "Norm", "GlobalNorm")
-_TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
-
-
-def _bound(owner: str, name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{owner}: `{name}` must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0.0:
-        raise ValueError(f"{owner}: `{name}` must be a finite number >= 0, got {value!r}")
-    return value
 
 
 class GradientClipping:
@@ -50,7 +42,7 @@ class GradientClipping:
         if kind not in _KINDS:
             raise ValueError(f"GradientClipping: `kind` must be one of {list(_KINDS)}, got {kind!r}")
         self.kind = kind
-        self.value = _bound(f"GradientClipping.{kind}", "value", value)
+        self.value = finite_scalar(f"GradientClipping.{kind}", "value", value, minimum=0.0)
 
     @classmethod
     def Value(cls, threshold: float) -> "GradientClipping":  # noqa: N802 - Burn's variant name
@@ -111,7 +103,7 @@ def clip_buckets(clipping: GradientClipping, buckets: Sequence[tuple]) -> list[l
     if not nonempty:
         return [list(grads) for _, grads in buckets]
     backend, grads = nonempty[0]
-    tiny = _TINY[backend.dtype_of(grads[0]).name]
+    tiny = SMALLEST_NORMAL[backend.dtype_of(grads[0]).name]
     coef = clipping.value / (math.sqrt(squares) + tiny)
     if coef >= 1.0:  # also False for a NaN norm, which then makes every gradient NaN
         return [list(grads) for _, grads in buckets]
@@ -143,7 +135,7 @@ class Value(GradientClippingConfig):
     threshold: float
 
     def __post_init__(self) -> None:
-        _bound("GradientClippingConfig.Value", "threshold", self.threshold)
+        finite_scalar("GradientClippingConfig.Value", "threshold", self.threshold, minimum=0.0)
 
     def init(self) -> GradientClipping:
         return GradientClipping("Value", self.threshold)
@@ -159,7 +151,7 @@ class Norm(GradientClippingConfig):
     max_norm: float
 
     def __post_init__(self) -> None:
-        _bound("GradientClippingConfig.Norm", "max_norm", self.max_norm)
+        finite_scalar("GradientClippingConfig.Norm", "max_norm", self.max_norm, minimum=0.0)
 
     def init(self) -> GradientClipping:
         return GradientClipping("Norm", self.max_norm)
@@ -176,7 +168,7 @@ class GlobalNorm(GradientClippingConfig):
     max_norm: float
 
     def __post_init__(self) -> None:
-        _bound("GradientClippingConfig.GlobalNorm", "max_norm", self.max_norm)
+        finite_scalar("GradientClippingConfig.GlobalNorm", "max_norm", self.max_norm, minimum=0.0)
 
     def init(self) -> GradientClipping:
         return GradientClipping("GlobalNorm", self.max_norm)

@@ -1,8 +1,9 @@
 """Lion: sign-of-momentum updates with decoupled weight decay (not in Burn)."""
 from __future__ import annotations
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import Optimizer, OptimizerConfig, check_finite, check_unit
+from ember.optim.optimizer import Optimizer, OptimizerConfig
 
 __all__ = ["Lion", "LionConfig"]
 
@@ -31,9 +32,9 @@ class Lion(Optimizer):
     """
 
     def __init__(self, beta_1: float = 0.9, beta_2: float = 0.99, weight_decay: float = 0.0):
-        self.beta_1 = check_unit("Lion", "beta_1", beta_1)
-        self.beta_2 = check_unit("Lion", "beta_2", beta_2)
-        self.weight_decay = check_finite("Lion", "weight_decay", weight_decay)
+        self.beta_1 = finite_scalar("Lion", "beta_1", beta_1, unit_interval=True)
+        self.beta_2 = finite_scalar("Lion", "beta_2", beta_2, unit_interval=True)
+        self.weight_decay = finite_scalar("Lion", "weight_decay", weight_decay)
 
     def state_names(self) -> tuple[str, ...]:
         return (EXP_AVG,)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import math
 from typing import Mapping, Sequence
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.record.config import Config
 
 __all__ = ["Optimizer", "OptimizerConfig", "WeightDecayConfig"]
@@ -33,26 +33,6 @@ class WeightDecayConfig(Config):
     penalty: float
 
 
-def check_unit(owner: str, name: str, value) -> float:
-    """``value`` as a float in [0, 1) or a clear error naming the config and field."""
-    value = check_finite(owner, name, value)
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{owner}: `{name}` must be in [0, 1), got {value!r}")
-    return value
-
-
-def check_finite(owner: str, name: str, value, *, minimum: float | None = None) -> float:
-    """``value`` as a finite float (``>= minimum`` when given) or a clear error."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{owner}: `{name}` must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{owner}: `{name}` must be finite, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{owner}: `{name}` must be >= {minimum:g}, got {value!r}")
-    return value
-
-
 def decay_penalty(owner: str, decay) -> float:
     """The L2 penalty of an optional :class:`WeightDecayConfig` (0 when None)."""
     if decay is None:
@@ -60,7 +40,7 @@ def decay_penalty(owner: str, decay) -> float:
     if not isinstance(decay, WeightDecayConfig):
         raise TypeError(f"{owner}: `weight_decay` must be a WeightDecayConfig or None, got "
                         f"{type(decay).__name__} ({decay!r})")
-    return check_finite(owner, "weight_decay.penalty", decay.penalty)
+    return finite_scalar(owner, "weight_decay.penalty", decay.penalty)
 
 
 class Optimizer(abc.ABC):

@@ -1,9 +1,9 @@
 """RMSprop, optionally centered and with momentum (Burn's ``RmsProp``)."""
 from __future__ import annotations
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
-                                   check_unit, decay_penalty)
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
 __all__ = ["RmsProp", "RmsPropConfig"]
 
@@ -42,11 +42,11 @@ class RmsProp(Optimizer):
 
     def __init__(self, alpha: float = 0.99, momentum: float = 0.9, epsilon: float = 1e-5,
                  centered: bool = False, weight_decay: float = 0.0):
-        self.alpha = check_unit("RmsProp", "alpha", alpha)
-        self.momentum = check_finite("RmsProp", "momentum", momentum, minimum=0.0)
-        self.epsilon = check_finite("RmsProp", "epsilon", epsilon, minimum=0.0)
+        self.alpha = finite_scalar("RmsProp", "alpha", alpha, unit_interval=True)
+        self.momentum = finite_scalar("RmsProp", "momentum", momentum, minimum=0.0)
+        self.epsilon = finite_scalar("RmsProp", "epsilon", epsilon, minimum=0.0)
         self.centered = bool(centered)
-        self.weight_decay = check_finite("RmsProp", "weight_decay", weight_decay)
+        self.weight_decay = finite_scalar("RmsProp", "weight_decay", weight_decay)
 
     def state_names(self) -> tuple[str, ...]:
         return (SQUARE,) + ((GRAD_AVG,) if self.centered else ()) + ((BUF,) if self.momentum > 0 else ())

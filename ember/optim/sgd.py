@@ -1,9 +1,9 @@
 """Stochastic gradient descent with optional weight decay and momentum (Burn's ``Sgd``)."""
 from __future__ import annotations
 
+from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import (Optimizer, OptimizerConfig, WeightDecayConfig, check_finite,
-                                   decay_penalty)
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 from ember.record.config import Config
 
 __all__ = ["MomentumConfig", "Sgd", "SgdConfig"]
@@ -54,12 +54,12 @@ class Sgd(Optimizer):
     """
 
     def __init__(self, weight_decay: float = 0.0, momentum: MomentumConfig | None = None):
-        self.weight_decay = check_finite("Sgd", "weight_decay", weight_decay)
+        self.weight_decay = finite_scalar("Sgd", "weight_decay", weight_decay)
         if momentum is not None and not isinstance(momentum, MomentumConfig):
             raise TypeError(f"Sgd: `momentum` must be a MomentumConfig or None, got {momentum!r}")
         if momentum is not None:
-            check_finite("SgdConfig", "momentum.momentum", momentum.momentum)
-            check_finite("SgdConfig", "momentum.dampening", momentum.dampening)
+            finite_scalar("SgdConfig", "momentum.momentum", momentum.momentum)
+            finite_scalar("SgdConfig", "momentum.dampening", momentum.dampening)
         self.momentum = momentum
 
     def state_names(self) -> tuple[str, ...]:

@@ -137,8 +137,8 @@ def test_seed_and_probability_checks():
         validate.seed_u64("op", 1.5)
     with pytest.raises(ValueError, match=r"op: p must lie in \[0, 1\]"):
         validate.probability("op", "p", -0.1)
-    with pytest.raises(ValueError, match="eps must be finite and >= 0"):
-        validate.positive_finite("op", "eps", float("nan"), allow_zero=True)
+    with pytest.raises(ValueError, match="op: `eps` must be finite, got nan"):
+        validate.finite_scalar("op", "eps", float("nan"), minimum=0.0)
 
 
 def test_array_checks_use_the_given_module():

@@ -11,11 +11,15 @@ forward and backward, on NumPy arrays, agreeing with the ``reference`` backend:
 * :mod:`.embedding_bag` — ``embedding_bag`` (sum/mean/max over ragged bags), its row-sparse
   backward and the row-sparse helpers (``coalesce_rows``, ``rows_to_dense``);
 * :mod:`.dropout` — hash-RNG ``dropout`` and its backward;
-* :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward.
+* :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward;
+* :mod:`.optim_updates` — the multi-tensor optimizer updates and gradient clipping, in place
+  on whole parameter groups (one kernel call per group);
+* :mod:`.optim_sparse_updates` — the lazy optimizer updates of row-sparse gradients.
 
 Conventions: float32 and float64 inputs, reductions over the last axis with leading
 dimensions flattened into rows, new arrays returned (inputs never modified), integer
-indices validated before any unchecked loop runs. :mod:`.jit` configures Numba (cache
+indices validated before any unchecked loop runs (the optimizer updates write their
+parameter and state arrays in place instead). :mod:`.jit` configures Numba (cache
 directory, threads) and :mod:`.vecmath` holds the vectorisable math the kernels share.
 
 The function names equal their module names in several cases (``softmax.softmax``), so
@@ -36,6 +40,8 @@ from . import (
     embedding,
     embedding_bag,
     norms,
+    optim_sparse_updates,
+    optim_updates,
     softmax,
     vecmath,
 )
@@ -49,6 +55,8 @@ __all__ = [
     "embedding_bag",
     "jit",
     "norms",
+    "optim_sparse_updates",
+    "optim_updates",
     "softmax",
     "vecmath",
 ]

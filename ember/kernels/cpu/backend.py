@@ -6,8 +6,8 @@ import numpy as np
 
 from ember.kernels import native_ops
 from ember.kernels.threads import apply_blas_threads
-from ember.kernels.cpu import (activations, attention, cross_entropy, dropout, embedding, embedding_bag, norms,
-                              softmax)
+from ember.kernels.cpu import (activations, attention, cross_entropy, dropout, embedding, embedding_bag, gemm,
+                              norms, optim_sparse_updates, optim_updates, softmax)
 from ember.kernels.reference import ArrayBackend
 from ember.kernels.reference import half_via_single as _half_via_single
 
@@ -25,6 +25,9 @@ class CpuBackend(ArrayBackend):
         self._native = native_ops.available()
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
+    def _gemm(self, a, b):
+        return gemm.matmul(a, b)  # single-threaded BLAS pieces on ember's threads (see gemm)
+
     def _erf(self, x):
         if x.dtype == np.float16:  # the kernel is float32/float64
             return activations.erf(x.astype(np.float32)).astype(np.float16)
@@ -149,7 +152,7 @@ class CpuBackend(ArrayBackend):
         return attention.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
 
     # =====================================================================================
-    # ---- optimizer composites: fused multi-tensor Numba kernels (ember.optim.update_kernels)
+    # ---- optimizer composites: fused multi-tensor Numba kernels (ember.kernels.cpu.optim_updates)
     # One parallel kernel call per parameter group: the parameter and state arrays passed in
     # are updated in place and returned. Lists are packed on every call; an ArrayTable from
     # ``optim_pack`` skips that. Dtypes other than float32/float64 use the per-tensor default.
@@ -160,12 +163,11 @@ class CpuBackend(ArrayBackend):
         return x
 
     def optim_pack(self, arrays):
-        kernels = _update_kernels()
-        if isinstance(arrays, kernels.ArrayTable):
+        if isinstance(arrays, optim_updates.ArrayTable):
             return arrays
         arrays = list(arrays)
         if arrays and arrays[0].dtype in _FUSED_DTYPES:
-            return kernels.pack_arrays(arrays, op="optim_pack", what="arrays")
+            return optim_updates.pack_arrays(arrays, op="optim_pack", what="arrays")
         return arrays
 
     def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
@@ -173,8 +175,8 @@ class CpuBackend(ArrayBackend):
         if not _fused(params):
             return super().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
                                       dampening, nesterov, first_step_flags)
-        _update_kernels().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
-                                     dampening, nesterov, first_step_flags)
+        optim_updates.sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
+                                 dampening, nesterov, first_step_flags)
         return _listed(params), _listed(momentum_bufs)
 
     def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
@@ -182,8 +184,8 @@ class CpuBackend(ArrayBackend):
         if not _fused(params):
             return super().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
                                        weight_decay, decoupled, cautious, steps)
-        _update_kernels().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
-                                      weight_decay, decoupled, cautious, steps)
+        optim_updates.adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
+                                  weight_decay, decoupled, cautious, steps)
         return _listed(params), _listed(m), _listed(v), _listed(vmax)
 
     def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
@@ -191,32 +193,32 @@ class CpuBackend(ArrayBackend):
         if not _fused(params):
             return super().rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
                                           alpha, eps, weight_decay, momentum, centered)
-        _update_kernels().rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
-                                         alpha, eps, weight_decay, momentum, centered)
+        optim_updates.rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
+                                     alpha, eps, weight_decay, momentum, centered)
         return (_listed(params), _listed(square_avg), _listed(grad_avg) if centered else None,
                 _listed(momentum_bufs) if momentum > 0.0 else None)
 
     def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
         if not _fused(params):
             return super().adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
-        _update_kernels().adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
+        optim_updates.adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
         return _listed(params), _listed(sums)
 
     def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
         if not _fused(params):
             return super().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
-        _update_kernels().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
+        optim_updates.lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
         return _listed(params), _listed(exp_avg)
 
     # Row-sparse (lazy) updates: one parallel Numba loop over the gradient's rows, writing the
-    # table and its state buffers in place (ember.optim.sparse_update_kernels).
+    # table and its state buffers in place (ember.kernels.cpu.optim_sparse_updates).
     def sparse_sgd_update(self, param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
                           dampening=0.0, nesterov=False, first_step=False):
         if not _sparse_fused(param, momentum_buf):
             return super().sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
                                              dampening, nesterov, first_step)
-        _sparse_kernels().sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
-                                            dampening, nesterov, first_step)
+        optim_sparse_updates.sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
+                                               dampening, nesterov, first_step)
         return param, momentum_buf
 
     def sparse_adam_update(self, param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
@@ -224,8 +226,8 @@ class CpuBackend(ArrayBackend):
         if not _sparse_fused(param, m, v, vmax):
             return super().sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
                                               weight_decay, decoupled, cautious, step)
-        _sparse_kernels().sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
-                                             weight_decay, decoupled, cautious, step)
+        optim_sparse_updates.sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
+                                                weight_decay, decoupled, cautious, step)
         return param, m, v, vmax
 
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
@@ -233,37 +235,26 @@ class CpuBackend(ArrayBackend):
         if not _fused(grads):
             return super().clip_by_value(grads, threshold)
         out = [np.array(g, order="C", copy=True) for g in grads]
-        _update_kernels().clip_by_value(out, threshold)
+        optim_updates.clip_by_value(out, threshold)
         return out
 
     def clip_by_norm(self, grads, max_norm):
         if not _fused(grads):
             return super().clip_by_norm(grads, max_norm)
         out = [np.array(g, order="C", copy=True) for g in grads]
-        _update_kernels().clip_by_norm_per_tensor(out, max_norm)
+        optim_updates.clip_by_norm_per_tensor(out, max_norm)
         return out
 
     def grads_norm(self, grads) -> float:
         if not _fused(grads):
             return super().grads_norm(grads)
-        return _update_kernels().global_norm(list(grads))
+        return optim_updates.global_norm(list(grads))
 
     def scale_grads(self, grads, coef):
         return [np.multiply(g, g.dtype.type(coef)) for g in grads]
 
 
 _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _update_kernels():
-    # imported on first use: it compiles Numba kernels and lives in ember.optim
-    from ember.optim import update_kernels
-    return update_kernels
-
-
-def _sparse_kernels():
-    from ember.optim import sparse_update_kernels
-    return sparse_update_kernels
 
 
 def _sparse_fused(*arrays) -> bool:
@@ -276,7 +267,7 @@ def _fused(arrays) -> bool:
     """Whether the Numba kernels take these arrays (an ArrayTable, or float32/float64 arrays)."""
     if isinstance(arrays, (list, tuple)):
         return not arrays or getattr(arrays[0], "dtype", None) in _FUSED_DTYPES
-    return isinstance(arrays, _update_kernels().ArrayTable)
+    return isinstance(arrays, optim_updates.ArrayTable)
 
 
 def _listed(arrays):

@@ -72,7 +72,7 @@ def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any
         raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
     beta = validate.optional_vector(cp, op, "beta", beta, cols, x.dtype)
-    eps = validate.positive_finite(op, "eps", eps, allow_zero=True)
+    eps = validate.finite_scalar(op, "eps", eps, minimum=0.0)
     acc = modules.acc_dtype(x.dtype)
     y = cp.empty(x.shape, dtype=x.dtype)
     mean = cp.empty(x.shape[:-1], dtype=acc)
@@ -151,7 +151,7 @@ def rms_norm(x: Any, gamma: Any, eps: float) -> tuple[Any, Any]:
     if cols == 0:
         raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
-    eps = validate.positive_finite(op, "eps", eps, allow_zero=True)
+    eps = validate.finite_scalar(op, "eps", eps, minimum=0.0)
     y = cp.empty(x.shape, dtype=x.dtype)
     rstd = cp.empty(x.shape[:-1], dtype=modules.acc_dtype(x.dtype))
     if rows == 0:

@@ -1,7 +1,8 @@
 """Multi-tensor optimizer updates on CuPy arrays: one kernel launch per parameter group.
 
-Same API and formulas as :mod:`ember.optim.update_kernels` (the cpu backend's Numba twin),
-on lists of CuPy arrays updated **in place**. Per call, the host packs one table of device
+Same API as :mod:`ember.kernels.cpu.optim_updates` (the cpu backend's Numba twin), on
+lists of CuPy arrays updated **in place**; each update rule is stated once, in its
+optimizer's docstring in ``ember/optim/``. Per call, the host packs one table of device
 pointers, sizes and (tensor, chunk) work items plus a small array of per-tensor
 hyper-parameters, copies both to the device and launches one kernel over all chunks.
 
@@ -14,11 +15,12 @@ value per tensor.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
+from ember.kernels.arg_checks import finite_scalar, per_tensor
+from ember.kernels.optim_kernel_args import adam_arguments
 from ember.kernels.cuda import launch, modules
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -105,32 +107,6 @@ def _state_ctype(op: str, what: str, states: list, param_dtype: np.dtype) -> str
     return modules.ctype_of(dtype)
 
 
-def _per_tensor(op: str, name: str, value: Any, n: int) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim == 0:
-        array = np.full(n, float(array))
-    elif array.shape != (n,):
-        raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
-                         f"got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-    return array
-
-
-def _finite(op: str, name: str, value: Any) -> float:
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-    return v
-
-
-def _unit(op: str, name: str, value: Any) -> float:
-    v = _finite(op, name, value)
-    if not 0.0 <= v < 1.0:
-        raise ValueError(f"{op}: `{name}` must be in [0, 1), got {value!r}")
-    return v
-
-
 def _table(cp: Any, columns: list[list[Any]], sizes: list[int],
            extra: list[np.ndarray]) -> tuple[Any, int]:
     """Device table [pointer columns | sizes | extra columns | chunk_tensor | chunk_start]."""
@@ -148,15 +124,9 @@ def sgd_update(params: Sequence[Any], grads: Sequence[Any], momentum_bufs: Seque
                lr: float | Sequence[float], weight_decay: float = 0.0, momentum: float = 0.0,
                dampening: float = 0.0, nesterov: bool = False,
                first_step_flags: bool | Sequence[bool] = False) -> None:
-    """SGD with optional L2 weight decay and (Nesterov) momentum, in place (Burn ``Sgd``).
+    """SGD with optional L2 weight decay and (Nesterov) momentum, in place.
 
-    Per element, with λ = ``weight_decay``, μ = ``momentum``, d = ``dampening``::
-
-        g ← g + λ·θ
-        v ← g                         on a tensor's first step (first_step_flags[i])
-        v ← μ·v + (1 − d)·g           afterwards
-        g ← g + μ·v  (nesterov)  or  g ← v
-        θ ← θ − lr·g
+    Update rule: :class:`ember.optim.Sgd` (its docstring).
 
     Args:
         params: CuPy parameter arrays, updated in place.
@@ -175,15 +145,15 @@ def sgd_update(params: Sequence[Any], grads: Sequence[Any], momentum_bufs: Seque
     p = _arrays(cp, op, "params", params, None, in_place=True)
     n = len(p)
     g = _arrays(cp, op, "grads", grads, p, in_place=False)
-    momentum = _finite(op, "momentum", momentum)
+    momentum = finite_scalar(op, "momentum", momentum)
     has_momentum = momentum_bufs is not None
     if not has_momentum and (momentum != 0.0 or nesterov):
         raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_bufs`")
     b = _arrays(cp, op, "momentum_bufs", momentum_bufs, p, in_place=True) if has_momentum else []
-    rates = _per_tensor(op, "lr", lr, n)
+    rates = per_tensor(op, "lr", lr, n)
     first = np.broadcast_to(np.asarray(first_step_flags, dtype=np.bool_), (n,))
-    wd = _finite(op, "weight_decay", weight_decay)
-    keep = 1.0 - _finite(op, "dampening", dampening)
+    wd = finite_scalar(op, "weight_decay", weight_decay)
+    keep = 1.0 - finite_scalar(op, "dampening", dampening)
     if n == 0:
         return
     dtype = p[0].dtype
@@ -210,18 +180,10 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
                 beta2: float = 0.999, eps: float = 1e-5, weight_decay: float = 0.0,
                 decoupled: bool = False, cautious: bool = False,
                 steps: int | Sequence[int] = 1) -> None:
-    """Adam / AdamW / AMSGrad, in place (Burn ``Adam`` and ``AdamW``).
+    """Adam / AdamW / AMSGrad, in place.
 
-    With t = ``steps`` (this update's 1-based step, per tensor) and λ = ``weight_decay``::
-
-        g ← g + λ·θ                                  (Adam: L2, only if not decoupled)
-        m ← β1·m + (1 − β1)·g
-        v ← β2·v + (1 − β2)·g²
-        v̂ ← max(v̂, v) and use v̂ for v              (AMSGrad, when vmax is given)
-        u = m·√(1 − β2ᵗ)/(1 − β1ᵗ) / (√v + ε·√(1 − β2ᵗ))   (= m̂/(√v̂ + ε))
-        θ ← θ·(1 − lr·λ)                              (AdamW: decoupled)
-        θ ← θ − lr·λ·θ only where (θ ≥ 0) == (m ≥ 0)  (AdamW, cautious weight decay)
-        θ ← θ − lr·u
+    Update rule: :class:`ember.optim.Adam`, and :class:`ember.optim.AdamW` when ``decoupled``
+    (both computed in Adam's form, ε added after the bias correction).
 
     Args:
         params: CuPy parameter arrays, updated in place.
@@ -247,14 +209,7 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
     vt = _arrays(cp, op, "v", v, p, in_place=True)
     amsgrad = vmax is not None
     vm = _arrays(cp, op, "vmax", vmax, p, in_place=True) if amsgrad else [None] * n
-    if cautious and not decoupled:
-        raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; set decoupled=True")
-    beta1, beta2 = _unit(op, "beta1", beta1), _unit(op, "beta2", beta2)
-    eps, wd = _finite(op, "eps", eps), _finite(op, "weight_decay", weight_decay)
-    rates = _per_tensor(op, "lr", lr, n)
-    t = _per_tensor(op, "steps", steps, n)
-    if np.any(t < 1) or np.any(t != np.floor(t)):
-        raise ValueError(f"{op}: `steps` must be integers >= 1 (the 1-based step t), got {steps!r}")
+    per, betas, mode = adam_arguments(op, n, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps)
     if n == 0:
         return
     dtype = p[0].dtype
@@ -266,14 +221,8 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
         raise TypeError(f"{op}: m, v and vmax must share one dtype, got "
                         f"{sorted({str(a.dtype) for a in states})}")
     st = _state_ctype(op, "m", states, dtype)
-    bc1 = 1.0 - beta1 ** t
-    bc2_sqrt = np.sqrt(1.0 - beta2 ** t)
-    decay = rates * wd if decoupled else np.zeros(n)
     acc = modules.acc_dtype(dtype)
-    per = np.stack([rates, bc2_sqrt / bc1, eps * bc2_sqrt,
-                    np.zeros(n) if decoupled else np.full(n, wd), 1.0 - decay, decay],
-                   axis=1).astype(acc)
-    mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
+    per = per.astype(acc)
     sizes = [int(a.size) for a in p]
     table, chunks = _table(cp, [p, g, mt, vt, vm], sizes, [])
     if chunks == 0:
@@ -281,5 +230,4 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
     fn = modules.kernel(_SRC, pt, "adam_multi", pt, st)
     fn((chunks,), (launch.OPTIM_THREADS,),
        (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), cp.asarray(per.reshape(-1)),
-        acc.type(beta1), acc.type(1.0 - beta1), acc.type(beta2), acc.type(1.0 - beta2),
-        np.int32(amsgrad), np.int32(mode)))
+        *(acc.type(b) for b in betas), np.int32(amsgrad), np.int32(mode)))

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.arg_checks import check_same_shape, probability, seed_u64  # noqa: F401
+from ember.kernels.arg_checks import check_same_shape, finite_scalar, probability, seed_u64  # noqa: F401
 
 __all__ = [
     "FLOAT_DTYPES", "INDEX_DTYPES", "check_same_shape", "contiguous", "dropout_threshold",
-    "float_array",
-    "index_array", "optional_vector", "positive_finite", "probability", "rows_cols", "seed_u64",
+    "finite_scalar", "float_array",
+    "index_array", "optional_vector", "probability", "rows_cols", "seed_u64",
 ]
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
@@ -110,22 +110,6 @@ def rows_cols(shape: tuple[int, ...]) -> tuple[int, int]:
         shape: the array shape (at least 1-D).
     """
     return math.prod(shape[:-1]), int(shape[-1])
-
-
-def positive_finite(op: str, name: str, value: object, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float after checking it is finite and > 0 (or >= 0).
-
-    Args:
-        op: name of the op.
-        name: name of the argument.
-        value: the value.
-        allow_zero: accept 0 as well.
-    """
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        expected = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{op}: {name} must be finite and {expected}, got {value!r}")
-    return v
 
 
 def dropout_threshold(p: float) -> np.uint32:

@@ -1,5 +1,5 @@
 // Multi-tensor optimizer updates: one launch updates every tensor of a parameter group in
-// place (same formulas as ember/optim/update_kernels.py, the cpu backend's twin).
+// place (the cpu backend's twin: ember/kernels/cpu/optim_updates.py).
 //
 // The host passes one table of 64-bit words, T = number of tensors, C = number of chunks
 // (= gridDim.x):
@@ -11,11 +11,7 @@
 // type A of P. Per-tensor hyper-parameters come in `per` (A, row-major [T, K]).
 // Launch: block 256, grid C.
 
-// SGD (Burn's Sgd + Momentum), per[t] = {lr}:
-//   g = grad + wd * p
-//   momentum: buf = first[t] ? g : momentum * buf + (1 - dampening) * g
-//             g = nesterov ? g + momentum * buf : buf
-//   p = p - lr * g
+// Update rule: the docstring in ember/optim/sgd.py (Sgd). per[t] = {lr}.
 template <typename P, typename S>
 __global__ void __launch_bounds__(256)
 sgd_multi(const unsigned long long* __restrict__ table, int ntensors, long long chunk_elems,
@@ -45,15 +41,10 @@ sgd_multi(const unsigned long long* __restrict__ table, int ntensors, long long 
   }
 }
 
-// Adam / AdamW / AMSGrad (Burn's Adam and AdamW), per[t] = {lr, corr, eps_eff, l2, keep, decay}
-// with corr = sqrt(1 - beta2^t) / (1 - beta1^t), eps_eff = eps * sqrt(1 - beta2^t),
-// l2 = wd (Adam) or 0, keep = 1 - lr * wd (AdamW) or 1, decay = lr * wd (AdamW) or 0:
-//   g = grad + l2 * p
-//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
-//   amsgrad: vmax = max(vmax, v) and vmax replaces v below
-//   mode 1 (AdamW): p = p * keep;  mode 2 (cautious AdamW): p -= decay * p where
-//   (p >= 0) == (m >= 0)
-//   p = p - lr * m * corr / (sqrt(v) + eps_eff)
+// Update rule: the docstrings in ember/optim/adam.py (Adam) and adamw.py (AdamW).
+// per[t] = {lr, corr, eps_eff, l2, keep, decay} with corr = sqrt(1 - beta2^t) / (1 - beta1^t),
+// eps_eff = eps * sqrt(1 - beta2^t), l2 = wd (Adam) or 0, keep = 1 - lr * wd (AdamW) or 1,
+// decay = lr * wd (AdamW) or 0; mode 0 Adam, 1 AdamW, 2 AdamW with cautious decay.
 template <typename P, typename S>
 __global__ void __launch_bounds__(256)
 adam_multi(const unsigned long long* __restrict__ table, int ntensors, long long chunk_elems,

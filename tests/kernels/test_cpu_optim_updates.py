@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ember.optim import update_kernels as uk
+from ember.kernels.cpu import optim_updates as uk
 
 STEPS = 20
 SHAPES = [(3, 5), (40_000,), (7,), (0,), (2, 3, 4), ()]  # 40k spans several work items

@@ -6,11 +6,8 @@ the K rows and update those rows of the parameter and of its state buffers in pl
 other ``n − K`` rows are never read or written, so a step costs O(K·D) whatever n is (no
 ``[n, D]`` temporary). The rows are validated before the unchecked loop runs.
 
-The formulas are those of the dense kernels in :mod:`ember.optim.update_kernels`, applied
-to the listed rows; the Adam step is ``torch.optim.SparseAdam``'s (ε added to √v, the bias
-corrections use the parameter's step t)::
-
-    θ ← θ − lr·√(1 − β2ᵗ)/(1 − β1ᵗ) · m / (√v + ε)
+The update rules are the lazy ones stated in the docstrings of :class:`ember.optim.Sgd` and
+:class:`ember.optim.Adam` (``torch.optim.SparseAdam``'s step), applied to the listed rows.
 """
 from __future__ import annotations
 
@@ -20,12 +17,14 @@ import numpy as np
 from numba import prange
 
 from ember.kernels.cpu.jit import kernel
+from ember.kernels.arg_checks import finite_scalar
 
 __all__ = ["check_rows", "sparse_adam_update", "sparse_sgd_update"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+# Update rule: the docstring in ember/optim/sgd.py (Sgd, row-sparse gradients).
 @kernel
 def _sparse_sgd_kernel(p, rows, g, b, hp, first, has_momentum, nesterov):
     lr, wd, mu, keep = hp[0], hp[1], hp[2], hp[3]
@@ -42,6 +41,7 @@ def _sparse_sgd_kernel(p, rows, g, b, hp, first, has_momentum, nesterov):
             pr[j] -= lr * step
 
 
+# Update rule: the docstring in ember/optim/adam.py (Adam, row-sparse gradients: lazy Adam).
 @kernel
 def _sparse_adam_kernel(p, rows, g, m, v, vmax, hp, amsgrad, mode):
     b1, c1, b2, c2 = hp[0], hp[1], hp[2], hp[3]
@@ -108,19 +108,9 @@ def _state(op: str, name: str, array, param) -> np.ndarray:
     return array
 
 
-def _finite(op: str, name: str, value) -> float:
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-    return value
-
-
 def sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
                       dampening=0.0, nesterov=False, first_step=False) -> None:
-    """SGD on the listed rows, in place (the dense ``sgd_update`` formula per row)::
-
-        g ← g + λ·θ;  v ← g (first step) or μ·v + (1 − d)·g;  g ← g + μ·v (Nesterov) or v
-        θ ← θ − lr·g
+    """SGD on the listed rows, in place; rule: :class:`ember.optim.Sgd` (row-sparse gradients).
 
     Args:
         param: the table ``[n, D]``, updated in place.
@@ -138,22 +128,16 @@ def sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay=0.0, m
         raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_buf`")
     if not rows.size:
         return
-    hp = np.array([_finite(op, "lr", lr), _finite(op, "weight_decay", weight_decay),
-                   _finite(op, "momentum", momentum), 1.0 - _finite(op, "dampening", dampening)], dtype=param.dtype)
+    hp = np.array([finite_scalar(op, "lr", lr), finite_scalar(op, "weight_decay", weight_decay),
+                   finite_scalar(op, "momentum", momentum), 1.0 - finite_scalar(op, "dampening", dampening)],
+                  dtype=param.dtype)
     _sparse_sgd_kernel(param, rows, values, buf, hp, bool(first_step), has_momentum, bool(nesterov))
 
 
 def sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
                        weight_decay=0.0, decoupled=False, cautious=False, step=1) -> None:
-    """Lazy Adam / AdamW / AMSGrad on the listed rows, in place (``torch.optim.SparseAdam``).
-
-    With t = ``step`` (the table's 1-based step) and λ = ``weight_decay``, per element of
-    the listed rows::
-
-        g ← g + λ·θ                                  (Adam: L2, only if not decoupled)
-        m ← β1·m + (1 − β1)·g;   v ← β2·v + (1 − β2)·g²;   v ← max(v̂max, v)  (AMSGrad)
-        θ ← θ·(1 − lr·λ)                              (AdamW; cautious: where signs agree)
-        θ ← θ − lr·√(1 − β2ᵗ)/(1 − β1ᵗ) · m / (√v + ε)
+    """Lazy Adam / AdamW / AMSGrad on the listed rows, in place; rule: :class:`ember.optim.Adam`
+    (row-sparse gradients) with :class:`ember.optim.AdamW`'s decay when ``decoupled``.
 
     Args:
         param: the table ``[n, D]``, updated in place.
@@ -171,17 +155,16 @@ def sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.9
     xm = _state(op, "vmax", vmax, param) if amsgrad else v
     if cautious and not decoupled:
         raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; set decoupled=True")
-    beta1, beta2 = _finite(op, "beta1", beta1), _finite(op, "beta2", beta2)
-    if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
-        raise ValueError(f"{op}: beta1 and beta2 must be in [0, 1), got {beta1!r}, {beta2!r}")
-    if isinstance(step, bool) or int(step) != step or step < 1:
+    beta1 = finite_scalar(op, "beta1", beta1, unit_interval=True)
+    beta2 = finite_scalar(op, "beta2", beta2, unit_interval=True)
+    if isinstance(step, bool) or int(step) != step or step < 1:  # one scalar: no array round trip
         raise ValueError(f"{op}: `step` must be an integer >= 1, got {step!r}")
-    lr, wd = _finite(op, "lr", lr), _finite(op, "weight_decay", weight_decay)
+    lr, wd = finite_scalar(op, "lr", lr), finite_scalar(op, "weight_decay", weight_decay)
     if not rows.size:
         return
     step_size = lr * math.sqrt(1.0 - beta2 ** step) / (1.0 - beta1 ** step)
     decay = lr * wd if decoupled else 0.0
-    hp = np.array([beta1, 1.0 - beta1, beta2, 1.0 - beta2, lr, step_size, _finite(op, "eps", eps),
+    hp = np.array([beta1, 1.0 - beta1, beta2, 1.0 - beta2, lr, step_size, finite_scalar(op, "eps", eps),
                    0.0 if decoupled else wd, 1.0 - decay, decay, 0.0], dtype=param.dtype)
     mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
     _sparse_adam_kernel(param, rows, values, m, v, xm, hp, amsgrad, mode)

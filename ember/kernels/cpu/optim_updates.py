@@ -23,15 +23,15 @@ Conventions shared by all updates:
 * Arrays must not alias each other (a parameter passed as its own state buffer gives
   meaningless results).
 
-Burn's epsilon defaults are 1e-5 for Adam/AdamW/RMSprop/AdaGrad (PyTorch: 1e-8, 1e-8, 1e-8,
-1e-10); these kernels take ``eps`` explicitly. They compile with ember's shared options
+Each update rule is stated once, in its optimizer's docstring in ``ember/optim/`` (and the
+clipping rules in ``ember/optim/clipping.py``); every function here names the one it
+computes. The kernels compile with ember's shared options
 (:mod:`ember.kernels.cpu.jit`): fast-math re-association/contraction but not
 ``nnan``/``ninf``, so NaN and infinity propagate as in IEEE arithmetic.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Sequence, Union
 
 import numba
@@ -41,6 +41,8 @@ from numba.extending import intrinsic
 
 # jit.py sets the shared cache directory, thread count and fast-math flags; import first.
 from ember.kernels.cpu.jit import kernel, serial
+from ember.kernels.arg_checks import finite_scalar, per_tensor, step_numbers
+from ember.kernels.optim_kernel_args import adam_arguments
 
 __all__ = [
     "ArrayTable",
@@ -169,38 +171,6 @@ def _matching(op: str, what: str, arrays: Arrays | None, like: ArrayTable, *,
     return table
 
 
-def _per_tensor(op: str, name: str, value, n: int) -> np.ndarray:
-    """A scalar or one value per tensor, as a float64 array of length ``n``."""
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim == 0:
-        array = np.full(n, float(array))
-    elif array.shape != (n,):
-        raise ValueError(
-            f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
-            f"got shape {array.shape}"
-        )
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-    return array
-
-
-def _finite(op: str, name: str, value, *, unit: bool = False) -> float:
-    """``value`` as a finite float (in [0, 1) when ``unit``) or a clear ValueError."""
-    value = float(value)
-    if not math.isfinite(value) or (unit and not 0.0 <= value < 1.0):
-        raise ValueError(f"{op}: `{name}` must be {'in [0, 1)' if unit else 'finite'}, "
-                         f"got {value!r}")
-    return value
-
-
-def _steps(op: str, steps, n: int) -> np.ndarray:
-    array = _per_tensor(op, "steps", steps, n)
-    if np.any(array < 1) or np.any(array != np.floor(array)):
-        raise ValueError(f"{op}: `steps` must be integers >= 1 (the 1-based step t), "
-                         f"got {steps!r}")
-    return array
-
-
 # --- Numba building blocks ----------------------------------------------------------------
 
 
@@ -245,6 +215,7 @@ def _segment(addresses, i, start, sizes, witness):
 # --- kernels (one parallel loop over all work items of all tensors) -----------------------
 
 
+# Update rule: the docstring in ember/optim/sgd.py (Sgd).
 @kernel
 def _sgd_kernel(p_a, g_a, b_a, sizes, hp, lr, first, has_momentum, nesterov):
     wd, mu, keep = hp[0], hp[1], hp[2]
@@ -263,6 +234,7 @@ def _sgd_kernel(p_a, g_a, b_a, sizes, hp, lr, first, has_momentum, nesterov):
             p[j] -= rate * d
 
 
+# Update rule: the docstring in ember/optim/adam.py (Adam) and adamw.py (AdamW).
 @kernel
 def _adam_kernel(p_a, g_a, m_a, v_a, vmax_a, sizes, hp, per, amsgrad, mode):
     b1, c1, b2, c2, zero = hp[0], hp[1], hp[2], hp[3], hp[4]
@@ -293,6 +265,7 @@ def _adam_kernel(p_a, g_a, m_a, v_a, vmax_a, sizes, hp, per, amsgrad, mode):
             p[j] = theta - lr * update
 
 
+# Update rule: the docstring in ember/optim/rmsprop.py (RmsProp).
 @kernel
 def _rmsprop_kernel(p_a, g_a, s_a, ga_a, b_a, sizes, hp, lr, centered, has_momentum):
     alpha, c_alpha, eps, mu, wd = hp[0], hp[1], hp[2], hp[3], hp[4]
@@ -318,6 +291,7 @@ def _rmsprop_kernel(p_a, g_a, s_a, ga_a, b_a, sizes, hp, lr, centered, has_momen
             p[j] -= rate * d
 
 
+# Update rule: the docstring in ember/optim/adagrad.py (AdaGrad).
 @kernel
 def _adagrad_kernel(p_a, g_a, s_a, sizes, hp, clr):
     eps, wd = hp[0], hp[1]
@@ -334,6 +308,7 @@ def _adagrad_kernel(p_a, g_a, s_a, sizes, hp, clr):
             p[j] -= rate * grad / (np.sqrt(total) + eps)
 
 
+# Update rule: the docstring in ember/optim/lion.py (Lion).
 @kernel
 def _lion_kernel(p_a, g_a, m_a, sizes, hp, per):
     b1, c1, b2, c2 = hp[0], hp[1], hp[2], hp[3]
@@ -412,19 +387,9 @@ def sgd_update(
     nesterov: bool = False,
     first_step_flags: bool | Sequence[bool] = False,
 ) -> None:
-    """SGD with optional L2 weight decay and (Nesterov) momentum, in place (Burn ``Sgd``).
+    """SGD with optional L2 weight decay and (Nesterov) momentum, in place.
 
-    Per element, with λ = ``weight_decay``, μ = ``momentum``, d = ``dampening``::
-
-        g ← g + λ·θ
-        v ← g                         on a tensor's first step (first_step_flags[i])
-        v ← μ·v + (1 − d)·g           afterwards
-        g ← g + μ·v  (nesterov)  or  g ← v
-        θ ← θ − lr·g
-
-    Without momentum buffers (``momentum_bufs=None``, ``momentum`` must be 0) it is
-    ``θ ← θ − lr·(g + λ·θ)``. Burn's ``MomentumConfig`` defaults are μ 0.9, d 0.1, no
-    Nesterov; PyTorch's SGD rejects Nesterov with non-zero dampening, Burn allows it.
+    Update rule: :class:`ember.optim.Sgd` (its docstring); no momentum buffers means plain SGD.
 
     Args:
         params: Parameters, updated in place.
@@ -441,18 +406,18 @@ def sgd_update(
     p = pack_arrays(params, op=op, what="params")
     n = len(p)
     g = _matching(op, "grads", grads, p, writeable=False)
-    momentum = _finite(op, "momentum", momentum)
+    momentum = finite_scalar(op, "momentum", momentum)
     has_momentum = momentum_bufs is not None
     if not has_momentum and (momentum != 0.0 or nesterov):
         raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_bufs`")
     b = _matching(op, "momentum_bufs", momentum_bufs, p) if has_momentum else p
-    rates = _per_tensor(op, "lr", lr, n)
+    rates = per_tensor(op, "lr", lr, n)
     first = np.broadcast_to(np.asarray(first_step_flags, dtype=np.bool_), (n,))
     if n == 0:
         return
     hp = np.array(
-        [_finite(op, "weight_decay", weight_decay), momentum,
-         1.0 - _finite(op, "dampening", dampening)], dtype=p.dtype)
+        [finite_scalar(op, "weight_decay", weight_decay), momentum,
+         1.0 - finite_scalar(op, "dampening", dampening)], dtype=p.dtype)
     _sgd_kernel(p.addresses, g.addresses, b.addresses, p.sizes, hp,
                 rates.astype(p.dtype), np.ascontiguousarray(first), has_momentum, bool(nesterov))
 
@@ -472,23 +437,10 @@ def adam_update(
     cautious: bool = False,
     steps: int | Sequence[int] = 1,
 ) -> None:
-    """Adam / AdamW / AMSGrad, in place (Burn ``Adam`` and ``AdamW``).
+    """Adam / AdamW / AMSGrad, in place.
 
-    With t = ``steps`` (this update's 1-based step, per tensor) and λ = ``weight_decay``::
-
-        g ← g + λ·θ                                  (Adam: L2, only if not decoupled)
-        m ← β1·m + (1 − β1)·g
-        v ← β2·v + (1 − β2)·g²
-        v̂ ← max(v̂, v) and use v̂ for v              (AMSGrad, when vmax is given)
-        u = m·√(1 − β2ᵗ)/(1 − β1ᵗ) / (√v + ε·√(1 − β2ᵗ))
-        θ ← θ·(1 − lr·λ)                              (AdamW: decoupled)
-        θ ← θ − lr·λ·θ only where (θ ≥ 0) == (m ≥ 0)  (AdamW, cautious weight decay)
-        θ ← θ − lr·u
-
-    ``u`` is Burn's Adam form; it equals m̂/(√v̂ + ε) with m̂ = m/(1 − β1ᵗ),
-    v̂ = v/(1 − β2ᵗ), the form of Burn's AdamW and of PyTorch. Burn's defaults: β 0.9/0.999,
-    ε 1e-5 (PyTorch 1e-8), AdamW λ 1e-4 (PyTorch 1e-2). The cautious rule uses the new m,
-    as Burn (arXiv:2510.12402); PyTorch has no cautious variant.
+    Update rule: :class:`ember.optim.Adam`, and :class:`ember.optim.AdamW` when ``decoupled``
+    (both computed in Adam's form, ε added after the bias correction).
 
     Args:
         params: Parameters, updated in place.
@@ -513,28 +465,11 @@ def adam_update(
     vt = _matching(op, "v", v, p)
     amsgrad = vmax is not None
     vmt = _matching(op, "vmax", vmax, p) if amsgrad else vt
-    if cautious and not decoupled:
-        raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; "
-                         "set decoupled=True")
-    beta1, beta2 = _finite(op, "beta1", beta1, unit=True), _finite(op, "beta2", beta2, unit=True)
-    eps, wd = _finite(op, "eps", eps), _finite(op, "weight_decay", weight_decay)
-    rates = _per_tensor(op, "lr", lr, n)
-    t = _steps(op, steps, n)
+    per, betas, mode = adam_arguments(op, n, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps)
     if n == 0:
         return
-    bc1 = 1.0 - beta1 ** t
-    bc2_sqrt = np.sqrt(1.0 - beta2 ** t)
-    decay = rates * wd if decoupled else np.zeros(n)
-    per = np.stack([
-        rates,
-        bc2_sqrt / bc1,
-        eps * bc2_sqrt,
-        np.zeros(n) if decoupled else np.full(n, wd),
-        1.0 - decay,
-        decay,
-    ], axis=1).astype(p.dtype)
-    hp = np.array([beta1, 1.0 - beta1, beta2, 1.0 - beta2, 0.0], dtype=p.dtype)
-    mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
+    hp = np.array([*betas, 0.0], dtype=p.dtype)  # the trailing 0 is the kernel's typed zero
+    per = per.astype(p.dtype)
     _adam_kernel(p.addresses, g.addresses, mt.addresses, vt.addresses, vmt.addresses,
                  p.sizes, hp, per, amsgrad, mode)
 
@@ -552,19 +487,9 @@ def rmsprop_update(
     momentum: float = 0.9,
     centered: bool = False,
 ) -> None:
-    """RMSprop, optionally centered and with momentum, in place (Burn ``RmsProp``).
+    """RMSprop, optionally centered and with momentum, in place.
 
-    Per element, with α = ``alpha``, μ = ``momentum``, λ = ``weight_decay``::
-
-        g ← g + λ·θ
-        s ← α·s + (1 − α)·g²
-        ḡ ← α·ḡ + (1 − α)·g;  a = s − ḡ²    (centered)      a = s  (otherwise)
-        d = g / (√a + ε)
-        b ← μ·b + d;  d = b                  (when μ > 0)
-        θ ← θ − lr·d
-
-    Identical to PyTorch's RMSprop for equal arguments. Burn's defaults: α 0.99, μ 0.9,
-    ε 1e-5 (PyTorch: μ 0, ε 1e-8).
+    Update rule: :class:`ember.optim.RmsProp` (its docstring).
 
     Args:
         params: Parameters, updated in place.
@@ -585,15 +510,15 @@ def rmsprop_update(
     g = _matching(op, "grads", grads, p, writeable=False)
     s = _matching(op, "square_avg", square_avg, p)
     ga = _matching(op, "grad_avg", grad_avg, p) if centered else s
-    momentum = _finite(op, "momentum", momentum)
+    momentum = finite_scalar(op, "momentum", momentum)
     has_momentum = momentum > 0.0
     b = _matching(op, "momentum_bufs", momentum_bufs, p) if has_momentum else s
-    alpha = _finite(op, "alpha", alpha, unit=True)
-    rates = _per_tensor(op, "lr", lr, n)
+    alpha = finite_scalar(op, "alpha", alpha, unit_interval=True)
+    rates = per_tensor(op, "lr", lr, n)
     if n == 0:
         return
-    hp = np.array([alpha, 1.0 - alpha, _finite(op, "eps", eps), momentum,
-                   _finite(op, "weight_decay", weight_decay)], dtype=p.dtype)
+    hp = np.array([alpha, 1.0 - alpha, finite_scalar(op, "eps", eps), momentum,
+                   finite_scalar(op, "weight_decay", weight_decay)], dtype=p.dtype)
     _rmsprop_kernel(p.addresses, g.addresses, s.addresses, ga.addresses, b.addresses,
                     p.sizes, hp, rates.astype(p.dtype), bool(centered), has_momentum)
 
@@ -608,17 +533,9 @@ def adagrad_update(
     weight_decay: float = 0.0,
     steps: int | Sequence[int] = 1,
 ) -> None:
-    """AdaGrad with learning-rate decay, in place (Burn ``AdaGrad``).
+    """AdaGrad with learning-rate decay, in place.
 
-    With t = ``steps`` (1-based, per tensor) and λ = ``weight_decay``::
-
-        g ← g + λ·θ
-        Σ ← Σ + g²
-        lr_t = lr / (1 + (t − 1)·lr_decay)
-        θ ← θ − lr_t·g / (√Σ + ε)
-
-    Identical to PyTorch's Adagrad (initial accumulator 0). Burn's ε default is 1e-5
-    (PyTorch 1e-10).
+    Update rule: :class:`ember.optim.AdaGrad` (its docstring).
 
     Args:
         params: Parameters, updated in place.
@@ -635,13 +552,13 @@ def adagrad_update(
     n = len(p)
     g = _matching(op, "grads", grads, p, writeable=False)
     s = _matching(op, "sums", sums, p)
-    rates = _per_tensor(op, "lr", lr, n)
-    t = _steps(op, steps, n)
-    lr_decay = _finite(op, "lr_decay", lr_decay)
+    rates = per_tensor(op, "lr", lr, n)
+    t = step_numbers(op, "steps", steps, n)
+    lr_decay = finite_scalar(op, "lr_decay", lr_decay)
     if n == 0:
         return
     clr = rates / (1.0 + (t - 1.0) * lr_decay)
-    hp = np.array([_finite(op, "eps", eps), _finite(op, "weight_decay", weight_decay)],
+    hp = np.array([finite_scalar(op, "eps", eps), finite_scalar(op, "weight_decay", weight_decay)],
                   dtype=p.dtype)
     _adagrad_kernel(p.addresses, g.addresses, s.addresses, p.sizes, hp, clr.astype(p.dtype))
 
@@ -655,15 +572,9 @@ def lion_update(
     beta2: float = 0.99,
     weight_decay: float = 0.0,
 ) -> None:
-    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"), in place.
+    """Lion, in place.
 
-    Per element, with λ = ``weight_decay`` (decoupled)::
-
-        c = β1·m + (1 − β1)·g
-        θ ← θ·(1 − lr·λ) − lr·sign(c)
-        m ← β2·m + (1 − β2)·g
-
-    Burn and PyTorch have no Lion; this follows the paper's Algorithm 2 (sign(0) = 0).
+    Update rule: :class:`ember.optim.Lion` (its docstring).
 
     Args:
         params: Parameters, updated in place.
@@ -679,9 +590,10 @@ def lion_update(
     n = len(p)
     g = _matching(op, "grads", grads, p, writeable=False)
     mt = _matching(op, "exp_avg", exp_avg, p)
-    beta1, beta2 = _finite(op, "beta1", beta1, unit=True), _finite(op, "beta2", beta2, unit=True)
-    rates = _per_tensor(op, "lr", lr, n)
-    wd = _finite(op, "weight_decay", weight_decay)
+    beta1 = finite_scalar(op, "beta1", beta1, unit_interval=True)
+    beta2 = finite_scalar(op, "beta2", beta2, unit_interval=True)
+    rates = per_tensor(op, "lr", lr, n)
+    wd = finite_scalar(op, "weight_decay", weight_decay)
     if n == 0:
         return
     per = np.stack([rates, 1.0 - rates * wd], axis=1).astype(p.dtype)
@@ -693,8 +605,7 @@ def lion_update(
 
 
 def clip_by_value(grads: Arrays, threshold: float) -> None:
-    """Clamp every gradient element to [−threshold, threshold], in place (Burn
-    ``GradientClipping::Value``); NaN stays NaN.
+    """Clip by value, in place; rule: ``Value`` in :mod:`ember.optim.clipping`.
 
     Args:
         grads: Gradients, updated in place.
@@ -702,7 +613,7 @@ def clip_by_value(grads: Arrays, threshold: float) -> None:
     """
     op = "clip_by_value"
     g = pack_arrays(grads, op=op, what="grads")
-    threshold = _bound(op, "threshold", threshold)
+    threshold = finite_scalar(op, "threshold", threshold, minimum=0.0)
     if len(g):
         _clip_value_kernel(g.addresses, g.sizes, np.array([threshold, -threshold], g.dtype))
 
@@ -712,13 +623,6 @@ def _squares(g: ArrayTable) -> np.ndarray:
     if not len(g):
         return np.zeros(0)
     return _sum_squares_kernel(g.addresses, g.sizes, np.zeros(1, g.dtype))
-
-
-def _bound(op: str, name: str, value) -> float:
-    value = _finite(op, name, value)
-    if value < 0:
-        raise ValueError(f"{op}: `{name}` must be >= 0, got {value!r}")
-    return value
 
 
 def global_norm(grads: Arrays) -> float:
@@ -734,12 +638,7 @@ def global_norm(grads: Arrays) -> float:
 
 
 def clip_by_norm_per_tensor(grads: Arrays, max_norm: float) -> np.ndarray:
-    """Rescale each gradient tensor whose L2 norm exceeds ``max_norm``, in place (Burn
-    ``GradientClipping::Norm``, which is per tensor, not global)::
-
-        g_i ← g_i · min(1, max_norm / (‖g_i‖ + tiny))
-
-    with ``tiny`` the dtype's smallest positive normal number, as Burn.
+    """Clip each tensor by its own norm, in place; rule: ``Norm`` in :mod:`ember.optim.clipping`.
 
     Args:
         grads: Gradients, updated in place.
@@ -750,7 +649,7 @@ def clip_by_norm_per_tensor(grads: Arrays, max_norm: float) -> np.ndarray:
     """
     op = "clip_by_norm_per_tensor"
     g = pack_arrays(grads, op=op, what="grads")
-    max_norm = _bound(op, "max_norm", max_norm)
+    max_norm = finite_scalar(op, "max_norm", max_norm, minimum=0.0)
     norms = np.sqrt(_squares(g))
     if len(g):
         tiny = float(np.finfo(g.dtype).tiny)
@@ -760,14 +659,9 @@ def clip_by_norm_per_tensor(grads: Arrays, max_norm: float) -> np.ndarray:
 
 
 def clip_by_global_norm(grads: Arrays, max_norm: float, eps: float | None = None) -> float:
-    """Rescale all gradients together so their global L2 norm is at most ``max_norm``::
-
-        g_i ← g_i · min(1, max_norm / (‖g‖ + eps))      ‖g‖ = global_norm(grads)
-
-    Burn has no global-norm clipping; this is PyTorch's ``clip_grad_norm_``, which uses
-    eps = 1e-6. The default eps here is the dtype's smallest positive normal (like Burn's
-    per-tensor rule), so a norm just above ``max_norm`` is clipped to ``max_norm`` exactly.
-    A NaN norm makes every gradient NaN, as in PyTorch.
+    """Clip all tensors by their global norm, in place; rule: ``GlobalNorm`` in
+    :mod:`ember.optim.clipping`, with ``eps`` in the place of its ``tiny`` (PyTorch's
+    ``clip_grad_norm_`` uses 1e-6). A NaN norm makes every gradient NaN, as in PyTorch.
 
     Args:
         grads: Gradients, updated in place.
@@ -779,10 +673,10 @@ def clip_by_global_norm(grads: Arrays, max_norm: float, eps: float | None = None
     """
     op = "clip_by_global_norm"
     g = pack_arrays(grads, op=op, what="grads")
-    max_norm = _bound(op, "max_norm", max_norm)
+    max_norm = finite_scalar(op, "max_norm", max_norm, minimum=0.0)
     total = float(np.sqrt(np.sum(_squares(g))))
     if len(g):
-        eps = float(np.finfo(g.dtype).tiny) if eps is None else _finite(op, "eps", eps)
+        eps = float(np.finfo(g.dtype).tiny) if eps is None else finite_scalar(op, "eps", eps)
         coef = np.minimum(1.0, max_norm / (total + eps))  # np.minimum keeps a NaN norm NaN
         _scale_kernel(g.addresses, g.sizes, np.full(len(g), coef, dtype=g.dtype))
     return total
