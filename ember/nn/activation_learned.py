@@ -9,7 +9,7 @@ from dataclasses import field
 
 from ember.nn import functional as F
 from ember.nn.init import Constant, Initializer, default_linear_initializer
-from ember.nn.linear import LinearConfig, LinearLayout
+from ember.nn.linear import Linear, LinearConfig, LinearLayout
 from ember.nn.module import Module
 from ember.nn.param import Param
 from ember.record.config import Config
@@ -89,7 +89,7 @@ class SwiGlu(Module):
         linear_outer: the linear branch.
     """
 
-    def __init__(self, linear_inner, linear_outer):
+    def __init__(self, linear_inner: Linear, linear_outer: Linear):
         self.linear_inner = linear_inner
         self.linear_outer = linear_outer
 

@@ -18,8 +18,9 @@ are walked (a list filled after assignment is caught there).
 
 Layers that have a ``<Name>Config`` (``nn.Linear`` / ``nn.LinearConfig``) are built from it:
 ``nn.LinearConfig(3, 2).init()``. Calling the constructor the way other frameworks do
-(``nn.Linear(3, 2)``) raises a ``TypeError`` pointing at the config; this holds for every
-subclass of :class:`Module` with a config class of that name beside it.
+(``nn.Linear(3, 2)``, ``nn.MaxPool2d(2)``) raises a ``TypeError`` pointing at the config; this
+holds for every subclass of :class:`Module` with a config class of that name beside it
+(``ember/nn/config_hint.py``).
 
 Modules are mutable Python objects: ``to``, ``freeze``, ``unfreeze``, ``map_parameters``,
 ``load_record`` and ``apply_lora`` change the module in place and return it, so both
@@ -29,14 +30,9 @@ Modules are mutable Python objects: ``to``, ``freeze``, ``unfreeze``, ``map_para
 from __future__ import annotations
 
 import copy
-import dataclasses
-import functools
-import inspect
-import sys
-import types
-import typing
 from typing import Any, Callable, Iterator
 
+from ember.nn.config_hint import with_config_hint
 from ember.nn.param import Param, ParamId, _as_leaf
 from ember.tensor import dtypes as dt
 from ember.tensor.device import Device, as_device
@@ -117,7 +113,7 @@ class Module:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__:
-            cls.__init__ = _with_config_hint(cls, cls.__dict__["__init__"])
+            cls.__init__ = with_config_hint(cls, cls.__dict__["__init__"])
 
     def __setattr__(self, name: str, value) -> None:
         if not name.startswith("_"):
@@ -526,101 +522,3 @@ def _group_matches(group, path: str, param_id: ParamId) -> bool:
         return bool(group(path, param_id))
     raise TypeError(f"expected a parameter group with matches(path, param_id) or a callable, "
                     f"got {type(group).__name__}")
-
-
-# ---- layers built from their config ------------------------------------------------------------
-def _config_of(cls: type):
-    """The ``<Name>Config`` class defined beside ``cls`` (with an ``init`` method), or None."""
-    config = getattr(sys.modules.get(cls.__module__), f"{cls.__name__}Config", None)
-    return config if isinstance(config, type) and callable(getattr(config, "init", None)) else None
-
-
-def _type_hints(fn) -> dict:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001  -- an unresolvable annotation only disables the check
-        return {}
-
-
-def _hint_classes(hint) -> list:
-    """The classes an annotation allows: ``Param | None`` -> [Param], ``tuple[int, int]`` -> [tuple]."""
-    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-    members = typing.get_args(hint) if union else (hint,)
-    return [c for c in (typing.get_origin(m) or m for m in members) if isinstance(c, type) and c is not type(None)]
-
-
-def _is_plain(value) -> bool:
-    """A size, a flag, a name: what a config holds, never a layer's parameter or sub-module."""
-    if isinstance(value, (list, tuple)):
-        return bool(value) and all(_is_plain(v) for v in value)
-    return isinstance(value, (bool, int, float, str))
-
-
-def _fits(value, hint) -> bool:
-    classes = _hint_classes(hint)
-    if float in classes and isinstance(value, int):
-        return True
-    return not classes or isinstance(value, tuple(classes))
-
-
-def _fits_config(config: type, args, kwargs) -> bool:
-    """Whether ``config(*args, **kwargs)`` binds, each value of its field's type."""
-    try:
-        bound = inspect.signature(config).bind(*args, **kwargs).arguments
-    except TypeError:
-        return False
-    hints = _type_hints(config)
-    return all(_fits(value, hints[name]) for name, value in bound.items() if name in hints)
-
-
-def _arg_text(name: str, default) -> str:
-    if default is inspect.Parameter.empty or default is dataclasses.MISSING:
-        return name
-    return f"{name}={default!r}" if default is None or _is_plain(default) else f"{name}=..."
-
-
-def _config_fields(config: type) -> str:
-    """``d_input, d_output, bias=True, initializer=...``: a config's fields as it is called."""
-    if not dataclasses.is_dataclass(config):
-        return "..."
-    return ", ".join(_arg_text(f.name, f.default if f.default_factory is dataclasses.MISSING else ...)
-                     for f in dataclasses.fields(config) if f.init)
-
-
-def _config_hint(cls: type, shown: type, config: type, args, kwargs, init) -> str:
-    prefix = "nn." if cls.__module__.startswith("ember.nn") else ""
-    call = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-    fields = _config_fields(config)
-    if _fits_config(config, args, kwargs):  # the same values, given to the config
-        use = f"{prefix}{config.__name__}({call}).init(), where {config.__name__} takes ({fields})"
-    else:
-        use = f"{prefix}{config.__name__}({fields}).init()"
-    parts = ", ".join(_arg_text(p.name, p.default) for p in list(inspect.signature(init).parameters.values())[1:])
-    return (f"{prefix}{shown.__name__}({call}): ember layers are built from their config; use {use} "
-            f"(.init(device, dtype) picks the device and float dtype). The constructor "
-            f"{shown.__name__}({parts}) takes the built layer's parameters and sub-modules.")
-
-
-def _with_config_hint(cls: type, init):
-    """``init``, checked first when ``cls`` has a config: arguments that do not bind, or a plain
-    size/flag where the constructor takes a Param, Tensor or Module, raise a ``TypeError``
-    naming the config to use (``nn.Linear(3, 2)`` -> ``nn.LinearConfig(3, 2).init()``)."""
-    signature = parts = None  # worked out on the first call: the config may be defined later
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        nonlocal signature, parts
-        config = _config_of(cls)
-        if config is not None:
-            if signature is None:
-                signature = inspect.signature(init)
-                parts = [name for name, hint in _type_hints(init).items()
-                         if any(issubclass(c, (Param, Tensor, Module)) for c in _hint_classes(hint))]
-            try:
-                bound = signature.bind(self, *args, **kwargs).arguments
-            except TypeError:
-                raise TypeError(_config_hint(cls, type(self), config, args, kwargs, init)) from None
-            if any(name in bound and _is_plain(bound[name]) for name in parts):
-                raise TypeError(_config_hint(cls, type(self), config, args, kwargs, init))
-        init(self, *args, **kwargs)
-    return __init__

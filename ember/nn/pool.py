@@ -84,7 +84,8 @@ class MaxPool2d(Module):
         kernel_size, stride, padding, dilation, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size, stride=None, padding=None, dilation=(1, 1), ceil_mode: bool = False):
+    def __init__(self, kernel_size: tuple[int, int], stride: tuple[int, int] | None = None, padding=None,
+                 dilation: tuple[int, int] = (1, 1), ceil_mode: bool = False):
         self.kernel_size = tuple(int(k) for k in kernel_size)
         self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
         self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
@@ -138,8 +139,8 @@ class AvgPool2d(Module):
         kernel_size, stride, padding, count_include_pad, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size, stride=None, padding=None, count_include_pad: bool = True,
-                 ceil_mode: bool = False):
+    def __init__(self, kernel_size: tuple[int, int], stride: tuple[int, int] | None = None, padding=None,
+                 count_include_pad: bool = True, ceil_mode: bool = False):
         self.kernel_size = tuple(int(k) for k in kernel_size)
         self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
         self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
@@ -206,7 +207,7 @@ class AdaptiveAvgPool2d(Module):
         output_size: ``(oh, ow)``.
     """
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: tuple[int, int]):
         self.output_size = tuple(int(s) for s in output_size)
         if len(self.output_size) != 2 or min(self.output_size) <= 0:
             raise ValueError(f"AdaptiveAvgPool2d: output_size must be two positive ints, got {output_size}")

@@ -1,0 +1,237 @@
+"""Every code block of README.md runs as written, so the README cannot drift from the code.
+
+* ```python blocks run in order, in a fresh interpreter per ``##`` section (the blocks of a
+  section share one namespace, as a reader pasting them into one session would), in an empty
+  working directory, offline (``HF_HUB_OFFLINE=1``) and with plain progress lines
+  (``EMBER_RENDERER=cli``). A block with an ``if __name__ == "__main__":`` guard is a complete
+  script: it is saved to a file and run as ``python script.py`` in that directory.
+* The training section's script is run by ``tests/train/test_readme_training.py`` (which also
+  checks what it prints and writes), so it is only located here.
+* A block that cannot run here says why in an HTML comment on the line before it,
+  ``<!-- no-run: downloads AG News from the Hugging Face Hub -->``; those stay few.
+* Shell blocks: ``make`` targets exist in the Makefile, ``pip install`` extras in
+  pyproject.toml, ``python`` scripts in the tree; the example scripts' command lines are run by
+  ``tests/examples/test_readme_commands.py`` (the demo by ``test_text_classification_scripts``).
+  Other ```text blocks show output or files and hold no command.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+NO_RUN = re.compile(r"^<!--\s*no-run:?(.*?)-->\s*$")
+MAX_NO_RUN = 1  # the Hub download: everything else runs offline
+SCRIPT_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
+SHELL = {"bash", "sh", "shell", "console"}
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    info: str  # what follows the language on the fence line
+    code: str
+    line: int  # README line of the first line of code
+    section: str  # the ``##`` heading above it
+    no_run: str | None  # the reason given by a no-run marker, "" when it gives none
+
+
+def readme_blocks(text: str | None = None) -> list[Block]:
+    """The fenced code blocks of the README, in order."""
+    lines = (README.read_text(encoding="utf-8") if text is None else text).splitlines()
+    blocks, section, i = [], "", 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("## "):
+            section = line[3:].strip()
+        fence = re.match(r"^```(\w*)\s*(.*)$", line)
+        if not fence:
+            i += 1
+            continue
+        start = i + 1
+        end = next((j for j in range(start, len(lines)) if lines[j].strip() == "```"), None)
+        assert end is not None, f"README.md:{i + 1}: a code block is never closed"
+        previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        marker = NO_RUN.match(previous)
+        blocks.append(Block(fence.group(1), fence.group(2), "\n".join(lines[start:end]) + "\n", start + 1,
+                            section, marker.group(1).strip() if marker else None))
+        i = end + 1
+    return blocks
+
+
+def load_test_module(relative: str):
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, REPO / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def training_script() -> str:
+    """The block tests/train/test_readme_training.py runs."""
+    return load_test_module("tests/train/test_readme_training.py").training_script()
+
+
+def runnable_python(blocks: list[Block]) -> list[Block]:
+    script = training_script()
+    return [b for b in blocks if b.lang == "python" and b.no_run is None and b.code != script]
+
+
+def python_sections() -> list[str]:
+    return list(dict.fromkeys(b.section for b in runnable_python(readme_blocks())))
+
+
+# ---- what every block is ---------------------------------------------------------------------------
+def test_the_parser_sees_sections_fences_and_markers():
+    text = ("## One\n```python\nx = 1\n```\n<!-- no-run: needs a GPU -->\n\n```python\ny = 2\n```\n"
+            "## Two\n```text\nout\n```\n")
+    blocks = readme_blocks(text)
+    assert [(b.section, b.lang, b.code, b.line, b.no_run) for b in blocks] == [
+        ("One", "python", "x = 1\n", 3, None), ("One", "python", "y = 2\n", 8, "needs a GPU"),
+        ("Two", "text", "out\n", 12, None)]
+
+
+def test_every_block_is_run_or_checked_somewhere():
+    blocks = readme_blocks()
+    script = training_script()
+    assert [b for b in blocks if b.code == script], "the training script block is missing"
+    assert runnable_python(blocks), "no python block found to run"
+    for block in blocks:
+        where = f"README.md:{block.line}"
+        assert block.lang in {"python", "text"} | SHELL, f"{where}: unexpected block language {block.lang!r}"
+        assert block.info == "", f"{where}: use a `<!-- no-run: reason -->` line, not the info string {block.info!r}"
+        if block.lang != "python":
+            assert block.no_run is None, f"{where}: only python blocks are run, so only they can be no-run"
+
+
+def test_no_run_blocks_say_why_and_stay_few():
+    marked = [b for b in readme_blocks() if b.no_run is not None]
+    for block in marked:
+        assert len(block.no_run.split()) >= 3, f"README.md:{block.line}: say why the block cannot run here"
+    assert len(marked) <= MAX_NO_RUN, [f"README.md:{b.line}: {b.no_run}" for b in marked]
+
+
+# ---- python blocks ------------------------------------------------------------------------------------
+RUNNER = """\
+import json, sys
+namespace = {"__name__": "readme"}
+for line, code in json.load(open(sys.argv[1])):
+    # blank lines in front keep the README's line numbers in tracebacks
+    exec(compile("\\n" * (line - 1) + code, "README.md", "exec"), namespace)
+"""
+
+
+def readme_env(tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(EMBER_RENDERER="cli", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
+               EMBER_DATASET_CACHE=str(tmp_path / "datasets"), MPLBACKEND="Agg")
+    return env
+
+
+def run(args: list[str], cwd: Path, env: dict, what: str) -> None:
+    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{what} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+
+@pytest.mark.parametrize("section", python_sections())
+def test_readme_section_runs_as_written(section, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    env = readme_env(tmp_path)
+    (tmp_path / "runner.py").write_text(RUNNER)
+    pending: list[Block] = []  # consecutive session blocks, run together in one interpreter
+
+    def flush():
+        if pending:
+            (tmp_path / "blocks.json").write_text(json.dumps([[b.line, b.code] for b in pending]))
+            run([str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")], work, env,
+                f"the blocks of '{section}' at README.md lines {[b.line for b in pending]}")
+            pending.clear()
+
+    for block in runnable_python(readme_blocks()):
+        if block.section != section:
+            continue
+        if SCRIPT_GUARD.search(block.code):
+            flush()
+            script = work / f"readme_{block.line}.py"  # workers re-import a script's module by its file
+            script.write_text(block.code)
+            run([script.name], work, env, f"the script at README.md:{block.line}")
+        else:
+            pending.append(block)
+    flush()
+
+
+# ---- shell and command blocks --------------------------------------------------------------------------
+def command_lines(block: Block) -> list[str]:
+    """The commands of a block: comments dropped, continuations joined, `(N)` labels removed."""
+    text = block.code.replace("\\\n", " ")
+    commands = []
+    for line in text.splitlines():
+        line = re.sub(r"^\(\d+\)\s*", "", line.split("#", 1)[0].strip())
+        if line:
+            commands.append(line)
+    return commands
+
+
+def makefile_targets() -> set[str]:
+    return set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), flags=re.M))
+
+
+def pyproject_extras() -> set[str]:
+    """The keys of pyproject.toml's [project.optional-dependencies] (no tomllib on Python 3.10)."""
+    text = (REPO / "pyproject.toml").read_text()
+    table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    return set(re.findall(r"^([\w-]+)\s*=", table, flags=re.M))
+
+
+def check_shell_command(command: str, where: str) -> None:
+    argv = shlex.split(command)
+    if argv[0] == "make":
+        assert set(argv[1:]) <= makefile_targets(), f"{where}: no such make target in {argv[1:]}"
+    elif argv[:2] == ["pip", "install"]:
+        targets = [a for a in argv[2:] if not a.startswith("-")]
+        assert targets, f"{where}: pip install of nothing"
+        for target in targets:
+            match = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", target)
+            assert match, f"{where}: expected `.` or `.[extras]`, got {target!r}"
+            extras = set(match.group(1).split(",")) if match.group(1) else set()
+            assert extras <= pyproject_extras(), f"{where}: unknown extras {extras - pyproject_extras()}"
+    elif argv[0] == "python":
+        check_python_command(argv, where)
+    else:
+        raise AssertionError(f"{where}: no test checks the command {command!r}")
+
+
+def check_python_command(argv: list[str], where: str) -> None:
+    if argv[1:3] == ["-m", "pytest"]:
+        return
+    script = REPO / argv[1]
+    assert script.is_file(), f"{where}: {argv[1]} does not exist"
+    if script.parent == REPO / "examples" / "text_classification":
+        covered = set(load_test_module("tests/examples/test_readme_commands.py").SCRIPTS) | {"demo"}
+        assert script.stem in covered, f"{where}: tests/examples/test_readme_commands.py does not run {argv[1]}"
+
+
+def test_shell_blocks_name_what_exists():
+    checked = 0
+    for block in readme_blocks():
+        commands = command_lines(block)
+        if block.lang in SHELL:
+            for command in commands:
+                check_shell_command(command, f"README.md:{block.line}")
+                checked += 1
+        elif block.lang == "text" and any(c.startswith("python ") for c in commands):
+            for command in commands:  # a block of commands holds nothing else
+                assert command.startswith("python "), f"README.md:{block.line}: {command!r} is not a command"
+                check_python_command(shlex.split(command), f"README.md:{block.line}")
+                checked += 1
+    assert checked >= 10
