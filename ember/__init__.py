@@ -4,10 +4,11 @@ Importing ember loads neither Numba, CuPy nor PyTorch: backends load on first us
 """
 import os as _os
 
-# OpenBLAS threads spin for ~2^28 cycles after each GEMM by default, stealing the cores the
-# Numba kernels between GEMMs need (AG News train step 0.63 s -> 0.45 s with 2^10 here). The
-# value is read when NumPy loads OpenBLAS, so it applies when ember is imported before NumPy;
-# set OPENBLAS_THREAD_TIMEOUT yourself to choose otherwise.
+# OpenBLAS threads spin for ~2^28 cycles after each call by default, stealing the cores the
+# kernels that follow need. ember's own products run BLAS single-threaded on ember's threads
+# (kernels/cpu/gemm.py), so they do not depend on this; a user's NumPy products between ember's
+# kernels still do. The value is read when NumPy loads OpenBLAS, so it applies when ember is
+# imported before NumPy; set OPENBLAS_THREAD_TIMEOUT yourself to choose otherwise.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
 from ember.tensor import (Device, DType, Gradients, Tensor, bool_, default_device, detect_anomaly, dtype,
                           dtype_from_numpy, enable_grad, float16, float32, float64, int32, int64,
