@@ -2,6 +2,8 @@
 left as it was, errors raised in the caller."""
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -75,3 +77,25 @@ def test_concurrent_callers_get_their_own_results():
         t.join()
     for (a, b), got in zip(pairs, results):
         np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_its_own_threads():
+    # a DataLoader worker started with fork has none of the parent's pool threads: without
+    # a fresh pool its first split product would wait forever
+    a = np.ones((600, 600))
+    gemm.matmul(a, a)  # the parent's pool exists now
+    ctx = multiprocessing.get_context("fork")
+    done = ctx.Queue()
+    child = ctx.Process(target=_product_in_child, args=(done,))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0, "the forked child's product did not finish"
+    assert done.get(timeout=5) == 600.0 * 600
+
+
+def _product_in_child(done):
+    a = np.ones((600, 600))
+    done.put(float(gemm.matmul(a, a).sum() / 600))

@@ -70,6 +70,16 @@ _setup_lock = threading.Lock()
 _call_lock = threading.RLock()
 
 
+def _new_locks_after_fork() -> None:
+    global _setup_lock, _call_lock  # a lock held by another thread at fork time stays held
+    _setup_lock = threading.Lock()
+    _call_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_after_fork)
+
+
 def _setup():
     global _blas
     with _setup_lock:

@@ -10,6 +10,7 @@ than the thread count: the caller runs the first task itself.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 
@@ -61,6 +62,18 @@ class _Pool:
 
 _pool: _Pool | None = None
 _setup_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child (e.g. a DataLoader worker) has none of the parent's worker threads, and a
+    # lock held at fork time stays held: it builds its own pool on first use.
+    global _pool, _setup_lock
+    _pool = None
+    _setup_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def pool() -> _Pool:
