@@ -365,7 +365,29 @@ class TransformerEncoderLayerAutoregressiveCache:
         return self.mha.length
 
 
-class TransformerEncoderAutoregressiveCache:
+class _StackCache:
+    """A stack's autoregressive cache: one layer cache per layer (``_layer_cache``) and the
+    stack's outputs so far."""
+
+    __slots__ = ("layers", "output")
+    _layer_cache: type
+
+    def __init__(self, layers: list):
+        self.layers = list(layers)
+        self.output = None
+
+    @classmethod
+    def empty(cls, num_layers: int):
+        """An empty cache for ``num_layers`` layers."""
+        return cls([cls._layer_cache.empty() for _ in range(num_layers)])
+
+    @property
+    def length(self) -> int:
+        """How many positions have been processed."""
+        return 0 if self.output is None else self.output.shape[1]
+
+
+class TransformerEncoderAutoregressiveCache(_StackCache):
     """The autoregressive cache of a :class:`TransformerEncoder` (Burn's): one
     :class:`TransformerEncoderLayerAutoregressiveCache` per layer and the encoder's outputs
     so far. Make one with ``encoder.new_autoregressive_cache()``.
@@ -375,21 +397,8 @@ class TransformerEncoderAutoregressiveCache:
         output: ``[batch, length, d_model]`` outputs so far (None while empty).
     """
 
-    __slots__ = ("layers", "output")
-
-    def __init__(self, layers: list):
-        self.layers = list(layers)
-        self.output = None
-
-    @classmethod
-    def empty(cls, num_layers: int) -> "TransformerEncoderAutoregressiveCache":
-        """An empty cache for ``num_layers`` layers."""
-        return cls([TransformerEncoderLayerAutoregressiveCache.empty() for _ in range(num_layers)])
-
-    @property
-    def length(self) -> int:
-        """How many positions have been processed."""
-        return 0 if self.output is None else self.output.shape[1]
+    __slots__ = ()
+    _layer_cache = TransformerEncoderLayerAutoregressiveCache
 
 
 # ---- helpers shared with the decoder's autoregressive inference --------------------------------

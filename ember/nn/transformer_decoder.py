@@ -33,7 +33,8 @@ from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.norm import LayerNormConfig
 from ember.nn.transformer import (PositionWiseFeedForwardConfig, _activation, _append_positions, _cached_outputs,
-                                  _check_cache, _check_model_input, _check_stack_cache, _continuation, _mask_rows)
+                                  _check_cache, _check_model_input, _check_stack_cache, _continuation, _mask_rows,
+                                  _StackCache)
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
@@ -394,29 +395,16 @@ class TransformerDecoderLayerAutoregressiveCache:
         return self.self_attn.length
 
 
-class TransformerDecoderAutoregressiveCache:
+class TransformerDecoderAutoregressiveCache(_StackCache):
     """The autoregressive cache of a :class:`TransformerDecoder` (Burn's): one
     :class:`TransformerDecoderLayerAutoregressiveCache` per layer and the decoder's outputs
-    so far. Make one with ``decoder.new_autoregressive_cache()``; one cache serves one batch
-    of sequences and one memory.
+    so far (``length``: target positions processed). Make one with
+    ``decoder.new_autoregressive_cache()``; one cache serves one batch of sequences and one memory.
 
     Attributes:
         layers: the per-layer caches.
         output: ``[batch, length, d_model]`` outputs so far (None while empty).
     """
 
-    __slots__ = ("layers", "output")
-
-    def __init__(self, layers: list):
-        self.layers = list(layers)
-        self.output = None
-
-    @classmethod
-    def empty(cls, num_layers: int) -> "TransformerDecoderAutoregressiveCache":
-        """An empty cache for ``num_layers`` layers."""
-        return cls([TransformerDecoderLayerAutoregressiveCache.empty() for _ in range(num_layers)])
-
-    @property
-    def length(self) -> int:
-        """How many target positions have been processed."""
-        return 0 if self.output is None else self.output.shape[1]
+    __slots__ = ()
+    _layer_cache = TransformerDecoderLayerAutoregressiveCache
