@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,15 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+
+# Lint and format with ruff (configured in pyproject.toml); `make test` checks both too.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: install
 	$(PY) bench/run.py

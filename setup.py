@@ -139,8 +139,7 @@ class OptionalBuildExt(build_ext):
             # Older headers read NumPy 2's dtype structs wrongly: the module would
             # build and then crash, so fall back to Numba instead.
             raise RuntimeError(
-                f"pybind11 {pybind11.__version__} is too old; NumPy 2 support needs "
-                f"'{PYBIND11_REQUIREMENT}'"
+                f"pybind11 {pybind11.__version__} is too old; NumPy 2 support needs '{PYBIND11_REQUIREMENT}'"
             )
         ext.include_dirs.append(pybind11.get_include())
         msvc = self.compiler.compiler_type == "msvc"
@@ -148,8 +147,7 @@ class OptionalBuildExt(build_ext):
         compile_omp, link_omp = self._openmp_flags(msvc)
         if compile_omp is None:
             self._warn(
-                "the C++ compiler does not support OpenMP; building the native "
-                "kernels single-threaded."
+                "the C++ compiler does not support OpenMP; building the native kernels single-threaded."
             )
             if not msvc:
                 ext.extra_compile_args += ["-Wno-unknown-pragmas"]

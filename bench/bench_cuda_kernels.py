@@ -8,14 +8,16 @@ saying why, without CuPy or a GPU.
     python bench/bench_cuda_kernels.py results.json      # table on stdout + JSON
     pytest bench/bench_cuda_kernels.py -m cuda            # as pytest-benchmark cases
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,9 +25,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sizes import BATCH, CLASSES, D_FF, D_MODEL, HEAD_DIM, HEADS, SEQ, VOCAB  # noqa: E402
+from sizes import BATCH, CLASSES, D_FF, D_MODEL, HEAD_DIM, HEADS, SEQ, VOCAB
 
-from ember.kernels.cuda import runtime  # noqa: E402
+from ember.kernels.cuda import runtime
 
 IMPLS = ("ember-cuda", "cupy", "torch")
 F32 = 4
@@ -37,8 +39,8 @@ class Case:
 
     name: str
     make: Callable[[str, Any, Any], Callable[[], Any] | None]
-    bytes: int = 0          # bytes moved per call (memory-bound kernels)
-    flops: float = 0.0      # floating-point operations per call (attention)
+    bytes: int = 0  # bytes moved per call (memory-bound kernels)
+    flops: float = 0.0  # floating-point operations per call (attention)
 
 
 def _torch_cuda():
@@ -63,6 +65,7 @@ def _softmax_case(direction: str) -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         x, dy = _rand(cp, *shape), _rand(cp, *shape)
         y = K.softmax(x)
         if impl == "ember-cuda":
@@ -70,14 +73,19 @@ def _softmax_case(direction: str) -> Case:
                 return lambda: K.softmax(x)
             return lambda: K.softmax_backward(y, dy)
         if impl == "cupy":
+
             def fwd():
                 e = cp.exp(x - x.max(-1, keepdims=True))
                 return e / e.sum(-1, keepdims=True)
+
             return fwd if direction == "fwd" else (lambda: y * (dy - (dy * y).sum(-1, keepdims=True)))
         tx, tdy = _tt(torch, x, True), _tt(torch, dy)
         ty = torch.softmax(tx, -1)
-        return (lambda: torch.softmax(tx, -1)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(ty, tx, tdy, retain_graph=True))
+        return (
+            (lambda: torch.softmax(tx, -1))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(ty, tx, tdy, retain_graph=True))
+        )
 
     n = math.prod(shape)
     return Case(f"softmax {direction} {list(shape)}", make, bytes=(2 if direction == "fwd" else 3) * n * F32)
@@ -88,12 +96,17 @@ def _layer_norm_case(direction: str) -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         x, dy, g, b = _rand(cp, *shape), _rand(cp, *shape), _rand(cp, D_MODEL), _rand(cp, D_MODEL)
         _, mean, rstd = K.layer_norm(x, g, b, 1e-5)
         if impl == "ember-cuda":
-            return (lambda: K.layer_norm(x, g, b, 1e-5)) if direction == "fwd" else (
-                lambda: K.layer_norm_backward(dy, x, mean, rstd, g))
+            return (
+                (lambda: K.layer_norm(x, g, b, 1e-5))
+                if direction == "fwd"
+                else (lambda: K.layer_norm_backward(dy, x, mean, rstd, g))
+            )
         if impl == "cupy":
+
             def fwd():
                 mu = x.mean(-1, keepdims=True)
                 r = 1 / cp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
@@ -104,16 +117,22 @@ def _layer_norm_case(direction: str) -> Case:
                 gg = dy * g
                 dx = gg - gg.mean(-1, keepdims=True) - xh * (gg * xh).mean(-1, keepdims=True)
                 return dx * rstd[:, None], (dy * xh).sum(0), dy.sum(0)
+
             return fwd if direction == "fwd" else bwd
         tx, tg, tb = _tt(torch, x, True), _tt(torch, g, True), _tt(torch, b, True)
         tdy = _tt(torch, dy)
-        f = lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)  # noqa: E731
+        f = lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)
         ty = f()
-        return f if direction == "fwd" else (
-            lambda: torch.autograd.grad(ty, (tx, tg, tb), tdy, retain_graph=True))
+        return (
+            f
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(ty, (tx, tg, tb), tdy, retain_graph=True))
+        )
 
     n = math.prod(shape)
-    return Case(f"layer_norm {direction} {list(shape)}", make, bytes=(2 if direction == "fwd" else 3) * n * F32)
+    return Case(
+        f"layer_norm {direction} {list(shape)}", make, bytes=(2 if direction == "fwd" else 3) * n * F32
+    )
 
 
 def _gelu_case(direction: str, bias: bool) -> Case:
@@ -121,16 +140,21 @@ def _gelu_case(direction: str, bias: bool) -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         x, dy, bvec = _rand(cp, *shape), _rand(cp, *shape), _rand(cp, D_FF)
         if impl == "ember-cuda":
             if bias:
-                return (lambda: K.bias_gelu(x, bvec, False)) if direction == "fwd" else (
-                    lambda: K.bias_gelu_backward(x, bvec, dy, False))
+                return (
+                    (lambda: K.bias_gelu(x, bvec, False))
+                    if direction == "fwd"
+                    else (lambda: K.bias_gelu_backward(x, bvec, dy, False))
+                )
             if direction == "fwd":
                 return lambda: K.gelu(x, False)
             return lambda: K.gelu_backward(x, dy, False)
         if impl == "cupy":
             import cupyx.scipy.special as sp
+
             h = (lambda: x + bvec) if bias else (lambda: x)
 
             def fwd():
@@ -142,13 +166,13 @@ def _gelu_case(direction: str, bias: bool) -> Case:
                 cdf = 0.5 * (1 + sp.erf(z * 0.7071067811865476))
                 d = dy * (cdf + z * 0.3989422804014327 * cp.exp(-0.5 * z * z))
                 return (d, d.sum(0)) if bias else d
+
             return fwd if direction == "fwd" else bwd
         tx, tb, tdy = _tt(torch, x, True), _tt(torch, bvec, True), _tt(torch, dy)
         f = (lambda: torch.nn.functional.gelu(tx + tb)) if bias else (lambda: torch.nn.functional.gelu(tx))
         ty = f()
         wrt = (tx, tb) if bias else tx
-        return f if direction == "fwd" else (
-            lambda: torch.autograd.grad(ty, wrt, tdy, retain_graph=True))
+        return f if direction == "fwd" else (lambda: torch.autograd.grad(ty, wrt, tdy, retain_graph=True))
 
     n = math.prod(shape)
     name = "bias_gelu" if bias else "gelu"
@@ -160,6 +184,7 @@ def _dropout_case() -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         x = _rand(cp, *shape)
         if impl == "ember-cuda":
             return lambda: K.dropout(x, 0.1, 1234)
@@ -176,14 +201,19 @@ def _cross_entropy_case(direction: str) -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         logits = _rand(cp, n, c)
         t = cp.asarray(np.arange(n) % c)
         dloss = cp.full((n,), 1.0 / n, dtype=np.float32)
-        loss, lse = K.cross_entropy(logits, t, 0.1)
+        _loss, lse = K.cross_entropy(logits, t, 0.1)
         if impl == "ember-cuda":
-            return (lambda: K.cross_entropy(logits, t, 0.1)) if direction == "fwd" else (
-                lambda: K.cross_entropy_backward(logits, t, lse, dloss, 0.1))
+            return (
+                (lambda: K.cross_entropy(logits, t, 0.1))
+                if direction == "fwd"
+                else (lambda: K.cross_entropy_backward(logits, t, lse, dloss, 0.1))
+            )
         if impl == "cupy":
+
             def fwd():
                 m = logits.max(1, keepdims=True)
                 ls = (m + cp.log(cp.exp(logits - m).sum(1, keepdims=True)))[:, 0]
@@ -193,11 +223,11 @@ def _cross_entropy_case(direction: str) -> Case:
                 g = cp.exp(logits - lse[:, None]) - 0.1 / c
                 g[cp.arange(n), t] -= 0.9
                 return g * dloss[:, None]
+
             return fwd if direction == "fwd" else bwd
         tl, tt, td = _tt(torch, logits, True), _tt(torch, t), _tt(torch, dloss)
         ty = torch.nn.functional.cross_entropy(tl, tt, reduction="none", label_smoothing=0.1)
-        f = lambda: torch.nn.functional.cross_entropy(  # noqa: E731
-            tl, tt, reduction="none", label_smoothing=0.1)
+        f = lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none", label_smoothing=0.1)
         return f if direction == "fwd" else (lambda: torch.autograd.grad(ty, tl, td, retain_graph=True))
 
     return Case(f"cross_entropy {direction} [{n},{c}]", make, bytes=2 * n * c * F32)
@@ -206,22 +236,31 @@ def _cross_entropy_case(direction: str) -> Case:
 def _embedding_case(direction: str) -> Case:
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         w = _rand(cp, VOCAB, D_MODEL)
         ids = cp.asarray(np.random.default_rng(1).integers(0, VOCAB, (BATCH, SEQ)))
         dout = _rand(cp, BATCH, SEQ, D_MODEL)
         if impl == "ember-cuda":
-            return (lambda: K.embedding(w, ids)) if direction == "fwd" else (
-                lambda: K.embedding_backward(dout, ids, VOCAB))
+            return (
+                (lambda: K.embedding(w, ids))
+                if direction == "fwd"
+                else (lambda: K.embedding_backward(dout, ids, VOCAB))
+            )
         if impl == "cupy":
+
             def bwd():
                 dw = cp.zeros((VOCAB, D_MODEL), dtype=np.float32)
                 cp.add.at(dw, ids.reshape(-1), dout.reshape(-1, D_MODEL))
                 return dw
+
             return (lambda: w[ids]) if direction == "fwd" else bwd
         tw, ti, td = _tt(torch, w, True), _tt(torch, ids), _tt(torch, dout)
         ty = torch.nn.functional.embedding(ti, tw)
-        return (lambda: torch.nn.functional.embedding(ti, tw)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(ty, tw, td, retain_graph=True))
+        return (
+            (lambda: torch.nn.functional.embedding(ti, tw))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(ty, tw, td, retain_graph=True))
+        )
 
     rows = BATCH * SEQ * D_MODEL * F32
     moved = 2 * rows if direction == "fwd" else 3 * rows + VOCAB * D_MODEL * F32
@@ -233,14 +272,19 @@ def _attention_case(direction: str) -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         q, k, v, dout = (_rand(cp, b, h, s, dh) for _ in range(4))
         mask = cp.asarray(np.random.default_rng(2).random((b, s)) < 0.2)
-        scale = dh ** -0.5
+        scale = dh**-0.5
         out, lse = K.attention(q, k, v, mask, scale, True, 0.1, 7)
         if impl == "ember-cuda":
-            return (lambda: K.attention(q, k, v, mask, scale, True, 0.1, 7)) if direction == "fwd" else (
-                lambda: K.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.1, 7))
+            return (
+                (lambda: K.attention(q, k, v, mask, scale, True, 0.1, 7))
+                if direction == "fwd"
+                else (lambda: K.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.1, 7))
+            )
         if impl == "cupy":
+
             def scores():
                 sc = cp.matmul(q, k.transpose(0, 1, 3, 2)) * scale
                 sc = cp.where(cp.random.random(sc.shape, dtype=np.float32) >= 0.1, sc / 0.9, 0)
@@ -258,32 +302,42 @@ def _attention_case(direction: str) -> Case:
                 ds = w * (cp.matmul(dout, v.transpose(0, 1, 3, 2)) - (dout * out).sum(-1, keepdims=True))
                 ds = cp.where(mask[:, None, None, :], 0, ds) * scale
                 return cp.matmul(ds, k), cp.matmul(ds.transpose(0, 1, 3, 2), q), dv
+
             return fwd if direction == "fwd" else bwd
         tq, tk, tv = (_tt(torch, a, True) for a in (q, k, v))
         tmask = ~_tt(torch, mask)[:, None, None, :]  # torch: True = attend
-        f = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
-            tq, tk, tv, attn_mask=tmask, dropout_p=0.1, scale=scale)
+        f = lambda: torch.nn.functional.scaled_dot_product_attention(
+            tq, tk, tv, attn_mask=tmask, dropout_p=0.1, scale=scale
+        )
         ty = f()
         tdo = _tt(torch, dout)
-        return f if direction == "fwd" else (lambda: torch.autograd.grad(ty, (tq, tk, tv), tdo, retain_graph=True))
+        return (
+            f
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(ty, (tq, tk, tv), tdo, retain_graph=True))
+        )
 
     fwd_flops = 4.0 * b * h * s * s * dh
-    return Case(f"attention {direction} [{b},{h},{s},{dh}]", make,
-                flops=fwd_flops if direction == "fwd" else 2.5 * fwd_flops)
+    return Case(
+        f"attention {direction} [{b},{h},{s},{dh}]",
+        make,
+        flops=fwd_flops if direction == "fwd" else 2.5 * fwd_flops,
+    )
 
 
 def _adam_case() -> Case:
     layers = 4
     shapes = [(VOCAB, D_MODEL), (SEQ, D_MODEL)]
     for _ in range(layers):
-        shapes += [(D_MODEL, D_MODEL)] * 4 + [(D_MODEL,)] * 4          # attention projections
+        shapes += [(D_MODEL, D_MODEL)] * 4 + [(D_MODEL,)] * 4  # attention projections
         shapes += [(D_MODEL, D_FF), (D_FF,), (D_FF, D_MODEL), (D_MODEL,)]  # feed-forward
-        shapes += [(D_MODEL,)] * 4                                          # two layer norms
+        shapes += [(D_MODEL,)] * 4  # two layer norms
     shapes += [(D_MODEL, CLASSES), (CLASSES,)]
     n = sum(math.prod(s) for s in shapes)
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+
         ps = [_rand(cp, *s) * 0.02 for s in shapes]
         gs = [_rand(cp, *s) for s in shapes]
         ms = [cp.zeros(s, dtype=np.float32) for s in shapes]
@@ -291,6 +345,7 @@ def _adam_case() -> Case:
         if impl == "ember-cuda":
             return lambda: K.adam_update(ps, gs, ms, vs, None, 1e-3, weight_decay=5e-5, steps=10)
         if impl == "cupy":
+
             def step():
                 for p, g, m, v in zip(ps, gs, ms, vs):
                     gg = g + 5e-5 * p
@@ -298,7 +353,8 @@ def _adam_case() -> Case:
                     m += 0.1 * gg
                     v *= 0.999
                     v += 0.001 * gg * gg
-                    p -= 1e-3 * (m / (1 - 0.9 ** 10)) / (cp.sqrt(v / (1 - 0.999 ** 10)) + 1e-5)
+                    p -= 1e-3 * (m / (1 - 0.9**10)) / (cp.sqrt(v / (1 - 0.999**10)) + 1e-5)
+
             return step
         tps = [_tt(torch, p).clone().requires_grad_(True) for p in ps]
         for tp, g in zip(tps, gs):
@@ -313,8 +369,15 @@ def cases() -> list[Case]:
     """Every benchmarked kernel, forward and backward."""
     out = []
     for d in ("fwd", "bwd"):
-        out += [_softmax_case(d), _layer_norm_case(d), _gelu_case(d, False), _gelu_case(d, True),
-                _cross_entropy_case(d), _embedding_case(d), _attention_case(d)]
+        out += [
+            _softmax_case(d),
+            _layer_norm_case(d),
+            _gelu_case(d, False),
+            _gelu_case(d, True),
+            _cross_entropy_case(d),
+            _embedding_case(d),
+            _attention_case(d),
+        ]
     return out + [_dropout_case(), _adam_case()]
 
 
@@ -371,8 +434,10 @@ def render(report: dict) -> str:
     """A plain-text table of the results."""
     if "skipped" in report:
         return f"cuda benchmarks skipped: {report['skipped']}"
-    lines = [f"device: {report['device']}",
-             f"{'kernel':<48} {'impl':<11} {'ms':>9} {'GB/s':>8} {'TFLOP/s':>8}"]
+    lines = [
+        f"device: {report['device']}",
+        f"{'kernel':<48} {'impl':<11} {'ms':>9} {'GB/s':>8} {'TFLOP/s':>8}",
+    ]
     for r in report["results"]:
         if "error" in r:
             lines.append(f"{r['kernel']:<48} {r['impl']:<11} error: {r['error'][:60]}")

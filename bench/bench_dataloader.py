@@ -9,15 +9,16 @@ synthetic corpus (no download). Run with:
 
     pytest bench/bench_dataloader.py            # or: python bench/run.py bench/bench_dataloader.py
 """
+
 from __future__ import annotations
 
 import time
 
 import numpy as np
 import pytest
+from sizes import BATCH, SEQ
 
 from ember.data import DataLoaderBuilder, InMemDataset
-from sizes import BATCH, SEQ
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -109,13 +110,15 @@ def test_textcls_batches(benchmark, corpus, tokenizer, num_workers, output):
         ember = pytest.importorskip("ember")
         try:
             ember.from_numpy(np.zeros(1, np.int64), device=ember.Device("cpu"))
-        except Exception as error:  # noqa: BLE001 - the cpu backend may be missing here
+        except Exception as error:  # the cpu backend may be missing here
             pytest.skip(f"ember cpu tensors unavailable: {error}")
     batcher = TextClassificationBatcher(tokenizer, SEQ, output)
     loader = (
-        DataLoaderBuilder(batcher).batch_size(BATCH).shuffle(0).num_workers(num_workers).build(
-            InMemDataset(corpus)
-        )
+        DataLoaderBuilder(batcher)
+        .batch_size(BATCH)
+        .shuffle(0)
+        .num_workers(num_workers)
+        .build(InMemDataset(corpus))
     )
     start = time.perf_counter()
     iterator = iter(loader)

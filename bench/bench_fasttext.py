@@ -5,18 +5,18 @@ table, dense Adam on the head) against PyTorch (``nn.EmbeddingBag(sparse=True)``
 hashed bigrams, table 553,284 x 64. Samples/s = 4,000 / the median. See
 ``fasttext_throughput.py`` for the standalone version with options.
 """
+
 from __future__ import annotations
 
 import pytest
-
 from fasttext_throughput import ember_trainer, initial_weights, make_batches, torch_trainer
 
 try:
-    import torch  # noqa: F401
+    import torch
 except ImportError:  # the torch row is simply absent
     torch = None
 
-ROWS, BATCH, D_MODEL, BUCKETS = 4000, 64, 64, 2 ** 19
+ROWS, BATCH, D_MODEL, BUCKETS = 4000, 64, 64, 2**19
 IMPLS = ["ember-cpu"] + (["torch"] if torch is not None else [])
 _DATA: dict = {}
 

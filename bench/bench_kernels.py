@@ -3,6 +3,7 @@ backend (ember-cpu, ember-reference = the op composed from NumPy) and PyTorch wh
 
 Kernels are timed at the backend level (one call on ready arrays), forward and backward.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,9 +11,9 @@ import time
 
 import numpy as np
 import pytest
+from sizes import BATCH, D_FF, D_MODEL, HEAD_DIM, HEADS, SEQ, VOCAB
 
 import ember
-from sizes import BATCH, D_FF, D_MODEL, HEAD_DIM, HEADS, SEQ, VOCAB
 
 try:
     import torch
@@ -48,10 +49,10 @@ def bench_matmul(benchmark, impl):
     a, b = _f32(BATCH * SEQ, D_MODEL), _f32(D_MODEL, D_FF)
     if impl == "torch":
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        fn = lambda: ta @ tb  # noqa: E731
+        fn = lambda: ta @ tb
     else:
         be = _backend(impl)
-        fn = lambda: be.matmul(a, b)  # noqa: E731
+        fn = lambda: be.matmul(a, b)
     _run(benchmark, f"matmul [{BATCH * SEQ},{D_MODEL}]x[{D_MODEL},{D_FF}]", impl, fn)
 
 
@@ -63,8 +64,11 @@ def bench_softmax(benchmark, impl, direction):
     if impl == "torch":
         tx = torch.from_numpy(x).requires_grad_(direction == "bwd")
         y = torch.softmax(tx, -1)
-        fn = (lambda: torch.softmax(tx, -1)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        fn = (
+            (lambda: torch.softmax(tx, -1))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        )
     else:
         be = _backend(impl)
         y = be.softmax(x)
@@ -80,8 +84,11 @@ def bench_log_softmax(benchmark, impl, direction):
     if impl == "torch":
         tx = torch.from_numpy(x).requires_grad_(True)
         y = torch.log_softmax(tx, -1)
-        fn = (lambda: torch.log_softmax(tx, -1)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        fn = (
+            (lambda: torch.log_softmax(tx, -1))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        )
     else:
         be = _backend(impl)
         y = be.log_softmax(x)
@@ -97,13 +104,19 @@ def bench_layer_norm(benchmark, impl, direction):
     if impl == "torch":
         tx, tg, tb = (torch.from_numpy(a).requires_grad_(True) for a in (x, g, b))
         y = torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)
-        fn = (lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(y, (tx, tg, tb), torch.from_numpy(dy), retain_graph=True))
+        fn = (
+            (lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(y, (tx, tg, tb), torch.from_numpy(dy), retain_graph=True))
+        )
     else:
         be = _backend(impl)
         _, mean, rstd = be.layer_norm(x, g, b, 1e-5)
-        fn = (lambda: be.layer_norm(x, g, b, 1e-5)) if direction == "fwd" else (
-            lambda: be.layer_norm_backward(dy, x, mean, rstd, g))
+        fn = (
+            (lambda: be.layer_norm(x, g, b, 1e-5))
+            if direction == "fwd"
+            else (lambda: be.layer_norm_backward(dy, x, mean, rstd, g))
+        )
     _run(benchmark, f"layer_norm {direction} [{BATCH},{SEQ},{D_MODEL}]", impl, fn)
 
 
@@ -116,11 +129,18 @@ def bench_gelu(benchmark, impl, direction, approximate):
         mode = "tanh" if approximate else "none"
         tx = torch.from_numpy(x).requires_grad_(True)
         y = torch.nn.functional.gelu(tx, approximate=mode)
-        fn = (lambda: torch.nn.functional.gelu(tx, approximate=mode)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        fn = (
+            (lambda: torch.nn.functional.gelu(tx, approximate=mode))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
+        )
     else:
         be = _backend(impl)
-        fn = (lambda: be.gelu(x, approximate)) if direction == "fwd" else (lambda: be.gelu_backward(x, dy, approximate))
+        fn = (
+            (lambda: be.gelu(x, approximate))
+            if direction == "fwd"
+            else (lambda: be.gelu_backward(x, dy, approximate))
+        )
     kind = "tanh" if approximate else "erf"
     _run(benchmark, f"gelu-{kind} {direction} [{BATCH},{SEQ},{D_FF}]", impl, fn)
 
@@ -135,13 +155,19 @@ def bench_cross_entropy(benchmark, impl, direction):
     if impl == "torch":
         tl, tt = torch.from_numpy(logits).requires_grad_(True), torch.from_numpy(targets)
         loss = torch.nn.functional.cross_entropy(tl, tt, reduction="none")
-        fn = (lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none")) if direction == "fwd" else (
-            lambda: torch.autograd.grad(loss, tl, torch.from_numpy(dloss), retain_graph=True))
+        fn = (
+            (lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none"))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(loss, tl, torch.from_numpy(dloss), retain_graph=True))
+        )
     else:
         be = _backend(impl)
         _, lse = be.cross_entropy(logits, targets, 0.0)
-        fn = (lambda: be.cross_entropy(logits, targets, 0.0)) if direction == "fwd" else (
-            lambda: be.cross_entropy_backward(logits, targets, lse, dloss, 0.0))
+        fn = (
+            (lambda: be.cross_entropy(logits, targets, 0.0))
+            if direction == "fwd"
+            else (lambda: be.cross_entropy_backward(logits, targets, lse, dloss, 0.0))
+        )
     _run(benchmark, f"cross_entropy {direction} [{n},{c}]", impl, fn)
 
 
@@ -154,11 +180,18 @@ def bench_embedding(benchmark, impl, direction):
     if impl == "torch":
         tw, tids = torch.from_numpy(w).requires_grad_(True), torch.from_numpy(ids)
         out = torch.nn.functional.embedding(tids, tw)
-        fn = (lambda: torch.nn.functional.embedding(tids, tw)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(out, tw, torch.from_numpy(dout), retain_graph=True))
+        fn = (
+            (lambda: torch.nn.functional.embedding(tids, tw))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(out, tw, torch.from_numpy(dout), retain_graph=True))
+        )
     else:
         be = _backend(impl)
-        fn = (lambda: be.embedding(w, ids)) if direction == "fwd" else (lambda: be.embedding_backward(dout, ids, VOCAB))
+        fn = (
+            (lambda: be.embedding(w, ids))
+            if direction == "fwd"
+            else (lambda: be.embedding_backward(dout, ids, VOCAB))
+        )
     _run(benchmark, f"embedding {direction} [{VOCAB},{D_MODEL}] ids [{BATCH},{SEQ}]", impl, fn)
 
 
@@ -167,10 +200,10 @@ def bench_dropout(benchmark, impl):
     x = _f32(BATCH, SEQ, D_FF)
     if impl == "torch":
         tx = torch.from_numpy(x)
-        fn = lambda: torch.nn.functional.dropout(tx, 0.1, training=True)  # noqa: E731
+        fn = lambda: torch.nn.functional.dropout(tx, 0.1, training=True)
     else:
         be = _backend(impl)
-        fn = lambda: be.dropout(x, 0.1, 1234)  # noqa: E731
+        fn = lambda: be.dropout(x, 0.1, 1234)
     _run(benchmark, f"dropout fwd p=0.1 [{BATCH},{SEQ},{D_FF}]", impl, fn)
 
 
@@ -192,11 +225,17 @@ def bench_attention(benchmark, impl, direction):
         bias = torch.from_numpy(np.where(mask, -1e4, 0.0).astype(np.float32))[:, None, None, :]
         sdpa = torch.nn.functional.scaled_dot_product_attention
         out = sdpa(tq, tk, tv, attn_mask=bias)
-        fn = (lambda: sdpa(tq, tk, tv, attn_mask=bias)) if direction == "fwd" else (
-            lambda: torch.autograd.grad(out, (tq, tk, tv), torch.from_numpy(dout), retain_graph=True))
+        fn = (
+            (lambda: sdpa(tq, tk, tv, attn_mask=bias))
+            if direction == "fwd"
+            else (lambda: torch.autograd.grad(out, (tq, tk, tv), torch.from_numpy(dout), retain_graph=True))
+        )
     else:
         be = _backend(impl)
         out, lse = be.attention(q, k, v, mask, scale, True, 0.0, 0)
-        fn = (lambda: be.attention(q, k, v, mask, scale, True, 0.0, 0)) if direction == "fwd" else (
-            lambda: be.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.0, 0))
+        fn = (
+            (lambda: be.attention(q, k, v, mask, scale, True, 0.0, 0))
+            if direction == "fwd"
+            else (lambda: be.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.0, 0))
+        )
     _run(benchmark, f"attention {direction} B{BATCH} H{HEADS} S{SEQ} D{HEAD_DIM} masked", impl, fn)

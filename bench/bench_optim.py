@@ -7,15 +7,16 @@ The parameters are those of the example's model (~4.5M float32): token embedding
 fresh ``GradientsParams`` (what a training step does); a torch call is ``optimizer.step()``
 with the gradients already in ``.grad`` (torch's default implementation choice).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from sizes import CLASSES, D_FF, D_MODEL
 
 import ember
 from ember import nn
 from ember.optim import AdamConfig, AdamWConfig, GradientsParams
-from sizes import CLASSES, D_FF, D_MODEL
 
 try:
     import torch
@@ -28,14 +29,23 @@ N_LAYERS = 4
 
 
 def shapes() -> list[tuple[str, tuple[int, ...]]]:
-    out = [("embedding_token.weight", (VOCAB_BERT_CASED, D_MODEL)), ("embedding_pos.weight", (MAX_SEQ, D_MODEL))]
+    out = [
+        ("embedding_token.weight", (VOCAB_BERT_CASED, D_MODEL)),
+        ("embedding_pos.weight", (MAX_SEQ, D_MODEL)),
+    ]
     for layer in range(N_LAYERS):
         prefix = f"transformer.layers.{layer}"
         for name in ("query", "key", "value", "output"):
-            out += [(f"{prefix}.mha.{name}.weight", (D_MODEL, D_MODEL)), (f"{prefix}.mha.{name}.bias", (D_MODEL,))]
-        out += [(f"{prefix}.pwff.linear_inner.weight", (D_MODEL, D_FF)), (f"{prefix}.pwff.linear_inner.bias", (D_FF,)),
-                (f"{prefix}.pwff.linear_outer.weight", (D_FF, D_MODEL)),
-                (f"{prefix}.pwff.linear_outer.bias", (D_MODEL,))]
+            out += [
+                (f"{prefix}.mha.{name}.weight", (D_MODEL, D_MODEL)),
+                (f"{prefix}.mha.{name}.bias", (D_MODEL,)),
+            ]
+        out += [
+            (f"{prefix}.pwff.linear_inner.weight", (D_MODEL, D_FF)),
+            (f"{prefix}.pwff.linear_inner.bias", (D_FF,)),
+            (f"{prefix}.pwff.linear_outer.weight", (D_FF, D_MODEL)),
+            (f"{prefix}.pwff.linear_outer.bias", (D_MODEL,)),
+        ]
         for norm in ("norm_1", "norm_2"):
             out += [(f"{prefix}.{norm}.gamma", (D_MODEL,)), (f"{prefix}.{norm}.beta", (D_MODEL,))]
     out += [("output.weight", (D_MODEL, CLASSES)), ("output.bias", (CLASSES,))]
@@ -58,7 +68,10 @@ class Params(nn.Module):
 IMPLS = ["ember-cpu", "ember-reference"] + (["torch"] if torch is not None else [])
 OPTIMIZERS = {
     "adam": (lambda: AdamConfig().init(), lambda ps: torch.optim.Adam(ps, lr=1e-3, eps=1e-5)),
-    "adamw": (lambda: AdamWConfig().init(), lambda ps: torch.optim.AdamW(ps, lr=1e-3, eps=1e-5, weight_decay=1e-4)),
+    "adamw": (
+        lambda: AdamWConfig().init(),
+        lambda ps: torch.optim.AdamW(ps, lr=1e-3, eps=1e-5, weight_decay=1e-4),
+    ),
 }
 
 
@@ -89,5 +102,6 @@ def bench_optimizer_step(benchmark, kind, impl):
             for pid, g in grads.items():
                 gp.register(pid, g)
             optim.step(1e-3, model, gp)
+
     fn()  # warm-up: state allocation, kernel compilation
     benchmark.pedantic(fn, rounds=10, iterations=1, warmup_rounds=1)

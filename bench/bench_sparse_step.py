@@ -7,6 +7,7 @@ SGD: O(touched rows)); ``ember-cpu-dense`` with the same gradient made dense (O(
 ``torch-dense`` the dense ``Adam`` / ``SGD`` (foreach) with a dense one. A timed ember call
 is ``ModuleOptimizer.step`` with a fresh ``GradientsParams`` (what a training step does).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,18 +51,22 @@ def _torch_step(kind: str, dense: bool):
     def fn():
         weight.grad = grad
         opt.step()
+
     return fn
 
 
 def _ember_step(kind: str, dense: bool):
     model, optim = Table(), OPTIMIZERS[kind]().init()
-    sparse = ember.RowSparse(ember.tensor(INDICES, device="cpu"), ember.tensor(VALUES, device="cpu"), (ROWS, DIM))
+    sparse = ember.RowSparse(
+        ember.tensor(INDICES, device="cpu"), ember.tensor(VALUES, device="cpu"), (ROWS, DIM)
+    )
     grad = sparse.to_dense() if dense else sparse
 
     def fn():
         gp = GradientsParams()
         gp.register(model.weight.id, grad)
         optim.step(1e-3, model, gp)
+
     return fn
 
 

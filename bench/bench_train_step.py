@@ -4,14 +4,15 @@ softmax, vocabulary 28,996, 4 classes — ember against PyTorch on the same devi
 
     python bench/run.py bench/bench_train_step.py          # cpu (and cuda when available)
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from sizes import BATCH, CLASSES, D_FF, D_MODEL, HEADS, SEQ
 
 import ember
 from ember import nn
-from sizes import BATCH, CLASSES, D_FF, D_MODEL, HEADS, SEQ
 
 try:
     import torch
@@ -26,6 +27,7 @@ def _devices():
     out = ["cpu"]
     try:
         from ember.kernels.cuda.runtime import is_available
+
         if is_available():
             out.append("cuda")
     except ImportError:
@@ -47,8 +49,9 @@ class TextClassifier(nn.Module):
     def __init__(self, device):
         self.embedding_token = nn.EmbeddingConfig(VOCAB, D_MODEL).init(device)
         self.embedding_pos = nn.EmbeddingConfig(SEQ, D_MODEL).init(device)
-        self.transformer = nn.TransformerEncoderConfig(D_MODEL, D_FF, HEADS, LAYERS, norm_first=True,
-                                                       quiet_softmax=True).init(device)
+        self.transformer = nn.TransformerEncoderConfig(
+            D_MODEL, D_FF, HEADS, LAYERS, norm_first=True, quiet_softmax=True
+        ).init(device)
         self.output = nn.LinearConfig(D_MODEL, CLASSES).init(device)
 
     def forward(self, tokens, mask):
@@ -76,6 +79,7 @@ def _ember_step(device):
         if device == "cuda":
             ember.cuda.synchronize()
         return loss
+
     return step
 
 
@@ -88,8 +92,9 @@ def _torch_step(device):
             super().__init__()
             self.tok = torch.nn.Embedding(VOCAB, D_MODEL)
             self.pos = torch.nn.Embedding(SEQ, D_MODEL)
-            layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, 0.1, activation="gelu",
-                                                     batch_first=True, norm_first=True)
+            layer = torch.nn.TransformerEncoderLayer(
+                D_MODEL, HEADS, D_FF, 0.1, activation="gelu", batch_first=True, norm_first=True
+            )
             self.enc = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
             self.out = torch.nn.Linear(D_MODEL, CLASSES)
 
@@ -110,6 +115,7 @@ def _torch_step(device):
         if device == "cuda":
             torch.cuda.synchronize()
         return loss
+
     return step
 
 

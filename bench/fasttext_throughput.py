@@ -13,6 +13,7 @@ from the same weights and train on the same precomputed batches (flat indices + 
 example's batcher, on the shipped DbPedia sample), so only forward, backward and the optimizer
 steps are timed. Prints samples/s (median over rounds; the first round of each warms up).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -36,23 +37,26 @@ if str(EXAMPLES) not in sys.path:
 LR = 0.05
 
 
-def make_batches(rows: int = 4000, batch_size: int = 64, buckets: int = 2 ** 19, ngrams: int = 2):
+def make_batches(rows: int = 4000, batch_size: int = 64, buckets: int = 2**19, ngrams: int = 2):
     """``(batches, vocab_size, n_classes)``: the first ``rows`` texts of the shipped DbPedia
     sample as fastText batches ``(indices int64 [N], offsets int64 [B], labels int64 [B])``."""
     from text_classification.dataset import DbPediaDataset
     from text_classification.fasttext import FastTextConfig, TokenizedDataset
     from text_classification.tokenizer import BertCasedTokenizer
+
     tokenizer = BertCasedTokenizer.shipped()
     dataset = DbPediaDataset.sample("train")
     rows = min(rows, len(dataset))
     tokenized = TokenizedDataset(_Head(dataset, rows), tokenizer)
-    config = FastTextConfig(tokenizer.vocab_size(), DbPediaDataset.num_classes(), buckets=buckets, ngrams=ngrams)
+    config = FastTextConfig(
+        tokenizer.vocab_size(), DbPediaDataset.num_classes(), buckets=buckets, ngrams=ngrams
+    )
     special = [tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
     hasher = config.hasher(special)
     order = np.random.default_rng(0).permutation(rows)
     batches = []
     for start in range(0, rows, batch_size):
-        items = [tokenized[int(i)] for i in order[start:start + batch_size]]
+        items = [tokenized[int(i)] for i in order[start : start + batch_size]]
         tokens = np.concatenate([item.ids for item in items]).astype(np.int64)
         lengths = np.array([item.ids.shape[0] for item in items], dtype=np.int64)
         features = hasher.features_flat(tokens, lengths)
@@ -83,21 +87,30 @@ def initial_weights(num_rows: int, d_model: int, n_classes: int, seed: int = 0):
 
 def ember_trainer(batches, table, weight, bias):
     """A function that trains one epoch over ``batches`` in ember (cpu); returns the last loss."""
+    from text_classification.fasttext import FastTextModel
+
     import ember
     from ember import nn
     from ember.optim import AdamConfig
-    from text_classification.fasttext import FastTextModel
 
     embedding = nn.EmbeddingBag(nn.Param(ember.tensor(table.copy(), device="cpu")), "mean", sparse=True)
-    output = nn.Linear(nn.Param(ember.tensor(weight.copy(), device="cpu")),
-                       nn.Param(ember.tensor(bias.copy(), device="cpu")))
+    output = nn.Linear(
+        nn.Param(ember.tensor(weight.copy(), device="cpu")), nn.Param(ember.tensor(bias.copy(), device="cpu"))
+    )
     state = {"model": FastTextModel(embedding, output, weight.shape[1])}
     optim = AdamConfig(epsilon=1e-8).init()
-    device_batches = [(ember.from_numpy(i, device="cpu"), ember.from_numpy(o, device="cpu"),
-                       ember.from_numpy(y, device="cpu")) for i, o, y in batches]
+    device_batches = [
+        (
+            ember.from_numpy(i, device="cpu"),
+            ember.from_numpy(o, device="cpu"),
+            ember.from_numpy(y, device="cpu"),
+        )
+        for i, o, y in batches
+    ]
 
     def epoch() -> float:
         from text_classification.fasttext import FastTextBatch
+
         model = state["model"]
         loss = None
         for indices, offsets, labels in device_batches:
@@ -106,12 +119,14 @@ def ember_trainer(batches, table, weight, bias):
             loss = out.item.loss
         state["model"] = model
         return float(loss.item())
+
     return epoch
 
 
 def torch_trainer(batches, table, weight, bias):
     """The same epoch in PyTorch: EmbeddingBag(sparse=True) + SparseAdam, Linear + Adam."""
     import torch
+
     torch.set_num_threads(os.cpu_count() or 1)
     num_rows, d_model = table.shape
     bag = torch.nn.EmbeddingBag(num_rows, d_model, mode="mean", sparse=True)
@@ -135,6 +150,7 @@ def torch_trainer(batches, table, weight, bias):
             sparse_opt.step()
             dense_opt.step()
         return float(loss.item())
+
     return epoch
 
 
@@ -143,7 +159,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--d-model", type=int, default=64)
-    parser.add_argument("--buckets", type=int, default=2 ** 19)
+    parser.add_argument("--buckets", type=int, default=2**19)
     parser.add_argument("--ngrams", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
@@ -166,9 +182,11 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
             else:  # the same start, data and update rules: the first epoch's last loss agrees
                 losses[name] = loss
-    print(f"fastText-style training epoch: {samples} DbPedia texts in {len(batches)} batches of {args.batch_size}, "
-          f"{indices / samples:.0f} ids per text; table {vocab + args.buckets} x {args.d_model}, {classes} classes; "
-          f"median of {args.rounds} epochs, {os.cpu_count()} cores")
+    print(
+        f"fastText-style training epoch: {samples} DbPedia texts in {len(batches)} batches of {args.batch_size}, "
+        f"{indices / samples:.0f} ids per text; table {vocab + args.buckets} x {args.d_model}, {classes} classes; "
+        f"median of {args.rounds} epochs, {os.cpu_count()} cores"
+    )
     print("| impl | s / epoch | samples/s | last batch's loss, epoch 1 |")
     print("|---|---|---|---|")
     medians = {name: statistics.median(ts) for name, ts in times.items()}

@@ -8,6 +8,7 @@ Ratios are speed-ups of the first ember implementation of a group (ember-cpu, el
 else native) against NumPy and PyTorch measured in the same run: "x2.0 vs numpy" means twice as
 fast as the op composed from NumPy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,24 @@ def collect(pytest_args: list[str]) -> dict:
         raw = os.path.join(tmp, "raw.json")
         # pytest arguments pass through unchanged; with no path among them, run every bench file
         has_target = any(os.path.exists(a.split("::")[0]) for a in pytest_args if not a.startswith("-"))
-        cmd = [sys.executable, "-m", "pytest", *([] if has_target else [HERE]), *pytest_args,
-               "-q", "-p", "no:cacheprovider",
-               "--benchmark-only", f"--benchmark-json={raw}", "-o", "python_files=bench_*.py",
-               "-o", "python_functions=bench_* test_*", "-o", "testpaths="]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *([] if has_target else [HERE]),
+            *pytest_args,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-only",
+            f"--benchmark-json={raw}",
+            "-o",
+            "python_files=bench_*.py",
+            "-o",
+            "python_functions=bench_* test_*",
+            "-o",
+            "testpaths=",
+        ]
         if not any(a.startswith("-m") for a in pytest_args):
             cmd += ["-m", "not cuda"]
         print("$", " ".join(cmd), flush=True)
@@ -48,7 +63,8 @@ def table(raw: dict) -> list[dict]:
     rows = []
     for group, impls in groups.items():
         ours = next((i for i in ("ember-cpu", "native") if i in impls), None) or next(
-            (i for i in impls if i.startswith("ember")), None)
+            (i for i in impls if i.startswith("ember")), None
+        )
         row = {"group": group, "medians_ms": {k: v * 1e3 for k, v in impls.items()}}
         if ours:
             row["ember_impl"] = ours
@@ -72,7 +88,11 @@ def render(rows: list[dict]) -> str:
     widths = [max(len(line[c]) for line in lines) for c in range(len(head))]
     out = []
     for n, line in enumerate(lines):
-        out.append("  ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(line, widths))))
+        out.append(
+            "  ".join(
+                cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(line, widths))
+            )
+        )
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
@@ -80,7 +100,9 @@ def render(rows: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", default=os.path.join(HERE, "results", "latest.json"), help="where to write the table")
+    ap.add_argument(
+        "--json", default=os.path.join(HERE, "results", "latest.json"), help="where to write the table"
+    )
     args, pytest_args = ap.parse_known_args()
     rows = table(collect(pytest_args))
     print()

@@ -1,4 +1,5 @@
 """The AG News model's sizes, shared by the benchmarks."""
+
 BATCH = 32
 SEQ = 256
 D_MODEL = 128

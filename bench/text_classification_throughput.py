@@ -10,6 +10,7 @@ softmax, PyTorch has none) trained with Adam; both read the same rows in the sam
 tokenize them with the same `tokenizers` vocabulary inside the timed loop. Prints samples/s
 (medians over rounds) and the ratio of times.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ VOCAB = EXAMPLES / "text_classification" / "data" / "bert-base-cased" / "vocab.t
 
 def rows(n: int) -> list[tuple[str, int]]:
     import csv
+
     out = []
     with open(SAMPLE, newline="", encoding="utf-8") as f:
         for cls, title, content in csv.reader(f):
@@ -42,6 +44,11 @@ def run_ember(args) -> list[float]:
     sys.path.insert(0, str(EXAMPLES))
     import io
 
+    from text_classification.batcher import TextClassificationBatcher
+    from text_classification.dataset import TextClassificationItem
+    from text_classification.model import TextClassificationModelConfig
+    from text_classification.tokenizer import BertCasedTokenizer
+
     import ember
     from ember import nn
     from ember.data import DataLoaderBuilder, InMemDataset
@@ -49,25 +56,33 @@ def run_ember(args) -> list[float]:
     from ember.train import Learner, SupervisedTraining
     from ember.train.metric import AccuracyMetric, LossMetric
     from ember.train.renderer import CliMetricsRenderer
-    from text_classification.batcher import TextClassificationBatcher
-    from text_classification.dataset import TextClassificationItem
-    from text_classification.model import TextClassificationModelConfig
-    from text_classification.tokenizer import BertCasedTokenizer
 
     tokenizer = BertCasedTokenizer.from_file(VOCAB)
     items = [TextClassificationItem(t, y) for t, y in rows(args.batches * args.batch_size)]
-    loader = (DataLoaderBuilder(TextClassificationBatcher(tokenizer, args.seq)).batch_size(args.batch_size)
-              .build(InMemDataset(items)))
+    loader = (
+        DataLoaderBuilder(TextClassificationBatcher(tokenizer, args.seq))
+        .batch_size(args.batch_size)
+        .build(InMemDataset(items))
+    )
     config = TextClassificationModelConfig(
-        nn.TransformerEncoderConfig(args.d_model, 4 * args.d_model, 4, 4, norm_first=True, quiet_softmax=True),
-        14, tokenizer.vocab_size(), args.seq)
+        nn.TransformerEncoderConfig(
+            args.d_model, 4 * args.d_model, 4, 4, norm_first=True, quiet_softmax=True
+        ),
+        14,
+        tokenizer.vocab_size(),
+        args.seq,
+    )
     times = []
     for r in range(args.rounds + 1):  # round 0 warms up: kernel compilation, allocator
         ember.seed(0)
         model = config.init()
-        training = (SupervisedTraining(f"/tmp/ember-throughput/{r}", loader, None)
-                    .metrics(AccuracyMetric(), LossMetric()).with_plots(False).with_application_logger(None)
-                    .renderer(CliMetricsRenderer(stream=io.StringIO())))
+        training = (
+            SupervisedTraining(f"/tmp/ember-throughput/{r}", loader, None)
+            .metrics(AccuracyMetric(), LossMetric())
+            .with_plots(False)
+            .with_application_logger(None)
+            .renderer(CliMetricsRenderer(stream=io.StringIO()))
+        )
         start = time.perf_counter()
         training.launch(Learner(model, AdamConfig().with_weight_decay(WeightDecayConfig(5e-5)).init(), 1e-4))
         times.append(time.perf_counter() - start)
@@ -81,12 +96,15 @@ def run_torch(args) -> list[float]:
     from tokenizers.normalizers import BertNormalizer
     from tokenizers.pre_tokenizers import BertPreTokenizer
     from tokenizers.processors import TemplateProcessing
+
     torch.set_num_threads(os.cpu_count() or 1)
 
     tok = Tokenizer(WordPiece.from_file(str(VOCAB), unk_token="[UNK]"))
     tok.normalizer = BertNormalizer(lowercase=False, strip_accents=False)
     tok.pre_tokenizer = BertPreTokenizer()
-    tok.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 101), ("[SEP]", 102)])
+    tok.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 101), ("[SEP]", 102)]
+    )
     vocab = tok.get_vocab_size()
 
     class Model(torch.nn.Module):
@@ -95,8 +113,9 @@ def run_torch(args) -> list[float]:
             d = args.d_model
             self.tok = torch.nn.Embedding(vocab, d)
             self.pos = torch.nn.Embedding(args.seq, d)
-            layer = torch.nn.TransformerEncoderLayer(d, 4, 4 * d, 0.1, activation="gelu", batch_first=True,
-                                                     norm_first=True)
+            layer = torch.nn.TransformerEncoderLayer(
+                d, 4, 4 * d, 0.1, activation="gelu", batch_first=True, norm_first=True
+            )
             self.encoder = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
             self.head = torch.nn.Linear(d, 14)
 
@@ -107,19 +126,19 @@ def run_torch(args) -> list[float]:
 
     data = rows(args.batches * args.batch_size)
     times = []
-    for r in range(args.rounds + 1):
+    for _round in range(args.rounds + 1):
         torch.manual_seed(0)
         model = Model()
         optim = torch.optim.Adam(model.parameters(), lr=1e-4, eps=1e-5, weight_decay=5e-5)
         start = time.perf_counter()
         losses, correct = [], 0
         for b in range(args.batches):
-            chunk = data[b * args.batch_size:(b + 1) * args.batch_size]
+            chunk = data[b * args.batch_size : (b + 1) * args.batch_size]
             encoded = tok.encode_batch([t for t, _ in chunk])
             tokens = torch.zeros(len(chunk), args.seq, dtype=torch.long)
             for i, e in enumerate(encoded):
-                ids = e.ids[:args.seq]
-                tokens[i, :len(ids)] = torch.tensor(ids)
+                ids = e.ids[: args.seq]
+                tokens[i, : len(ids)] = torch.tensor(ids)
             mask = tokens == 0
             labels = torch.tensor([y for _, y in chunk])
             logits = model(tokens, mask)
@@ -155,8 +174,10 @@ def main():
             continue
         results[impl] = statistics.median(json.loads(out.stdout.strip().splitlines()[-1]))
     samples = args.batches * args.batch_size
-    print(f"text-classification loop: {args.batches} batches of {args.batch_size}, seq {args.seq}, "
-          f"d_model {args.d_model}, 4 layers; medians of {args.rounds} rounds, each framework in its own process")
+    print(
+        f"text-classification loop: {args.batches} batches of {args.batch_size}, seq {args.seq}, "
+        f"d_model {args.d_model}, 4 layers; medians of {args.rounds} rounds, each framework in its own process"
+    )
     print("| pipeline | s | samples/s |")
     print("|---|---|---|")
     for impl, seconds in results.items():

@@ -9,6 +9,7 @@ backward, ``GradientsParams``, optimizer step, and reads the loss and accuracy o
 ``SupervisedTraining`` runs with Loss and Accuracy metrics, its log files, the plain renderer
 (to /dev/null) and no checkpointers or validation. Prints medians of steps/s and the overhead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,26 +21,26 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import conftest  # noqa: E402,F401  (ember's thread settings, as in the other benchmarks)
+import conftest  # noqa: F401   (ember's thread settings, as in the other benchmarks)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import ember  # noqa: E402
-from ember import nn  # noqa: E402
-from ember.data import DataLoaderBuilder, InMemDataset  # noqa: E402
-from ember.optim import AdamConfig, GradientsParams  # noqa: E402
-from ember.optim.lr_scheduler import NoamLrSchedulerConfig  # noqa: E402
-from ember.train import ClassificationOutput, Learner, SupervisedTraining, TrainOutput  # noqa: E402
-from ember.train.metric import AccuracyMetric, LossMetric  # noqa: E402
-from ember.train.renderer import CliMetricsRenderer  # noqa: E402
+import ember
+from ember import nn
+from ember.data import DataLoaderBuilder, InMemDataset
+from ember.optim import AdamConfig, GradientsParams
+from ember.optim.lr_scheduler import NoamLrSchedulerConfig
+from ember.train import ClassificationOutput, Learner, SupervisedTraining, TrainOutput
+from ember.train.metric import AccuracyMetric, LossMetric
+from ember.train.renderer import CliMetricsRenderer
 
 
 class Classifier(nn.Module):
     def __init__(self, vocab, seq, d_model, layers, classes):
         self.tok = nn.EmbeddingConfig(vocab, d_model).init()
         self.pos = nn.EmbeddingConfig(seq, d_model).init()
-        self.encoder = nn.TransformerEncoderConfig(d_model, 4 * d_model, 4, layers, norm_first=True,
-                                                   quiet_softmax=True).init()
+        self.encoder = nn.TransformerEncoderConfig(
+            d_model, 4 * d_model, 4, layers, norm_first=True, quiet_softmax=True
+        ).init()
         self.head = nn.LinearConfig(d_model, classes).init()
         self.loss = nn.CrossEntropyLossConfig().init()
 
@@ -65,8 +66,11 @@ class Batcher:
         tokens = np.stack([i[0] for i in items])
         mask = tokens == 0
         labels = np.array([i[1] for i in items], dtype=np.int64)
-        return (ember.from_numpy(tokens, device=device), ember.from_numpy(mask, device=device),
-                ember.from_numpy(labels, device=device))
+        return (
+            ember.from_numpy(tokens, device=device),
+            ember.from_numpy(mask, device=device),
+            ember.from_numpy(labels, device=device),
+        )
 
 
 def make_items(n, seq, vocab, classes, seed=0):
@@ -121,17 +125,22 @@ def main():
             hand_epoch(model, optim, sched, loader)
             hand_times.append(time.perf_counter() - t0)
             model, optim, sched = fresh()
-            training = (SupervisedTraining(os.path.join(tmp, f"r{r}"), loader, None)
-                        .metrics(AccuracyMetric(), LossMetric()).with_plots(False)
-                        .with_application_logger(None)
-                        .renderer(CliMetricsRenderer(stream=io.StringIO())))
+            training = (
+                SupervisedTraining(os.path.join(tmp, f"r{r}"), loader, None)
+                .metrics(AccuracyMetric(), LossMetric())
+                .with_plots(False)
+                .with_application_logger(None)
+                .renderer(CliMetricsRenderer(stream=io.StringIO()))
+            )
             t0 = time.perf_counter()
             training.launch(Learner(model, optim, sched))
             learner_times.append(time.perf_counter() - t0)
     steps = args.batches
     hand, learn = statistics.median(hand_times), statistics.median(learner_times)
-    print(f"model: d_model {args.d_model}, {args.layers} layers, batch {args.batch_size}, seq {args.seq}; "
-          f"{steps} steps per epoch, {args.rounds} rounds (medians)")
+    print(
+        f"model: d_model {args.d_model}, {args.layers} layers, batch {args.batch_size}, seq {args.seq}; "
+        f"{steps} steps per epoch, {args.rounds} rounds (medians)"
+    )
     print("| loop | s / epoch | steps/s |")
     print("|---|---|---|")
     print(f"| hand-written | {hand:.3f} | {steps / hand:.2f} |")

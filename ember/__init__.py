@@ -2,6 +2,7 @@
 
 Importing ember loads neither Numba, CuPy nor PyTorch: backends load on first use.
 """
+
 import os as _os
 
 # OpenBLAS threads spin for ~2^28 cycles after each call by default, stealing the cores the
@@ -10,27 +11,99 @@ import os as _os
 # kernels still do. The value is read when NumPy loads OpenBLAS, so it applies when ember is
 # imported before NumPy; set OPENBLAS_THREAD_TIMEOUT yourself to choose otherwise.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
-from ember.tensor import (Device, DType, Gradients, Tensor, bool_, default_device, detect_anomaly, dtype,
-                          dtype_from_numpy, enable_grad, float16, float32, float64, int32, int64,
-                          is_grad_enabled, no_grad, set_default_device)
-from ember.tensor.creation import (arange, bernoulli, empty, eye, from_dlpack, from_numpy, full, full_like,
-                                   linspace, ones, ones_like, rand, randint, randn, seed, tensor, zeros,
-                                   zeros_like)
+from ember.tensor import (
+    Device,
+    DType,
+    Gradients,
+    Tensor,
+    bool_,
+    default_device,
+    detect_anomaly,
+    dtype,
+    dtype_from_numpy,
+    enable_grad,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+    is_grad_enabled,
+    no_grad,
+    set_default_device,
+)
 from ember.tensor import op_functions as _op_functions
+from ember.tensor.creation import (
+    arange,
+    bernoulli,
+    empty,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    seed,
+    tensor,
+    zeros,
+    zeros_like,
+)
+
 # The op functions (ember.sum, ember.exp, ember.where, ember.softmax, ...), generated from the op
 # table (ember/tensor/op_table.py); each takes tensor-likes (an nn.Param) wherever it takes a Tensor.
-from ember.tensor.op_functions import *  # noqa: E402,F401,F403
+from ember.tensor.op_functions import *  # noqa: F403
 from ember.tensor.sparse import RowSparse
-from ember import cuda  # noqa: E402,F401  (device utilities; imports CuPy only when called)
 
-bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
+# isort: split
+# Last: ember.cuda reaches back into the tensor package.
+from ember import cuda  # noqa: F401   (device utilities; imports CuPy only when called)
+
+bool = bool_  # (ember.bool, like torch.bool)
 __version__ = "0.1.0"
 
 __all__ = [
-    "Device", "DType", "Gradients", "RowSparse", "Tensor", "arange", "bernoulli", "bool", "bool_", "default_device",
-    "detect_anomaly", "dtype", "dtype_from_numpy", "empty", "enable_grad", "eye", "float16", "float32", "float64",
-    "from_dlpack", "from_numpy", "full", "full_like", "int32", "int64", "is_grad_enabled", "linspace", "no_grad",
-    "ones", "ones_like", "rand", "randint", "randn", "seed", "set_default_device", "tensor", "zeros", "zeros_like",
+    "DType",
+    "Device",
+    "Gradients",
+    "RowSparse",
+    "Tensor",
+    "arange",
+    "bernoulli",
+    "bool",
+    "bool_",
+    "default_device",
+    "detect_anomaly",
+    "dtype",
+    "dtype_from_numpy",
+    "empty",
+    "enable_grad",
+    "eye",
+    "float16",
+    "float32",
+    "float64",
+    "from_dlpack",
+    "from_numpy",
+    "full",
+    "full_like",
+    "int32",
+    "int64",
+    "is_grad_enabled",
+    "linspace",
+    "no_grad",
+    "ones",
+    "ones_like",
+    "rand",
+    "randint",
+    "randn",
+    "seed",
+    "set_default_device",
+    "tensor",
+    "zeros",
+    "zeros_like",
 ]
 __all__ += _op_functions.__all__
 
@@ -50,8 +123,10 @@ def __getattr__(name):
     # Sub-packages that pull more imports load on first use, keeping `import ember` fast.
     if name in _LAZY:
         import importlib
+
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in ("nn", "optim", "record", "data", "train"):
         import importlib
+
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -16,26 +16,36 @@ Run:
     python examples/custom_training_loop.py --epochs 2 --grad-accum 4 --lr 2.5e-5
     python examples/custom_training_loop.py --limit 256 --epochs 1 --device reference
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes the `guide` package importable
 
-import ember  # noqa: E402  (before NumPy: ember's OpenBLAS setting, see the README)
-from ember import nn  # noqa: E402
-from ember.data import DataLoaderBuilder, DatasetUnavailableError, PartialDataset  # noqa: E402
-from ember.optim import AdamConfig, GradientsAccumulator, GradientsParams  # noqa: E402
+from guide.data import SOURCES, MnistBatcher, load_datasets
+from guide.model import ModelConfig
 
-from guide.data import SOURCES, MnistBatcher, load_datasets  # noqa: E402
-from guide.model import ModelConfig  # noqa: E402
+import ember  # (before NumPy: ember's OpenBLAS setting, see the README)
+from ember import nn
+from ember.data import DataLoaderBuilder, DatasetUnavailableError, PartialDataset
+from ember.optim import AdamConfig, GradientsAccumulator, GradientsParams
 
-__all__ = ["CustomTrainingConfig", "EpochStats", "History", "accuracy", "main", "run", "train_epoch", "validate"]
+__all__ = [
+    "CustomTrainingConfig",
+    "EpochStats",
+    "History",
+    "accuracy",
+    "main",
+    "run",
+    "train_epoch",
+    "validate",
+]
 
 
 class CustomTrainingConfig(ember.Config):
@@ -76,9 +86,9 @@ class History:
     """What :func:`run` returns: the trained model and every number it printed."""
 
     model: nn.Module
-    train_losses: list[float] = field(default_factory=list)   # one per iteration, all epochs
-    train: list[EpochStats] = field(default_factory=list)      # one per epoch
-    valid: list[EpochStats] = field(default_factory=list)      # one per epoch
+    train_losses: list[float] = field(default_factory=list)  # one per iteration, all epochs
+    train: list[EpochStats] = field(default_factory=list)  # one per epoch
+    valid: list[EpochStats] = field(default_factory=list)  # one per epoch
     optimizer_steps: int = 0
 
 
@@ -89,8 +99,16 @@ def accuracy(output: ember.Tensor, targets: ember.Tensor) -> float:
     return 100.0 * correct / targets.shape[0]
 
 
-def train_epoch(model, optim, loader, lr: float, epoch: int, grads_accumulation: int = 1,
-                log: Callable[[str], None] | None = print, history: History | None = None):
+def train_epoch(
+    model,
+    optim,
+    loader,
+    lr: float,
+    epoch: int,
+    grads_accumulation: int = 1,
+    log: Callable[[str], None] | None = print,
+    history: History | None = None,
+):
     """One pass over ``loader``, updating ``model`` (the book's inner training loop).
 
     Args:
@@ -118,13 +136,15 @@ def train_epoch(model, optim, loader, lr: float, epoch: int, grads_accumulation:
         loss = loss_fn(output, batch.targets)
         batch_loss, batch_accuracy, n = loss.item(), accuracy(output, batch.targets), batch.targets.shape[0]
         if log is not None:
-            log(f"[Train - Epoch {epoch} - Iteration {iteration}] "
-                f"Loss {batch_loss:.3f} | Accuracy {batch_accuracy:.3f} %")
+            log(
+                f"[Train - Epoch {epoch} - Iteration {iteration}] "
+                f"Loss {batch_loss:.3f} | Accuracy {batch_accuracy:.3f} %"
+            )
 
-        grads = loss.backward()                            # gradients of this backward pass
-        grads = GradientsParams.from_grads(grads, model)   # ... linked to each parameter of the model
+        grads = loss.backward()  # gradients of this backward pass
+        grads = GradientsParams.from_grads(grads, model)  # ... linked to each parameter of the model
         if grads_accumulation == 1:
-            model = optim.step(lr, model, grads)           # update the model; the gradients are consumed
+            model = optim.step(lr, model, grads)  # update the model; the gradients are consumed
             steps += 1
         else:
             accumulator.accumulate(model, grads)
@@ -142,7 +162,9 @@ def train_epoch(model, optim, loader, lr: float, epoch: int, grads_accumulation:
         steps += 1
     if history is not None:
         history.optimizer_steps += steps
-    return model, EpochStats(total_loss / max(total_items, 1), total_correct / max(total_items, 1), total_items)
+    return model, EpochStats(
+        total_loss / max(total_items, 1), total_correct / max(total_items, 1), total_items
+    )
 
 
 def validate(model_valid, loader, epoch: int, log: Callable[[str], None] | None = print) -> EpochStats:
@@ -169,8 +191,13 @@ def validate(model_valid, loader, epoch: int, log: Callable[[str], None] | None 
     return stats
 
 
-def run(config: CustomTrainingConfig, device="cpu", source: str = "digits", limit: int | None = None,
-        log: Callable[[str], None] | None = print) -> History:
+def run(
+    config: CustomTrainingConfig,
+    device="cpu",
+    source: str = "digits",
+    limit: int | None = None,
+    log: Callable[[str], None] | None = print,
+) -> History:
     """Train ``config.model`` by hand for ``config.num_epochs`` epochs, validating after each.
 
     Args:
@@ -188,15 +215,28 @@ def run(config: CustomTrainingConfig, device="cpu", source: str = "digits", limi
     if limit is not None:
         train_set = PartialDataset(train_set, 0, min(limit, len(train_set)))
     batcher = MnistBatcher.for_source(source)
-    dataloader_train = (DataLoaderBuilder(batcher).batch_size(config.batch_size).shuffle(config.seed)
-                        .num_workers(config.num_workers).set_device(device).build(train_set))
-    dataloader_test = (DataLoaderBuilder(batcher).batch_size(config.batch_size).shuffle(config.seed)
-                       .num_workers(config.num_workers).set_device(device).build(test_set))
+    dataloader_train = (
+        DataLoaderBuilder(batcher)
+        .batch_size(config.batch_size)
+        .shuffle(config.seed)
+        .num_workers(config.num_workers)
+        .set_device(device)
+        .build(train_set)
+    )
+    dataloader_test = (
+        DataLoaderBuilder(batcher)
+        .batch_size(config.batch_size)
+        .shuffle(config.seed)
+        .num_workers(config.num_workers)
+        .set_device(device)
+        .build(test_set)
+    )
 
     history = History(model)
     for epoch in range(1, config.num_epochs + 1):
-        model, train_stats = train_epoch(model, optim, dataloader_train, config.lr, epoch,
-                                         config.grads_accumulation, log, history)
+        model, train_stats = train_epoch(
+            model, optim, dataloader_train, config.lr, epoch, config.grads_accumulation, log, history
+        )
         history.train.append(train_stats)
         model_valid = model.valid()  # no graph, dropout off, batch norm on running statistics
         history.valid.append(validate(model_valid, dataloader_test, epoch, log))
@@ -209,13 +249,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--grad-accum", type=int, default=1, metavar="N",
-                    help="sum the gradients of N batches per optimizer step (default 1)")
+    ap.add_argument(
+        "--grad-accum",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sum the gradients of N batches per optimizer step (default 1)",
+    )
     ap.add_argument("--limit", type=int, default=None, metavar="N", help="use only N train items")
     ap.add_argument("--device", default="cpu", help="cpu (Numba kernels), reference (NumPy) or cuda:N")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--source", choices=SOURCES, default="digits",
-                    help="digits: scikit-learn's 8x8 digits (offline); mnist: from the Hugging Face Hub")
+    ap.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="digits",
+        help="digits: scikit-learn's 8x8 digits (offline); mnist: from the Hugging Face Hub",
+    )
     ap.add_argument("--hidden-size", type=int, default=1024)
     ap.add_argument("--num-workers", type=int, default=0)
     args = ap.parse_args(argv)
@@ -230,18 +279,27 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> History:
     """Command line entry point; returns the :class:`History` (for tests)."""
     args = parse_args(argv)
-    config = CustomTrainingConfig(ModelConfig(10, args.hidden_size), AdamConfig(), num_epochs=args.epochs,
-                                  batch_size=args.batch_size, num_workers=args.num_workers, seed=args.seed,
-                                  lr=args.lr, grads_accumulation=args.grad_accum)
+    config = CustomTrainingConfig(
+        ModelConfig(10, args.hidden_size),
+        AdamConfig(),
+        num_epochs=args.epochs,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        seed=args.seed,
+        lr=args.lr,
+        grads_accumulation=args.grad_accum,
+    )
     start = time.perf_counter()
     try:
         history = run(config, args.device, args.source, args.limit)
     except DatasetUnavailableError as exc:
         raise SystemExit(f"{exc}\n\nThe offline source needs no network: --source digits") from None
     last = history.valid[-1]
-    print(f"Done: {config.num_epochs} epochs, {history.optimizer_steps} optimizer steps in "
-          f"{time.perf_counter() - start:.1f} s on '{args.device}'; "
-          f"valid loss {last.loss:.3f}, accuracy {last.accuracy:.3f} %")
+    print(
+        f"Done: {config.num_epochs} epochs, {history.optimizer_steps} optimizer steps in "
+        f"{time.perf_counter() - start:.1f} s on '{args.device}'; "
+        f"valid loss {last.loss:.3f}, accuracy {last.accuracy:.3f} %"
+    )
     return history
 
 

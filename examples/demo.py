@@ -3,14 +3,16 @@ synthetic two-spirals problem with ember's autodiff and print the loss falling.
 
 Run: python examples/demo.py [--device cpu|reference] [--steps 300]
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import time
 
-import ember  # before NumPy, so that ember's OpenBLAS thread setting applies (see README)
 import numpy as np
+
+import ember  # before NumPy, so that ember's OpenBLAS thread setting applies (see README)
 from ember import nn
 from ember.optim import AdamConfig, GradientsParams
 
@@ -47,8 +49,10 @@ def main() -> None:
     model = MLP(64, args.device)
     optim = AdamConfig().init()
     loss_fn = nn.CrossEntropyLossConfig().init()
-    print(f"Training an MLP ({model.num_params()} parameters) on two spirals on '{args.device}' "
-          f"for {args.steps} steps")
+    print(
+        f"Training an MLP ({model.num_params()} parameters) on two spirals on '{args.device}' "
+        f"for {args.steps} steps"
+    )
     start = time.perf_counter()
     for step in range(1, args.steps + 1):
         loss = loss_fn(model(x), y)

@@ -9,6 +9,7 @@ Every conformance test takes the ``device`` fixture (a device name string) or ``
 
 ``pytest -m cuda`` therefore selects exactly the cuda-parametrized tests.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -51,7 +52,7 @@ def cuda_unavailable_reason() -> str | None:
         getter = getattr(runtime, "cupy_or_error", None)
         if getter is not None:
             getter()
-    except Exception as exc:  # noqa: BLE001  -- a broken driver must skip, not crash collection
+    except Exception as exc:  # - a broken driver must skip, not crash collection
         return f"{type(exc).__name__}: {exc}"
     return "CUDA is not available"
 
@@ -59,7 +60,7 @@ def cuda_unavailable_reason() -> str | None:
 def _check_cpu_backend() -> None:
     try:
         importlib.import_module("ember.kernels.cpu.backend")
-    except Exception as exc:  # noqa: BLE001  -- any import error of a core backend is a failure
+    except Exception as exc:  # - any import error of a core backend is a failure
         pytest.fail(f"the core 'cpu' backend failed to import: {type(exc).__name__}: {exc}", pytrace=False)
 
 
@@ -99,6 +100,7 @@ def device(request) -> str:
 def backend(device):
     """The Backend object computing on ``device``."""
     from ember.tensor.device import as_device
+
     return as_device(device).backend
 
 
@@ -112,6 +114,7 @@ def other_device(request) -> str:
 def rng():
     """A NumPy generator with a fixed seed, fresh for every test."""
     import numpy as np
+
     return np.random.default_rng(1234)
 
 
@@ -129,6 +132,7 @@ def pytest_terminal_summary(terminalreporter):
     if not skipped:
         return
     import collections
+
     counts = collections.Counter(_skip_reason(report) for report in skipped)
     terminalreporter.section(f"{len(skipped)} skipped, by reason", sep="-")
     for reason, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):

@@ -8,6 +8,7 @@ pyproject.toml's ``package-dir`` makes ``pip install -e .`` write a plain path e
 a regular package on ``sys.path`` always wins over namespace portions. Each case runs a fresh
 interpreter the way a user would, away from this checkout.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -42,12 +43,14 @@ def installed_ember() -> Path:
 
 def run_python(args: list[str], cwd: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as a user's shell has it
-    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, (
         f"`import ember` from {cwd} did not reach the installed package (an `ember` directory there "
         f"shadows it; reinstall with `pip install -e .` so that the install is a path entry):\n"
-        f"{done.stderr[-2000:]}")
+        f"{done.stderr[-2000:]}"
+    )
     return done.stdout.strip().splitlines()[-1]
 
 

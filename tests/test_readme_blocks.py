@@ -14,6 +14,7 @@
   ``tests/examples/test_readme_commands.py`` (the demo by ``test_text_classification_scripts``).
   Other ```text blocks show output or files and hold no command.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -63,8 +64,16 @@ def readme_blocks(text: str | None = None) -> list[Block]:
         assert end is not None, f"README.md:{i + 1}: a code block is never closed"
         previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = NO_RUN.match(previous)
-        blocks.append(Block(fence.group(1), fence.group(2), "\n".join(lines[start:end]) + "\n", start + 1,
-                            section, marker.group(1).strip() if marker else None))
+        blocks.append(
+            Block(
+                fence.group(1),
+                fence.group(2),
+                "\n".join(lines[start:end]) + "\n",
+                start + 1,
+                section,
+                marker.group(1).strip() if marker else None,
+            )
+        )
         i = end + 1
     return blocks
 
@@ -92,12 +101,16 @@ def python_sections() -> list[str]:
 
 # ---- what every block is ---------------------------------------------------------------------------
 def test_the_parser_sees_sections_fences_and_markers():
-    text = ("## One\n```python\nx = 1\n```\n<!-- no-run: needs a GPU -->\n\n```python\ny = 2\n```\n"
-            "## Two\n```text\nout\n```\n")
+    text = (
+        "## One\n```python\nx = 1\n```\n<!-- no-run: needs a GPU -->\n\n```python\ny = 2\n```\n"
+        "## Two\n```text\nout\n```\n"
+    )
     blocks = readme_blocks(text)
     assert [(b.section, b.lang, b.code, b.line, b.no_run) for b in blocks] == [
-        ("One", "python", "x = 1\n", 3, None), ("One", "python", "y = 2\n", 8, "needs a GPU"),
-        ("Two", "text", "out\n", 12, None)]
+        ("One", "python", "x = 1\n", 3, None),
+        ("One", "python", "y = 2\n", 8, "needs a GPU"),
+        ("Two", "text", "out\n", 12, None),
+    ]
 
 
 def test_every_block_is_run_or_checked_somewhere():
@@ -108,7 +121,9 @@ def test_every_block_is_run_or_checked_somewhere():
     for block in blocks:
         where = f"README.md:{block.line}"
         assert block.lang in {"python", "text"} | SHELL, f"{where}: unexpected block language {block.lang!r}"
-        assert block.info == "", f"{where}: use a `<!-- no-run: reason -->` line, not the info string {block.info!r}"
+        assert block.info == "", (
+            f"{where}: use a `<!-- no-run: reason -->` line, not the info string {block.info!r}"
+        )
         if block.lang != "python":
             assert block.no_run is None, f"{where}: only python blocks are run, so only they can be no-run"
 
@@ -132,13 +147,21 @@ for line, code in json.load(open(sys.argv[1])):
 
 def readme_env(tmp_path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(EMBER_RENDERER="cli", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
-               EMBER_DATASET_CACHE=str(tmp_path / "datasets"), MPLBACKEND="Agg")
+    env.update(
+        EMBER_RENDERER="cli",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        HF_HOME=str(tmp_path / "hf"),
+        EMBER_DATASET_CACHE=str(tmp_path / "datasets"),
+        MPLBACKEND="Agg",
+    )
     return env
 
 
 def run(args: list[str], cwd: Path, env: dict, what: str) -> None:
-    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, f"{what} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
 
 
@@ -153,8 +176,12 @@ def test_readme_section_runs_as_written(section, tmp_path):
     def flush():
         if pending:
             (tmp_path / "blocks.json").write_text(json.dumps([[b.line, b.code] for b in pending]))
-            run([str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")], work, env,
-                f"the blocks of '{section}' at README.md lines {[b.line for b in pending]}")
+            run(
+                [str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
+                work,
+                env,
+                f"the blocks of '{section}' at README.md lines {[b.line for b in pending]}",
+            )
             pending.clear()
 
     for block in runnable_python(readme_blocks()):
@@ -218,7 +245,9 @@ def check_python_command(argv: list[str], where: str) -> None:
     assert script.is_file(), f"{where}: {argv[1]} does not exist"
     if script.parent == REPO / "examples" / "text_classification":
         covered = set(load_test_module("tests/examples/test_readme_commands.py").SCRIPTS) | {"demo"}
-        assert script.stem in covered, f"{where}: tests/examples/test_readme_commands.py does not run {argv[1]}"
+        assert script.stem in covered, (
+            f"{where}: tests/examples/test_readme_commands.py does not run {argv[1]}"
+        )
 
 
 def test_shell_blocks_name_what_exists():

@@ -28,9 +28,10 @@ import signal
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -47,10 +48,10 @@ from .worker import (
 )
 
 __all__ = [
+    "SLOW_BATCH_WARNING_S",
     "DataLoader",
     "DataLoaderBuilder",
     "DataLoaderIterator",
-    "SLOW_BATCH_WARNING_S",
     "default_start_method",
 ]
 
@@ -608,8 +609,7 @@ class DataLoaderIterator(Iterator[Any]):
         if received != number:  # would mean the task bookkeeping is broken
             self._fail(
                 DataLoaderWorkerError(
-                    f"DataLoader worker {worker_id} sent batch {received} while batch {number} "
-                    "was expected"
+                    f"DataLoader worker {worker_id} sent batch {received} while batch {number} was expected"
                 )
             )
         if not ok:
@@ -659,9 +659,7 @@ class DataLoaderIterator(Iterator[Any]):
             )
         )
 
-    def _raise_failure(
-        self, failure: WorkerFailure, worker_id: int, worker: _Worker, number: int
-    ) -> None:
+    def _raise_failure(self, failure: WorkerFailure, worker_id: int, worker: _Worker, number: int) -> None:
         context = (
             f"raised in DataLoader worker {worker_id} (pid {worker.process.pid}) while building "
             f"batch {number} of epoch {self._epoch} (dataset indices "

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import operator
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Iterator, Sequence, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import socket
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["DEFAULT_ENDPOINT", "hub_endpoint", "offline_variable", "probe_hub", "hub_mode"]
+__all__ = ["DEFAULT_ENDPOINT", "hub_endpoint", "hub_mode", "offline_variable", "probe_hub"]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _TRUE = {"1", "ON", "YES", "TRUE"}
@@ -64,7 +64,7 @@ def probe_hub(endpoint: str, name: str, timeout: float) -> str | None:
     url = f"{endpoint}/api/datasets/{urllib.parse.quote(name, safe='/')}"
     request = urllib.request.Request(url, headers={"User-Agent": "ember-data"}, method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read(0)
         return None
     except urllib.error.HTTPError as error:
@@ -73,7 +73,7 @@ def probe_hub(endpoint: str, name: str, timeout: float) -> str | None:
         return f"HTTP {error.code} from {url}"
     except urllib.error.URLError as error:
         return f"{error.reason} ({url})"
-    except (OSError, http.client.HTTPException, socket.timeout) as error:
+    except (TimeoutError, OSError, http.client.HTTPException) as error:
         return f"{type(error).__name__}: {error} ({url})"
 
 
@@ -96,9 +96,7 @@ def hub_mode(offline: bool) -> Iterator[None]:
         module = sys.modules.get(module_name)
         if module is None:
             continue
-        targets.extend(
-            (module, attribute) for attribute in attributes if hasattr(module, attribute)
-        )
+        targets.extend((module, attribute) for attribute in attributes if hasattr(module, attribute))
     saved = [(module, attribute, getattr(module, attribute)) for module, attribute in targets]
     try:
         for module, attribute in targets:

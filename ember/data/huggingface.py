@@ -24,8 +24,9 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .hub import hub_endpoint, hub_mode, offline_variable, probe_hub
 from .sqlite import SqliteDataset
@@ -74,7 +75,7 @@ def default_cache_dir() -> Path:
 
 def _import_datasets() -> Any:
     try:
-        import datasets  # noqa: PLC0415 - optional dependency, heavy import
+        import datasets  # optional dependency, heavy import
     except ImportError as error:
         raise ImportError(
             "ember.data: loading Hugging Face datasets needs the `datasets` package; install it "
@@ -96,7 +97,7 @@ def _is_json_text(arrow_type: Any) -> bool:
 
 
 def _column_kind(arrow_type: Any) -> str:
-    import pyarrow as pa  # noqa: PLC0415 - comes with `datasets`
+    import pyarrow as pa  # comes with `datasets`
 
     types = pa.types
     if _is_json_text(arrow_type):
@@ -229,9 +230,7 @@ class HuggingfaceDatasetLoader:
 
     def __init__(self, name: str, subset: str | None = None) -> None:
         if not isinstance(name, (str, os.PathLike)) or not os.fspath(name):
-            raise ValueError(
-                f"HuggingfaceDatasetLoader: name must be a non-empty string, got {name!r}"
-            )
+            raise ValueError(f"HuggingfaceDatasetLoader: name must be a non-empty string, got {name!r}")
         self._name = os.fspath(name)
         self._subset = subset
         self._base_dir: Path | None = None
@@ -262,9 +261,7 @@ class HuggingfaceDatasetLoader:
         self._base_dir = Path(base_dir).expanduser()
         return self
 
-    def with_huggingface_cache_dir(
-        self, cache_dir: str | os.PathLike[str]
-    ) -> "HuggingfaceDatasetLoader":
+    def with_huggingface_cache_dir(self, cache_dir: str | os.PathLike[str]) -> "HuggingfaceDatasetLoader":
         """The `datasets` download/cache directory (default: its own, under `HF_HOME`).
 
         Args:
@@ -306,8 +303,7 @@ class HuggingfaceDatasetLoader:
         """
         if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
             raise TypeError(
-                "HuggingfaceDatasetLoader.with_column_names: expected a list of names, got "
-                f"{names!r}"
+                f"HuggingfaceDatasetLoader.with_column_names: expected a list of names, got {names!r}"
             )
         names = list(names)
         if not names or any(not isinstance(n, str) or not n for n in names):
@@ -318,8 +314,7 @@ class HuggingfaceDatasetLoader:
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(
-                "HuggingfaceDatasetLoader.with_column_names: repeated names "
-                f"{repeated} in {names!r}"
+                f"HuggingfaceDatasetLoader.with_column_names: repeated names {repeated} in {names!r}"
             )
         self._column_names = names
         return self
@@ -340,9 +335,7 @@ class HuggingfaceDatasetLoader:
             seconds: > 0.
         """
         if not seconds > 0:
-            raise ValueError(
-                f"HuggingfaceDatasetLoader.with_hub_timeout: must be > 0, got {seconds!r}"
-            )
+            raise ValueError(f"HuggingfaceDatasetLoader.with_hub_timeout: must be > 0, got {seconds!r}")
         self._hub_timeout = float(seconds)
         return self
 
@@ -386,9 +379,7 @@ class HuggingfaceDatasetLoader:
         for path in paths:
             path = Path(path).expanduser()
             if path.is_dir():
-                files = sorted(
-                    p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
-                )
+                files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
             elif path.is_file():
                 files = [path]
             else:
@@ -412,7 +403,7 @@ class HuggingfaceDatasetLoader:
             try:
                 SqliteDataset.splits(path)
                 return path
-            except Exception as error:  # noqa: BLE001 - any unreadable file is rebuilt
+            except Exception as error:  # any unreadable file is rebuilt
                 logger.warning("ember.data: %s is unreadable (%s); importing again", path, error)
         path.parent.mkdir(parents=True, exist_ok=True)
         loaded = self._load()
@@ -474,9 +465,7 @@ class HuggingfaceDatasetLoader:
         named_files = _flatten_files(kwargs.get("data_files"))
         local_files = [Path(p).expanduser() for p in named_files]
         missing = [
-            p
-            for p in named_files
-            if not _is_remote_or_pattern(p) and not Path(p).expanduser().exists()
+            p for p in named_files if not _is_remote_or_pattern(p) and not Path(p).expanduser().exists()
         ]
         if path in _BUILDERS.values() and missing:
             raise DatasetUnavailableError(
@@ -485,9 +474,7 @@ class HuggingfaceDatasetLoader:
                 f"ones are read from the current directory, {os.getcwd()})"
             )
         is_local = self._local_path() is not None or (
-            path in _BUILDERS.values()
-            and bool(local_files)
-            and all(p.exists() for p in local_files)
+            path in _BUILDERS.values() and bool(local_files) and all(p.exists() for p in local_files)
         )
         if is_local:
             self._check_field_counts(local_files)
@@ -497,7 +484,7 @@ class HuggingfaceDatasetLoader:
                     return self._checked_columns(datasets.load_dataset(path, **kwargs))
             except DatasetUnavailableError:
                 raise
-            except Exception as error:  # noqa: BLE001 - re-raised with what to do
+            except Exception as error:  # re-raised with what to do
                 raise DatasetUnavailableError(self._local_message(error)) from error
         variable = offline_variable()
         if variable is not None:
@@ -511,7 +498,7 @@ class HuggingfaceDatasetLoader:
                         return self._checked_columns(datasets.load_dataset(path, **kwargs))
                 except DatasetUnavailableError:
                     raise
-                except Exception as error:  # noqa: BLE001 - re-raised with the remedies
+                except Exception as error:  # re-raised with the remedies
                     advice = _advice(error)
                     problem = f"{_failure(error)}\n{advice}" if advice else _failure(error)
                     raise DatasetUnavailableError(self._message(problem)) from error
@@ -522,7 +509,7 @@ class HuggingfaceDatasetLoader:
                 return self._checked_columns(datasets.load_dataset(path, **kwargs))
         except DatasetUnavailableError:
             raise
-        except Exception as error:  # noqa: BLE001 - re-raised with the remedies
+        except Exception as error:  # re-raised with the remedies
             advice = _advice(error)
             raise DatasetUnavailableError(
                 self._message(
@@ -614,19 +601,17 @@ def _is_remote_or_pattern(path: str) -> bool:
 def _csv_splits(directory: Path) -> dict[str, list[str]]:
     """The CSV files of a directory by split, split names found as `datasets` finds them
     (`train*.csv`, `test*.csv`, ...; all of them form `train` when none is named)."""
-    from datasets.data_files import DataFilesDict, get_data_patterns  # noqa: PLC0415
+    from datasets.data_files import DataFilesDict, get_data_patterns
 
     patterns = get_data_patterns(str(directory))
     resolved = DataFilesDict.from_patterns(patterns, base_path=str(directory))
     splits = {
-        str(split): [f for f in files if str(f).lower().endswith(".csv")]
-        for split, files in resolved.items()
+        str(split): [f for f in files if str(f).lower().endswith(".csv")] for split, files in resolved.items()
     }
     splits = {split: files for split, files in splits.items() if files}
     if not splits:
         raise DatasetUnavailableError(
-            f"HuggingfaceDatasetLoader: with_column_names reads CSV files, and {directory} holds "
-            f"none (*.csv)"
+            f"HuggingfaceDatasetLoader: with_column_names reads CSV files, and {directory} holds none (*.csv)"
         )
     return splits
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 from .dataset import Dataset, check_index
 
@@ -89,7 +90,7 @@ class InMemDataset(Dataset[T], Generic[T]):
         fieldnames: Sequence[str] | None = None,
         encoding: str = "utf-8",
     ) -> "InMemDataset[dict[str, Any]]":
-        """Read a CSV file into a dataset of `dict` rows (column name -> value).
+        r"""Read a CSV file into a dataset of `dict` rows (column name -> value).
 
         CSV cells are strings; `column_types` converts the named columns (e.g.
         `{"label": int}`). A cell that fails its conversion raises with the row number.
@@ -97,7 +98,7 @@ class InMemDataset(Dataset[T], Generic[T]):
         Args:
             path: the file to read.
             column_types: optional converters, by column name, applied to every row.
-            delimiter: the field separator (`","`, `"\\t"`, ...).
+            delimiter: the field separator (`","`, `"\t"`, ...).
             fieldnames: column names when the file has no header row; when `None` the first
                 row is the header.
             encoding: text encoding of the file.

@@ -17,9 +17,10 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .dataset import Dataset, check_index
 from .sqlite_format import (
@@ -299,9 +300,7 @@ class SqliteDataset(Dataset[dict]):
                     for row in conn.execute(sql, chunk):
                         found[row[0]] = row[1:]
         except _READ_ERRORS as error:
-            raise self._corrupt(
-                f"reading {len(unique)} items failed: {_describe(error)}"
-            ) from None
+            raise self._corrupt(f"reading {len(unique)} items failed: {_describe(error)}") from None
         missing = [row_id for row_id in unique if row_id not in found]
         if missing:
             raise self._corrupt(
@@ -309,8 +308,7 @@ class SqliteDataset(Dataset[dict]):
                 "modified while in use)"
             )
         return [
-            self._to_item(position, row_id, found[row_id])
-            for position, row_id in zip(positions, row_ids)
+            self._to_item(position, row_id, found[row_id]) for position, row_id in zip(positions, row_ids)
         ]
 
     def _connection(self) -> sqlite3.Connection:
@@ -382,9 +380,7 @@ def _not_a_database(error: sqlite3.Error) -> str:
 
 
 def _list_splits(conn: sqlite3.Connection) -> list[str]:
-    rows = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
-    ).fetchall()
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid").fetchall()
     return [
         name
         for (name,) in rows
@@ -418,7 +414,7 @@ def _inspect_split(
     tables: set[str],
     application_id: int,
 ) -> _Layout:
-    corrupt = lambda detail: DatasetCorruptError(path, split, detail)  # noqa: E731
+    corrupt = lambda detail: DatasetCorruptError(path, split, detail)
     table_columns: list[str] = []
     if split in splits:
         table = quote_identifier(split)
@@ -434,9 +430,7 @@ def _inspect_split(
     ).fetchone()
     if entry is None:
         if split not in splits:
-            raise ValueError(
-                f"SqliteDataset: {path} has no split {split!r}; available splits: {splits}"
-            )
+            raise ValueError(f"SqliteDataset: {path} has no split {split!r}; available splits: {splits}")
         raise corrupt(f"the split has no entry in {SPLITS_TABLE}")
     rows, checksum_sum, schema, digest = entry
     if not (
@@ -496,10 +490,7 @@ def _parse_schema(schema: str) -> list[tuple[str, str]] | None:
     parsed = []
     for field in fields:
         if not (
-            isinstance(field, list)
-            and len(field) == 2
-            and isinstance(field[0], str)
-            and field[1] in KINDS
+            isinstance(field, list) and len(field) == 2 and isinstance(field[0], str) and field[1] in KINDS
         ):
             return None
         parsed.append((field[0], field[1]))
@@ -518,9 +509,7 @@ def _inspect_unverified(
 ) -> _Layout:
     """Format-1 and Burn files: no checksums, row ids as found."""
     if split not in splits:
-        raise ValueError(
-            f"SqliteDataset: {path} has no split {split!r}; available splits: {splits}"
-        )
+        raise ValueError(f"SqliteDataset: {path} has no split {split!r}; available splits: {splits}")
     if ROW_ID not in table_columns:
         raise ValueError(
             f"SqliteDataset: table {split!r} in {path} has no {ROW_ID!r} column "
@@ -528,9 +517,7 @@ def _inspect_unverified(
         )
     kinds: dict[str, str] = {}
     if COLUMNS_TABLE in tables:
-        kinds = dict(
-            conn.execute(f"SELECT name, kind FROM {COLUMNS_TABLE} WHERE split = ?", (split,))
-        )
+        kinds = dict(conn.execute(f"SELECT name, kind FROM {COLUMNS_TABLE} WHERE split = ?", (split,)))
     table = quote_identifier(split)
     # Row ids are contiguous from `first` in files ember and Burn write (Burn numbers from
     # 1); other files fall back to an explicit id list.

@@ -37,18 +37,19 @@ import operator
 import os
 import struct
 import zlib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = [
     "APPLICATION_ID",
     "CHECKSUM_COLUMN",
     "COLUMNS_TABLE",
-    "DatasetCorruptError",
-    "INFO_TABLE",
     "FORMAT_VERSION",
+    "INFO_TABLE",
     "KINDS",
     "ROW_ID",
     "SPLITS_TABLE",
+    "DatasetCorruptError",
     "decoder",
     "encoder",
     "infer_kind",
@@ -117,7 +118,7 @@ def validate_split_name(split: str) -> None:
     if not isinstance(split, str) or not split:
         raise ValueError(f"split name must be a non-empty string, got {split!r}")
     lowered = split.lower()
-    if lowered.startswith("sqlite_") or lowered.startswith(_RESERVED_PREFIX):
+    if lowered.startswith(("sqlite_", _RESERVED_PREFIX)):
         raise ValueError(
             f"split name {split!r} is reserved (names starting with 'sqlite_' or '__ember_' "
             "belong to SQLite and to ember's metadata tables)"

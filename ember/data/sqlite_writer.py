@@ -14,8 +14,9 @@ import itertools
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ember.record.atomic import remove_stale_scratch
 
@@ -112,8 +113,7 @@ class SqliteDatasetWriter:
         self.db_file = Path(db_file)
         if self.db_file.exists() and not overwrite:
             raise FileExistsError(
-                f"SqliteDatasetWriter: {self.db_file} already exists; pass overwrite=True to "
-                "replace it"
+                f"SqliteDatasetWriter: {self.db_file} already exists; pass overwrite=True to replace it"
             )
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
         self._partial = _create_scratch(self.db_file)
@@ -159,9 +159,7 @@ class SqliteDatasetWriter:
                     f"SqliteDatasetWriter: column {name!r} of split {split!r} has unknown kind "
                     f"{kind!r}; expected one of {sorted(KINDS)}"
                 )
-        definitions = ", ".join(
-            f"{quote_identifier(name)} {KINDS[kind]}" for name, kind in columns.items()
-        )
+        definitions = ", ".join(f"{quote_identifier(name)} {KINDS[kind]}" for name, kind in columns.items())
         table = quote_identifier(split)
         conn.execute(
             f"CREATE TABLE {table} ({ROW_ID} INTEGER PRIMARY KEY, "
@@ -236,9 +234,7 @@ class SqliteDatasetWriter:
                 try:
                     checksum = row_checksum(key, row_id, values)
                 except UnicodeEncodeError as error:  # text SQLite could not store either
-                    column = next(
-                        i for i, v in enumerate(values) if isinstance(v, str) and _bad_utf8(v)
-                    )
+                    column = next(i for i, v in enumerate(values) if isinstance(v, str) and _bad_utf8(v))
                     raise _cannot_store(
                         split, row_number, names[column], kinds[column], row[column], error
                     ) from None
@@ -279,7 +275,7 @@ class SqliteDatasetWriter:
                     f"SqliteDatasetWriter: split {split!r} has no rows, so its columns cannot be "
                     "inferred; pass columns={name: kind}"
                 )
-            inferred: dict[str, str | None] = {name: None for name in head[0]}
+            inferred: dict[str, str | None] = dict.fromkeys(head[0])
             for row in head:
                 for name in inferred:
                     if inferred[name] is None and name in row:

@@ -28,7 +28,7 @@ def _ember() -> Any | None:
     module = sys.modules.get("ember")
     if module is None:
         try:
-            import ember as module  # noqa: PLC0415 - optional, heavy, only when tensors exist
+            import ember as module  # optional, heavy, only when tensors exist
         except ImportError:
             return None
     return module if hasattr(module, "from_numpy") else None

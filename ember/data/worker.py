@@ -251,7 +251,7 @@ def worker_loop(
         indices = [int(position) for position in order[start : start + batch_size]]
         try:
             batch = to_host(batcher.batch(fetch_many(dataset, indices), device))
-        except Exception as exc:  # noqa: BLE001 - every failure is reported to the main process
+        except Exception as exc:  # every failure is reported to the main process
             message: tuple[int, bool, Any] = (batch_number, False, _failure(exc))
         else:
             message = (batch_number, True, batch)
@@ -259,7 +259,7 @@ def worker_loop(
             results.send(message)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             return  # the main process stopped listening (early stop or shutdown)
-        except Exception as exc:  # noqa: BLE001 - the batch itself could not be pickled
+        except Exception as exc:  # the batch itself could not be pickled
             try:
                 results.send((batch_number, False, _failure(exc)))
             except (BrokenPipeError, ConnectionResetError, EOFError):

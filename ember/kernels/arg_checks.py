@@ -4,6 +4,7 @@ The scalar checks here are the one copy used by the kernels, the composed defaul
 backend contract and the optimizer configs (``ember.optim`` imports them; kernels may not
 import ``ember.optim``), so a hyper-parameter is rejected with the same words everywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,9 @@ def check_same_shape(op: str, name_a: str, a: Any, name_b: str, b: Any) -> None:
         b: second array.
     """
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"{op}: {name_a} and {name_b} must have the same shape, "
-                         f"got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"{op}: {name_a} and {name_b} must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
 
 
 def probability(op: str, name: str, p: object) -> float:
@@ -57,8 +59,9 @@ def seed_u64(op: str, seed: object) -> np.uint64:
     return np.uint64(value % (1 << 64))
 
 
-def finite_scalar(op: str, name: str, value: object, *, minimum: float | None = None,
-                  unit_interval: bool = False) -> float:
+def finite_scalar(
+    op: str, name: str, value: object, *, minimum: float | None = None, unit_interval: bool = False
+) -> float:
     """Return ``value`` as a finite float, or raise an error naming ``op`` and ``name``.
 
     Args:
@@ -106,8 +109,9 @@ def per_tensor(op: str, name: str, value: object, n: int) -> np.ndarray:
             raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
         return np.full(n, scalar)
     if array.shape != (n,):
-        raise ValueError(f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), "
-                         f"got shape {array.shape}")
+        raise ValueError(
+            f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), got shape {array.shape}"
+        )
     if not np.isfinite(array).all():
         raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
     return array
@@ -121,6 +125,5 @@ def step_numbers(op: str, name: str, value: object, n: int) -> np.ndarray:
     """
     array = per_tensor(op, name, value, n)
     if (array < 1).any() or (array != np.floor(array)).any():
-        raise ValueError(f"{op}: `{name}` must be integers >= 1 (the 1-based step t), "
-                         f"got {value!r}")
+        raise ValueError(f"{op}: `{name}` must be integers >= 1 (the 1-based step t), got {value!r}")
     return array

@@ -30,6 +30,7 @@ than that (the cpu and cuda attention keep lse in float64 for their backward); t
 backward of the same backend is its only reader. An empty normalised axis gives an empty
 result (the lse of an empty row is -inf), never an error.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,16 +41,42 @@ from ember.tensor import op_table
 
 PRIMITIVES = (
     # creation and transfer
-    "empty", "full", "arange", "linspace", "eye", "from_host", "to_host",
-    "uniform", "normal", "bernoulli", "randint",
+    "empty",
+    "full",
+    "arange",
+    "linspace",
+    "eye",
+    "from_host",
+    "to_host",
+    "uniform",
+    "normal",
+    "bernoulli",
+    "randint",
     # element-wise
-    "cast", "unary", "binary", "where",
+    "cast",
+    "unary",
+    "binary",
+    "where",
     # reductions and scans
-    "reduce", "arg_reduce", "cumsum", "sort",
+    "reduce",
+    "arg_reduce",
+    "cumsum",
+    "sort",
     # movement
-    "reshape", "permute", "expand", "getitem", "pad", "cat", "flip", "tile",
+    "reshape",
+    "permute",
+    "expand",
+    "getitem",
+    "pad",
+    "cat",
+    "flip",
+    "tile",
     # indexing
-    "gather", "scatter_add", "index_select", "index_add", "index_put",
+    "gather",
+    "scatter_add",
+    "index_select",
+    "index_add",
+    "index_put",
     # linear algebra
     "matmul",
 )
@@ -137,14 +164,19 @@ class Backend(OptimizerOps):
             dbeta = self.reduce("sum", dy, rows, False)
             g = self.binary("mul", dy, gamma)
         mg = self.binary("div", self.reduce("sum", g, ax, True), self._scalar(d, x))
-        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True), self._scalar(d, x))
-        dx = self.binary("mul", self.binary("sub", self.binary("sub", g, mg), self.binary("mul", xhat, mgx)), rstd)
+        mgx = self.binary(
+            "div", self.reduce("sum", self.binary("mul", g, xhat), ax, True), self._scalar(d, x)
+        )
+        dx = self.binary(
+            "mul", self.binary("sub", self.binary("sub", g, mg), self.binary("mul", xhat, mgx)), rstd
+        )
         return dx, dgamma, dbeta
 
     def rms_norm(self, x, gamma, eps):
         ax = (x.ndim - 1,)
-        ms = self.binary("div", self.reduce("sum", self.unary("square", x), ax, True),
-                         self._scalar(max(x.shape[-1], 1), x))
+        ms = self.binary(
+            "div", self.reduce("sum", self.unary("square", x), ax, True), self._scalar(max(x.shape[-1], 1), x)
+        )
         rstd = self.unary("rsqrt", self.binary("add", ms, self._scalar(eps, x)))
         y = self.binary("mul", x, rstd)
         if gamma is not None:
@@ -160,8 +192,11 @@ class Backend(OptimizerOps):
         if gamma is not None:
             dgamma = self.reduce("sum", self.binary("mul", dy, xhat), tuple(range(x.ndim - 1)), False)
             g = self.binary("mul", dy, gamma)
-        mgx = self.binary("div", self.reduce("sum", self.binary("mul", g, xhat), ax, True),
-                          self._scalar(max(x.shape[-1], 1), x))
+        mgx = self.binary(
+            "div",
+            self.reduce("sum", self.binary("mul", g, xhat), ax, True),
+            self._scalar(max(x.shape[-1], 1), x),
+        )
         dx = self.binary("mul", self.binary("sub", g, self.binary("mul", xhat, mgx)), rstd)
         return dx, dgamma
 
@@ -171,8 +206,15 @@ class Backend(OptimizerOps):
         if approximate:
             # 0.5 (1 + tanh z) == sigmoid(2z): no cancellation where tanh z is close to -1
             return self.binary("mul", x, self._gelu_tanh_sigmoid(x, 1.0))
-        cdf = self.binary("mul", half, self.binary("add", self._scalar(1.0, x),
-                                                   self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
+        cdf = self.binary(
+            "mul",
+            half,
+            self.binary(
+                "add",
+                self._scalar(1.0, x),
+                self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x))),
+            ),
+        )
         return self.binary("mul", x, cdf)
 
     def gelu_backward(self, x, dy, approximate):
@@ -186,24 +228,52 @@ class Backend(OptimizerOps):
             # with s = sigmoid(2z): 0.5 (1 + tanh z) = s and 0.5 (1 - tanh² z) = 2 s (1 - s),
             # where 1 - s = sigmoid(-2z) is computed directly (accurate in float32 for z << 0)
             s, s_neg = self._gelu_tanh_sigmoid(x, 1.0), self._gelu_tanh_sigmoid(x, -1.0)
-            dinner = self.binary("mul", self._scalar(c, x), self.binary(
-                "add", one, self.binary("mul", self._scalar(3 * 0.044715, x), self.unary("square", x))))
-            d = self.binary("add", s, self.binary(
-                "mul", self.binary("mul", self.binary("mul", self._scalar(2.0, x), x), self.binary("mul", s, s_neg)), dinner))
+            dinner = self.binary(
+                "mul",
+                self._scalar(c, x),
+                self.binary(
+                    "add", one, self.binary("mul", self._scalar(3 * 0.044715, x), self.unary("square", x))
+                ),
+            )
+            d = self.binary(
+                "add",
+                s,
+                self.binary(
+                    "mul",
+                    self.binary(
+                        "mul", self.binary("mul", self._scalar(2.0, x), x), self.binary("mul", s, s_neg)
+                    ),
+                    dinner,
+                ),
+            )
             return self.binary("mul", dy, d)
-        cdf = self.binary("mul", half, self.binary("add", one, self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))))
-        pdf = self.binary("mul", self._scalar(1 / math.sqrt(2 * math.pi), x),
-                          self.unary("exp", self.binary("mul", self._scalar(-0.5, x), self.unary("square", x))))
+        cdf = self.binary(
+            "mul",
+            half,
+            self.binary(
+                "add", one, self.unary("erf", self.binary("mul", x, self._scalar(1 / math.sqrt(2), x)))
+            ),
+        )
+        pdf = self.binary(
+            "mul",
+            self._scalar(1 / math.sqrt(2 * math.pi), x),
+            self.unary("exp", self.binary("mul", self._scalar(-0.5, x), self.unary("square", x))),
+        )
         return self.binary("mul", dy, self.binary("add", cdf, self.binary("mul", x, pdf)))
 
     def _gelu_tanh_sigmoid(self, x, sign):
         """sigmoid(±2z), z the tanh-GELU inner term."""
-        return self.unary("sigmoid", self.binary("mul", self._scalar(2.0 * sign, x), self._gelu_tanh_inner(x)))
+        return self.unary(
+            "sigmoid", self.binary("mul", self._scalar(2.0 * sign, x), self._gelu_tanh_inner(x))
+        )
 
     def _gelu_tanh_inner(self, x):
         x3 = self.binary("mul", self.unary("square", x), x)
-        return self.binary("mul", self._scalar(math.sqrt(2 / math.pi), x),
-                           self.binary("add", x, self.binary("mul", self._scalar(0.044715, x), x3)))
+        return self.binary(
+            "mul",
+            self._scalar(math.sqrt(2 / math.pi), x),
+            self.binary("add", x, self.binary("mul", self._scalar(0.044715, x), x3)),
+        )
 
     # ---- composites: losses and lookups -------------------------------------------------
     def cross_entropy(self, logits, targets, smoothing):
@@ -223,8 +293,12 @@ class Backend(OptimizerOps):
     def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
         n, c = logits.shape
         p = self.unary("exp", self.binary("sub", logits, self.reshape(lse, (n, 1))))
-        onehot = self.scatter_add(self.full((n, c), 0.0, self.dtype_of(logits)), 1, self.reshape(targets, (n, 1)),
-                                  self.full((n, 1), 1.0 - smoothing, self.dtype_of(logits)))
+        onehot = self.scatter_add(
+            self.full((n, c), 0.0, self.dtype_of(logits)),
+            1,
+            self.reshape(targets, (n, 1)),
+            self.full((n, 1), 1.0 - smoothing, self.dtype_of(logits)),
+        )
         g = self.binary("sub", p, onehot)
         if smoothing:
             g = self.binary("sub", g, self._scalar(smoothing / c, logits))
@@ -250,8 +324,11 @@ class Backend(OptimizerOps):
         """The bag of every position (PyTorch's offset2bag), int64 ``[N]``."""
         b = bounds.shape[0] - 1
         # counted in float64 (exact to 2**53): scatter-adds of floats exist on every array library
-        marks = self.index_add(self.full((n + 1,), 0.0, dt.float64), (self.getitem(bounds, slice(1, b)),),
-                               self.full((max(b - 1, 0),), 1.0, dt.float64))
+        marks = self.index_add(
+            self.full((n + 1,), 0.0, dt.float64),
+            (self.getitem(bounds, slice(1, b)),),
+            self.full((max(b - 1, 0),), 1.0, dt.float64),
+        )
         return self.cast(self.getitem(self.cumsum(marks, 0), slice(0, n)), dt.int64)
 
     def _bag_counts(self, bounds):
@@ -276,7 +353,9 @@ class Backend(OptimizerOps):
             longest = int(self.to_host(self.reduce("max", counts, (0,), False)))
             padded = self.index_put(self.full((nb, longest, d), -math.inf, dtype), (bag, pos), rows, False)
             out = self.reduce("max", padded, (1,), False)
-            arg = self.binary("add", self.arg_reduce("argmax", padded, 1, False), self.reshape(starts, (nb, 1)))
+            arg = self.binary(
+                "add", self.arg_reduce("argmax", padded, 1, False), self.reshape(starts, (nb, 1))
+            )
             empty = self.reshape(self.binary("eq", counts, self.full((), 0, dt.int64)), (nb, 1))
             out = self.where(empty, self.full((), 0.0, dtype), out)
             return out, self.where(empty, self.full((), -1, dt.int64), arg)
@@ -285,7 +364,9 @@ class Backend(OptimizerOps):
         out = self.index_add(self.full((nb, d), 0.0, dtype), (bag,), rows)
         if mode == "mean":
             one = self.full((), 1, dt.int64)
-            out = self.binary("div", out, self.cast(self.reshape(self.binary("maximum", counts, one), (nb, 1)), dtype))
+            out = self.binary(
+                "div", out, self.cast(self.reshape(self.binary("maximum", counts, one), (nb, 1)), dtype)
+            )
         return out, None
 
     def embedding_bag_backward(self, dout, indices, bounds, per_sample_weights, mode, max_pos):
@@ -328,8 +409,11 @@ class Backend(OptimizerOps):
         first = self.cat([self.full((1,), True, dt.bool_), new], 0)
         segment = self.binary("sub", self.cumsum(self.cast(first, dt.int64), 0), self.full((), 1, dt.int64))
         k = int(self.to_host(self.getitem(segment, n - 1))) + 1
-        summed = self.index_add(self.full((k, values.shape[1]), 0.0, self.dtype_of(values)), (segment,),
-                                self.index_select(values, 0, perm))
+        summed = self.index_add(
+            self.full((k, values.shape[1]), 0.0, self.dtype_of(values)),
+            (segment,),
+            self.index_select(values, 0, perm),
+        )
         return self.getitem(ordered, first), summed
 
     def rows_to_dense(self, rows, values, num_rows):
@@ -352,8 +436,11 @@ class Backend(OptimizerOps):
         if p >= 1.0:
             return self.full(x.shape, 0.0, self.dtype_of(x))
         keep = self.dropout_keep_mask(x.shape, p, seed)
-        return self.where(keep, self.binary("mul", x, self._scalar(1.0 / (1.0 - p), x)),
-                          self.full((), 0.0, self.dtype_of(x)))
+        return self.where(
+            keep,
+            self.binary("mul", x, self._scalar(1.0 / (1.0 - p), x)),
+            self.full((), 0.0, self.dtype_of(x)),
+        )
 
     def dropout_backward(self, dy, p, seed):
         return self.dropout(dy, p, seed)

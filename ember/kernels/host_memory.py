@@ -2,10 +2,10 @@
 
 glibc serves every allocation above its mmap threshold (at most 32 MiB by default) with a fresh
 ``mmap`` and returns it to the kernel on free, so a [32, 4, 256, 256] float32 activation is
-page-faulted in anew at every op: measured here, a fused softmax went from 2 ms to 45 ms that
-way. Raising the mmap and trim thresholds keeps large blocks in the heap for reuse, the way
+page-faulted in anew at every op, which can cost far more than the op itself. Raising the mmap and trim thresholds keeps large blocks in the heap for reuse, the way
 PyTorch's CPU caching allocator does. Set ``EMBER_MALLOC_TUNING=0`` to leave malloc alone.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -58,8 +58,10 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if _truthy(os.environ.get("EMBER_DISABLE_NATIVE")):
         return None, "disabled by EMBER_DISABLE_NATIVE"
     try:
-        from ember.kernels import threads  # noqa: F401  (OpenMP wait policy, before the runtime loads)
-        from ember.kernels import _native
+        from ember.kernels import (
+            _native,
+            threads,  # noqa: F401  (OpenMP wait policy, before the runtime loads)
+        )
     except ImportError as exc:  # not built, or built for another Python/ABI
         return None, (
             f"{type(exc).__name__}: {exc}. The optional C++ extension was not built "

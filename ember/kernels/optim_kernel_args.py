@@ -5,9 +5,10 @@ backends validate and derive them here, so they agree to the bit (both round the
 float64 values to their arithmetic dtype) and refuse bad arguments with the same words.
 The update rules themselves are stated in the optimizers' docstrings (``ember/optim/``).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,9 +17,18 @@ from ember.kernels.arg_checks import finite_scalar, per_tensor, step_numbers
 __all__ = ["adam_arguments"]
 
 
-def adam_arguments(op: str, n: int, lr: float | Sequence[float], beta1: float, beta2: float, eps: float,
-                   weight_decay: float, decoupled: bool, cautious: bool,
-                   steps: int | Sequence[int]) -> tuple[np.ndarray, tuple[float, float, float, float], int]:
+def adam_arguments(
+    op: str,
+    n: int,
+    lr: float | Sequence[float],
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+    decoupled: bool,
+    cautious: bool,
+    steps: int | Sequence[int],
+) -> tuple[np.ndarray, tuple[float, float, float, float], int]:
     """Validate Adam / AdamW hyper-parameters and derive what the fused kernels take.
 
     Args:
@@ -44,16 +54,19 @@ def adam_arguments(op: str, n: int, lr: float | Sequence[float], beta1: float, b
     eps, wd = finite_scalar(op, "eps", eps), finite_scalar(op, "weight_decay", weight_decay)
     rates = per_tensor(op, "lr", lr, n)
     t = step_numbers(op, "steps", steps, n)
-    bc1 = 1.0 - beta1 ** t
-    bc2_sqrt = np.sqrt(1.0 - beta2 ** t)
+    bc1 = 1.0 - beta1**t
+    bc2_sqrt = np.sqrt(1.0 - beta2**t)
     decay = rates * wd if decoupled else np.zeros(n)
-    per = np.stack([
-        rates,
-        bc2_sqrt / bc1,
-        eps * bc2_sqrt,
-        np.zeros(n) if decoupled else np.full(n, wd),
-        1.0 - decay,
-        decay,
-    ], axis=1)
+    per = np.stack(
+        [
+            rates,
+            bc2_sqrt / bc1,
+            eps * bc2_sqrt,
+            np.zeros(n) if decoupled else np.full(n, wd),
+            1.0 - decay,
+            decay,
+        ],
+        axis=1,
+    )
     mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
     return per, (beta1, 1.0 - beta1, beta2, 1.0 - beta2), mode

@@ -14,6 +14,7 @@ may update its inputs in place and return those same arrays. State buffers start
 tensor. Each update rule is stated once, in its optimizer's docstring in ``ember/optim/``
 (the clipping rules in ``ember/optim/clipping.py``); each method names its own.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,9 @@ import math
 from ember.kernels.arg_checks import per_tensor, step_numbers
 from ember.tensor import dtypes as dt
 
-__all__ = ["OptimizerOps", "SMALLEST_NORMAL"]
+__all__ = ["SMALLEST_NORMAL", "OptimizerOps"]
 
-SMALLEST_NORMAL = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126,
-                   "float64": 2.0 ** -1022}
+SMALLEST_NORMAL = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126, "float64": 2.0**-1022}
 """Smallest positive normal number per float dtype name: Burn's ``min_positive``, the ``tiny``
 of norm clipping."""
 
@@ -44,8 +44,18 @@ class OptimizerOps:
         """A handle for a list of arrays reused over many update calls (default: the list)."""
         return list(arrays)
 
-    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
-                   dampening=0.0, nesterov=False, first_step_flags=False):
+    def sgd_update(
+        self,
+        params,
+        grads,
+        momentum_bufs,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step_flags=False,
+    ):
         """SGD with L2 decay and (Nesterov) momentum; returns ``(params, momentum_bufs)``.
 
         Update rule: :class:`ember.optim.Sgd`."""
@@ -58,15 +68,34 @@ class OptimizerOps:
             if weight_decay != 0.0:
                 g = self.binary("add", g, self._optim_mul(p, weight_decay))
             if bufs is not None:
-                v = g if first[i] else self.binary("add", self._optim_mul(bufs[i], momentum),
-                                                   self._optim_mul(g, 1.0 - dampening))
+                v = (
+                    g
+                    if first[i]
+                    else self.binary(
+                        "add", self._optim_mul(bufs[i], momentum), self._optim_mul(g, 1.0 - dampening)
+                    )
+                )
                 new_b.append(v)
                 g = self.binary("add", g, self._optim_mul(v, momentum)) if nesterov else v
             new_p.append(self.binary("sub", p, self._optim_mul(g, rates[i])))
         return new_p, new_b
 
-    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+    def adam_update(
+        self,
+        params,
+        grads,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        steps=1,
+    ):
         """Adam / AdamW (``decoupled``, ``cautious``) / AMSGrad (``vmax`` given); returns
         ``(params, m, v, vmax)``.
 
@@ -81,8 +110,9 @@ class OptimizerOps:
             if weight_decay != 0.0 and not decoupled:
                 g = self.binary("add", g, self._optim_mul(p, weight_decay))
             mi = self.binary("add", self._optim_mul(m[i], beta1), self._optim_mul(g, 1.0 - beta1))
-            vi = self.binary("add", self._optim_mul(v[i], beta2),
-                             self._optim_mul(self.unary("square", g), 1.0 - beta2))
+            vi = self.binary(
+                "add", self._optim_mul(v[i], beta2), self._optim_mul(self.unary("square", g), 1.0 - beta2)
+            )
             out_m.append(mi)
             out_v.append(vi)
             if vmax is not None:
@@ -90,8 +120,11 @@ class OptimizerOps:
                 out_vmax.append(vi)
             bc2_sqrt = math.sqrt(1.0 - beta2 ** t[i])
             corr = bc2_sqrt / (1.0 - beta1 ** t[i])
-            update = self.binary("div", self._optim_mul(mi, corr),
-                                 self.binary("add", self.unary("sqrt", vi), self._scalar(eps * bc2_sqrt, p)))
+            update = self.binary(
+                "div",
+                self._optim_mul(mi, corr),
+                self.binary("add", self.unary("sqrt", vi), self._scalar(eps * bc2_sqrt, p)),
+            )
             decay = rates[i] * weight_decay
             if decoupled and weight_decay != 0.0:
                 if cautious:  # decay only where sign(θ) agrees with sign(m) (arXiv:2510.12402)
@@ -103,8 +136,20 @@ class OptimizerOps:
             out_p.append(self.binary("sub", p, self._optim_mul(update, rates[i])))
         return out_p, out_m, out_v, out_vmax
 
-    def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
-                       eps=1e-5, weight_decay=0.0, momentum=0.9, centered=False):
+    def rmsprop_update(
+        self,
+        params,
+        grads,
+        square_avg,
+        grad_avg,
+        momentum_bufs,
+        lr,
+        alpha=0.99,
+        eps=1e-5,
+        weight_decay=0.0,
+        momentum=0.9,
+        centered=False,
+    ):
         """RMSprop, optionally centered and with momentum; returns
         ``(params, square_avg, grad_avg, momentum_bufs)`` (None for unused buffers).
 
@@ -119,8 +164,11 @@ class OptimizerOps:
         for i, (p, g) in enumerate(zip(params, grads)):
             if weight_decay != 0.0:
                 g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            s = self.binary("add", self._optim_mul(square_avg[i], alpha),
-                            self._optim_mul(self.unary("square", g), 1.0 - alpha))
+            s = self.binary(
+                "add",
+                self._optim_mul(square_avg[i], alpha),
+                self._optim_mul(self.unary("square", g), 1.0 - alpha),
+            )
             out_s.append(s)
             if grad_avg is not None:
                 ga = self.binary("add", self._optim_mul(grad_avg[i], alpha), self._optim_mul(g, 1.0 - alpha))
@@ -147,8 +195,11 @@ class OptimizerOps:
             total = self.binary("add", sums[i], self.unary("square", g))
             out_s.append(total)
             rate = rates[i] / (1.0 + (t[i] - 1.0) * lr_decay)
-            step = self.binary("div", self._optim_mul(g, rate),
-                               self.binary("add", self.unary("sqrt", total), self._scalar(eps, p)))
+            step = self.binary(
+                "div",
+                self._optim_mul(g, rate),
+                self.binary("add", self.unary("sqrt", total), self._scalar(eps, p)),
+            )
             out_p.append(self.binary("sub", p, step))
         return out_p, out_s
 
@@ -160,11 +211,20 @@ class OptimizerOps:
         rates = per_tensor("lion_update", "lr", lr, len(params)).tolist()
         out_p, out_m = [], []
         for i, (p, g) in enumerate(zip(params, grads)):
-            direction = self.unary("sign", self.binary("add", self._optim_mul(exp_avg[i], beta1),
-                                                       self._optim_mul(g, 1.0 - beta1)))
-            out_p.append(self.binary("sub", self._optim_mul(p, 1.0 - rates[i] * weight_decay),
-                                     self._optim_mul(direction, rates[i])))
-            out_m.append(self.binary("add", self._optim_mul(exp_avg[i], beta2), self._optim_mul(g, 1.0 - beta2)))
+            direction = self.unary(
+                "sign",
+                self.binary("add", self._optim_mul(exp_avg[i], beta1), self._optim_mul(g, 1.0 - beta1)),
+            )
+            out_p.append(
+                self.binary(
+                    "sub",
+                    self._optim_mul(p, 1.0 - rates[i] * weight_decay),
+                    self._optim_mul(direction, rates[i]),
+                )
+            )
+            out_m.append(
+                self.binary("add", self._optim_mul(exp_avg[i], beta2), self._optim_mul(g, 1.0 - beta2))
+            )
         return out_p, out_m
 
     # ---- lazy updates of row-sparse gradients: one table ``param [n, D]``, its gradient rows
@@ -174,32 +234,81 @@ class OptimizerOps:
     def _scatter_rows(self, x, rows, new_rows):
         return self.index_put(x, (rows,), new_rows, False)
 
-    def sparse_sgd_update(self, param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
-                          dampening=0.0, nesterov=False, first_step=False):
+    def sparse_sgd_update(
+        self,
+        param,
+        rows,
+        values,
+        momentum_buf,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step=False,
+    ):
         """:meth:`sgd_update` on the rows ``rows`` only; returns ``(param, momentum_buf)``.
 
         Update rule: :class:`ember.optim.Sgd` (row-sparse gradients)."""
         buf_rows = None if momentum_buf is None else [self.getitem(momentum_buf, rows)]
-        new_p, new_b = OptimizerOps.sgd_update(self, [self.getitem(param, rows)], [values], buf_rows, lr,
-                                               weight_decay, momentum, dampening, nesterov, first_step)
+        new_p, new_b = OptimizerOps.sgd_update(
+            self,
+            [self.getitem(param, rows)],
+            [values],
+            buf_rows,
+            lr,
+            weight_decay,
+            momentum,
+            dampening,
+            nesterov,
+            first_step,
+        )
         param = self._scatter_rows(param, rows, new_p[0])
         if momentum_buf is not None:
             momentum_buf = self._scatter_rows(momentum_buf, rows, new_b[0])
         return param, momentum_buf
 
-    def sparse_adam_update(self, param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                           weight_decay=0.0, decoupled=False, cautious=False, step=1):
+    def sparse_adam_update(
+        self,
+        param,
+        rows,
+        values,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        step=1,
+    ):
         """Lazy Adam / AdamW on the rows ``rows`` only; returns ``(param, m, v, vmax)``.
 
         Update rule: :class:`ember.optim.Adam` (row-sparse gradients: ``torch.optim.SparseAdam``'s
         step), with :class:`ember.optim.AdamW`'s decay when ``decoupled``."""
         # the dense formula adds ε·√(1 − β2ᵗ) to √v: pass ε/√(1 − β2ᵗ) to add ε
-        eps_dense = eps / math.sqrt(1.0 - beta2 ** step)
+        eps_dense = eps / math.sqrt(1.0 - beta2**step)
         gather = [self.getitem(a, rows) for a in (param, m, v)]
         vmax_rows = None if vmax is None else [self.getitem(vmax, rows)]
         new_p, new_m, new_v, new_vmax = OptimizerOps.adam_update(
-            self, [gather[0]], [values], [gather[1]], [gather[2]], vmax_rows, lr, beta1, beta2, eps_dense,
-            weight_decay, decoupled, cautious, step)
+            self,
+            [gather[0]],
+            [values],
+            [gather[1]],
+            [gather[2]],
+            vmax_rows,
+            lr,
+            beta1,
+            beta2,
+            eps_dense,
+            weight_decay,
+            decoupled,
+            cautious,
+            step,
+        )
         out = [self._scatter_rows(a, rows, b[0]) for a, b in ((param, new_p), (m, new_m), (v, new_v))]
         if vmax is not None:
             vmax = self._scatter_rows(vmax, rows, new_vmax[0])
@@ -210,8 +319,9 @@ class OptimizerOps:
         out = []
         for g in grads:
             high, low = self._scalar(threshold, g), self._scalar(-threshold, g)
-            out.append(self.where(self.binary("gt", g, high), high,
-                                  self.where(self.binary("lt", g, low), low, g)))
+            out.append(
+                self.where(self.binary("gt", g, high), high, self.where(self.binary("lt", g, low), low, g))
+            )
         return out
 
     def clip_by_norm(self, grads, max_norm):

@@ -2,6 +2,7 @@
 
 Written against an array module ``xp`` so that the CuPy backend reuses the same primitives.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,29 +21,52 @@ def half_via_single(stats: tuple = ()):
     (or wider, as a kernel made them) for the backward pass — float32 accumulation, as on the
     GPU. Other dtypes pass through. Works on the backend's array module (CuPy too).
     """
+
     def decorate(method):
         @functools.wraps(method)
         def run(self, *args):
             array = getattr(self, "xp", np).ndarray  # NumPy, or CuPy for the cuda backend's fallbacks
             if not any(isinstance(a, array) and a.dtype == np.float16 for a in args):
                 return method(self, *args)
-            args = [a.astype(np.float32) if isinstance(a, array) and a.dtype == np.float16 else a
-                    for a in args]
+            args = [
+                a.astype(np.float32) if isinstance(a, array) and a.dtype == np.float16 else a for a in args
+            ]
             out = method(self, *args)
             if isinstance(out, tuple):
-                return tuple(o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out))
+                return tuple(
+                    o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out)
+                )
             return out.astype(np.float16)
+
         return run
+
     return decorate
 
 
 HALF_VIA_SINGLE = {
-    "softmax": (), "softmax_backward": (), "log_softmax": (), "log_softmax_backward": (),
-    "layer_norm": (1, 2), "layer_norm_backward": (), "rms_norm": (1,), "rms_norm_backward": (),
-    "gelu": (), "gelu_backward": (), "cross_entropy": (1,), "cross_entropy_backward": (),
-    "embedding": (), "embedding_backward": (), "embedding_bag": (1,), "embedding_bag_backward": (0,),
-    "embedding_bag_weights_backward": (), "coalesce_rows": (0,), "rows_to_dense": (),
-    "dropout": (), "dropout_backward": (), "attention": (1,), "attention_backward": (),
+    "softmax": (),
+    "softmax_backward": (),
+    "log_softmax": (),
+    "log_softmax_backward": (),
+    "layer_norm": (1, 2),
+    "layer_norm_backward": (),
+    "rms_norm": (1,),
+    "rms_norm_backward": (),
+    "gelu": (),
+    "gelu_backward": (),
+    "cross_entropy": (1,),
+    "cross_entropy_backward": (),
+    "embedding": (),
+    "embedding_backward": (),
+    "embedding_bag": (1,),
+    "embedding_bag_backward": (0,),
+    "embedding_bag_weights_backward": (),
+    "coalesce_rows": (0,),
+    "rows_to_dense": (),
+    "dropout": (),
+    "dropout_backward": (),
+    "attention": (1,),
+    "attention_backward": (),
 }
 """The composites computed in float32 for float16 inputs, with the positions of their results
 that stay float32 (saved statistics, or int64 rows) — on ``reference`` and on ``cpu``."""
@@ -144,11 +168,26 @@ class ArrayBackend(Backend):
     def _erf(self, x):
         return _erf_host(x)
 
-    _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
-               "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
-               "maximum": "maximum", "minimum": "minimum", "eq": "equal", "ne": "not_equal",
-               "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-               "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor"}
+    _BINARY = {
+        "add": "add",
+        "sub": "subtract",
+        "mul": "multiply",
+        "div": "true_divide",
+        "floordiv": "floor_divide",
+        "mod": "remainder",
+        "pow": "power",
+        "maximum": "maximum",
+        "minimum": "minimum",
+        "eq": "equal",
+        "ne": "not_equal",
+        "lt": "less",
+        "le": "less_equal",
+        "gt": "greater",
+        "ge": "greater_equal",
+        "logical_and": "logical_and",
+        "logical_or": "logical_or",
+        "logical_xor": "logical_xor",
+    }
 
     def binary(self, op, a, b):
         return self._array(getattr(self.xp, self._BINARY[op])(a, b))

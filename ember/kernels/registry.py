@@ -2,6 +2,7 @@
 
 Loading is lazy so that ``import ember`` needs neither Numba, CuPy nor a GPU.
 """
+
 from __future__ import annotations
 
 _BACKENDS: dict = {}
@@ -19,15 +20,19 @@ def get_backend(device):
 def _create(device):
     if device.kind in ("reference", "cpu"):
         from ember.kernels.host_memory import tune_allocator
+
         tune_allocator()
     if device.kind == "reference":
         from ember.kernels.reference import ReferenceBackend
+
         return ReferenceBackend(_SEED[0])
     if device.kind == "cpu":
         from ember.kernels.cpu.backend import CpuBackend
+
         return CpuBackend(_SEED[0])
     if device.kind == "cuda":
         from ember.kernels.cuda.backend import CudaBackend
+
         return CudaBackend(device.index, _SEED[0])
     raise ValueError(f"no backend for device {device}")
 
@@ -37,7 +42,6 @@ def seed_all(seed: int) -> None:
     _SEED[0] = seed
     for backend in _BACKENDS.values():
         backend.seed(seed)
-
 
 
 def rng_states() -> dict[str, dict]:
@@ -55,6 +59,7 @@ def rng_states() -> dict[str, dict]:
 def set_rng_states(states: dict[str, dict]) -> None:
     """Restore what :func:`rng_states` returned (creating the backends it names)."""
     from ember.tensor.device import Device
+
     for name, state in states.items():
         backend = get_backend(Device(name))
         bit_generator = getattr(getattr(backend, "generator", None), "bit_generator", None)

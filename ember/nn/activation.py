@@ -6,6 +6,7 @@ Those with settings have a ``...Config`` whose defaults are Burn's. The two with
 re-exported here.
 Burn's ``lambda`` settings are spelled ``lambd`` here (``lambda`` is a Python keyword).
 """
+
 from __future__ import annotations
 
 from typing import Union
@@ -20,12 +21,53 @@ from ember.tensor.ops.elementwise import leaky_relu, relu, sigmoid, silu, where
 from ember.tensor.ops.nn import gelu, softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["ActivationConfig", "Celu", "CeluConfig", "Elu", "EluConfig", "GLU", "Gelu", "Glu", "HardShrink",
-           "HardShrinkConfig", "HardSigmoid", "HardSigmoidConfig", "HardSwish", "Hardtanh", "HardtanhConfig",
-           "LeakyRelu", "LeakyReluConfig", "LogSigmoid", "Mish", "PRelu", "PReluConfig", "RRelu", "RReluConfig",
-           "Relu", "Relu6", "SiLU", "Selu", "Shrink", "ShrinkConfig", "Sigmoid", "Silu", "SoftShrink",
-           "SoftShrinkConfig", "Softmax", "Softplus", "SoftplusConfig", "Softsign", "SwiGlu", "SwiGluConfig", "Tanh",
-           "Tanhshrink", "Threshold", "ThresholdConfig", "ThresholdedRelu", "ThresholdedReluConfig"]
+__all__ = [
+    "GLU",
+    "ActivationConfig",
+    "Celu",
+    "CeluConfig",
+    "Elu",
+    "EluConfig",
+    "Gelu",
+    "Glu",
+    "HardShrink",
+    "HardShrinkConfig",
+    "HardSigmoid",
+    "HardSigmoidConfig",
+    "HardSwish",
+    "Hardtanh",
+    "HardtanhConfig",
+    "LeakyRelu",
+    "LeakyReluConfig",
+    "LogSigmoid",
+    "Mish",
+    "PRelu",
+    "PReluConfig",
+    "RRelu",
+    "RReluConfig",
+    "Relu",
+    "Relu6",
+    "Selu",
+    "Shrink",
+    "ShrinkConfig",
+    "SiLU",
+    "Sigmoid",
+    "Silu",
+    "SoftShrink",
+    "SoftShrinkConfig",
+    "Softmax",
+    "Softplus",
+    "SoftplusConfig",
+    "Softsign",
+    "SwiGlu",
+    "SwiGluConfig",
+    "Tanh",
+    "Tanhshrink",
+    "Threshold",
+    "ThresholdConfig",
+    "ThresholdedRelu",
+    "ThresholdedReluConfig",
+]
 
 
 # ---- parameter-free, no settings -------------------------------------------------------------
@@ -559,19 +601,48 @@ class RRelu(Module):
 
 
 # ---- ActivationConfig: Burn's enum, by name --------------------------------------------------
-_WITH_OPTIONS = {"prelu": PReluConfig, "leaky_relu": LeakyReluConfig, "swiglu": SwiGluConfig,
-                 "hard_sigmoid": HardSigmoidConfig, "softplus": SoftplusConfig, "elu": EluConfig,
-                 "celu": CeluConfig, "thresholded_relu": ThresholdedReluConfig, "hard_shrink": HardShrinkConfig,
-                 "soft_shrink": SoftShrinkConfig, "shrink": ShrinkConfig}
-_PLAIN = ("identity", "gelu", "gelu_approximate", "relu", "silu", "selu", "sigmoid", "tanh", "hard_swish",
-          "softsign")
+_WITH_OPTIONS = {
+    "prelu": PReluConfig,
+    "leaky_relu": LeakyReluConfig,
+    "swiglu": SwiGluConfig,
+    "hard_sigmoid": HardSigmoidConfig,
+    "softplus": SoftplusConfig,
+    "elu": EluConfig,
+    "celu": CeluConfig,
+    "thresholded_relu": ThresholdedReluConfig,
+    "hard_shrink": HardShrinkConfig,
+    "soft_shrink": SoftShrinkConfig,
+    "shrink": ShrinkConfig,
+}
+_PLAIN = (
+    "identity",
+    "gelu",
+    "gelu_approximate",
+    "relu",
+    "silu",
+    "selu",
+    "sigmoid",
+    "tanh",
+    "hard_swish",
+    "softsign",
+)
 _KINDS = _PLAIN + tuple(_WITH_OPTIONS)
 # every spelling reduced to lower case without separators: "GeluApproximate", "gelu-approximate"...
 _BY_COMPACT = {k.replace("_", ""): k for k in _KINDS} | {"swish": "silu"}
 
-ActivationOptions = Union[PReluConfig, LeakyReluConfig, SwiGluConfig, HardSigmoidConfig, SoftplusConfig,
-                          EluConfig, CeluConfig, ThresholdedReluConfig, HardShrinkConfig, SoftShrinkConfig,
-                          ShrinkConfig]
+ActivationOptions = Union[
+    PReluConfig,
+    LeakyReluConfig,
+    SwiGluConfig,
+    HardSigmoidConfig,
+    SoftplusConfig,
+    EluConfig,
+    CeluConfig,
+    ThresholdedReluConfig,
+    HardShrinkConfig,
+    SoftShrinkConfig,
+    ShrinkConfig,
+]
 
 
 class ActivationConfig(Config):
@@ -597,13 +668,22 @@ class ActivationConfig(Config):
 
     def __post_init__(self):
         if isinstance(self.kind, Config):
-            self.options, self.kind = self.kind, next(
-                (k for k, cls in _WITH_OPTIONS.items() if type(self.kind) is cls), type(self.kind).__name__)
+            self.options, self.kind = (
+                self.kind,
+                next(
+                    (k for k, cls in _WITH_OPTIONS.items() if type(self.kind) is cls),
+                    type(self.kind).__name__,
+                ),
+            )
         if not isinstance(self.kind, str):
-            raise TypeError(f"ActivationConfig: kind must be a name or an activation config, got {self.kind!r}")
+            raise TypeError(
+                f"ActivationConfig: kind must be a name or an activation config, got {self.kind!r}"
+            )
         key = _BY_COMPACT.get(self.kind.lower().replace("-", "").replace("_", ""))
         if key is None:
-            raise ValueError(f"ActivationConfig: unknown activation {self.kind!r}; expected one of {list(_KINDS)}")
+            raise ValueError(
+                f"ActivationConfig: unknown activation {self.kind!r}; expected one of {list(_KINDS)}"
+            )
         self.kind = key
         expected = _WITH_OPTIONS.get(key)
         if self.options is not None and type(self.options) is not expected:
@@ -615,6 +695,7 @@ class ActivationConfig(Config):
     def init(self, device=None, dtype=None) -> Module:
         """Build the activation module (PRelu and SwiGlu parameters on ``device``, ``dtype``)."""
         from ember.nn.container import Identity
+
         if self.kind in _WITH_OPTIONS:
             options = self.options
             if options is None and self.kind == "leaky_relu":

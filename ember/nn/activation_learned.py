@@ -3,6 +3,7 @@
 Parameter paths match Burn's: ``alpha`` for PRelu, ``linear_inner.weight`` / ``linear_outer.weight``
 (and biases) for SwiGlu.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -48,7 +49,9 @@ class PRelu(Module):
 
     def __init__(self, alpha: Param, alpha_value: float = 0.25):
         if alpha.ndim != 1:
-            raise ValueError(f"PRelu: alpha must be a 1-D Param [num_parameters], got shape {list(alpha.shape)}")
+            raise ValueError(
+                f"PRelu: alpha must be a 1-D Param [num_parameters], got shape {list(alpha.shape)}"
+            )
         self.alpha = alpha
         self.alpha_value = float(alpha_value)
 

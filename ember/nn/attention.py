@@ -20,6 +20,7 @@ only new query positions against the keys/values kept in an :class:`MhaCache`, a
 :meth:`MultiHeadAttention.forward_cache` is Burn's form of it (inputs hold the whole
 sequence so far).
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -68,15 +69,24 @@ class MultiHeadAttentionConfig(Config):
     def init(self, device=None, dtype=None) -> "MultiHeadAttention":
         """Build the layer: query/key/value/output are ``Linear(d_model, d_model)``."""
         if self.n_heads <= 0 or self.d_model <= 0 or self.d_model % self.n_heads:
-            raise ValueError(f"MultiHeadAttentionConfig: d_model ({self.d_model}) must be a positive "
-                             f"multiple of n_heads ({self.n_heads})")
+            raise ValueError(
+                f"MultiHeadAttentionConfig: d_model ({self.d_model}) must be a positive "
+                f"multiple of n_heads ({self.n_heads})"
+            )
 
         def linear(bias):
             return LinearConfig(self.d_model, self.d_model, bias, self.initializer).init(device, dtype)
 
-        return MultiHeadAttention(linear(self.query_bias), linear(self.key_bias), linear(self.value_bias),
-                                  linear(self.output_bias), Dropout(self.dropout), self.n_heads,
-                                  self.min_float, self.quiet_softmax)
+        return MultiHeadAttention(
+            linear(self.query_bias),
+            linear(self.key_bias),
+            linear(self.value_bias),
+            linear(self.output_bias),
+            Dropout(self.dropout),
+            self.n_heads,
+            self.min_float,
+            self.quiet_softmax,
+        )
 
 
 class MhaInput:
@@ -89,7 +99,7 @@ class MhaInput:
         value: ``[B, Sk, D]`` (``key`` when None).
     """
 
-    __slots__ = ("query", "key", "value", "pad", "attn")
+    __slots__ = ("attn", "key", "pad", "query", "value")
 
     def __init__(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None):
         self.query = query
@@ -133,8 +143,17 @@ class MultiHeadAttention(Module):
         quiet_softmax: use the quiet softmax.
     """
 
-    def __init__(self, query, key, value, output, dropout: Dropout, n_heads: int, min_float: float = -1.0e4,
-                 quiet_softmax: bool = False):
+    def __init__(
+        self,
+        query,
+        key,
+        value,
+        output,
+        dropout: Dropout,
+        n_heads: int,
+        min_float: float = -1.0e4,
+        quiet_softmax: bool = False,
+    ):
         self.query = query
         self.key = key
         self.value = value
@@ -143,13 +162,22 @@ class MultiHeadAttention(Module):
         self.d_model = query.weight.shape[0]
         self.n_heads = int(n_heads)
         if self.d_model % self.n_heads:
-            raise ValueError(f"MultiHeadAttention: d_model {self.d_model} is not divisible by n_heads {n_heads}")
+            raise ValueError(
+                f"MultiHeadAttention: d_model {self.d_model} is not divisible by n_heads {n_heads}"
+            )
         self.d_k = self.d_model // self.n_heads
         self.min_float = float(min_float)
         self.quiet_softmax = bool(quiet_softmax)
 
-    def forward(self, input, key: Tensor | None = None, value: Tensor | None = None, mask_pad: Tensor | None = None,
-                mask_attn: Tensor | None = None, need_weights: bool = False) -> MhaOutput:
+    def forward(
+        self,
+        input,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> MhaOutput:
         """Attend.
 
         Args:
@@ -170,7 +198,7 @@ class MultiHeadAttention(Module):
             q_in = input
             k_in = q_in if key is None else key
             v_in = k_in if value is None else value
-        b, sq, sk = self._check(q_in, k_in, v_in, mask_pad, mask_attn)
+        b, sq, _sk = self._check(q_in, k_in, v_in, mask_pad, mask_attn)
 
         q = self._heads(self.query(q_in))
         k = self._heads(self.key(k_in))
@@ -179,9 +207,16 @@ class MultiHeadAttention(Module):
         context = context.swap_dims(1, 2).reshape(b, sq, self.d_model)
         return MhaOutput(weights, self.output(context))
 
-    def forward_step(self, query: Tensor, key: Tensor, value: Tensor, cache: MhaCache,
-                     mask_pad: Tensor | None = None, mask_attn: Tensor | None = None,
-                     need_weights: bool = False) -> MhaOutput:
+    def forward_step(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        cache: MhaCache,
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> MhaOutput:
         """Attend only the new positions, reusing the keys/values held by ``cache``.
 
         Args:
@@ -199,26 +234,39 @@ class MultiHeadAttention(Module):
         """
         op = "MultiHeadAttention.forward_step"
         if not isinstance(cache, MhaCache):
-            raise TypeError(f"{op}: cache must be an MhaCache (MhaCache.autoregressive() or "
-                            f"MhaCache.autoregressive_cross_attention()), got {type(cache).__name__}")
+            raise TypeError(
+                f"{op}: cache must be an MhaCache (MhaCache.autoregressive() or "
+                f"MhaCache.autoregressive_cross_attention()), got {type(cache).__name__}"
+            )
         b, n, _ = self._check_input(op, "query", query)
         for name, t in (("key", key), ("value", value)):
             self._check_input(op, name, t)
         if key.shape != value.shape or key.shape[0] != b:
-            raise ValueError(f"{op}: key {shape_str(key.shape)} and value {shape_str(value.shape)} must match "
-                             f"each other and the query batch {b}")
+            raise ValueError(
+                f"{op}: key {shape_str(key.shape)} and value {shape_str(value.shape)} must match "
+                f"each other and the query batch {b}"
+            )
         sk = cache.key_length_after(op, key)  # checked before the cache changes
         self._check_masks(op, mask_pad, mask_attn, b, n, sk)
-        k, v = cache.advance(key, value, lambda t: self._heads(self.key(t)), lambda t: self._heads(self.value(t)))
+        k, v = cache.advance(
+            key, value, lambda t: self._heads(self.key(t)), lambda t: self._heads(self.value(t))
+        )
         q = self._heads(self.query(query))
         weights, context = self._attend(q, k, v, mask_pad, mask_attn, need_weights)
         cache.length += n
         context = context.swap_dims(1, 2).reshape(b, n, self.d_model)
         return MhaOutput(weights, self.output(context))
 
-    def forward_cache(self, input, cache: MhaCache, key: Tensor | None = None, value: Tensor | None = None,
-                      mask_pad: Tensor | None = None, mask_attn: Tensor | None = None,
-                      need_weights: bool = False) -> MhaOutput:
+    def forward_cache(
+        self,
+        input,
+        cache: MhaCache,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> MhaOutput:
         """Burn's ``forward_cache``: the inputs hold the whole sequence so far; only the
         positions after the cached ones are computed.
 
@@ -252,18 +300,24 @@ class MultiHeadAttention(Module):
         done = cache.length
         kept = 0 if cache.context is None else cache.context.shape[1]
         if kept != done:
-            raise ValueError(f"{op}: this cache was advanced by forward_step, which keeps no outputs; use one "
-                             f"of forward_cache / forward_step per cache")
+            raise ValueError(
+                f"{op}: this cache was advanced by forward_step, which keeps no outputs; use one "
+                f"of forward_cache / forward_step per cache"
+            )
         if sq <= done:
-            raise ValueError(f"{op}: the query has {sq} positions but the cache already holds {done}; pass the "
-                             f"whole sequence so far (the cached positions and at least one new one)")
+            raise ValueError(
+                f"{op}: the query has {sq} positions but the cache already holds {done}; pass the "
+                f"whole sequence so far (the cached positions and at least one new one)"
+            )
         if cache.cross:
             k_new, v_new = k_in, v_in
         else:
             if sk < cache.key_length:
-                raise ValueError(f"{op}: the key has {sk} positions but the cache already holds "
-                                 f"{cache.key_length}; pass the whole sequence so far")
-            k_new, v_new = k_in[:, cache.key_length:], v_in[:, cache.key_length:]
+                raise ValueError(
+                    f"{op}: the key has {sk} positions but the cache already holds "
+                    f"{cache.key_length}; pass the whole sequence so far"
+                )
+            k_new, v_new = k_in[:, cache.key_length :], v_in[:, cache.key_length :]
         rows = None if mask_attn is None else mask_attn[:, done:]
         out = self.forward_step(q_in[:, done:], k_new, v_new, cache, mask_pad, rows, need_weights)
         cache.context = out.context if cache.context is None else cat([cache.context, out.context], 1)
@@ -278,7 +332,7 @@ class MultiHeadAttention(Module):
         fused = mask_attn is None and not need_weights and self.min_float == _FUSED_MIN_FLOAT and p < 1.0
         if fused:
             return None, attention(q, k, v, mask_pad, None, self.quiet_softmax, p)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / self.d_k ** 0.5)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / self.d_k**0.5)
         scores = self.dropout(scores)
         if mask_pad is not None:
             scores = scores.mask_fill(mask_pad.reshape(b, 1, 1, sk), self.min_float)
@@ -309,12 +363,20 @@ class MultiHeadAttention(Module):
             self._check_input(op, name, t)
         b, sq, _ = q.shape
         if k.shape != v.shape or k.shape[0] != b:
-            raise ValueError(f"{op}: key {shape_str(k.shape)} and value {shape_str(v.shape)} must "
-                             f"match each other and the query batch {b}")
+            raise ValueError(
+                f"{op}: key {shape_str(k.shape)} and value {shape_str(v.shape)} must "
+                f"match each other and the query batch {b}"
+            )
         sk = k.shape[1]
         self._check_masks(op, mask_pad, mask_attn, b, sq, sk)
         return b, sq, sk
 
     def extra_repr(self) -> dict:
-        return {"d_model": self.d_model, "n_heads": self.n_heads, "d_k": self.d_k, "dropout": self.dropout.prob,
-                "min_float": self.min_float, "quiet_softmax": self.quiet_softmax}
+        return {
+            "d_model": self.d_model,
+            "n_heads": self.n_heads,
+            "d_k": self.d_k,
+            "dropout": self.dropout.prob,
+            "min_float": self.min_float,
+            "quiet_softmax": self.quiet_softmax,
+        }

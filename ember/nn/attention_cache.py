@@ -12,9 +12,10 @@ Two kinds, as in Burn:
 
 A cache belongs to one layer and one sequence batch; start a new one for a new batch.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ember.tensor.ops._core import shape_str
 from ember.tensor.ops.movement import cat
@@ -34,7 +35,7 @@ class MhaCache:
             ``MultiHeadAttention.forward_cache`` only (None otherwise).
     """
 
-    __slots__ = ("cross", "key", "value", "length", "context", "_source_shape")
+    __slots__ = ("_source_shape", "context", "cross", "key", "length", "value")
 
     def __init__(self, cross: bool = False):
         self.cross = bool(cross)
@@ -64,17 +65,26 @@ class MhaCache:
         raises if ``key`` does not continue the cached batch / memory."""
         if self.cross:
             if self._source_shape is not None and tuple(key.shape) != self._source_shape:
-                raise ValueError(f"{op}: this cross-attention cache holds the projection of a memory of shape "
-                                 f"{shape_str(self._source_shape)}, got a memory of shape {shape_str(key.shape)}; "
-                                 f"the memory is fixed while decoding (start a new cache for a new one)")
+                raise ValueError(
+                    f"{op}: this cross-attention cache holds the projection of a memory of shape "
+                    f"{shape_str(self._source_shape)}, got a memory of shape {shape_str(key.shape)}; "
+                    f"the memory is fixed while decoding (start a new cache for a new one)"
+                )
             return key.shape[1]
         if self.key is not None and key.shape[0] != self.key.shape[0]:
-            raise ValueError(f"{op}: the cache holds keys of batch size {self.key.shape[0]}, got new positions "
-                             f"of batch size {key.shape[0]} (start a new cache for a new batch)")
+            raise ValueError(
+                f"{op}: the cache holds keys of batch size {self.key.shape[0]}, got new positions "
+                f"of batch size {key.shape[0]} (start a new cache for a new batch)"
+            )
         return self.key_length + key.shape[1]
 
-    def advance(self, key: Tensor, value: Tensor, project_key: Callable[[Tensor], Tensor],
-                project_value: Callable[[Tensor], Tensor]) -> tuple[Tensor, Tensor]:
+    def advance(
+        self,
+        key: Tensor,
+        value: Tensor,
+        project_key: Callable[[Tensor], Tensor],
+        project_value: Callable[[Tensor], Tensor],
+    ) -> tuple[Tensor, Tensor]:
         """Take this step's ``key``/``value`` inputs and return all the keys/values to attend to.
 
         Self-attention: the new positions are projected and appended. Cross-attention: the

@@ -1,4 +1,5 @@
 """Batch normalisation over the channel dim of ``[batch, channels, ...]`` inputs."""
+
 from __future__ import annotations
 
 from ember.nn.init import Ones, Zeros
@@ -70,8 +71,15 @@ class BatchNorm(Module):
 
     _ranks: tuple | None = None  # input ranks accepted (None: any rank >= 2)
 
-    def __init__(self, gamma: Param, beta: Param, running_mean: RunningState, running_var: RunningState,
-                 momentum: float = 0.1, epsilon: float = 1e-5):
+    def __init__(
+        self,
+        gamma: Param,
+        beta: Param,
+        running_mean: RunningState,
+        running_var: RunningState,
+        momentum: float = 0.1,
+        epsilon: float = 1e-5,
+    ):
         self.gamma = gamma
         self.beta = beta
         self.running_mean = running_mean
@@ -81,7 +89,7 @@ class BatchNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, channels, ...]``.
+        x: ``[batch, channels, ...]``.
         """
         name = type(self).__name__
         c = self.gamma.shape[0]
@@ -89,8 +97,10 @@ class BatchNorm(Module):
             raise TypeError(f"{name}: expected a float Tensor input")
         ranks = self._ranks or tuple(range(2, max(x.ndim, 2) + 1))
         if x.ndim < 2 or x.ndim not in ranks or x.shape[1] != c:
-            raise ValueError(f"{name}: expected input [batch, {c}, ...] of rank {' or '.join(map(str, ranks))}, "
-                             f"got {shape_str(x.shape)}")
+            raise ValueError(
+                f"{name}: expected input [batch, {c}, ...] of rank {' or '.join(map(str, ranks))}, "
+                f"got {shape_str(x.shape)}"
+            )
         bshape = (1, c) + (1,) * (x.ndim - 2)
         if self._training:
             axes = (0,) + tuple(range(2, x.ndim))

@@ -18,6 +18,7 @@ reads it (``nn.MaxPool2d(2)`` -> ``nn.MaxPool2dConfig((2, 2)).init()``); otherwi
 config's fields. Calls that match the constructor are
 untouched, so ``nn.Dropout(0.25)`` and ``nn.LeakyRelu(0.2)`` still build layers directly.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,6 +58,7 @@ def with_config_hint(cls: type, init):
                     problem = f"{name}={value!r} where the constructor takes {_hint_text(hints[name])}"
                     raise TypeError(_hint(cls, type(self), config, args, kwargs, init, problem))
         init(self, *args, **kwargs)
+
     return __init__
 
 
@@ -64,7 +66,7 @@ def with_config_hint(cls: type, init):
 def _type_hints(fn) -> dict:
     try:
         return typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001  -- an unresolvable annotation only disables the check
+    except Exception:  # - an unresolvable annotation only disables the check
         return {}
 
 
@@ -161,8 +163,11 @@ def _config_fields(config: type) -> str:
     """``d_input, d_output, bias=True, initializer=...``: a config's fields as it is called."""
     if not dataclasses.is_dataclass(config):
         return "..."
-    return ", ".join(_arg_text(f.name, f.default if f.default_factory is dataclasses.MISSING else ...)
-                     for f in dataclasses.fields(config) if f.init)
+    return ", ".join(
+        _arg_text(f.name, f.default if f.default_factory is dataclasses.MISSING else ...)
+        for f in dataclasses.fields(config)
+        if f.init
+    )
 
 
 def _value_text(value) -> str:
@@ -183,9 +188,13 @@ def _hint(cls: type, shown: type, config: type, args, kwargs, init, problem: str
         use = f"{prefix}{config.__name__}({_call_text(*fitted)}).init(), where {config.__name__} takes ({fields})"
     else:
         use = f"{prefix}{config.__name__}({fields}).init()"
-    parts = ", ".join(_arg_text(p.name, p.default) for p in list(inspect.signature(init).parameters.values())[1:])
+    parts = ", ".join(
+        _arg_text(p.name, p.default) for p in list(inspect.signature(init).parameters.values())[1:]
+    )
     why = f" Got {problem}." if problem else ""
-    return (f"{prefix}{shown.__name__}({_call_text(args, kwargs)}): ember layers are built from their config; "
-            f"use {use} (.init(device, dtype) picks the device and float dtype). The constructor "
-            f"{shown.__name__}({parts}) takes the built layer's parts: parameters, sub-modules and "
-            f"resolved settings.{why}")
+    return (
+        f"{prefix}{shown.__name__}({_call_text(args, kwargs)}): ember layers are built from their config; "
+        f"use {use} (.init(device, dtype) picks the device and float dtype). The constructor "
+        f"{shown.__name__}({parts}) takes the built layer's parts: parameters, sub-modules and "
+        f"resolved settings.{why}"
+    )

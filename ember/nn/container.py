@@ -1,7 +1,8 @@
 """Structural modules: ``Identity`` and ``Sequential``."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ember.nn.module import Module
 

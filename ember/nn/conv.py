@@ -4,6 +4,7 @@ groups, computed as im2col (one ``index_select``) followed by one batched matmul
 Weights are ``[channels_out, channels_in / groups, *kernel]`` (Burn's and PyTorch's layout),
 initialised with fan_in = channels_in/groups · kernel elements.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -30,8 +31,16 @@ def _pad_args(pads) -> list:
     return flat
 
 
-def conv_nd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pads: tuple, dilation: tuple,
-            groups: int, op: str = "conv") -> Tensor:
+def conv_nd(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: tuple,
+    pads: tuple,
+    dilation: tuple,
+    groups: int,
+    op: str = "conv",
+) -> Tensor:
     """N-d convolution of ``x [B, C_in, *spatial]`` with ``weight [C_out, C_in/groups, *kernel]``.
 
     Args:
@@ -52,15 +61,19 @@ def conv_nd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pads:
     c_out, c_group = weight.shape[:2]
     kernel = tuple(weight.shape[2:])
     if c_in != c_group * groups:
-        raise ValueError(f"{op}: input has {c_in} channels but the weight {shape_str(weight.shape)} with "
-                         f"groups={groups} expects {c_group * groups}")
+        raise ValueError(
+            f"{op}: input has {c_in} channels but the weight {shape_str(weight.shape)} with "
+            f"groups={groups} expects {c_group * groups}"
+        )
     if any(p for pair in pads for p in pair):
         x = x.pad(_pad_args(pads), 0.0)
     padded = tuple(x.shape[2:])
     outs = tuple(out_size(padded[d], kernel[d], stride[d], dilation[d]) for d in range(n))
     if any(o <= 0 for o in outs):
-        raise ValueError(f"{op}: the (padded) input {shape_str(padded)} is smaller than the dilated kernel "
-                         f"{shape_str(kernel)} (dilation {list(dilation)})")
+        raise ValueError(
+            f"{op}: the (padded) input {shape_str(padded)} is smaller than the dilated kernel "
+            f"{shape_str(kernel)} (dilation {list(dilation)})"
+        )
     k = int(np.prod(kernel))
     cols = unfold_windows(x, kernel, stride, dilation, outs)  # [B, C_in, K, L]
     cols = cols.reshape(b, groups, c_group * k, -1)
@@ -73,8 +86,10 @@ def conv_nd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pads:
 
 def _check_channels(op: str, c_in: int, c_out: int, groups: int) -> None:
     if c_in <= 0 or c_out <= 0 or groups <= 0 or c_in % groups or c_out % groups:
-        raise ValueError(f"{op}: channels_in ({c_in}) and channels_out ({c_out}) must be positive multiples of "
-                         f"groups ({groups})")
+        raise ValueError(
+            f"{op}: channels_in ({c_in}) and channels_out ({c_out}) must be positive multiples of "
+            f"groups ({groups})"
+        )
 
 
 def _positive(op: str, name: str, values) -> None:
@@ -111,13 +126,18 @@ class Conv1dConfig(Config):
 
     def init(self, device=None, dtype=None) -> "Conv1d":
         _check_channels("Conv1dConfig", self.channels_in, self.channels_out, self.groups)
-        _positive("Conv1dConfig", "kernel_size, stride and dilation", (self.kernel_size, self.stride, self.dilation))
+        _positive(
+            "Conv1dConfig", "kernel_size, stride and dilation", (self.kernel_size, self.stride, self.dilation)
+        )
         fan_in = self.channels_in // self.groups * self.kernel_size
         fan_out = self.channels_out // self.groups * self.kernel_size
         shape = (self.channels_out, self.channels_in // self.groups, self.kernel_size)
         weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = self.initializer.init((self.channels_out,), device, dtype, fan_in=fan_in,
-                                     fan_out=fan_out) if self.bias else None
+        bias = (
+            self.initializer.init((self.channels_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
+            if self.bias
+            else None
+        )
         return Conv1d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 
@@ -131,8 +151,15 @@ class Conv1d(Module):
         padding: a PaddingConfig1d.
     """
 
-    def __init__(self, weight: Param, bias: Param | None, stride: int = 1, dilation: int = 1, groups: int = 1,
-                 padding=None):
+    def __init__(
+        self,
+        weight: Param,
+        bias: Param | None,
+        stride: int = 1,
+        dilation: int = 1,
+        groups: int = 1,
+        padding=None,
+    ):
         self.weight = weight
         self.bias = bias
         self.stride = int(stride)
@@ -144,14 +171,28 @@ class Conv1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         length = x.shape[-1] if isinstance(x, Tensor) and x.ndim else 0
         pads = (self.padding.pairs(length, self.kernel_size, self.stride, self.dilation),)
-        return conv_nd(x, self.weight.val(), None if self.bias is None else self.bias.val(), (self.stride,), pads,
-                       (self.dilation,), self.groups, "Conv1d")
+        return conv_nd(
+            x,
+            self.weight.val(),
+            None if self.bias is None else self.bias.val(),
+            (self.stride,),
+            pads,
+            (self.dilation,),
+            self.groups,
+            "Conv1d",
+        )
 
     def extra_repr(self) -> dict:
         c_out, c_group, _ = self.weight.shape
-        return {"ch_in": c_group * self.groups, "ch_out": c_out, "stride": self.stride,
-                "kernel_size": self.kernel_size, "dilation": self.dilation, "groups": self.groups,
-                "padding": type(self.padding).__name__}
+        return {
+            "ch_in": c_group * self.groups,
+            "ch_out": c_out,
+            "stride": self.stride,
+            "kernel_size": self.kernel_size,
+            "dilation": self.dilation,
+            "groups": self.groups,
+            "padding": type(self.padding).__name__,
+        }
 
 
 class Conv2dConfig(Config):
@@ -187,12 +228,18 @@ class Conv2dConfig(Config):
     def init(self, device=None, dtype=None) -> "Conv2d":
         c_in, c_out = self.channels
         _check_channels("Conv2dConfig", c_in, c_out, self.groups)
-        _positive("Conv2dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation)
+        _positive(
+            "Conv2dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
+        )
         k = self.kernel_size[0] * self.kernel_size[1]
         fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
         shape = (c_out, c_in // self.groups) + self.kernel_size
         weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out) if self.bias else None
+        bias = (
+            self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
+            if self.bias
+            else None
+        )
         return Conv2d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 
@@ -207,8 +254,9 @@ class Conv2d(Module):
         padding: a PaddingConfig2d.
     """
 
-    def __init__(self, weight: Param, bias: Param | None, stride=(1, 1), dilation=(1, 1), groups: int = 1,
-                 padding=None):
+    def __init__(
+        self, weight: Param, bias: Param | None, stride=(1, 1), dilation=(1, 1), groups: int = 1, padding=None
+    ):
         self.weight = weight
         self.bias = bias
         self.stride = tuple(int(s) for s in stride)
@@ -220,11 +268,25 @@ class Conv2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         h, w = (x.shape[-2], x.shape[-1]) if isinstance(x, Tensor) and x.ndim >= 2 else (0, 0)
         pads = self.padding.pairs(h, w, self.kernel_size, self.stride, self.dilation)
-        return conv_nd(x, self.weight.val(), None if self.bias is None else self.bias.val(), self.stride, pads,
-                       self.dilation, self.groups, "Conv2d")
+        return conv_nd(
+            x,
+            self.weight.val(),
+            None if self.bias is None else self.bias.val(),
+            self.stride,
+            pads,
+            self.dilation,
+            self.groups,
+            "Conv2d",
+        )
 
     def extra_repr(self) -> dict:
         c_out, c_group = self.weight.shape[:2]
-        return {"ch_in": c_group * self.groups, "ch_out": c_out, "stride": list(self.stride),
-                "kernel_size": list(self.kernel_size), "dilation": list(self.dilation), "groups": self.groups,
-                "padding": type(self.padding).__name__}
+        return {
+            "ch_in": c_group * self.groups,
+            "ch_out": c_out,
+            "stride": list(self.stride),
+            "kernel_size": list(self.kernel_size),
+            "dilation": list(self.dilation),
+            "groups": self.groups,
+            "padding": type(self.padding).__name__,
+        }

@@ -16,6 +16,7 @@ softmax, as in Burn. The projections are initialised KaimingUniform with gain 1/
 :meth:`CrossAttention.forward_cache` projects a fixed context once per
 :class:`CrossAttentionCache` (for decoding against an unchanging encoder output).
 """
+
 from __future__ import annotations
 
 import math
@@ -61,23 +62,38 @@ class CrossAttentionConfig(Config):
     def init(self, device=None, dtype=None) -> "CrossAttention":
         """Build the layer: ``query [d_model, n_heads·d_head]``, ``key``/``value``
         ``[d_context, n_heads_kv·d_head]``, ``output [n_heads·d_head, d_model]``, with biases."""
-        sizes = {"d_model": self.d_model, "d_context": self.d_context, "n_heads": self.n_heads,
-                 "n_heads_kv": self.n_heads_kv, "d_head": self.d_head}
+        sizes = {
+            "d_model": self.d_model,
+            "d_context": self.d_context,
+            "n_heads": self.n_heads,
+            "n_heads_kv": self.n_heads_kv,
+            "d_head": self.d_head,
+        }
         bad = [f"{k}={v}" for k, v in sizes.items() if v <= 0]
         if bad:
             raise ValueError(f"CrossAttentionConfig: sizes must be positive, got {', '.join(bad)}")
         if self.n_heads % self.n_heads_kv:
-            raise ValueError(f"CrossAttentionConfig: query heads must be divisible by key/value heads, got "
-                             f"n_heads={self.n_heads}, n_heads_kv={self.n_heads_kv}")
+            raise ValueError(
+                f"CrossAttentionConfig: query heads must be divisible by key/value heads, got "
+                f"n_heads={self.n_heads}, n_heads_kv={self.n_heads_kv}"
+            )
         initializer = KaimingUniform(gain=1.0 / math.sqrt(self.d_head), fan_out_only=False)
 
         def linear(d_in, d_out):
             return LinearConfig(d_in, d_out, True, initializer).init(device, dtype)
 
         inner, inner_kv = self.n_heads * self.d_head, self.n_heads_kv * self.d_head
-        return CrossAttention(linear(self.d_model, inner), linear(self.d_context, inner_kv),
-                              linear(self.d_context, inner_kv), linear(inner, self.d_model), Dropout(self.dropout),
-                              self.n_heads, self.n_heads_kv, self.min_float, self.quiet_softmax)
+        return CrossAttention(
+            linear(self.d_model, inner),
+            linear(self.d_context, inner_kv),
+            linear(self.d_context, inner_kv),
+            linear(inner, self.d_model),
+            Dropout(self.dropout),
+            self.n_heads,
+            self.n_heads_kv,
+            self.min_float,
+            self.quiet_softmax,
+        )
 
 
 class CrossAttentionCache:
@@ -88,7 +104,7 @@ class CrossAttentionCache:
         k, v: ``[B, n_heads_kv, Lk, d_head]`` (None while empty).
     """
 
-    __slots__ = ("k", "v", "_context_shape")
+    __slots__ = ("_context_shape", "k", "v")
 
     def __init__(self):
         self.k = None
@@ -114,8 +130,18 @@ class CrossAttention(Module):
         quiet_softmax: use the quiet softmax.
     """
 
-    def __init__(self, query: Linear, key: Linear, value: Linear, output: Linear, dropout: Dropout, n_heads: int,
-                 n_heads_kv: int, min_float: float = -1.0e4, quiet_softmax: bool = False):
+    def __init__(
+        self,
+        query: Linear,
+        key: Linear,
+        value: Linear,
+        output: Linear,
+        dropout: Dropout,
+        n_heads: int,
+        n_heads_kv: int,
+        min_float: float = -1.0e4,
+        quiet_softmax: bool = False,
+    ):
         self.query = query
         self.key = key
         self.value = value
@@ -124,14 +150,23 @@ class CrossAttention(Module):
         self.n_heads = int(n_heads)
         self.n_heads_kv = int(n_heads_kv)
         inner = query.weight.shape[1]
-        if self.n_heads <= 0 or self.n_heads_kv <= 0 or inner % self.n_heads or self.n_heads % self.n_heads_kv:
-            raise ValueError(f"CrossAttention: the query projection's {inner} outputs must split into n_heads "
-                             f"({n_heads}) heads, and n_heads must be a multiple of n_heads_kv ({n_heads_kv})")
+        if (
+            self.n_heads <= 0
+            or self.n_heads_kv <= 0
+            or inner % self.n_heads
+            or self.n_heads % self.n_heads_kv
+        ):
+            raise ValueError(
+                f"CrossAttention: the query projection's {inner} outputs must split into n_heads "
+                f"({n_heads}) heads, and n_heads must be a multiple of n_heads_kv ({n_heads_kv})"
+            )
         self.d_head = inner // self.n_heads
         if key.weight.shape[1] != self.n_heads_kv * self.d_head or value.weight.shape != key.weight.shape:
-            raise ValueError(f"CrossAttention: key/value projections must be [d_context, n_heads_kv·d_head = "
-                             f"{self.n_heads_kv * self.d_head}], got {shape_str(key.weight.shape)} and "
-                             f"{shape_str(value.weight.shape)}")
+            raise ValueError(
+                f"CrossAttention: key/value projections must be [d_context, n_heads_kv·d_head = "
+                f"{self.n_heads_kv * self.d_head}], got {shape_str(key.weight.shape)} and "
+                f"{shape_str(value.weight.shape)}"
+            )
         self.scale = 1.0 / math.sqrt(self.d_head)
         self.min_float = float(min_float)
         self.quiet_softmax = bool(quiet_softmax)
@@ -151,14 +186,18 @@ class CrossAttention(Module):
             query: ``[B, Lq, d_model]``.
             context: ``[B, Lk, d_context]``.
             mask: ``[B, Lk]`` bool, True where the context is padding.
+
         Returns:
             ``[B, Lq, d_model]``.
         """
         self._check("CrossAttention", query, context, mask)
-        return self._attend(query, self._heads_kv(self.key(context)), self._heads_kv(self.value(context)), mask)
+        return self._attend(
+            query, self._heads_kv(self.key(context)), self._heads_kv(self.value(context)), mask
+        )
 
-    def forward_cache(self, query: Tensor, context: Tensor, mask: Tensor | None,
-                      cache: CrossAttentionCache) -> Tensor:
+    def forward_cache(
+        self, query: Tensor, context: Tensor, mask: Tensor | None, cache: CrossAttentionCache
+    ) -> Tensor:
         """:meth:`forward`, with the context's keys/values projected on the first call and
         reused after (the context must keep its shape; start a new cache for a new one)."""
         op = "CrossAttention.forward_cache"
@@ -169,8 +208,10 @@ class CrossAttention(Module):
             cache.k, cache.v = self._heads_kv(self.key(context)), self._heads_kv(self.value(context))
             cache._context_shape = tuple(context.shape)
         elif tuple(context.shape) != cache._context_shape:
-            raise ValueError(f"{op}: the cache holds the projection of a context of shape "
-                             f"{shape_str(cache._context_shape)}, got {shape_str(context.shape)}")
+            raise ValueError(
+                f"{op}: the cache holds the projection of a context of shape "
+                f"{shape_str(cache._context_shape)}, got {shape_str(context.shape)}"
+            )
         return self._attend(query, cache.k, cache.v, mask)
 
     def _heads_kv(self, x: Tensor) -> Tensor:
@@ -183,10 +224,16 @@ class CrossAttention(Module):
         q = self.query(query).reshape(b, lq, self.n_heads, self.d_head).swap_dims(1, 2)
         if self.n_heads != self.n_heads_kv:  # grouped heads: each key/value head serves n_rep query heads
             n_rep = self.n_heads // self.n_heads_kv
-            k = k.reshape(b, self.n_heads_kv, 1, lk, self.d_head).expand(b, self.n_heads_kv, n_rep, lk, self.d_head) \
+            k = (
+                k.reshape(b, self.n_heads_kv, 1, lk, self.d_head)
+                .expand(b, self.n_heads_kv, n_rep, lk, self.d_head)
                 .reshape(b, self.n_heads, lk, self.d_head)
-            v = v.reshape(b, self.n_heads_kv, 1, lk, self.d_head).expand(b, self.n_heads_kv, n_rep, lk, self.d_head) \
+            )
+            v = (
+                v.reshape(b, self.n_heads_kv, 1, lk, self.d_head)
+                .expand(b, self.n_heads_kv, n_rep, lk, self.d_head)
                 .reshape(b, self.n_heads, lk, self.d_head)
+            )
         dropout_active = self._training and self.dropout.prob > 0.0 and is_grad_enabled()
         if not dropout_active and self.min_float == _FUSED_MIN_FLOAT:
             context = attention(q, k, v, mask, self.scale, self.quiet_softmax, 0.0)
@@ -205,14 +252,27 @@ class CrossAttention(Module):
                 got = shape_str(t.shape) if isinstance(t, Tensor) else type(t).__name__
                 raise ValueError(f"{op}: {name} must be [batch, seq, {d}], got {got}")
         if query.shape[0] != context.shape[0]:
-            raise ValueError(f"{op}: query {shape_str(query.shape)} and context {shape_str(context.shape)} must "
-                             f"have the same batch size")
+            raise ValueError(
+                f"{op}: query {shape_str(query.shape)} and context {shape_str(context.shape)} must "
+                f"have the same batch size"
+            )
         shape = (context.shape[0], context.shape[1])
-        if mask is not None and (not isinstance(mask, Tensor) or not mask.dtype.is_bool or mask.shape != shape):
+        if mask is not None and (
+            not isinstance(mask, Tensor) or not mask.dtype.is_bool or mask.shape != shape
+        ):
             got = f"{mask.dtype} {shape_str(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
-            raise ValueError(f"{op}: mask must be a bool tensor {shape_str(shape)} (the context's padding), got {got}")
+            raise ValueError(
+                f"{op}: mask must be a bool tensor {shape_str(shape)} (the context's padding), got {got}"
+            )
 
     def extra_repr(self) -> dict:
-        return {"d_model": self.d_model, "d_context": self.d_context, "n_heads": self.n_heads,
-                "n_heads_kv": self.n_heads_kv, "d_head": self.d_head, "dropout": self.dropout.prob,
-                "min_float": self.min_float, "quiet_softmax": self.quiet_softmax}
+        return {
+            "d_model": self.d_model,
+            "d_context": self.d_context,
+            "n_heads": self.n_heads,
+            "n_heads_kv": self.n_heads_kv,
+            "d_head": self.d_head,
+            "dropout": self.dropout.prob,
+            "min_float": self.min_float,
+            "quiet_softmax": self.quiet_softmax,
+        }

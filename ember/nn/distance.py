@@ -5,6 +5,7 @@
 Both inputs have the same rank; their shapes broadcast against each other (one query row
 against a batch, as PyTorch allows). The compared dim is reduced in the output.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,15 @@ from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["CosineSimilarity", "CosineSimilarityConfig", "PairwiseDistance", "PairwiseDistanceConfig",
-           "cosine_similarity", "lp_norm", "pairwise_distance"]
+__all__ = [
+    "CosineSimilarity",
+    "CosineSimilarityConfig",
+    "PairwiseDistance",
+    "PairwiseDistanceConfig",
+    "cosine_similarity",
+    "lp_norm",
+    "pairwise_distance",
+]
 
 
 def lp_norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
@@ -32,7 +40,7 @@ def lp_norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
         return x.abs().max(dim, keepdim=keepdim)
     if p == -math.inf:
         return x.abs().min(dim, keepdim=keepdim)
-    powered = x ** p if float(p).is_integer() and int(p) % 2 == 0 else x.abs() ** p
+    powered = x**p if float(p).is_integer() and int(p) % 2 == 0 else x.abs() ** p
     return powered.sum(dim, keepdim=keepdim) ** (1.0 / p)
 
 
@@ -52,16 +60,22 @@ def _check_pair(op: str, x1, x2) -> tuple:
             raise TypeError(f"{op}: {name} must be a float Tensor, got {got}")
     shape = _broadcast_shape(tuple(x1.shape), tuple(x2.shape)) if x1.ndim == x2.ndim else None
     if shape is None or x1.ndim == 0:
-        raise ValueError(f"{op}: x1 {shape_str(x1.shape)} and x2 {shape_str(x2.shape)} must have the same rank "
-                         f"(>= 1) and broadcastable shapes")
+        raise ValueError(
+            f"{op}: x1 {shape_str(x1.shape)} and x2 {shape_str(x2.shape)} must have the same rank "
+            f"(>= 1) and broadcastable shapes"
+        )
     if x1.dtype != x2.dtype:
         raise TypeError(f"{op}: x1 is {x1.dtype} but x2 is {x2.dtype}")
     return shape
 
 
 def _check_number(op: str, name: str, value, allow_inf: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
-            or (not allow_inf and math.isinf(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isnan(value)
+        or (not allow_inf and math.isinf(value))
+    ):
         raise ValueError(f"{op}: {name} must be a {'' if allow_inf else 'finite '}number, got {value!r}")
 
 

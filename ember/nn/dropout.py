@@ -1,4 +1,5 @@
 """Dropout: zero elements at random during training (inverted scaling)."""
+
 from __future__ import annotations
 
 from ember.nn.module import Module

@@ -1,4 +1,5 @@
 """Embedding table: integer ids -> rows of a ``[n_embedding, d_model]`` weight."""
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -30,10 +31,13 @@ class EmbeddingConfig(Config):
     def init(self, device=None, dtype=None) -> "Embedding":
         """Build the layer on ``device`` with float ``dtype``."""
         if self.n_embedding <= 0 or self.d_model <= 0:
-            raise ValueError(f"EmbeddingConfig: n_embedding and d_model must be positive, got "
-                             f"{self.n_embedding} and {self.d_model}")
-        weight = self.initializer.init((self.n_embedding, self.d_model), device, dtype,
-                                       fan_in=self.n_embedding, fan_out=self.d_model)
+            raise ValueError(
+                f"EmbeddingConfig: n_embedding and d_model must be positive, got "
+                f"{self.n_embedding} and {self.d_model}"
+            )
+        weight = self.initializer.init(
+            (self.n_embedding, self.d_model), device, dtype, fan_in=self.n_embedding, fan_out=self.d_model
+        )
         return Embedding(weight)
 
 
@@ -46,12 +50,14 @@ class Embedding(Module):
 
     def __init__(self, weight: Param):
         if weight.ndim != 2:
-            raise ValueError(f"Embedding: weight must be [n_embedding, d_model], got {shape_str(weight.shape)}")
+            raise ValueError(
+                f"Embedding: weight must be [n_embedding, d_model], got {shape_str(weight.shape)}"
+            )
         self.weight = weight
 
     def forward(self, ids: Tensor) -> Tensor:
         """Args:
-            ids: int tensor of any shape (usually ``[batch, seq]``), values in [0, n_embedding).
+        ids: int tensor of any shape (usually ``[batch, seq]``), values in [0, n_embedding).
         """
         if not isinstance(ids, Tensor) or not ids.dtype.is_int:
             got = ids.dtype if isinstance(ids, Tensor) else type(ids).__name__

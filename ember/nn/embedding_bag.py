@@ -1,5 +1,6 @@
 """Embedding bags: the sum, mean or max of table rows over ragged bags of ids (PyTorch's
 ``nn.EmbeddingBag``; Burn has none), with a row-sparse gradient for large tables."""
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -36,12 +37,15 @@ class EmbeddingBagConfig(Config):
     def init(self, device=None, dtype=None) -> "EmbeddingBag":
         """Build the layer on ``device`` with float ``dtype``."""
         if self.n_embedding <= 0 or self.d_model <= 0:
-            raise ValueError(f"EmbeddingBagConfig: n_embedding and d_model must be positive, got "
-                             f"{self.n_embedding} and {self.d_model}")
+            raise ValueError(
+                f"EmbeddingBagConfig: n_embedding and d_model must be positive, got "
+                f"{self.n_embedding} and {self.d_model}"
+            )
         if self.mode not in _BAG_MODES:
             raise ValueError(f"EmbeddingBagConfig: mode must be one of {list(_BAG_MODES)}, got {self.mode!r}")
-        weight = self.initializer.init((self.n_embedding, self.d_model), device, dtype,
-                                       fan_in=self.n_embedding, fan_out=self.d_model)
+        weight = self.initializer.init(
+            (self.n_embedding, self.d_model), device, dtype, fan_in=self.n_embedding, fan_out=self.d_model
+        )
         return EmbeddingBag(weight, self.mode, self.sparse)
 
 
@@ -59,15 +63,22 @@ class EmbeddingBag(Module):
 
     def __init__(self, weight: Param, mode: str = "mean", sparse: bool = True):
         if weight.ndim != 2:
-            raise ValueError(f"EmbeddingBag: weight must be [n_embedding, d_model], got {shape_str(weight.shape)}")
+            raise ValueError(
+                f"EmbeddingBag: weight must be [n_embedding, d_model], got {shape_str(weight.shape)}"
+            )
         if mode not in _BAG_MODES:
             raise ValueError(f"EmbeddingBag: mode must be one of {list(_BAG_MODES)}, got {mode!r}")
         self.weight = weight
         self.mode = mode
         self.sparse = bool(sparse)
 
-    def forward(self, indices: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None,
-                mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        indices: Tensor,
+        offsets: Tensor | None = None,
+        per_sample_weights: Tensor | None = None,
+        mask: Tensor | None = None,
+    ) -> Tensor:
         """Args:
             indices: int ids, either flat ``[N]`` (with ``offsets``) or padded ``[B, L]``.
             offsets: int ``[B]``, the start of each bag in flat ``indices`` (offsets[0] = 0;
@@ -78,8 +89,9 @@ class EmbeddingBag(Module):
         Returns:
             ``[B, d_model]``.
         """
-        return embedding_bag(self.weight.val(), indices, offsets, per_sample_weights, mask, self.mode,
-                             self.sparse)
+        return embedding_bag(
+            self.weight.val(), indices, offsets, per_sample_weights, mask, self.mode, self.sparse
+        )
 
     def extra_repr(self) -> dict:
         n, d = self.weight.shape

@@ -11,18 +11,48 @@ Forms are chosen so that neither the value nor the gradient overflows: branches 
 
     y = F.mish(ember.randn(4, 8))
 """
+
 from __future__ import annotations
 
 from ember.tensor.ops._core import normalize_dim, shape_str
+
 # relu, sigmoid, silu, softplus, leaky_relu, gelu and the softmaxes are ember's tensor ops, re-exported
-from ember.tensor.ops.elementwise import leaky_relu, relu, sigmoid, silu, softplus, where  # noqa: F401
-from ember.tensor.ops.nn import gelu, log_softmax, quiet_softmax, softmax  # noqa: F401
+from ember.tensor.ops.elementwise import leaky_relu, relu, sigmoid, silu, softplus, where
+from ember.tensor.ops.nn import gelu, log_softmax, quiet_softmax, softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["celu", "elu", "gelu", "gelu_approximate", "glu", "hard_shrink", "hard_sigmoid", "hard_swish",
-           "hardtanh", "leaky_relu", "log_sigmoid", "log_softmax", "mish", "prelu", "quiet_softmax", "relu",
-           "relu6", "selu", "shrink", "sigmoid", "silu", "soft_shrink", "softmax", "softmin", "softplus",
-           "softsign", "tanh", "tanhshrink", "threshold", "thresholded_relu"]
+__all__ = [
+    "celu",
+    "elu",
+    "gelu",
+    "gelu_approximate",
+    "glu",
+    "hard_shrink",
+    "hard_sigmoid",
+    "hard_swish",
+    "hardtanh",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "mish",
+    "prelu",
+    "quiet_softmax",
+    "relu",
+    "relu6",
+    "selu",
+    "shrink",
+    "sigmoid",
+    "silu",
+    "soft_shrink",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softsign",
+    "tanh",
+    "tanhshrink",
+    "threshold",
+    "thresholded_relu",
+]
 
 # SELU's constants (Klambauer et al. 2017), as Burn and PyTorch write them.
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -90,8 +120,9 @@ def prelu(x: Tensor, alpha: Tensor) -> Tensor:
         weight = alpha.reshape((1,) * max(x.ndim, 1)) if x.ndim else alpha.reshape(())
     else:
         if x.ndim < 2 or x.shape[1] != n:
-            raise ValueError(f"prelu: {n} slopes need an input whose dim 1 has {n} channels, got "
-                             f"{shape_str(x.shape)}")
+            raise ValueError(
+                f"prelu: {n} slopes need an input whose dim 1 has {n} channels, got {shape_str(x.shape)}"
+            )
         weight = alpha.reshape((1, n) + (1,) * (x.ndim - 2))
     return where(x >= 0.0, x, x * weight.to(x.dtype))
 
@@ -169,8 +200,10 @@ def glu(x: Tensor, dim: int = -1) -> Tensor:
     d = normalize_dim("glu", dim, x.ndim)
     size = x.shape[d]
     if size % 2:
-        raise ValueError(f"glu: dim {dim} of the input {shape_str(x.shape)} has odd size {size}; "
-                         f"it must be even to split in two halves")
+        raise ValueError(
+            f"glu: dim {dim} of the input {shape_str(x.shape)} has odd size {size}; "
+            f"it must be even to split in two halves"
+        )
     a, b = x.split(size // 2, d) if size else (x, x)
     return a * sigmoid(b)
 
@@ -196,4 +229,3 @@ def hard_shrink(x: Tensor, lambd: float = 0.5) -> Tensor:
 def soft_shrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     """``shrink(x, lambd, lambd)``: ``x ∓ lambd`` outside ``[−lambd, lambd]``, 0 inside."""
     return shrink(x, lambd, lambd)
-

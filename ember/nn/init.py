@@ -12,6 +12,7 @@ d_output; Conv: channels/groups × kernel elements), as Burn's ``init_with`` doe
 * ``XavierUniform(gain)``: U(−a, a), a = √3 · gain · √(2 / (fan_in + fan_out))
 * ``XavierNormal(gain)``: N(0, gain · √(2 / (fan_in + fan_out)))
 """
+
 from __future__ import annotations
 
 import math
@@ -22,15 +23,27 @@ from ember.tensor import dtypes as dt
 from ember.tensor.creation import full, rand, randn
 from ember.tensor.tensor import Tensor
 
-__all__ = ["Constant", "Initializer", "KaimingNormal", "KaimingUniform", "Normal", "Ones", "Uniform",
-           "XavierNormal", "XavierUniform", "Zeros", "default_linear_initializer"]
+__all__ = [
+    "Constant",
+    "Initializer",
+    "KaimingNormal",
+    "KaimingUniform",
+    "Normal",
+    "Ones",
+    "Uniform",
+    "XavierNormal",
+    "XavierUniform",
+    "Zeros",
+    "default_linear_initializer",
+]
 
 
 class Initializer(Config):
     """Base class of the initializers: ``init`` makes a Param, ``init_tensor`` a Tensor."""
 
-    def init_tensor(self, shape, device=None, dtype=None, fan_in: int | None = None,
-                    fan_out: int | None = None) -> Tensor:
+    def init_tensor(
+        self, shape, device=None, dtype=None, fan_in: int | None = None, fan_out: int | None = None
+    ) -> Tensor:
         """A tensor of ``shape`` filled by this initializer.
 
         Args:
@@ -42,12 +55,21 @@ class Initializer(Config):
         """
         dtype = dt.dtype(dtype or dt.default_float)
         if not dtype.is_float:
-            raise TypeError(f"{type(self).__name__}.init_tensor: parameters are float tensors, got dtype {dtype}")
+            raise TypeError(
+                f"{type(self).__name__}.init_tensor: parameters are float tensors, got dtype {dtype}"
+            )
         shape = tuple(int(s) for s in shape)
         return self._draw(shape, device, dtype, fan_in, fan_out)
 
-    def init(self, shape, device=None, dtype=None, fan_in: int | None = None, fan_out: int | None = None,
-             require_grad: bool = True) -> Param:
+    def init(
+        self,
+        shape,
+        device=None,
+        dtype=None,
+        fan_in: int | None = None,
+        fan_out: int | None = None,
+        require_grad: bool = True,
+    ) -> Param:
         """A new trainable :class:`Param` (fresh id) filled by this initializer.
 
         Args:
@@ -61,13 +83,17 @@ class Initializer(Config):
         return Param(self.init_tensor(shape, device, dtype, fan_in, fan_out), None, require_grad)
 
     def _draw(self, shape, device, dtype, fan_in, fan_out) -> Tensor:
-        raise NotImplementedError(f"{type(self).__name__} is abstract; use Constant, Ones, Zeros, Uniform, "
-                                  f"Normal, KaimingUniform, KaimingNormal, XavierUniform or XavierNormal")
+        raise NotImplementedError(
+            f"{type(self).__name__} is abstract; use Constant, Ones, Zeros, Uniform, "
+            f"Normal, KaimingUniform, KaimingNormal, XavierUniform or XavierNormal"
+        )
 
     def _fan(self, which: str, fan) -> int:
         if fan is None:
-            raise ValueError(f"{type(self).__name__}: needs {which}; layers pass it, or call "
-                             f"init(shape, ..., fan_in=..., fan_out=...)")
+            raise ValueError(
+                f"{type(self).__name__}: needs {which}; layers pass it, or call "
+                f"init(shape, ..., fan_in=..., fan_out=...)"
+            )
         if fan <= 0:
             raise ValueError(f"{type(self).__name__}: {which} must be positive, got {fan}")
         return int(fan)
@@ -153,7 +179,11 @@ class XavierUniform(Initializer):
     gain: float = 1.0
 
     def _draw(self, shape, device, dtype, fan_in, fan_out):
-        a = math.sqrt(3.0) * self.gain * math.sqrt(2.0 / (self._fan("fan_in", fan_in) + self._fan("fan_out", fan_out)))
+        a = (
+            math.sqrt(3.0)
+            * self.gain
+            * math.sqrt(2.0 / (self._fan("fan_in", fan_in) + self._fan("fan_out", fan_out)))
+        )
         return rand(shape, dtype=dtype, device=device, low=-a, high=a)
 
 

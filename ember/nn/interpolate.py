@@ -23,6 +23,7 @@ Lanczos; it defaults to True, where PyTorch's ``F.interpolate`` defaults to Fals
 A tap of weight exactly zero reads nothing, so a NaN or infinity in the input reaches only
 the outputs that actually depend on it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -51,11 +52,17 @@ class InterpolateMode(enum.Enum):
 
 
 # PyTorch's mode names, accepted as strings next to Burn's (case-insensitive)
-_MODE_ALIASES = {"nearest": InterpolateMode.Nearest, "nearest-exact": InterpolateMode.NearestExact,
-                 "nearestexact": InterpolateMode.NearestExact, "linear": InterpolateMode.Linear,
-                 "bilinear": InterpolateMode.Linear, "cubic": InterpolateMode.Cubic,
-                 "bicubic": InterpolateMode.Cubic, "lanczos": InterpolateMode.Lanczos,
-                 "lanczos3": InterpolateMode.Lanczos}
+_MODE_ALIASES = {
+    "nearest": InterpolateMode.Nearest,
+    "nearest-exact": InterpolateMode.NearestExact,
+    "nearestexact": InterpolateMode.NearestExact,
+    "linear": InterpolateMode.Linear,
+    "bilinear": InterpolateMode.Linear,
+    "cubic": InterpolateMode.Cubic,
+    "bicubic": InterpolateMode.Cubic,
+    "lanczos": InterpolateMode.Lanczos,
+    "lanczos3": InterpolateMode.Lanczos,
+}
 
 
 def as_interpolate_mode(op: str, mode) -> InterpolateMode:
@@ -121,7 +128,9 @@ def _taps(in_size: int, out_size: int, mode: InterpolateMode, align_corners: boo
             base = np.floor(src)
             t = src - base
             index = np.clip(base[None] + np.arange(-1, 3)[:, None], 0, last)
-            weight = np.stack([_keys_cubic(t + 1.0), _keys_cubic(t), _keys_cubic(1.0 - t), _keys_cubic(2.0 - t)])
+            weight = np.stack(
+                [_keys_cubic(t + 1.0), _keys_cubic(t), _keys_cubic(1.0 - t), _keys_cubic(2.0 - t)]
+            )
         else:  # Lanczos
             base = np.floor(src)
             index = base[None] + np.arange(-2, 4)[:, None]
@@ -147,7 +156,7 @@ def _resample_axis(x: Tensor, axis: int, out_size: int, mode: InterpolateMode, a
     if weight is None:
         return picked
     k = index.shape[0]
-    picked = picked.reshape(x.shape[:axis] + (k, out_size) + x.shape[axis + 1:])
+    picked = picked.reshape(x.shape[:axis] + (k, out_size) + x.shape[axis + 1 :])
     w = from_numpy(weight.reshape((k, out_size) + (1,) * (x.ndim - 1 - axis)).astype(x.dtype.numpy), x.device)
     return (picked * w).sum(axis)
 
@@ -172,13 +181,19 @@ def _check_input(op: str, x, rank: int, dims: str) -> None:
 
 def _check_sizes(op: str, output_size, scale_factor, n: int) -> None:
     if (output_size is None) == (scale_factor is None):
-        raise ValueError(f"{op}: give exactly one of output_size and scale_factor, got output_size={output_size!r}, "
-                         f"scale_factor={scale_factor!r}")
+        raise ValueError(
+            f"{op}: give exactly one of output_size and scale_factor, got output_size={output_size!r}, "
+            f"scale_factor={scale_factor!r}"
+        )
     if output_size is not None:
-        if len(output_size) != n or any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in output_size):
+        if len(output_size) != n or any(
+            isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in output_size
+        ):
             raise ValueError(f"{op}: output_size must be {n} positive int(s), got {output_size!r}")
-    elif len(scale_factor) != n or any(isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s)
-                                       or s <= 0 for s in scale_factor):
+    elif len(scale_factor) != n or any(
+        isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0
+        for s in scale_factor
+    ):
         raise ValueError(f"{op}: scale_factor must be {n} positive finite number(s), got {scale_factor!r}")
 
 
@@ -187,8 +202,10 @@ def _scaled_sizes(op: str, x: Tensor, scale_factor: tuple) -> tuple:
     spatial = x.shape[2:]
     sizes = tuple(int(size * float(np.float32(s))) for size, s in zip(spatial, scale_factor))
     if min(sizes) <= 0:
-        raise ValueError(f"{op}: scale_factor {list(scale_factor)} turns the input {shape_str(x.shape)} into an "
-                         f"empty output {list(sizes)}")
+        raise ValueError(
+            f"{op}: scale_factor {list(scale_factor)} turns the input {shape_str(x.shape)} into an "
+            f"empty output {list(sizes)}"
+        )
     return sizes
 
 
@@ -223,10 +240,19 @@ class Interpolate1d(Module):
             first two is given.
     """
 
-    def __init__(self, output_size: int | None = None, scale_factor: float | None = None,
-                 mode: InterpolateMode | str = InterpolateMode.Nearest, align_corners: bool = True):
-        _check_sizes("Interpolate1d", None if output_size is None else (output_size,),
-                     None if scale_factor is None else (scale_factor,), 1)
+    def __init__(
+        self,
+        output_size: int | None = None,
+        scale_factor: float | None = None,
+        mode: InterpolateMode | str = InterpolateMode.Nearest,
+        align_corners: bool = True,
+    ):
+        _check_sizes(
+            "Interpolate1d",
+            None if output_size is None else (output_size,),
+            None if scale_factor is None else (scale_factor,),
+            1,
+        )
         self.output_size = output_size
         self.scale_factor = None if scale_factor is None else float(scale_factor)
         self.mode = as_interpolate_mode("Interpolate1d", mode)
@@ -234,7 +260,7 @@ class Interpolate1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, channels, length]``.
+        x: ``[batch, channels, length]``.
         """
         _check_input("Interpolate1d", x, 3, "batch, channels, length")
         if self.output_size is not None:
@@ -244,8 +270,12 @@ class Interpolate1d(Module):
         return _resize(x, sizes, self.mode, self.align_corners)
 
     def extra_repr(self) -> dict:
-        return {"mode": self.mode.name, "output_size": self.output_size, "scale_factor": self.scale_factor,
-                "align_corners": self.align_corners}
+        return {
+            "mode": self.mode.name,
+            "output_size": self.output_size,
+            "scale_factor": self.scale_factor,
+            "align_corners": self.align_corners,
+        }
 
 
 class Interpolate2dConfig(Config):
@@ -282,12 +312,19 @@ class Interpolate2d(Module):
             first two is given.
     """
 
-    def __init__(self, output_size: tuple[int, int] | None = None, scale_factor: tuple[float, float] | None = None,
-                 mode: InterpolateMode | str = InterpolateMode.Nearest, align_corners: bool = True):
+    def __init__(
+        self,
+        output_size: tuple[int, int] | None = None,
+        scale_factor: tuple[float, float] | None = None,
+        mode: InterpolateMode | str = InterpolateMode.Nearest,
+        align_corners: bool = True,
+    ):
         output_size = None if output_size is None else tuple(output_size)
         if scale_factor is not None:  # ints are scales too; anything else is left for the check to name
-            scale_factor = tuple(float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else s
-                                 for s in scale_factor)
+            scale_factor = tuple(
+                float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else s
+                for s in scale_factor
+            )
         _check_sizes("Interpolate2d", output_size, scale_factor, 2)
         self.output_size = output_size
         self.scale_factor = scale_factor
@@ -296,14 +333,20 @@ class Interpolate2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, channels, height, width]``.
+        x: ``[batch, channels, height, width]``.
         """
         _check_input("Interpolate2d", x, 4, "batch, channels, height, width")
-        sizes = self.output_size if self.output_size is not None else \
-            _scaled_sizes("Interpolate2d", x, self.scale_factor)
+        sizes = (
+            self.output_size
+            if self.output_size is not None
+            else _scaled_sizes("Interpolate2d", x, self.scale_factor)
+        )
         return _resize(x, sizes, self.mode, self.align_corners)
 
     def extra_repr(self) -> dict:
-        return {"mode": self.mode.name, "output_size": None if self.output_size is None else list(self.output_size),
-                "scale_factor": None if self.scale_factor is None else list(self.scale_factor),
-                "align_corners": self.align_corners}
+        return {
+            "mode": self.mode.name,
+            "output_size": None if self.output_size is None else list(self.output_size),
+            "scale_factor": None if self.scale_factor is None else list(self.scale_factor),
+            "align_corners": self.align_corners,
+        }

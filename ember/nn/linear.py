@@ -1,4 +1,5 @@
 """Linear (fully connected) layer: ``y = x @ W + b`` with ``W: [d_input, d_output]``."""
+
 from __future__ import annotations
 
 import enum
@@ -46,15 +47,18 @@ class LinearConfig(Config):
     def init(self, device=None, dtype=None) -> "Linear":
         """Build the layer on ``device`` with float ``dtype`` (float32 by default)."""
         if self.d_input <= 0 or self.d_output <= 0:
-            raise ValueError(f"LinearConfig: d_input and d_output must be positive, got "
-                             f"{self.d_input} and {self.d_output}")
-        weight = self.initializer.init((self.d_input, self.d_output), device, dtype,
-                                       fan_in=self.d_input, fan_out=self.d_output)
+            raise ValueError(
+                f"LinearConfig: d_input and d_output must be positive, got {self.d_input} and {self.d_output}"
+            )
+        weight = self.initializer.init(
+            (self.d_input, self.d_output), device, dtype, fan_in=self.d_input, fan_out=self.d_output
+        )
         weight._save_transposed = self.layout is LinearLayout.Col
         bias = None
         if self.bias:
-            bias = self.initializer.init((self.d_output,), device, dtype, fan_in=self.d_input,
-                                         fan_out=self.d_output)
+            bias = self.initializer.init(
+                (self.d_output,), device, dtype, fan_in=self.d_input, fan_out=self.d_output
+            )
         return Linear(weight, bias)
 
 
@@ -77,6 +81,7 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         """Args:
             x: ``[..., d_input]``.
+
         Returns:
             ``[..., d_output]``.
         """

@@ -11,6 +11,7 @@ at first. The factors are ordinary trainable parameters at ``<weight path>.lora.
 gives back the trainability ``apply_lora`` took: every parameter that was trainable before
 is trainable again, so the merged model trains (or takes new adapters) like the original.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -139,8 +140,10 @@ def apply_lora(module: Module, lora: Lora) -> Module:
     params = list(module.named_parameters())
     adapted = [path for path, p in params if p._adapter is not None]
     if adapted:
-        raise ValueError(f"apply_lora: parameters {adapted} already have LoRA adapters; "
-                         f"call merge_lora() before applying new ones")
+        raise ValueError(
+            f"apply_lora: parameters {adapted} already have LoRA adapters; "
+            f"call merge_lora() before applying new ones"
+        )
     for path, p in params:
         if not p.dtype.is_float:
             continue

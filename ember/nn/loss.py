@@ -11,17 +11,33 @@ Every reduced loss returns a 0-d tensor. ``reduction`` is a :class:`Reduction`
 (:mod:`ember.nn.loss_reduction`): for the losses here ``Mean`` / ``Auto`` (the mean, Burn's
 behaviour) or ``Sum``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ember.nn.loss_ctc import CTCLoss, CTCLossConfig
-from ember.nn.loss_likelihood import (GaussianNLLLoss, GaussianNLLLossConfig, KLDivLoss, KLDivLossConfig,
-                                      PoissonNllLoss, PoissonNllLossConfig)
-from ember.nn.loss_margin import (CosineEmbeddingLoss, CosineEmbeddingLossConfig, HingeEmbeddingLoss,
-                                  HingeEmbeddingLossConfig, MarginRankingLoss, MarginRankingLossConfig,
-                                  MultiMarginLoss, MultiMarginLossConfig, SoftMarginLoss, TripletMarginLoss,
-                                  TripletMarginLossConfig)
+from ember.nn.loss_likelihood import (
+    GaussianNLLLoss,
+    GaussianNLLLossConfig,
+    KLDivLoss,
+    KLDivLossConfig,
+    PoissonNllLoss,
+    PoissonNllLossConfig,
+)
+from ember.nn.loss_margin import (
+    CosineEmbeddingLoss,
+    CosineEmbeddingLossConfig,
+    HingeEmbeddingLoss,
+    HingeEmbeddingLossConfig,
+    MarginRankingLoss,
+    MarginRankingLossConfig,
+    MultiMarginLoss,
+    MultiMarginLossConfig,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginLossConfig,
+)
 from ember.nn.loss_reduction import Reduction, as_reduction, check_float, reduce_loss
 from ember.nn.loss_regression import LpLoss, LpLossConfig, SmoothL1Loss, SmoothL1LossConfig
 from ember.nn.module import Module
@@ -32,13 +48,40 @@ from ember.tensor.ops.elementwise import softplus
 from ember.tensor.ops.nn import cross_entropy_per_sample, log_softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["BinaryCrossEntropyLoss", "BinaryCrossEntropyLossConfig", "CTCLoss", "CTCLossConfig",
-           "CosineEmbeddingLoss", "CosineEmbeddingLossConfig", "CrossEntropyLoss", "CrossEntropyLossConfig",
-           "GaussianNLLLoss", "GaussianNLLLossConfig", "HingeEmbeddingLoss", "HingeEmbeddingLossConfig", "HuberLoss",
-           "HuberLossConfig", "KLDivLoss", "KLDivLossConfig", "LpLoss", "LpLossConfig", "MSELoss",
-           "MarginRankingLoss", "MarginRankingLossConfig", "MseLoss", "MultiMarginLoss", "MultiMarginLossConfig",
-           "PoissonNllLoss", "PoissonNllLossConfig", "Reduction", "SmoothL1Loss", "SmoothL1LossConfig",
-           "SoftMarginLoss", "TripletMarginLoss", "TripletMarginLossConfig"]
+__all__ = [
+    "BinaryCrossEntropyLoss",
+    "BinaryCrossEntropyLossConfig",
+    "CTCLoss",
+    "CTCLossConfig",
+    "CosineEmbeddingLoss",
+    "CosineEmbeddingLossConfig",
+    "CrossEntropyLoss",
+    "CrossEntropyLossConfig",
+    "GaussianNLLLoss",
+    "GaussianNLLLossConfig",
+    "HingeEmbeddingLoss",
+    "HingeEmbeddingLossConfig",
+    "HuberLoss",
+    "HuberLossConfig",
+    "KLDivLoss",
+    "KLDivLossConfig",
+    "LpLoss",
+    "LpLossConfig",
+    "MSELoss",
+    "MarginRankingLoss",
+    "MarginRankingLossConfig",
+    "MseLoss",
+    "MultiMarginLoss",
+    "MultiMarginLossConfig",
+    "PoissonNllLoss",
+    "PoissonNllLossConfig",
+    "Reduction",
+    "SmoothL1Loss",
+    "SmoothL1LossConfig",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginLossConfig",
+]
 
 # the names this module used before the shared helpers moved to loss_reduction
 _as_reduction = as_reduction
@@ -78,8 +121,11 @@ class CrossEntropyLossConfig(Config):
     def init(self, device=None, dtype=None) -> "CrossEntropyLoss":
         _check_smoothing("CrossEntropyLossConfig", self.smoothing)
         _check_weights("CrossEntropyLossConfig", self.weights)
-        weights = None if self.weights is None else make_tensor(list(self.weights), dtype=dtype or "float32",
-                                                                device=device)
+        weights = (
+            None
+            if self.weights is None
+            else make_tensor(list(self.weights), dtype=dtype or "float32", device=device)
+        )
         return CrossEntropyLoss(self.pad_tokens, weights, self.smoothing, self.logits)
 
 
@@ -102,8 +148,13 @@ class CrossEntropyLoss(Module):
         logits: inputs are logits (else probabilities).
     """
 
-    def __init__(self, pad_tokens=None, weights: Tensor | None = None, smoothing: float | None = None,
-                 logits: bool = True):
+    def __init__(
+        self,
+        pad_tokens=None,
+        weights: Tensor | None = None,
+        smoothing: float | None = None,
+        logits: bool = True,
+    ):
         _check_smoothing("CrossEntropyLoss", smoothing)
         self.pad_tokens = None if pad_tokens is None else [int(t) for t in pad_tokens]
         self.weights = weights
@@ -117,18 +168,23 @@ class CrossEntropyLoss(Module):
 
     def forward(self, logits: Tensor, targets: Tensor, reduction=Reduction.Auto) -> Tensor:
         """Args:
-            logits: ``[N, C]`` logits (or probabilities when ``logits=False``).
-            targets: ``[N]`` int class indices.
-            reduction: Mean/Auto (Burn's formula) or Sum (no division).
+        logits: ``[N, C]`` logits (or probabilities when ``logits=False``).
+        targets: ``[N]`` int class indices.
+        reduction: Mean/Auto (Burn's formula) or Sum (no division).
         """
         op = "CrossEntropyLoss"
         _float(op, "logits", logits)
         if logits.ndim != 2:
             raise ValueError(f"{op}: logits must be [batch, classes], got {shape_str(logits.shape)}")
         if not isinstance(targets, Tensor) or not targets.dtype.is_int or targets.shape != (logits.shape[0],):
-            got = (f"{targets.dtype} {shape_str(targets.shape)}" if isinstance(targets, Tensor)
-                   else type(targets).__name__)
-            raise ValueError(f"{op}: targets must be int [{logits.shape[0]}] (the batch of the logits), got {got}")
+            got = (
+                f"{targets.dtype} {shape_str(targets.shape)}"
+                if isinstance(targets, Tensor)
+                else type(targets).__name__
+            )
+            raise ValueError(
+                f"{op}: targets must be int [{logits.shape[0]}] (the batch of the logits), got {got}"
+            )
         n, c = logits.shape
         weights = self.weights
         if weights is not None:
@@ -182,8 +238,12 @@ class CrossEntropyLoss(Module):
         return mask
 
     def extra_repr(self) -> dict:
-        return {"pad_tokens": self.pad_tokens, "smoothing": self.smoothing, "logits": self.logits,
-                "weights": None if self.weights is None else self.weights.tolist()}
+        return {
+            "pad_tokens": self.pad_tokens,
+            "smoothing": self.smoothing,
+            "logits": self.logits,
+            "weights": None if self.weights is None else self.weights.tolist(),
+        }
 
 
 # ---- binary cross-entropy -----------------------------------------------------------------------
@@ -204,8 +264,11 @@ class BinaryCrossEntropyLossConfig(Config):
     def init(self, device=None, dtype=None) -> "BinaryCrossEntropyLoss":
         _check_smoothing("BinaryCrossEntropyLossConfig", self.smoothing)
         _check_weights("BinaryCrossEntropyLossConfig", self.weights)
-        weights = None if self.weights is None else make_tensor(list(self.weights), dtype=dtype or "float32",
-                                                                device=device)
+        weights = (
+            None
+            if self.weights is None
+            else make_tensor(list(self.weights), dtype=dtype or "float32", device=device)
+        )
         return BinaryCrossEntropyLoss(weights, self.smoothing, self.logits)
 
 
@@ -229,15 +292,17 @@ class BinaryCrossEntropyLoss(Module):
 
     def forward(self, logits: Tensor, targets: Tensor, reduction=Reduction.Auto) -> Tensor:
         """Args:
-            logits: ``[N]`` or ``[N, C]`` logits (or probabilities).
-            targets: same shape, 0/1 ints (or float probabilities).
-            reduction: Mean/Auto or Sum.
+        logits: ``[N]`` or ``[N, C]`` logits (or probabilities).
+        targets: same shape, 0/1 ints (or float probabilities).
+        reduction: Mean/Auto or Sum.
         """
         op = "BinaryCrossEntropyLoss"
         _float(op, "logits", logits)
         if not isinstance(targets, Tensor) or targets.shape != logits.shape:
             got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(f"{op}: targets must have the shape of the logits {shape_str(logits.shape)}, got {got}")
+            raise ValueError(
+                f"{op}: targets must have the shape of the logits {shape_str(logits.shape)}, got {got}"
+            )
         y = targets.to(logits.dtype)
         if self.smoothing is not None:
             classes = logits.shape[-1] if logits.ndim > 1 else 2
@@ -254,13 +319,18 @@ class BinaryCrossEntropyLoss(Module):
                 loss = loss * w
             else:
                 if not targets.dtype.is_int:
-                    raise TypeError(f"{op}: per-target weights of 1-D inputs need int targets, got {targets.dtype}")
+                    raise TypeError(
+                        f"{op}: per-target weights of 1-D inputs need int targets, got {targets.dtype}"
+                    )
                 loss = loss * w.index_select(0, targets.reshape(-1)).reshape(logits.shape)
         return _reduce(op, loss, reduction)
 
     def extra_repr(self) -> dict:
-        return {"smoothing": self.smoothing, "logits": self.logits,
-                "weights": None if self.weights is None else self.weights.tolist()}
+        return {
+            "smoothing": self.smoothing,
+            "logits": self.logits,
+            "weights": None if self.weights is None else self.weights.tolist(),
+        }
 
 
 # ---- regression ---------------------------------------------------------------------------------
@@ -274,7 +344,9 @@ class MSELoss(Module):
         _float("MSELoss", "predictions", logits)
         if not isinstance(targets, Tensor) or targets.shape != logits.shape:
             got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(f"MSELoss: targets must have the predictions' shape {shape_str(logits.shape)}, got {got}")
+            raise ValueError(
+                f"MSELoss: targets must have the predictions' shape {shape_str(logits.shape)}, got {got}"
+            )
         return (logits - targets).square()
 
 
@@ -315,8 +387,10 @@ class HuberLoss(Module):
         _float("HuberLoss", "predictions", predictions)
         if not isinstance(targets, Tensor) or targets.shape != predictions.shape:
             got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(f"HuberLoss: targets must have the predictions' shape {shape_str(predictions.shape)}, "
-                             f"got {got}")
+            raise ValueError(
+                f"HuberLoss: targets must have the predictions' shape {shape_str(predictions.shape)}, "
+                f"got {got}"
+            )
         return self.forward_residuals(targets - predictions)
 
     def forward_residuals(self, residuals: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ backward pass). ``-inf`` log-probabilities and unreachable states stay ``-inf`` 
 the value or the gradient: the log-sum-exp below maps an all ``-inf`` input to ``-inf`` with a
 zero gradient instead of ``log 0`` and ``0·inf``.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,7 +81,9 @@ class CTCLoss(Module):
         self.blank = int(blank)
         self.zero_infinity = bool(zero_infinity)
 
-    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor) -> Tensor:
+    def forward(
+        self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor
+    ) -> Tensor:
         """One loss per sample, ``[batch]`` (no reduction, as Burn's ``forward``).
 
         Args:
@@ -94,13 +97,23 @@ class CTCLoss(Module):
         op = "CTCLoss"
         check_float(op, "log_probs", log_probs)
         if log_probs.ndim != 3:
-            raise ValueError(f"{op}: log_probs must be [time, batch, classes], got {shape_str(log_probs.shape)}")
+            raise ValueError(
+                f"{op}: log_probs must be [time, batch, classes], got {shape_str(log_probs.shape)}"
+            )
         frames, batch, classes = log_probs.shape
         if self.blank >= classes:
             raise ValueError(f"{op}: blank index {self.blank} must be less than num_classes {classes}")
-        if not isinstance(targets, Tensor) or not targets.dtype.is_int or targets.ndim != 2 \
-                or targets.shape[0] != batch:
-            got = f"{targets.dtype} {shape_str(targets.shape)}" if isinstance(targets, Tensor) else type(targets)
+        if (
+            not isinstance(targets, Tensor)
+            or not targets.dtype.is_int
+            or targets.ndim != 2
+            or targets.shape[0] != batch
+        ):
+            got = (
+                f"{targets.dtype} {shape_str(targets.shape)}"
+                if isinstance(targets, Tensor)
+                else type(targets)
+            )
             raise ValueError(f"{op}: targets must be int [batch={batch}, max_target_length], got {got}")
         width = targets.shape[1]
         in_len = _int_host(op, "input_lengths", input_lengths, (batch,))
@@ -108,22 +121,33 @@ class CTCLoss(Module):
         labels = targets.numpy().astype(np.int64)
         for b in range(batch):
             if not 0 <= tg_len[b] <= width:
-                raise ValueError(f"{op}: target_lengths[{b}] = {tg_len[b]} must be in [0, {width}] (the width of "
-                                 f"targets)")
+                raise ValueError(
+                    f"{op}: target_lengths[{b}] = {tg_len[b]} must be in [0, {width}] (the width of targets)"
+                )
             if not tg_len[b] <= in_len[b] <= frames:
-                raise ValueError(f"{op}: input_lengths[{b}] = {in_len[b]} must be in [target_lengths[{b}] = "
-                                 f"{tg_len[b]}, {frames}] (the time dim of log_probs)")
-            used = labels[b, :tg_len[b]]
+                raise ValueError(
+                    f"{op}: input_lengths[{b}] = {in_len[b]} must be in [target_lengths[{b}] = "
+                    f"{tg_len[b]}, {frames}] (the time dim of log_probs)"
+                )
+            used = labels[b, : tg_len[b]]
             if used.size and (used.min() < 0 or used.max() >= classes or (used == self.blank).any()):
-                raise ValueError(f"{op}: targets[{b}] must hold classes in [0, {classes}) other than the blank "
-                                 f"{self.blank}, got {used.tolist()}")
+                raise ValueError(
+                    f"{op}: targets[{b}] must hold classes in [0, {classes}) other than the blank "
+                    f"{self.blank}, got {used.tolist()}"
+                )
         loss = self._negative_log_likelihood(log_probs, labels, in_len, tg_len)
         if self.zero_infinity:
             loss = loss.mask_fill(loss.isinf(), 0.0)
         return loss
 
-    def forward_with_reduction(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor,
-                               target_lengths: Tensor, reduction=Reduction.Auto) -> Tensor:
+    def forward_with_reduction(
+        self,
+        log_probs: Tensor,
+        targets: Tensor,
+        input_lengths: Tensor,
+        target_lengths: Tensor,
+        reduction=Reduction.Auto,
+    ) -> Tensor:
         """The loss reduced: ``Mean``/``Auto`` divides each loss by its target length
         (at least 1, as PyTorch) and averages over the batch; ``Sum`` adds them up."""
         op = "CTCLoss"
@@ -136,15 +160,16 @@ class CTCLoss(Module):
         lengths = target_lengths.to(loss.device).to(loss.dtype).clamp(min=1.0)
         return (loss / lengths).mean()
 
-    def _negative_log_likelihood(self, log_probs: Tensor, labels: np.ndarray, in_len: np.ndarray,
-                                 tg_len: np.ndarray) -> Tensor:
+    def _negative_log_likelihood(
+        self, log_probs: Tensor, labels: np.ndarray, in_len: np.ndarray, tg_len: np.ndarray
+    ) -> Tensor:
         frames, batch, _ = log_probs.shape
         states = 2 * labels.shape[1] + 1
         dev, dtype = log_probs.device, log_probs.dtype
         # l': blanks at even states, the labels (blank past each target's length) at odd ones
         extended = np.full((batch, states), self.blank, dtype=np.int64)
         for b in range(batch):
-            extended[b, 1:2 * tg_len[b]:2] = labels[b, :tg_len[b]]
+            extended[b, 1 : 2 * tg_len[b] : 2] = labels[b, : tg_len[b]]
         # the skip s-2 -> s is allowed into a label that differs from the label two states back
         skip = np.zeros((batch, states), dtype=bool)
         skip[:, 2:] = (extended[:, 2:] != self.blank) & (extended[:, 2:] != extended[:, :-2])
@@ -157,12 +182,12 @@ class CTCLoss(Module):
         alpha = make_tensor(start, dtype=dtype, device=dev)
         skip_t = make_tensor(skip, device=dev)
         active = make_tensor(np.arange(frames)[:, None, None] < in_len[None, :, None], device=dev)
-        for t, emit_t in enumerate(unbind_steps(emit, 1)[:int(in_len.max(initial=0))]):
+        for t, emit_t in enumerate(unbind_steps(emit, 1)[: int(in_len.max(initial=0))]):
             stay = alpha
-            step = alpha[:, :states - 1].pad([1, 0], -math.inf)
+            step = alpha[:, : states - 1].pad([1, 0], -math.inf)
             candidates = [stay, step]
             if states > 1:
-                candidates.append(alpha[:, :states - 2].pad([2, 0], -math.inf).where(skip_t, -math.inf))
+                candidates.append(alpha[:, : states - 2].pad([2, 0], -math.inf).where(skip_t, -math.inf))
             new = _log_sum_exp(*candidates) + emit_t
             alpha = new if (in_len > t).all() else new.where(active[t], alpha)
         last = 2 * tg_len

@@ -2,6 +2,7 @@
 ``PoissonNllLoss``, ``GaussianNLLLoss``), each ``forward(..., reduction)`` plus
 ``forward_no_reduction``.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,14 @@ from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["GaussianNLLLoss", "GaussianNLLLossConfig", "KLDivLoss", "KLDivLossConfig", "PoissonNllLoss",
-           "PoissonNllLossConfig"]
+__all__ = [
+    "GaussianNLLLoss",
+    "GaussianNLLLossConfig",
+    "KLDivLoss",
+    "KLDivLossConfig",
+    "PoissonNllLoss",
+    "PoissonNllLossConfig",
+]
 
 HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -59,13 +66,18 @@ class KLDivLoss(Module):
 
     def forward(self, predictions: Tensor, targets: Tensor, reduction=Reduction.Auto) -> Tensor:
         """Args:
-            predictions: log-probabilities ``[batch, ...]``.
-            targets: probabilities (or log-probabilities), same shape.
-            reduction: ``Auto``/``BatchMean``, ``Mean`` or ``Sum``.
+        predictions: log-probabilities ``[batch, ...]``.
+        targets: probabilities (or log-probabilities), same shape.
+        reduction: ``Auto``/``BatchMean``, ``Mean`` or ``Sum``.
         """
         loss = self.forward_no_reduction(predictions, targets)
-        return reduce_loss("KLDivLoss", loss, reduction, auto=Reduction.BatchMean,
-                           supported=(Reduction.BatchMean, Reduction.Mean, Reduction.Sum))
+        return reduce_loss(
+            "KLDivLoss",
+            loss,
+            reduction,
+            auto=Reduction.BatchMean,
+            supported=(Reduction.BatchMean, Reduction.Mean, Reduction.Sum),
+        )
 
     def forward_no_reduction(self, predictions: Tensor, targets: Tensor) -> Tensor:
         """The element-wise divergence terms."""
@@ -203,8 +215,10 @@ class GaussianNLLLoss(Module):
         check_float(op, "var", var)
         check_same_shape(op, ("input", "target"), input, target)
         if var.ndim != input.ndim or any(v not in (1, s) for v, s in zip(var.shape, input.shape)):
-            raise ValueError(f"{op}: var must have the shape of input {shape_str(input.shape)} or size-1 dims in "
-                             f"its place, got {shape_str(var.shape)}")
+            raise ValueError(
+                f"{op}: var must have the shape of input {shape_str(input.shape)} or size-1 dims in "
+                f"its place, got {shape_str(var.shape)}"
+            )
         var = var.to(input.dtype).clamp(min=self.eps)
         loss = (var.log() + (input - target.to(input.dtype)).square() / var) * 0.5
         return loss + HALF_LOG_TWO_PI if self.full else loss

@@ -5,6 +5,7 @@ whose reduction is part of its config, as in Burn.
 
 Targets of ±1 may be int or float tensors.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,9 +20,19 @@ from ember.tensor.ops.elementwise import relu, softplus
 from ember.tensor.ops.indexing import check_index_range
 from ember.tensor.tensor import Tensor
 
-__all__ = ["CosineEmbeddingLoss", "CosineEmbeddingLossConfig", "HingeEmbeddingLoss", "HingeEmbeddingLossConfig",
-           "MarginRankingLoss", "MarginRankingLossConfig", "MultiMarginLoss", "MultiMarginLossConfig",
-           "SoftMarginLoss", "TripletMarginLoss", "TripletMarginLossConfig"]
+__all__ = [
+    "CosineEmbeddingLoss",
+    "CosineEmbeddingLossConfig",
+    "HingeEmbeddingLoss",
+    "HingeEmbeddingLossConfig",
+    "MarginRankingLoss",
+    "MarginRankingLossConfig",
+    "MultiMarginLoss",
+    "MultiMarginLossConfig",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginLossConfig",
+]
 
 
 def _check_pairs(op: str, first: Tensor, second: Tensor, names=("input1", "input2")) -> None:
@@ -51,7 +62,7 @@ def _lp_norm(x: Tensor, p: float, dim: int) -> Tensor:
         return x.abs().max(dim, keepdim=True)
     if p == -math.inf:
         return x.abs().min(dim, keepdim=True)
-    base = x ** p if float(p).is_integer() and int(p) % 2 == 0 else x.abs() ** p
+    base = x**p if float(p).is_integer() and int(p) % 2 == 0 else x.abs() ** p
     return base.sum(dim, keepdim=True) ** (1.0 / p)
 
 
@@ -244,7 +255,11 @@ class MultiMarginLoss(Module):
             raise ValueError(f"{op}: input must be [batch, classes], got {shape_str(input.shape)}")
         batch, classes = input.shape
         if not isinstance(target, Tensor) or not target.dtype.is_int or target.shape != (batch,):
-            got = f"{target.dtype} {shape_str(target.shape)}" if isinstance(target, Tensor) else type(target).__name__
+            got = (
+                f"{target.dtype} {shape_str(target.shape)}"
+                if isinstance(target, Tensor)
+                else type(target).__name__
+            )
             raise ValueError(f"{op}: target must be int class indices [{batch}], got {got}")
         check_index_range(op, target, classes, "target class")
         correct = input.gather(1, target.reshape(batch, 1))
@@ -252,7 +267,7 @@ class MultiMarginLoss(Module):
         if self.p == 2:
             hinge = hinge.square()
         # the target class itself contributes max(0, margin)^p exactly: take it out again
-        return (hinge.sum(1) - self.margin ** self.p) / float(classes)
+        return (hinge.sum(1) - self.margin**self.p) / float(classes)
 
     def extra_repr(self) -> dict:
         return {"margin": self.margin, "p": self.p}
@@ -309,7 +324,9 @@ class TripletMarginLoss(Module):
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor, reduction=Reduction.Auto) -> Tensor:
         """The loss reduced with ``Mean``/``Auto`` or ``Sum``."""
-        return reduce_loss("TripletMarginLoss", self.forward_no_reduction(anchor, positive, negative), reduction)
+        return reduce_loss(
+            "TripletMarginLoss", self.forward_no_reduction(anchor, positive, negative), reduction
+        )
 
     def forward_no_reduction(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         """One loss per triplet, ``[batch]``."""

@@ -5,6 +5,7 @@ the batch size, dim 0) or ``Auto`` (the loss's natural reduction: the mean for a
 KL divergence, whose ``Auto`` is ``BatchMean``). Losses that Burn does not define a reduction for
 raise a ``ValueError`` naming it, where Burn panics.
 """
+
 from __future__ import annotations
 
 import enum
@@ -33,12 +34,18 @@ def as_reduction(op: str, reduction) -> Reduction:
         return reduction
     if isinstance(reduction, str) and reduction.lower().replace("_", "") in _BY_LOWER:
         return _BY_LOWER[reduction.lower().replace("_", "")]
-    raise ValueError(f"{op}: unsupported reduction {reduction!r}; expected a Reduction (Mean, Sum, BatchMean "
-                     f"or Auto)")
+    raise ValueError(
+        f"{op}: unsupported reduction {reduction!r}; expected a Reduction (Mean, Sum, BatchMean or Auto)"
+    )
 
 
-def reduce_loss(op: str, loss: Tensor, reduction, auto: Reduction = Reduction.Mean,
-                supported=(Reduction.Mean, Reduction.Sum)) -> Tensor:
+def reduce_loss(
+    op: str,
+    loss: Tensor,
+    reduction,
+    auto: Reduction = Reduction.Mean,
+    supported=(Reduction.Mean, Reduction.Sum),
+) -> Tensor:
     """Reduce per-element losses to a 0-d tensor.
 
     Args:
@@ -74,4 +81,6 @@ def check_same_shape(op: str, names: tuple[str, str], a: Tensor, b) -> None:
     """``b`` must be a tensor of ``a``'s shape."""
     if not isinstance(b, Tensor) or b.shape != a.shape:
         got = shape_str(b.shape) if isinstance(b, Tensor) else type(b).__name__
-        raise ValueError(f"{op}: {names[1]} must have the shape of {names[0]} {shape_str(a.shape)}, got {got}")
+        raise ValueError(
+            f"{op}: {names[1]} must have the shape of {names[0]} {shape_str(a.shape)}, got {got}"
+        )

@@ -6,6 +6,7 @@ loss (``forward_with_reduction`` reduces it), ``LpLoss.forward`` reduces
 (``forward_no_reduction`` does not); both have ``forward_reduce_dims`` (a mean over some dims,
 kept with size 1).
 """
+
 from __future__ import annotations
 
 from ember.nn.loss_reduction import Reduction, check_float, check_same_shape, reduce_loss
@@ -62,7 +63,9 @@ class SmoothL1Loss(Module):
         quadratic = error.square() * (0.5 / self.beta)
         return quadratic.where(magnitude < self.beta, linear)
 
-    def forward_with_reduction(self, predictions: Tensor, targets: Tensor, reduction=Reduction.Auto) -> Tensor:
+    def forward_with_reduction(
+        self, predictions: Tensor, targets: Tensor, reduction=Reduction.Auto
+    ) -> Tensor:
         """The loss reduced with ``Mean``/``Auto`` or ``Sum``."""
         return reduce_loss("SmoothL1Loss", self.forward(predictions, targets), reduction)
 

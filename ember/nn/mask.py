@@ -2,9 +2,11 @@
 
 Masks are bool tensors where True means *masked* (padding, or a forbidden position).
 """
+
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,8 +14,15 @@ from ember.record.config import Config
 from ember.tensor.creation import from_numpy
 from ember.tensor.tensor import Tensor
 
-__all__ = ["Fixed", "GeneratePaddingMask", "Max", "NoMax", "SeqLength", "generate_autoregressive_mask",
-           "generate_padding_mask"]
+__all__ = [
+    "Fixed",
+    "GeneratePaddingMask",
+    "Max",
+    "NoMax",
+    "SeqLength",
+    "generate_autoregressive_mask",
+    "generate_padding_mask",
+]
 
 
 class SeqLength(Config, frozen=True):
@@ -40,8 +49,10 @@ class SeqLength(Config, frozen=True):
             return NoMax()
         if isinstance(value, int) and not isinstance(value, bool):
             return Max(value)
-        raise TypeError(f"seq_length: expected SeqLength.NoMax, SeqLength.Max(n), SeqLength.Fixed(n), None or "
-                        f"an int, got {value!r}")
+        raise TypeError(
+            f"seq_length: expected SeqLength.NoMax, SeqLength.Max(n), SeqLength.Fixed(n), None or "
+            f"an int, got {value!r}"
+        )
 
 
 class NoMax(SeqLength):
@@ -90,8 +101,9 @@ class GeneratePaddingMask(NamedTuple):
     mask: Tensor
 
 
-def generate_padding_mask(pad_token: int, sequences: Sequence[Sequence[int]], seq_length=None,
-                          device=None) -> GeneratePaddingMask:
+def generate_padding_mask(
+    pad_token: int, sequences: Sequence[Sequence[int]], seq_length=None, device=None
+) -> GeneratePaddingMask:
     """Pad token sequences into one ``[B, S]`` tensor and its padding mask.
 
     Sequences longer than S keep their first S tokens. As in Burn, the mask is
@@ -120,4 +132,6 @@ def generate_padding_mask(pad_token: int, sequences: Sequence[Sequence[int]], se
 def generate_autoregressive_mask(batch_size: int, seq_length: int, device=None) -> Tensor:
     """``[batch, seq, seq]`` bool, True above the diagonal: position i may not attend to j > i."""
     upper = np.triu(np.ones((seq_length, seq_length), dtype=bool), k=1)
-    return from_numpy(np.ascontiguousarray(np.broadcast_to(upper, (batch_size, seq_length, seq_length))), device)
+    return from_numpy(
+        np.ascontiguousarray(np.broadcast_to(upper, (batch_size, seq_length, seq_length))), device
+    )

@@ -27,10 +27,12 @@ Modules are mutable Python objects: ``to``, ``freeze``, ``unfreeze``, ``map_para
 ``model.to("cpu")`` and ``model = model.to("cpu")`` work. ``valid``, ``fork``, ``train`` and
 ``clone`` return new modules.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ember.nn.config_hint import with_config_hint
 from ember.nn.param import Param, ParamId, _as_leaf
@@ -88,7 +90,8 @@ def _refuse_trainable_tensor(owner: str, path: str) -> None:
         f"{owner}.{path}: a tensor that requires grad is not a parameter; as a plain module attribute "
         f"it would be missing from named_parameters(), untouched by optimizers and not saved. Wrap it "
         f"in nn.Param(tensor) (a float Param is trainable by default), or drop require_grad() to "
-        f"keep it as a constant")
+        f"keep it as a constant"
+    )
 
 
 class Module:
@@ -146,6 +149,7 @@ class Module:
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
         """Direct sub-modules with their path relative to this module (``layers.0``)."""
+
         def visit(prefix, value):
             if isinstance(value, Module):
                 yield prefix, value
@@ -154,6 +158,7 @@ class Module:
             if items:
                 for comp, item in items:
                     yield from visit(_join(prefix, comp), item)
+
         for name, value in self._items():
             yield from visit(name, value)
 
@@ -171,6 +176,7 @@ class Module:
             yield path, module
             for name, child in module.named_children():
                 yield from visit(_join(path, name), child)
+
         yield from visit(prefix, self)
 
     def modules(self) -> list["Module"]:
@@ -321,11 +327,14 @@ class Module:
         for path, p in self.named_parameters():
             new = fn(path, p._value)
             if not isinstance(new, Tensor):
-                raise TypeError(f"map_parameters: fn returned {type(new).__name__} for '{path}', "
-                                f"expected a Tensor")
+                raise TypeError(
+                    f"map_parameters: fn returned {type(new).__name__} for '{path}', expected a Tensor"
+                )
             if new.shape != p.shape:
-                raise ValueError(f"map_parameters: fn changed the shape of '{path}' from {list(p.shape)} "
-                                 f"to {list(new.shape)}")
+                raise ValueError(
+                    f"map_parameters: fn changed the shape of '{path}' from {list(p.shape)} "
+                    f"to {list(new.shape)}"
+                )
             p._value = _as_leaf(new.detach(), p._require_grad and new.dtype.is_float)
         return self
 
@@ -340,6 +349,7 @@ class Module:
         that do not require grad, and forward passes that record no graph."""
         out = copy.deepcopy(self)
         from ember.nn.lora import merge_lora
+
         merge_lora(out)
         for _, module in out.named_modules():
             module._training = False
@@ -381,11 +391,13 @@ class Module:
     def apply_lora(self, lora) -> "Module":
         """Attach LoRA adapters (see :func:`ember.nn.lora.apply_lora`). In place."""
         from ember.nn.lora import apply_lora
+
         return apply_lora(self, lora)
 
     def merge_lora(self) -> "Module":
         """Fold LoRA adapters into their weights (see :func:`ember.nn.lora.merge_lora`). In place."""
         from ember.nn.lora import merge_lora
+
         return merge_lora(self)
 
     # ---- records ------------------------------------------------------------------------------------
@@ -396,6 +408,7 @@ class Module:
             group: record only parameters matching this group (``matches(path, param_id)``).
         """
         from ember.nn.module_record import ModuleRecord
+
         return ModuleRecord.from_module(self, group)
 
     def load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
@@ -414,6 +427,7 @@ class Module:
                 is left unchanged.
         """
         from ember.nn.module_record import load_into
+
         return load_into(self, record, strict=strict, dtype_policy=dtype_policy)
 
     def try_load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
@@ -427,10 +441,17 @@ class Module:
             The path written.
         """
         from ember.nn.module_record import save_module
+
         return save_module(self, path, metadata)
 
-    def load_file(self, path, strict: bool = True, dtype_policy=None, allow_partial: bool | None = None,
-                  allow_unused: bool | None = None) -> "Module":
+    def load_file(
+        self,
+        path,
+        strict: bool = True,
+        dtype_policy=None,
+        allow_partial: bool | None = None,
+        allow_unused: bool | None = None,
+    ) -> "Module":
         """Load parameters from a burnpack file saved by :meth:`save_file` (or by Burn). In place.
 
         Args:
@@ -441,6 +462,7 @@ class Module:
             allow_unused: allow tensors of the file that the module lacks.
         """
         from ember.nn.module_record import ModuleRecord
+
         record = ModuleRecord.load(path)
         if allow_partial is not None:
             record = record.allow_partial(allow_partial)
@@ -455,7 +477,9 @@ class Module:
         for name, value in self._items():
             if isinstance(value, (bool, int, float, str)) or value is None:
                 out[name] = value
-            elif isinstance(value, (tuple, list)) and value and all(isinstance(v, (int, float)) for v in value):
+            elif (
+                isinstance(value, (tuple, list)) and value and all(isinstance(v, (int, float)) for v in value)
+            ):
                 out[name] = list(value)
         return out
 
@@ -500,8 +524,10 @@ def _value_lines(label: str, value) -> list[str]:
         sub = value._repr_lines()
         return [f"{label}: {sub[0]}"] + sub[1:]
     if isinstance(value, Param):
-        return [f"{label}: Param {{shape: {list(value.shape)}, dtype: {value.dtype}"
-                f"{'' if value.require_grad else ', frozen'}{', lora' if value._adapter else ''}}}"]
+        return [
+            f"{label}: Param {{shape: {list(value.shape)}, dtype: {value.dtype}"
+            f"{'' if value.require_grad else ', frozen'}{', lora' if value._adapter else ''}}}"
+        ]
     items = _container_items(value) or []
     kind = "{" if isinstance(value, dict) else "["
     lines = [f"{label}: {kind}"]
@@ -520,5 +546,6 @@ def _group_matches(group, path: str, param_id: ParamId) -> bool:
         return bool(matches(path, param_id))
     if callable(group):
         return bool(group(path, param_id))
-    raise TypeError(f"expected a parameter group with matches(path, param_id) or a callable, "
-                    f"got {type(group).__name__}")
+    raise TypeError(
+        f"expected a parameter group with matches(path, param_id) or a callable, got {type(group).__name__}"
+    )

@@ -6,12 +6,14 @@ the parameter paths and whose descriptors carry the parameter ids. Loading check
 path, shape and element kind first and changes nothing unless all of it fits; the error
 lists each problem by path with what was expected and what the record holds.
 """
+
 from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -86,7 +88,9 @@ class ModuleRecord(Mapping[str, RecordEntry]):
         try:
             return self._entries[path]
         except KeyError:
-            raise KeyError(f"ModuleRecord has no tensor at path {path!r}; it holds {sorted(self._entries)}") from None
+            raise KeyError(
+                f"ModuleRecord has no tensor at path {path!r}; it holds {sorted(self._entries)}"
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
@@ -95,8 +99,10 @@ class ModuleRecord(Mapping[str, RecordEntry]):
         return len(self._entries)
 
     def __repr__(self) -> str:
-        return (f"ModuleRecord({len(self)} tensors, dtype_policy={self.dtype_policy.name}, "
-                f"allow_partial={self._allow_partial}, allow_unused={self._allow_unused})")
+        return (
+            f"ModuleRecord({len(self)} tensors, dtype_policy={self.dtype_policy.name}, "
+            f"allow_partial={self._allow_partial}, allow_unused={self._allow_unused})"
+        )
 
     # ---- options (copies) ------------------------------------------------------------------------
     def _copy(self, **changes) -> "ModuleRecord":
@@ -142,6 +148,7 @@ class ModuleRecord(Mapping[str, RecordEntry]):
     def from_module(cls, module, group=None) -> "ModuleRecord":
         """Snapshot ``module``'s parameters (optionally only those matching ``group``)."""
         from ember.nn.module import _group_matches
+
         entries = {}
         for path, p in module.named_parameters():
             if not _group_matches(group, path, p.id):
@@ -159,8 +166,10 @@ class ModuleRecord(Mapping[str, RecordEntry]):
             return record
         if isinstance(record, Mapping):
             return cls(record, getattr(record, "metadata", None))
-        raise TypeError(f"load_record: expected a ModuleRecord, an ember.record.Record or a mapping "
-                        f"path -> array, got {type(record).__name__}")
+        raise TypeError(
+            f"load_record: expected a ModuleRecord, an ember.record.Record or a mapping "
+            f"path -> array, got {type(record).__name__}"
+        )
 
     # ---- files -----------------------------------------------------------------------------------------
     def _tensors(self) -> tuple[dict, dict]:
@@ -171,6 +180,7 @@ class ModuleRecord(Mapping[str, RecordEntry]):
     def save(self, path: str | os.PathLike, metadata: Mapping[str, str] | None = None) -> Path:
         """Write a burnpack file (``.bpk`` appended when the path has no extension)."""
         from ember.record import save
+
         tensors, ids = self._tensors()
         meta = {**self.metadata, **(metadata or {})}
         return save(path, tensors, meta or None, param_ids=ids)
@@ -178,6 +188,7 @@ class ModuleRecord(Mapping[str, RecordEntry]):
     def to_bytes(self) -> bytes:
         """The burnpack container as bytes."""
         from ember.record import to_bytes
+
         tensors, ids = self._tensors()
         return to_bytes(tensors, self.metadata or None, param_ids=ids)
 
@@ -185,11 +196,13 @@ class ModuleRecord(Mapping[str, RecordEntry]):
     def load(cls, path: str | os.PathLike) -> "ModuleRecord":
         """Read a burnpack file (memory-mapped: values are read when loaded into a module)."""
         from ember.record import load
+
         return cls(load(path))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ModuleRecord":
         from ember.record import from_bytes
+
         return cls(from_bytes(data))
 
 
@@ -218,8 +231,11 @@ def load_into(module, record, strict: bool = True, dtype_policy=None):
     """Validate ``record`` against ``module`` and, if everything fits, load it (see
     ``Module.load_record``)."""
     rec = ModuleRecord.coerce(record)
-    policy = rec.dtype_policy if dtype_policy is None else (
-        DTypePolicy(dtype_policy) if isinstance(dtype_policy, str) else dtype_policy)
+    policy = (
+        rec.dtype_policy
+        if dtype_policy is None
+        else (DTypePolicy(dtype_policy) if isinstance(dtype_policy, str) else dtype_policy)
+    )
     allow_partial = rec.partial_allowed or not strict
     allow_unused = rec.unused_allowed or not strict
     remaining = dict(rec._entries)
@@ -238,12 +254,16 @@ def load_into(module, record, strict: bool = True, dtype_policy=None):
             errors.append(f"{path}: {exc}")
             continue
         if found != expected:
-            errors.append(f"{path}: shape mismatch, expected {list(expected)} ({p.dtype}) but the record "
-                          f"has {list(found)} ({_dtype_name(array)})")
+            errors.append(
+                f"{path}: shape mismatch, expected {list(expected)} ({p.dtype}) but the record "
+                f"has {list(found)} ({_dtype_name(array)})"
+            )
             continue
         if found_dtype.kind != p.dtype.kind:
-            errors.append(f"{path}: dtype mismatch, expected a {p.dtype.kind} tensor ({p.dtype}) but the "
-                          f"record has {_dtype_name(array)}")
+            errors.append(
+                f"{path}: dtype mismatch, expected a {p.dtype.kind} tensor ({p.dtype}) but the "
+                f"record has {_dtype_name(array)}"
+            )
             continue
         target = found_dtype if policy is DTypePolicy.FromRecord else p.dtype
         updates.append((p, array, target, entry.param_id))
@@ -254,8 +274,12 @@ def load_into(module, record, strict: bool = True, dtype_policy=None):
     if unused and not allow_unused:
         problems.append(f"not in the module ({len(unused)}): {unused}")
     if problems:
-        raise RecordError(f"load_record into {type(module).__name__}: " + "; ".join(problems)
-                          + ". Nothing was loaded." + _hint(missing, unused, allow_partial, allow_unused))
+        raise RecordError(
+            f"load_record into {type(module).__name__}: "
+            + "; ".join(problems)
+            + ". Nothing was loaded."
+            + _hint(missing, unused, allow_partial, allow_unused)
+        )
     for p, array, target, pid in updates:
         host = np.asarray(array)
         if p._save_transposed:
@@ -279,6 +303,7 @@ def _hint(missing, unused, allow_partial, allow_unused) -> str:
 def save_module(module, path: str | os.PathLike, metadata: Mapping[str, str] | None = None) -> Path:
     """Stream ``module``'s parameters into a burnpack file (one tensor on the host at a time)."""
     from ember.record import save
+
     tensors, ids = {}, {}
     for p_path, p in module.named_parameters():
         value = p.value.detach()

@@ -1,4 +1,5 @@
 """Normalisation over the last dim: LayerNorm and RmsNorm."""
+
 from __future__ import annotations
 
 from ember.nn.init import Ones, Zeros
@@ -62,8 +63,12 @@ class LayerNorm(Module):
         _check_last_dim("LayerNorm", x, self.gamma.shape[0])
         beta = None if self.beta is None else self.beta.val()
         if x.dtype is dt.float16:  # accumulate in float32, as Burn does for half precision
-            return layer_norm(x.to(dt.float32), self.gamma.val().to(dt.float32),
-                              None if beta is None else beta.to(dt.float32), self.epsilon).to(dt.float16)
+            return layer_norm(
+                x.to(dt.float32),
+                self.gamma.val().to(dt.float32),
+                None if beta is None else beta.to(dt.float32),
+                self.epsilon,
+            ).to(dt.float16)
         return layer_norm(x, self.gamma.val(), beta, self.epsilon)
 
     def extra_repr(self) -> dict:

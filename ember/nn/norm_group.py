@@ -3,6 +3,7 @@ groups, each group normalised over its channels and spatial positions.
 
 :func:`group_norm` is shared with :class:`~ember.nn.InstanceNorm` (one group per channel).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ def check_norm_input(op: str, x: Tensor, num_channels: int) -> None:
         got = f"{x.dtype} tensor" if isinstance(x, Tensor) else type(x).__name__
         raise TypeError(f"{op}: expected a float Tensor input, got {got}")
     if x.ndim < 3 or x.shape[1] != num_channels:
-        raise ValueError(f"{op}: expected input [batch, {num_channels}, *spatial] of rank >= 3, "
-                         f"got {shape_str(x.shape)}")
+        raise ValueError(
+            f"{op}: expected input [batch, {num_channels}, *spatial] of rank >= 3, got {shape_str(x.shape)}"
+        )
 
 
 def check_affine(op: str, gamma: Param | None, beta: Param | None, num_channels: int) -> None:
@@ -36,7 +38,9 @@ def check_affine(op: str, gamma: Param | None, beta: Param | None, num_channels:
             raise ValueError(f"{op}: {name} must have shape [{num_channels}], got {shape_str(p.shape)}")
 
 
-def group_norm(x: Tensor, gamma: Tensor | None, beta: Tensor | None, num_groups: int, epsilon: float) -> Tensor:
+def group_norm(
+    x: Tensor, gamma: Tensor | None, beta: Tensor | None, num_groups: int, epsilon: float
+) -> Tensor:
     """``(x − mean) / √(var + ε) · gamma + beta`` with mean and biased variance taken per sample
     over each group of ``channels / num_groups`` channels and all spatial positions.
 
@@ -103,13 +107,23 @@ class GroupNorm(Module):
         epsilon: added to the variance.
     """
 
-    def __init__(self, gamma: Param | None, beta: Param | None, num_groups: int, num_channels: int,
-                 epsilon: float = 1e-5):
+    def __init__(
+        self,
+        gamma: Param | None,
+        beta: Param | None,
+        num_groups: int,
+        num_channels: int,
+        epsilon: float = 1e-5,
+    ):
         if num_groups <= 0 or num_channels <= 0:
-            raise ValueError(f"GroupNorm: num_groups and num_channels must be positive, got {num_groups} and "
-                             f"{num_channels}")
+            raise ValueError(
+                f"GroupNorm: num_groups and num_channels must be positive, got {num_groups} and "
+                f"{num_channels}"
+            )
         if num_channels % num_groups:
-            raise ValueError(f"GroupNorm: num_channels={num_channels} is not divisible by num_groups={num_groups}")
+            raise ValueError(
+                f"GroupNorm: num_channels={num_channels} is not divisible by num_groups={num_groups}"
+            )
         check_affine("GroupNorm", gamma, beta, num_channels)
         self.gamma = gamma
         self.beta = beta
@@ -123,7 +137,7 @@ class GroupNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, num_channels, *spatial]`` (rank >= 3).
+        x: ``[batch, num_channels, *spatial]`` (rank >= 3).
         """
         check_norm_input("GroupNorm", x, self.num_channels)
         gamma = None if self.gamma is None else self.gamma.val()
@@ -131,5 +145,9 @@ class GroupNorm(Module):
         return group_norm(x, gamma, beta, self.num_groups, self.epsilon)
 
     def extra_repr(self) -> dict:
-        return {"num_groups": self.num_groups, "num_channels": self.num_channels, "epsilon": self.epsilon,
-                "affine": self.affine}
+        return {
+            "num_groups": self.num_groups,
+            "num_channels": self.num_channels,
+            "epsilon": self.epsilon,
+            "affine": self.affine,
+        }

@@ -1,5 +1,6 @@
 """Instance normalisation (Burn's ``InstanceNorm``): each channel of each sample normalised
 over its spatial positions — group normalisation with one group per channel."""
+
 from __future__ import annotations
 
 from ember.nn.init import Ones, Zeros
@@ -60,7 +61,7 @@ class InstanceNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, num_channels, *spatial]`` (rank >= 3).
+        x: ``[batch, num_channels, *spatial]`` (rank >= 3).
         """
         check_norm_input("InstanceNorm", x, self.num_channels)
         gamma = None if self.gamma is None else self.gamma.val()

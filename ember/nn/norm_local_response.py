@@ -1,4 +1,5 @@
 """Local response normalisation across channels (Burn's ``LocalResponseNorm``, AlexNet's LRN)."""
+
 from __future__ import annotations
 
 import math
@@ -61,12 +62,14 @@ class LocalResponseNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
-            x: ``[batch, channels, *spatial]`` (rank >= 3); the output has the same shape.
+        x: ``[batch, channels, *spatial]`` (rank >= 3); the output has the same shape.
         """
         if not isinstance(x, Tensor) or not x.dtype.is_float or x.ndim < 3:
             got = f"{x.dtype} {shape_str(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"LocalResponseNorm: expected a float input [batch, channels, *spatial] "
-                             f"of rank >= 3, got {got}")
+            raise ValueError(
+                f"LocalResponseNorm: expected a float input [batch, channels, *spatial] "
+                f"of rank >= 3, got {got}"
+            )
         channels = x.shape[1]
         below, above = (self.size - 1) // 2, self.size // 2
         # pad takes (before, after) pairs from the last dim backwards; only dim 1 is padded

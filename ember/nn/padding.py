@@ -9,6 +9,7 @@
 Use them as ``PaddingConfig2d.Same``, ``PaddingConfig2d.Valid`` and
 ``PaddingConfig2d.Explicit(1, 1, 1, 1)``.
 """
+
 from __future__ import annotations
 
 from ember.record.config import Config
@@ -76,8 +77,10 @@ class _Valid2d(PaddingConfig2d):
 
 class _Same2d(PaddingConfig2d):
     def pairs(self, height, width, kernel, stride, dilation=(1, 1)):
-        return (same_padding(kernel[0], stride[0], height, dilation[0]),
-                same_padding(kernel[1], stride[1], width, dilation[1]))
+        return (
+            same_padding(kernel[0], stride[0], height, dilation[0]),
+            same_padding(kernel[1], stride[1], width, dilation[1]),
+        )
 
 
 class _Explicit2d(PaddingConfig2d):
@@ -87,7 +90,9 @@ class _Explicit2d(PaddingConfig2d):
     right: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "bottom", self.top if self.bottom is None else self.bottom)  # frozen dataclass
+        object.__setattr__(
+            self, "bottom", self.top if self.bottom is None else self.bottom
+        )  # frozen dataclass
         object.__setattr__(self, "right", self.left if self.right is None else self.right)
         _check("PaddingConfig2d.Explicit", (self.top, self.left, self.bottom, self.right))
 
@@ -96,8 +101,14 @@ class _Explicit2d(PaddingConfig2d):
 
 
 # The variants carry Burn's names, which is also how configs write them in JSON.
-for _cls, _name in ((_Valid1d, "Valid"), (_Same1d, "Same"), (_Explicit1d, "Explicit"),
-                    (_Valid2d, "Valid"), (_Same2d, "Same"), (_Explicit2d, "Explicit")):
+for _cls, _name in (
+    (_Valid1d, "Valid"),
+    (_Same1d, "Same"),
+    (_Explicit1d, "Explicit"),
+    (_Valid2d, "Valid"),
+    (_Same2d, "Same"),
+    (_Explicit2d, "Explicit"),
+):
     _cls.__name__ = _name
     _cls.__qualname__ = f"{_cls.__mro__[1].__name__}.{_name}"
 
@@ -119,7 +130,9 @@ def padding_1d(value) -> PaddingConfig1d:
         return _Explicit1d(*value)
     if isinstance(value, str) and value.lower() in ("same", "valid"):
         return PaddingConfig1d.Same if value.lower() == "same" else PaddingConfig1d.Valid
-    raise TypeError(f"padding: expected a PaddingConfig1d, 'same', 'valid', an int or (left, right), got {value!r}")
+    raise TypeError(
+        f"padding: expected a PaddingConfig1d, 'same', 'valid', an int or (left, right), got {value!r}"
+    )
 
 
 def padding_2d(value) -> PaddingConfig2d:
@@ -132,5 +145,7 @@ def padding_2d(value) -> PaddingConfig2d:
         return _Explicit2d(*value)
     if isinstance(value, str) and value.lower() in ("same", "valid"):
         return PaddingConfig2d.Same if value.lower() == "same" else PaddingConfig2d.Valid
-    raise TypeError(f"padding: expected a PaddingConfig2d, 'same', 'valid', an int, (h, w) or "
-                    f"(top, left, bottom, right), got {value!r}")
+    raise TypeError(
+        f"padding: expected a PaddingConfig2d, 'same', 'valid', an int, (h, w) or "
+        f"(top, left, bottom, right), got {value!r}"
+    )

@@ -15,6 +15,7 @@ A :class:`Param` behaves as a tensor: ``x + param``, ``param @ x``, ``ember.gelu
 parameter exactly as through ``param.val()``. ``shape``, ``dtype``, ``device`` and
 ``numpy()`` describe the stored tensor (the same, unless a LoRA adapter is attached).
 """
+
 from __future__ import annotations
 
 import base64
@@ -119,6 +120,7 @@ def _as_leaf(value: Tensor, require_grad: bool) -> Tensor:
 def _copy_tensor(t: Tensor) -> Tensor:
     """A detached copy of ``t``'s data on the same device."""
     from ember.tensor.grad_mode import no_grad
+
     with no_grad():
         return t.detach().clone()
 
@@ -133,8 +135,15 @@ class Param:
             (int and bool tensors never require grad).
     """
 
-    __slots__ = ("_value", "id", "_require_grad", "_adapter", "_restore_grad", "_save_transposed",
-                 "_lora_restore_grad")
+    __slots__ = (
+        "_adapter",
+        "_lora_restore_grad",
+        "_require_grad",
+        "_restore_grad",
+        "_save_transposed",
+        "_value",
+        "id",
+    )
     __array_priority__ = Tensor.__array_priority__  # ndarray <op> Param defers to Param, as to a Tensor
 
     def __init__(self, value: Tensor, id: ParamId | int | None = None, require_grad: bool | None = None):
@@ -162,6 +171,7 @@ class Param:
     def from_data(cls, data, device=None, dtype=None, require_grad: bool | None = None) -> "Param":
         """A new parameter from nested lists / a NumPy array (see :func:`ember.tensor`)."""
         from ember.tensor.creation import tensor
+
         return cls(tensor(data, dtype=dtype, device=device), None, require_grad)
 
     # ---- value ---------------------------------------------------------------------------------
@@ -182,10 +192,14 @@ class Param:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"Param.set_value: expected an ember Tensor, got {type(tensor).__name__}")
         if tensor.shape != self._value.shape:
-            raise ValueError(f"Param.set_value: shape {list(tensor.shape)} differs from the parameter's "
-                             f"shape {list(self._value.shape)}")
+            raise ValueError(
+                f"Param.set_value: shape {list(tensor.shape)} differs from the parameter's "
+                f"shape {list(self._value.shape)}"
+            )
         if self._require_grad and not tensor.dtype.is_float:
-            raise TypeError(f"Param.set_value: a trainable parameter needs a float tensor, got {tensor.dtype}")
+            raise TypeError(
+                f"Param.set_value: a trainable parameter needs a float tensor, got {tensor.dtype}"
+            )
         self._value = _as_leaf(tensor, self._require_grad)
         return self
 
@@ -240,8 +254,9 @@ class Param:
         """Mark the parameter trainable (its tensor becomes a leaf requiring grad) or frozen."""
         flag = bool(flag)
         if flag and not self._value.dtype.is_float:
-            raise TypeError(f"Param.set_require_grad: only float parameters can require grad, "
-                            f"got {self._value.dtype}")
+            raise TypeError(
+                f"Param.set_require_grad: only float parameters can require grad, got {self._value.dtype}"
+            )
         self._require_grad = flag
         self._value = _as_leaf(self._value, flag)
         return self
@@ -269,18 +284,23 @@ class Param:
         """``param[key] = value`` writes into the stored tensor of a frozen parameter (as on a
         Tensor, a trainable one refuses: its gradient would no longer be defined)."""
         if self._adapter is not None:
-            raise RuntimeError(f"{type(self).__name__}: cannot assign into a LoRA-adapted parameter; "
-                               f"merge_lora() first")
+            raise RuntimeError(
+                f"{type(self).__name__}: cannot assign into a LoRA-adapted parameter; merge_lora() first"
+            )
         if self._require_grad:
-            raise RuntimeError(f"{type(self).__name__}: cannot assign into a trainable parameter; "
-                               f"store a new tensor with param.set_value(param.value.index_put(key, value)) "
-                               f"or freeze it first with set_require_grad(False)")
+            raise RuntimeError(
+                f"{type(self).__name__}: cannot assign into a trainable parameter; "
+                f"store a new tensor with param.set_value(param.value.index_put(key, value)) "
+                f"or freeze it first with set_require_grad(False)"
+            )
         self._value[key] = value
 
     def _in_place(self, *_):
-        raise TypeError(f"{type(self).__name__}: in-place arithmetic would replace the parameter by a "
-                        f"tensor; change its value with param.set_value(new_tensor), or write "
-                        f"y = param + x for a new tensor")
+        raise TypeError(
+            f"{type(self).__name__}: in-place arithmetic would replace the parameter by a "
+            f"tensor; change its value with param.set_value(new_tensor), or write "
+            f"y = param + x for a new tensor"
+        )
 
     __iadd__ = __isub__ = __imul__ = __itruediv__ = __ifloordiv__ = __imod__ = __ipow__ = _in_place
     __imatmul__ = __iand__ = __ior__ = __ixor__ = _in_place
@@ -305,20 +325,24 @@ class Param:
         out = self._with_value(_copy_tensor(self._value))
         if self._adapter is not None:
             import copy
+
             out._adapter = copy.deepcopy(self._adapter, memo)
         return out
 
     def __repr__(self) -> str:
         flag = "" if self._require_grad else ", frozen"
         lora = ", lora" if self._adapter is not None else ""
-        return (f"{type(self).__name__}(id={self.id}, shape={list(self.shape)}, dtype={self.dtype}, "
-                f"device={self.device}{flag}{lora})")
+        return (
+            f"{type(self).__name__}(id={self.id}, shape={list(self.shape)}, dtype={self.dtype}, "
+            f"device={self.device}{flag}{lora})"
+        )
 
 
 def _forwarded(name: str):
     def method(self, *args, **kwargs):
         value = self.val()
         return getattr(type(value), name)(value, *args, **kwargs)
+
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``Tensor.{name}`` on the parameter's effective value (:meth:`Param.val`)."
     return method
@@ -329,8 +353,13 @@ def _forwarded(name: str):
 # DLPack) that Param does not define itself. Pickling (__reduce__) stays Param's own.
 for _klass in Tensor.__mro__[:-1]:
     for _name, _attr in list(vars(_klass).items()):
-        if (_name.startswith("__") and _name.endswith("__") and callable(_attr)
-                and _name not in vars(Param) and _name != "__reduce__"):
+        if (
+            _name.startswith("__")
+            and _name.endswith("__")
+            and callable(_attr)
+            and _name not in vars(Param)
+            and _name != "__reduce__"
+        ):
             setattr(Param, _name, _forwarded(_name))
 
 

@@ -20,10 +20,12 @@ Matching rules, as Burn:
 One deliberate difference: Burn's ``from_any_predicates([])`` / ``from_any_regexes([])``
 match every path (an empty "contains all of" list); here an empty OR matches nothing.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ember.nn.param import ParamId
 
@@ -166,7 +168,7 @@ class ParamGroup:
         encoder.matches("encoder.layers.0.fc.bias", pid)     # False
     """
 
-    __slots__ = ("_matcher", "_excludes")
+    __slots__ = ("_excludes", "_matcher")
 
     def __init__(self, _matcher=None, _excludes=None):
         self._matcher = _All() if _matcher is None else _matcher
@@ -279,8 +281,10 @@ class ParamGroup:
             param_id: the parameter's ParamId (an int is accepted), or None.
         """
         if path is not None and not isinstance(path, str):
-            raise TypeError(f"ParamGroup.matches: `path` must be a dotted path str or None, got "
-                            f"{type(path).__name__} ({path!r}); the order is matches(path, param_id)")
+            raise TypeError(
+                f"ParamGroup.matches: `path` must be a dotted path str or None, got "
+                f"{type(path).__name__} ({path!r}); the order is matches(path, param_id)"
+            )
         pid = None if param_id is None else _id_value("matches", param_id)
         if not self._matcher.matches(path, pid):
             return False

@@ -1,5 +1,6 @@
 """Sub-pixel rearrangement (Burn's ``PixelShuffle`` and ``PixelUnshuffle``): channels traded for
 spatial resolution by a reshape and a permute, so gradients are exact rearrangements too."""
+
 from __future__ import annotations
 
 from ember.nn.module import Module
@@ -52,8 +53,10 @@ class PixelShuffle(Module):
         n, c, h, w = x.shape
         r = self.upscale_factor
         if c % (r * r):
-            raise ValueError(f"PixelShuffle: input channels {c} (input {shape_str(x.shape)}) must be divisible by "
-                             f"upscale_factor² = {r * r}")
+            raise ValueError(
+                f"PixelShuffle: input channels {c} (input {shape_str(x.shape)}) must be divisible by "
+                f"upscale_factor² = {r * r}"
+            )
         out_c = c // (r * r)
         return x.reshape(n, out_c, r, r, h, w).permute(0, 1, 4, 2, 5, 3).reshape(n, out_c, h * r, w * r)
 
@@ -91,8 +94,10 @@ class PixelUnshuffle(Module):
         n, c, h, w = x.shape
         r = self.downscale_factor
         if h % r or w % r:
-            raise ValueError(f"PixelUnshuffle: input height and width (input {shape_str(x.shape)}) must be "
-                             f"divisible by downscale_factor = {r}")
+            raise ValueError(
+                f"PixelUnshuffle: input height and width (input {shape_str(x.shape)}) must be "
+                f"divisible by downscale_factor = {r}"
+            )
         oh, ow = h // r, w // r
         return x.reshape(n, c, oh, r, ow, r).permute(0, 1, 3, 5, 2, 4).reshape(n, c * r * r, oh, ow)
 

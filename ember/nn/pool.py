@@ -2,6 +2,7 @@
 AdaptiveAvgPool2d. Windows come from the shared im2col (``ember.nn.unfold``), so gradients
 come from ``max``/``sum``/``matmul`` rules.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -16,8 +17,14 @@ from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["AdaptiveAvgPool2d", "AdaptiveAvgPool2dConfig", "AvgPool2d", "AvgPool2dConfig", "MaxPool2d",
-           "MaxPool2dConfig"]
+__all__ = [
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool2dConfig",
+    "AvgPool2d",
+    "AvgPool2dConfig",
+    "MaxPool2d",
+    "MaxPool2dConfig",
+]
 
 
 def _check_input(op: str, x: Tensor) -> None:
@@ -30,13 +37,17 @@ def _geometry(op, x, kernel, stride, dilation, padding, ceil_mode):
     """Pads per side (ceil-mode overhang included) and the output size."""
     (top, bottom), (left, right) = padding.pairs(x.shape[2], x.shape[3], kernel, stride, dilation)
     pads, outs = [], []
-    for size, k, s, d, (before, after) in ((x.shape[2], kernel[0], stride[0], dilation[0], (top, bottom)),
-                                           (x.shape[3], kernel[1], stride[1], dilation[1], (left, right))):
+    for size, k, s, d, (before, after) in (
+        (x.shape[2], kernel[0], stride[0], dilation[0], (top, bottom)),
+        (x.shape[3], kernel[1], stride[1], dilation[1], (left, right)),
+    ):
         padded = size + before + after
         n = out_size(padded, k, s, d, ceil_mode, after)
         if n <= 0:
-            raise ValueError(f"{op}: input {shape_str(x.shape)} with padding is smaller than the kernel "
-                             f"{list(kernel)} (dilation {list(dilation)})")
+            raise ValueError(
+                f"{op}: input {shape_str(x.shape)} with padding is smaller than the kernel "
+                f"{list(kernel)} (dilation {list(dilation)})"
+            )
         overhang = max((n - 1) * s + d * (k - 1) + 1 - padded, 0)  # ceil mode's partial last window
         pads.append((before, after, overhang))
         outs.append(n)
@@ -84,8 +95,14 @@ class MaxPool2d(Module):
         kernel_size, stride, padding, dilation, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size: tuple[int, int], stride: tuple[int, int] | None = None, padding=None,
-                 dilation: tuple[int, int] = (1, 1), ceil_mode: bool = False):
+    def __init__(
+        self,
+        kernel_size: tuple[int, int],
+        stride: tuple[int, int] | None = None,
+        padding=None,
+        dilation: tuple[int, int] = (1, 1),
+        ceil_mode: bool = False,
+    ):
         self.kernel_size = tuple(int(k) for k in kernel_size)
         self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
         self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
@@ -94,15 +111,21 @@ class MaxPool2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool2d", x)
-        pads, outs = _geometry("MaxPool2d", x, self.kernel_size, self.stride, self.dilation, self.padding,
-                               self.ceil_mode)
+        pads, outs = _geometry(
+            "MaxPool2d", x, self.kernel_size, self.stride, self.dilation, self.padding, self.ceil_mode
+        )
         xp = _pad(x, pads, float("-inf"))
         windows = unfold_windows(xp, self.kernel_size, self.stride, self.dilation, outs)  # [B, C, K, L]
         return windows.max(2).reshape(x.shape[:2] + outs)
 
     def extra_repr(self) -> dict:
-        return {"kernel_size": list(self.kernel_size), "stride": list(self.stride),
-                "dilation": list(self.dilation), "padding": type(self.padding).__name__, "ceil_mode": self.ceil_mode}
+        return {
+            "kernel_size": list(self.kernel_size),
+            "stride": list(self.stride),
+            "dilation": list(self.dilation),
+            "padding": type(self.padding).__name__,
+            "ceil_mode": self.ceil_mode,
+        }
 
 
 class AvgPool2dConfig(Config):
@@ -139,8 +162,14 @@ class AvgPool2d(Module):
         kernel_size, stride, padding, count_include_pad, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size: tuple[int, int], stride: tuple[int, int] | None = None, padding=None,
-                 count_include_pad: bool = True, ceil_mode: bool = False):
+    def __init__(
+        self,
+        kernel_size: tuple[int, int],
+        stride: tuple[int, int] | None = None,
+        padding=None,
+        count_include_pad: bool = True,
+        ceil_mode: bool = False,
+    ):
         self.kernel_size = tuple(int(k) for k in kernel_size)
         self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
         self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
@@ -150,7 +179,9 @@ class AvgPool2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool2d", x)
         one = (1, 1)
-        pads, outs = _geometry("AvgPool2d", x, self.kernel_size, self.stride, one, self.padding, self.ceil_mode)
+        pads, outs = _geometry(
+            "AvgPool2d", x, self.kernel_size, self.stride, one, self.padding, self.ceil_mode
+        )
         xp = _pad(x, pads, 0.0)
         windows = unfold_windows(xp, self.kernel_size, self.stride, one, outs)
         divisor = self._divisor(x.shape[2:], pads, outs)
@@ -168,9 +199,13 @@ class AvgPool2d(Module):
         return np.outer(counts[0], counts[1]).reshape(-1)
 
     def extra_repr(self) -> dict:
-        return {"kernel_size": list(self.kernel_size), "stride": list(self.stride),
-                "padding": type(self.padding).__name__, "count_include_pad": self.count_include_pad,
-                "ceil_mode": self.ceil_mode}
+        return {
+            "kernel_size": list(self.kernel_size),
+            "stride": list(self.stride),
+            "padding": type(self.padding).__name__,
+            "count_include_pad": self.count_include_pad,
+            "ceil_mode": self.ceil_mode,
+        }
 
 
 class AdaptiveAvgPool2dConfig(Config):

@@ -4,6 +4,7 @@ stride = kernel, no padding) and AdaptiveAvgPool1d. Same rules as the 2-D pools 
 wins a max, a ceil-mode overhang never counts in an average, and gradients come from the
 ``max`` / ``sum`` / ``index_select`` rules.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -18,8 +19,14 @@ from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool1dConfig", "AvgPool1d", "AvgPool1dConfig", "MaxPool1d",
-           "MaxPool1dConfig"]
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool1dConfig",
+    "AvgPool1d",
+    "AvgPool1dConfig",
+    "MaxPool1d",
+    "MaxPool1dConfig",
+]
 
 
 def _check_positive(op: str, **values) -> None:
@@ -34,16 +41,19 @@ def _check_input(op: str, x) -> None:
         raise ValueError(f"{op}: expected a float input [batch, channels, length], got {got}")
 
 
-def _geometry(op: str, x: Tensor, kernel: int, stride: int, dilation: int, padding: PaddingConfig1d,
-              ceil_mode: bool) -> tuple:
+def _geometry(
+    op: str, x: Tensor, kernel: int, stride: int, dilation: int, padding: PaddingConfig1d, ceil_mode: bool
+) -> tuple:
     """(left pad, right pad, ceil-mode overhang, number of windows)."""
     length = x.shape[2]
     left, right = padding.pairs(length, kernel, stride, dilation)
     padded = length + left + right
     n = out_size(padded, kernel, stride, dilation, ceil_mode, right)
     if n <= 0:
-        raise ValueError(f"{op}: input {shape_str(x.shape)} padded by ({left}, {right}) is shorter than the "
-                         f"kernel {kernel} (dilation {dilation})")
+        raise ValueError(
+            f"{op}: input {shape_str(x.shape)} padded by ({left}, {right}) is shorter than the "
+            f"kernel {kernel} (dilation {dilation})"
+        )
     overhang = max((n - 1) * stride + dilation * (kernel - 1) + 1 - padded, 0)  # ceil mode's partial window
     return left, right, overhang, n
 
@@ -84,8 +94,14 @@ class MaxPool1d(Module):
         kernel_size, stride, padding, dilation, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size: int, stride: int | None = None, padding=None, dilation: int = 1,
-                 ceil_mode: bool = False):
+    def __init__(
+        self,
+        kernel_size: int,
+        stride: int | None = None,
+        padding=None,
+        dilation: int = 1,
+        ceil_mode: bool = False,
+    ):
         stride = kernel_size if stride is None else stride
         _check_positive("MaxPool1d", kernel_size=kernel_size, stride=stride, dilation=dilation)
         self.kernel_size = kernel_size
@@ -96,16 +112,24 @@ class MaxPool1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool1d", x)
-        left, right, overhang, n = _geometry("MaxPool1d", x, self.kernel_size, self.stride, self.dilation,
-                                             self.padding, self.ceil_mode)
+        left, right, overhang, n = _geometry(
+            "MaxPool1d", x, self.kernel_size, self.stride, self.dilation, self.padding, self.ceil_mode
+        )
         if left or right or overhang:
             x = x.pad((left, right + overhang), float("-inf"))
-        windows = unfold_windows(x, (self.kernel_size,), (self.stride,), (self.dilation,), (n,))  # [B, C, K, n]
+        windows = unfold_windows(
+            x, (self.kernel_size,), (self.stride,), (self.dilation,), (n,)
+        )  # [B, C, K, n]
         return windows.max(2)
 
     def extra_repr(self) -> dict:
-        return {"kernel_size": self.kernel_size, "stride": self.stride, "dilation": self.dilation,
-                "padding": type(self.padding).__name__, "ceil_mode": self.ceil_mode}
+        return {
+            "kernel_size": self.kernel_size,
+            "stride": self.stride,
+            "dilation": self.dilation,
+            "padding": type(self.padding).__name__,
+            "ceil_mode": self.ceil_mode,
+        }
 
 
 class AvgPool1dConfig(Config):
@@ -144,8 +168,14 @@ class AvgPool1d(Module):
         kernel_size, stride, padding, count_include_pad, ceil_mode: as in the config.
     """
 
-    def __init__(self, kernel_size: int, stride: int | None = None, padding=None, count_include_pad: bool = True,
-                 ceil_mode: bool = False):
+    def __init__(
+        self,
+        kernel_size: int,
+        stride: int | None = None,
+        padding=None,
+        count_include_pad: bool = True,
+        ceil_mode: bool = False,
+    ):
         stride = kernel_size if stride is None else stride
         _check_positive("AvgPool1d", kernel_size=kernel_size, stride=stride)
         self.kernel_size = kernel_size
@@ -156,8 +186,9 @@ class AvgPool1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool1d", x)
-        left, right, overhang, n = _geometry("AvgPool1d", x, self.kernel_size, self.stride, 1, self.padding,
-                                             self.ceil_mode)
+        left, right, overhang, n = _geometry(
+            "AvgPool1d", x, self.kernel_size, self.stride, 1, self.padding, self.ceil_mode
+        )
         length = x.shape[2]
         if left or right or overhang:
             x = x.pad((left, right + overhang), 0.0)
@@ -168,8 +199,13 @@ class AvgPool1d(Module):
         return windows.sum(2) / from_numpy(count.astype(x.dtype.numpy), x.device)
 
     def extra_repr(self) -> dict:
-        return {"kernel_size": self.kernel_size, "stride": self.stride, "padding": type(self.padding).__name__,
-                "count_include_pad": self.count_include_pad, "ceil_mode": self.ceil_mode}
+        return {
+            "kernel_size": self.kernel_size,
+            "stride": self.stride,
+            "padding": type(self.padding).__name__,
+            "count_include_pad": self.count_include_pad,
+            "ceil_mode": self.ceil_mode,
+        }
 
 
 class AdaptiveAvgPool1dConfig(Config):
@@ -224,7 +260,9 @@ class AdaptiveAvgPool1d(Module):
         _check_input("AdaptiveAvgPool1d", x)
         b, c, length = x.shape
         if length == 0:
-            raise ValueError(f"AdaptiveAvgPool1d: cannot pool an empty length, got input {shape_str(x.shape)}")
+            raise ValueError(
+                f"AdaptiveAvgPool1d: cannot pool an empty length, got input {shape_str(x.shape)}"
+            )
         index, count = _bins(length, self.output_size)
         padded = x.pad((0, 1), 0.0)  # slot `length` holds the zero that fills short bins
         picked = padded.index_select(2, from_numpy(index.reshape(-1), x.device))

@@ -1,4 +1,5 @@
 """Sinusoidal positional encoding (Burn's ``PositionalEncoding``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,9 @@ from ember.tensor.tensor import Tensor
 __all__ = ["PositionalEncoding", "PositionalEncodingConfig", "generate_sinusoids"]
 
 
-def generate_sinusoids(length: int, d_model: int, max_timescale: int = 10_000, device=None,
-                       dtype=None) -> Tensor:
+def generate_sinusoids(
+    length: int, d_model: int, max_timescale: int = 10_000, device=None, dtype=None
+) -> Tensor:
     """The ``[length, d_model]`` table: for position i and even k, with
     ``div = exp(−k·ln(max_timescale)/d_model)``, column k is ``sin(div·i)`` and k+1 is
     ``cos(div·i)`` (sin and cos interleaved, computed in float32 as Burn does).
@@ -70,8 +72,10 @@ class PositionalEncoding(Module):
 
     def __init__(self, sinusoids: Tensor, max_timescale: int = 10_000):
         if sinusoids.ndim != 3 or sinusoids.shape[0] != 1:
-            raise ValueError(f"PositionalEncoding: sinusoids must be [1, length, d_model], got "
-                             f"{shape_str(sinusoids.shape)}")
+            raise ValueError(
+                f"PositionalEncoding: sinusoids must be [1, length, d_model], got "
+                f"{shape_str(sinusoids.shape)}"
+            )
         self.sinusoids = sinusoids
         self.max_sequence_size = sinusoids.shape[1]
         self.max_timescale = int(max_timescale)
@@ -79,15 +83,24 @@ class PositionalEncoding(Module):
     def forward(self, x: Tensor) -> Tensor:
         _, length, d_model = self.sinusoids.shape
         if not isinstance(x, Tensor) or x.ndim != 3:
-            raise ValueError(f"PositionalEncoding: expected [batch, seq, d_model] input, got "
-                             f"{shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
+            raise ValueError(
+                f"PositionalEncoding: expected [batch, seq, d_model] input, got "
+                f"{shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
         if x.shape[1] > length:
-            raise ValueError(f"PositionalEncoding: sequence length {x.shape[1]} exceeds max_sequence_size {length}")
+            raise ValueError(
+                f"PositionalEncoding: sequence length {x.shape[1]} exceeds max_sequence_size {length}"
+            )
         if x.shape[2] != d_model:
-            raise ValueError(f"PositionalEncoding: d_model of the input ({x.shape[2]}) must equal the "
-                             f"encoding's ({d_model})")
-        return x + self.sinusoids[:, :x.shape[1], :].to(x.device)
+            raise ValueError(
+                f"PositionalEncoding: d_model of the input ({x.shape[2]}) must equal the "
+                f"encoding's ({d_model})"
+            )
+        return x + self.sinusoids[:, : x.shape[1], :].to(x.device)
 
     def extra_repr(self) -> dict:
-        return {"d_model": self.sinusoids.shape[2], "max_sequence_size": self.max_sequence_size,
-                "max_timescale": self.max_timescale}
+        return {
+            "d_model": self.sinusoids.shape[2],
+            "max_sequence_size": self.max_sequence_size,
+            "max_timescale": self.max_timescale,
+        }

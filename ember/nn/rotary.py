@@ -15,9 +15,10 @@ and ``theta`` are constants (moved by ``to``, not trained, not saved). ``shift(s
 the table's window to positions ``start..start + max_sequence_length`` for sequences longer
 than the table, as Burn does.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,7 +34,9 @@ __all__ = ["RotaryEncoding", "RotaryEncodingConfig"]
 
 def _host_precision(dtype) -> np.dtype:
     """Compute the table in float64 for a float64 module, else in float32 as Burn does."""
-    return np.dtype(np.float64) if dtype is not None and dt.dtype(dtype) is dt.float64 else np.dtype(np.float32)
+    return (
+        np.dtype(np.float64) if dtype is not None and dt.dtype(dtype) is dt.float64 else np.dtype(np.float32)
+    )
 
 
 def _rotary_frequencies(start: int, stop: int, theta: np.ndarray) -> np.ndarray:
@@ -62,15 +65,17 @@ class RotaryEncodingConfig(Config):
         """Build the table on ``device`` in float ``dtype`` (float32)."""
         return self.init_with_frequency_scaling(None, device, dtype)
 
-    def init_with_frequency_scaling(self, scaling: Callable[[Tensor], Tensor] | None, device=None,
-                                    dtype=None) -> "RotaryEncoding":
+    def init_with_frequency_scaling(
+        self, scaling: Callable[[Tensor], Tensor] | None, device=None, dtype=None
+    ) -> "RotaryEncoding":
         """Build the table with the base frequencies passed through ``scaling`` first (a
         function of the ``[d_model / 2]`` frequency tensor returning one of the same shape),
         for RoPE extensions such as Llama 3's frequency scaling."""
         op = "RotaryEncodingConfig"
         if self.d_model <= 0 or self.d_model % 2:
-            raise ValueError(f"{op}: d_model must be even and positive (features are rotated in pairs), "
-                             f"got {self.d_model}")
+            raise ValueError(
+                f"{op}: d_model must be even and positive (features are rotated in pairs), got {self.d_model}"
+            )
         if not self.theta > 0:
             raise ValueError(f"{op}: theta must be positive (default 10000), got {self.theta}")
         if self.max_sequence_length <= 0:
@@ -82,8 +87,10 @@ class RotaryEncodingConfig(Config):
             scaled = scaling(from_numpy(theta, device))
             if not isinstance(scaled, Tensor) or tuple(scaled.shape) != theta.shape:
                 got = shape_str(scaled.shape) if isinstance(scaled, Tensor) else type(scaled).__name__
-                raise ValueError(f"{op}.init_with_frequency_scaling: scaling must return a tensor "
-                                 f"{shape_str(theta.shape)} like its input, got {got}")
+                raise ValueError(
+                    f"{op}.init_with_frequency_scaling: scaling must return a tensor "
+                    f"{shape_str(theta.shape)} like its input, got {got}"
+                )
             theta = np.asarray(scaled.numpy(), dtype=precision)
         table = _rotary_frequencies(0, self.max_sequence_length, theta)
         cast = (lambda t: t) if dtype is None else (lambda t: t.to(dtype))
@@ -101,11 +108,19 @@ class RotaryEncoding(Module):
 
     def __init__(self, freq_complex: Tensor, theta: Tensor, start_offset: int = 0):
         if not isinstance(freq_complex, Tensor) or freq_complex.ndim != 3 or freq_complex.shape[2] != 2:
-            got = shape_str(freq_complex.shape) if isinstance(freq_complex, Tensor) else type(freq_complex).__name__
-            raise ValueError(f"RotaryEncoding: freq_complex must be [max_sequence_length, d_model, 2], got {got}")
+            got = (
+                shape_str(freq_complex.shape)
+                if isinstance(freq_complex, Tensor)
+                else type(freq_complex).__name__
+            )
+            raise ValueError(
+                f"RotaryEncoding: freq_complex must be [max_sequence_length, d_model, 2], got {got}"
+            )
         if not isinstance(theta, Tensor) or tuple(theta.shape) != (freq_complex.shape[1] // 2,):
             got = shape_str(theta.shape) if isinstance(theta, Tensor) else type(theta).__name__
-            raise ValueError(f"RotaryEncoding: theta must be [{freq_complex.shape[1] // 2}] (d_model / 2), got {got}")
+            raise ValueError(
+                f"RotaryEncoding: theta must be [{freq_complex.shape[1] // 2}] (d_model / 2), got {got}"
+            )
         self.freq_complex = freq_complex
         self.theta = theta
         self.start_offset = int(start_offset)
@@ -138,15 +153,19 @@ class RotaryEncoding(Module):
             raise TypeError(f"{op}: expected a float tensor, got {x.dtype}")
         seq, d = x.shape[-2], x.shape[-1]
         if d != self.d_model:
-            raise ValueError(f"{op}: the last dim of the input {shape_str(x.shape)} must be the encoding's "
-                             f"d_model {self.d_model}")
+            raise ValueError(
+                f"{op}: the last dim of the input {shape_str(x.shape)} must be the encoding's "
+                f"d_model {self.d_model}"
+            )
         if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 0:
             raise ValueError(f"{op}: start must be a non-negative int, got {start!r}")
         if start + seq > self.max_sequence_length:
-            raise ValueError(f"{op}: positions {start}..{start + seq} exceed the table's "
-                             f"max_sequence_length {self.max_sequence_length} (relative to start_offset "
-                             f"{self.start_offset}; shift() moves the window)")
-        freqs = self.freq_complex[start:start + seq].to(x.device)
+            raise ValueError(
+                f"{op}: positions {start}..{start + seq} exceed the table's "
+                f"max_sequence_length {self.max_sequence_length} (relative to start_offset "
+                f"{self.start_offset}; shift() moves the window)"
+            )
+        freqs = self.freq_complex[start : start + seq].to(x.device)
         if freqs.dtype is not x.dtype:
             freqs = freqs.to(x.dtype)
         cos, sin = freqs[..., 0], freqs[..., 1]  # [seq, d_model] each
@@ -161,17 +180,21 @@ class RotaryEncoding(Module):
         (``start`` must grow from call to call); rows still inside the window are kept, the
         others computed."""
         if start <= self.start_offset:
-            raise ValueError(f"RotaryEncoding.shift: shift start position must be monotonically increasing "
-                             f"(the window starts at {self.start_offset}, got {start})")
+            raise ValueError(
+                f"RotaryEncoding.shift: shift start position must be monotonically increasing "
+                f"(the window starts at {self.start_offset}, got {start})"
+            )
         length = self.max_sequence_length
         end = self.start_offset + length
         theta = self._host_theta()
         if start >= end:
             table = _rotary_frequencies(start, start + length, theta)
         else:
-            kept = self.freq_complex[start - self.start_offset:].numpy()
-            table = np.concatenate([kept.astype(theta.dtype, copy=False),
-                                    _rotary_frequencies(end, start + length, theta)], axis=0)
+            kept = self.freq_complex[start - self.start_offset :].numpy()
+            table = np.concatenate(
+                [kept.astype(theta.dtype, copy=False), _rotary_frequencies(end, start + length, theta)],
+                axis=0,
+            )
         self._set_table(table)
         self.start_offset = int(start)
 
@@ -188,7 +211,8 @@ class RotaryEncoding(Module):
 
     def _set_table(self, table: np.ndarray) -> None:
         self.freq_complex = from_numpy(np.ascontiguousarray(table), self.freq_complex.device).to(
-            self.freq_complex.dtype)
+            self.freq_complex.dtype
+        )
 
     def extra_repr(self) -> dict:
         return {"d_model": self.d_model, "max_sequence_length": self.max_sequence_length}

@@ -16,6 +16,7 @@ positions (the self-attention keys/values of the earlier ones are cached), and
 :meth:`TransformerEncoder.forward_autoregressive_inference` is Burn's form of it, taking the
 whole sequence so far.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -33,9 +34,16 @@ from ember.tensor.ops._core import shape_str
 from ember.tensor.ops.movement import cat
 from ember.tensor.tensor import Tensor
 
-__all__ = ["PositionWiseFeedForward", "PositionWiseFeedForwardConfig", "TransformerEncoder",
-           "TransformerEncoderAutoregressiveCache", "TransformerEncoderConfig", "TransformerEncoderInput",
-           "TransformerEncoderLayer", "TransformerEncoderLayerAutoregressiveCache"]
+__all__ = [
+    "PositionWiseFeedForward",
+    "PositionWiseFeedForwardConfig",
+    "TransformerEncoder",
+    "TransformerEncoderAutoregressiveCache",
+    "TransformerEncoderConfig",
+    "TransformerEncoderInput",
+    "TransformerEncoderLayer",
+    "TransformerEncoderLayerAutoregressiveCache",
+]
 
 
 def _activation(value) -> ActivationConfig:
@@ -69,7 +77,9 @@ class PositionWiseFeedForwardConfig(Config):
     def init(self, device=None, dtype=None) -> "PositionWiseFeedForward":
         inner = LinearConfig(self.d_model, self.d_ff, True, self.initializer).init(device, dtype)
         outer = LinearConfig(self.d_ff, self.d_model, True, self.initializer).init(device, dtype)
-        return PositionWiseFeedForward(inner, outer, Dropout(self.dropout), self.activation.init(device, dtype))
+        return PositionWiseFeedForward(
+            inner, outer, Dropout(self.dropout), self.activation.init(device, dtype)
+        )
 
 
 class PositionWiseFeedForward(Module):
@@ -131,19 +141,31 @@ class TransformerEncoderConfig(Config):
         if self.n_layers < 0:
             raise ValueError(f"TransformerEncoderConfig: n_layers must be >= 0, got {self.n_layers}")
         layers = [self.init_layer(device, dtype) for _ in range(self.n_layers)]
-        return TransformerEncoder(layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first,
-                                  self.quiet_softmax)
+        return TransformerEncoder(
+            layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first, self.quiet_softmax
+        )
 
     def init_layer(self, device=None, dtype=None) -> "TransformerEncoderLayer":
         """Build one :class:`TransformerEncoderLayer`."""
-        mha = MultiHeadAttentionConfig(self.d_model, self.n_heads, dropout=self.dropout,
-                                       quiet_softmax=self.quiet_softmax,
-                                       initializer=self.initializer).init(device, dtype)
-        pwff = PositionWiseFeedForwardConfig(self.d_model, self.d_ff, self.dropout, self.initializer,
-                                             self.activation).init(device, dtype)
+        mha = MultiHeadAttentionConfig(
+            self.d_model,
+            self.n_heads,
+            dropout=self.dropout,
+            quiet_softmax=self.quiet_softmax,
+            initializer=self.initializer,
+        ).init(device, dtype)
+        pwff = PositionWiseFeedForwardConfig(
+            self.d_model, self.d_ff, self.dropout, self.initializer, self.activation
+        ).init(device, dtype)
         norm = LayerNormConfig(self.d_model, self.layer_norm_eps)
-        return TransformerEncoderLayer(mha, pwff, norm.init(device, dtype), norm.init(device, dtype),
-                                       Dropout(self.dropout), self.norm_first)
+        return TransformerEncoderLayer(
+            mha,
+            pwff,
+            norm.init(device, dtype),
+            norm.init(device, dtype),
+            Dropout(self.dropout),
+            self.norm_first,
+        )
 
 
 class TransformerEncoderInput:
@@ -153,7 +175,7 @@ class TransformerEncoderInput:
         tensor: ``[batch, seq, d_model]``.
     """
 
-    __slots__ = ("tensor", "pad", "attn")
+    __slots__ = ("attn", "pad", "tensor")
 
     def __init__(self, tensor: Tensor):
         self.tensor = tensor
@@ -192,16 +214,23 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
         """Args:
-            x: ``[batch, seq, d_model]``.
-            mask_pad: ``[batch, seq]`` bool, True = padding.
-            mask_attn: ``[batch, seq, seq]`` bool, True = forbidden.
+        x: ``[batch, seq, d_model]``.
+        mask_pad: ``[batch, seq]`` bool, True = padding.
+        mask_attn: ``[batch, seq, seq]`` bool, True = forbidden.
         """
+
         def attend(h):
             return self.mha(MhaInput.self_attn(h).mask_pad(mask_pad).mask_attn(mask_attn)).context
+
         return self._run(x, attend)
 
-    def forward_step(self, x: Tensor, cache: "TransformerEncoderLayerAutoregressiveCache",
-                     mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+    def forward_step(
+        self,
+        x: Tensor,
+        cache: "TransformerEncoderLayerAutoregressiveCache",
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+    ) -> Tensor:
         """The layer on new positions only, attending to them and to the cached ones.
 
         Args:
@@ -209,17 +238,26 @@ class TransformerEncoderLayer(Module):
             cache: this layer's cache, advanced in place.
             mask_pad: ``[batch, cached + n]`` bool.
             mask_attn: ``[batch, n, cached + n]`` bool, the rows of the new positions.
+
         Returns:
             ``[batch, n, d_model]``.
         """
-        _check_cache("TransformerEncoderLayer.forward_step", cache, TransformerEncoderLayerAutoregressiveCache)
+        _check_cache(
+            "TransformerEncoderLayer.forward_step", cache, TransformerEncoderLayerAutoregressiveCache
+        )
 
         def attend(h):
             return self.mha.forward_step(h, h, h, cache.mha, mask_pad, mask_attn).context
+
         return self._run(x, attend)
 
-    def forward_autoregressive_inference(self, x: Tensor, mask_pad: Tensor | None, mask_attn: Tensor | None,
-                                         cache: "TransformerEncoderLayerAutoregressiveCache") -> Tensor:
+    def forward_autoregressive_inference(
+        self,
+        x: Tensor,
+        mask_pad: Tensor | None,
+        mask_attn: Tensor | None,
+        cache: "TransformerEncoderLayerAutoregressiveCache",
+    ) -> Tensor:
         """Burn's form: ``x`` is the whole sequence so far ``[batch, seq, d_model]`` (masks
         ``[batch, seq]`` / ``[batch, seq, seq]``); only positions after the cached ones are
         computed. Returns every position's output, equal to :meth:`forward` on ``x``."""
@@ -254,8 +292,16 @@ class TransformerEncoder(Module):
         d_model, d_ff, n_heads, dropout, norm_first, quiet_softmax: recorded for display.
     """
 
-    def __init__(self, layers: list, d_model: int, d_ff: int, n_heads: int, dropout: float = 0.1,
-                 norm_first: bool = False, quiet_softmax: bool = False):
+    def __init__(
+        self,
+        layers: list,
+        d_model: int,
+        d_ff: int,
+        n_heads: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        quiet_softmax: bool = False,
+    ):
         self.layers = list(layers)
         self.d_model = int(d_model)
         self.d_ff = int(d_ff)
@@ -270,6 +316,7 @@ class TransformerEncoder(Module):
             input: a :class:`TransformerEncoderInput`, or the tensor ``[batch, seq, d_model]``.
             mask_pad: ``[batch, seq]`` bool (overrides the input's).
             mask_attn: ``[batch, seq, seq]`` bool (overrides the input's).
+
         Returns:
             ``[batch, seq, d_model]``.
         """
@@ -283,8 +330,13 @@ class TransformerEncoder(Module):
             x = layer(x, mask_pad, mask_attn)
         return x
 
-    def forward_step(self, input, cache: "TransformerEncoderAutoregressiveCache", mask_pad: Tensor | None = None,
-                     mask_attn: Tensor | None = None) -> Tensor:
+    def forward_step(
+        self,
+        input,
+        cache: "TransformerEncoderAutoregressiveCache",
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+    ) -> Tensor:
         """Run new positions only, attending to them and to every cached position: one
         decoding step costs one position per layer, not a re-run over the prefix.
 
@@ -294,6 +346,7 @@ class TransformerEncoder(Module):
             mask_pad: ``[batch, cached + n]`` bool.
             mask_attn: ``[batch, n, cached + n]`` bool, the rows of the new positions (none is
                 needed for one new position of a causal model: it may see every earlier one).
+
         Returns:
             ``[batch, n, d_model]``, the outputs of the new positions.
         """
@@ -302,15 +355,22 @@ class TransformerEncoder(Module):
         _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
         _check_model_input(op, "input", x, self.d_model)
         if cache.output is not None and cache.output.shape[0] != x.shape[0]:
-            raise ValueError(f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
-                             f"positions for {x.shape[0]} (start a new cache for a new batch)")
+            raise ValueError(
+                f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
+                f"positions for {x.shape[0]} (start a new cache for a new batch)"
+            )
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer.forward_step(x, layer_cache, mask_pad, mask_attn)
         cache.output = _append_positions(cache.output, x)
         return x
 
-    def forward_autoregressive_inference(self, input, cache: "TransformerEncoderAutoregressiveCache",
-                                         mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+    def forward_autoregressive_inference(
+        self,
+        input,
+        cache: "TransformerEncoderAutoregressiveCache",
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
+    ) -> Tensor:
         """Burn's ``forward_autoregressive_inference``: ``input`` holds the whole sequence so
         far ``[batch, seq, d_model]`` with masks ``[batch, seq]`` / ``[batch, seq, seq]``
         (e.g. :func:`~ember.nn.generate_autoregressive_mask`); only the positions after the
@@ -332,8 +392,11 @@ class TransformerEncoder(Module):
     @staticmethod
     def _unpack(input, mask_pad, mask_attn):
         if isinstance(input, TransformerEncoderInput):
-            return (input.tensor, input.pad if mask_pad is None else mask_pad,
-                    input.attn if mask_attn is None else mask_attn)
+            return (
+                input.tensor,
+                input.pad if mask_pad is None else mask_pad,
+                input.attn if mask_attn is None else mask_attn,
+            )
         return input, mask_pad, mask_attn
 
 
@@ -416,16 +479,20 @@ def _check_cache(op: str, cache, kind: type) -> None:
 def _check_stack_cache(op: str, cache, kind: type, n_layers: int) -> None:
     _check_cache(op, cache, kind)
     if len(cache.layers) != n_layers:
-        raise ValueError(f"{op}: the cache has {len(cache.layers)} layer caches for {n_layers} layers; make it "
-                         f"with new_autoregressive_cache()")
+        raise ValueError(
+            f"{op}: the cache has {len(cache.layers)} layer caches for {n_layers} layers; make it "
+            f"with new_autoregressive_cache()"
+        )
 
 
 def _cached_outputs(op: str, cache) -> int:
     """How many positions a layer cache holds outputs for; refuses a cache advanced without them."""
     kept = 0 if cache.output is None else cache.output.shape[1]
     if kept != cache.length:
-        raise ValueError(f"{op}: this layer cache was advanced by forward_step (or by the whole model's "
-                         f"cache), which keeps no layer outputs; use one of the two per cache")
+        raise ValueError(
+            f"{op}: this layer cache was advanced by forward_step (or by the whole model's "
+            f"cache), which keeps no layer outputs; use one of the two per cache"
+        )
     return kept
 
 
@@ -435,13 +502,16 @@ def _continuation(op: str, x: Tensor, done: int) -> Tensor:
         got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
         raise ValueError(f"{op}: expected the whole sequence so far [batch, seq, d_model], got {got}")
     if x.shape[1] <= done:
-        raise ValueError(f"{op}: the input has {x.shape[1]} positions but the cache already holds {done}; pass "
-                         f"the whole sequence so far (the cached positions and at least one new one)")
+        raise ValueError(
+            f"{op}: the input has {x.shape[1]} positions but the cache already holds {done}; pass "
+            f"the whole sequence so far (the cached positions and at least one new one)"
+        )
     return x[:, done:]
 
 
-def _mask_rows(op: str, mask: Tensor | None, x: Tensor, done: int, keys: int | None = None,
-              name: str = "mask_attn") -> Tensor | None:
+def _mask_rows(
+    op: str, mask: Tensor | None, x: Tensor, done: int, keys: int | None = None, name: str = "mask_attn"
+) -> Tensor | None:
     """The rows of the new positions of a whole-sequence attention mask ``[batch, seq, keys]``
     (``keys`` = seq for self-attention)."""
     if mask is None:
@@ -450,8 +520,9 @@ def _mask_rows(op: str, mask: Tensor | None, x: Tensor, done: int, keys: int | N
     shape = (b, seq, seq if keys is None else keys)
     if not isinstance(mask, Tensor) or not mask.dtype.is_bool or tuple(mask.shape) != shape:
         got = f"{mask.dtype} {shape_str(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"{op}: {name} must be a bool tensor {shape_str(shape)} over the whole sequence so "
-                         f"far, got {got}")
+        raise ValueError(
+            f"{op}: {name} must be a bool tensor {shape_str(shape)} over the whole sequence so far, got {got}"
+        )
     return mask[:, done:]
 
 

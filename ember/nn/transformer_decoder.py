@@ -21,6 +21,7 @@ projections (computed once) from the cache of ``new_autoregressive_cache()``; ea
 token costs one position per layer. :meth:`TransformerDecoder.forward_autoregressive_inference`
 is Burn's form of it (the input holds the whole target so far, the result every position).
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -32,15 +33,30 @@ from ember.nn.dropout import Dropout
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.norm import LayerNormConfig
-from ember.nn.transformer import (PositionWiseFeedForwardConfig, _activation, _append_positions, _cached_outputs,
-                                  _check_cache, _check_model_input, _check_stack_cache, _continuation, _mask_rows,
-                                  _StackCache)
+from ember.nn.transformer import (
+    PositionWiseFeedForwardConfig,
+    _activation,
+    _append_positions,
+    _cached_outputs,
+    _check_cache,
+    _check_model_input,
+    _check_stack_cache,
+    _continuation,
+    _mask_rows,
+    _StackCache,
+)
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["TransformerDecoder", "TransformerDecoderAutoregressiveCache", "TransformerDecoderConfig",
-           "TransformerDecoderInput", "TransformerDecoderLayer", "TransformerDecoderLayerAutoregressiveCache"]
+__all__ = [
+    "TransformerDecoder",
+    "TransformerDecoderAutoregressiveCache",
+    "TransformerDecoderConfig",
+    "TransformerDecoderInput",
+    "TransformerDecoderLayer",
+    "TransformerDecoderLayerAutoregressiveCache",
+]
 
 
 class TransformerDecoderConfig(Config):
@@ -78,22 +94,38 @@ class TransformerDecoderConfig(Config):
         if self.n_layers < 0:
             raise ValueError(f"TransformerDecoderConfig: n_layers must be >= 0, got {self.n_layers}")
         layers = [self.init_layer(device, dtype) for _ in range(self.n_layers)]
-        return TransformerDecoder(layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first,
-                                  self.quiet_softmax)
+        return TransformerDecoder(
+            layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first, self.quiet_softmax
+        )
 
     def init_layer(self, device=None, dtype=None) -> "TransformerDecoderLayer":
         """Build one :class:`TransformerDecoderLayer`."""
+
         def attention():
-            return MultiHeadAttentionConfig(self.d_model, self.n_heads, dropout=self.dropout,
-                                            quiet_softmax=self.quiet_softmax,
-                                            initializer=self.initializer).init(device, dtype)
+            return MultiHeadAttentionConfig(
+                self.d_model,
+                self.n_heads,
+                dropout=self.dropout,
+                quiet_softmax=self.quiet_softmax,
+                initializer=self.initializer,
+            ).init(device, dtype)
+
         self_attn = attention()
         cross_attn = attention()
         norm = LayerNormConfig(self.d_model, self.layer_norm_eps)
-        pwff = PositionWiseFeedForwardConfig(self.d_model, self.d_ff, self.dropout, self.initializer,
-                                             self.activation).init(device, dtype)
-        return TransformerDecoderLayer(cross_attn, self_attn, pwff, norm.init(device, dtype), norm.init(device, dtype),
-                                       norm.init(device, dtype), Dropout(self.dropout), self.norm_first)
+        pwff = PositionWiseFeedForwardConfig(
+            self.d_model, self.d_ff, self.dropout, self.initializer, self.activation
+        ).init(device, dtype)
+        return TransformerDecoderLayer(
+            cross_attn,
+            self_attn,
+            pwff,
+            norm.init(device, dtype),
+            norm.init(device, dtype),
+            norm.init(device, dtype),
+            Dropout(self.dropout),
+            self.norm_first,
+        )
 
 
 class TransformerDecoderInput:
@@ -105,7 +137,7 @@ class TransformerDecoderInput:
         memory: ``[batch, seq_mem, d_model]`` (the encoder's output).
     """
 
-    __slots__ = ("target", "memory", "target_pad", "target_attn", "memory_pad", "memory_attn")
+    __slots__ = ("memory", "memory_attn", "memory_pad", "target", "target_attn", "target_pad")
 
     def __init__(self, target: Tensor, memory: Tensor):
         self.target = target
@@ -155,8 +187,17 @@ class TransformerDecoderLayer(Module):
         norm_first: pre-norm when True.
     """
 
-    def __init__(self, cross_attn: Module, self_attn: Module, pwff: Module, norm_1: Module, norm_2: Module,
-                 norm_3: Module, dropout: Dropout, norm_first: bool = False):
+    def __init__(
+        self,
+        cross_attn: Module,
+        self_attn: Module,
+        pwff: Module,
+        norm_1: Module,
+        norm_2: Module,
+        norm_3: Module,
+        dropout: Dropout,
+        norm_first: bool = False,
+    ):
         self.cross_attn = cross_attn
         self.self_attn = self_attn
         self.pwff = pwff
@@ -171,15 +212,20 @@ class TransformerDecoderLayer(Module):
         x = _layer_input("TransformerDecoderLayer", input)
 
         def self_attend(h):
-            return self.self_attn(MhaInput.self_attn(h).mask_pad(x.target_pad).mask_attn(x.target_attn)).context
+            return self.self_attn(
+                MhaInput.self_attn(h).mask_pad(x.target_pad).mask_attn(x.target_attn)
+            ).context
 
         def cross_attend(h):
-            return self.cross_attn(MhaInput(h, x.memory, x.memory).mask_pad(x.memory_pad)
-                                   .mask_attn(x.memory_attn)).context
+            return self.cross_attn(
+                MhaInput(h, x.memory, x.memory).mask_pad(x.memory_pad).mask_attn(x.memory_attn)
+            ).context
+
         return x._with_target(self._run(x.target, self_attend, cross_attend), x.target_attn, x.memory_attn)
 
-    def forward_step(self, input: TransformerDecoderInput,
-                     cache: "TransformerDecoderLayerAutoregressiveCache") -> Tensor:
+    def forward_step(
+        self, input: TransformerDecoderInput, cache: "TransformerDecoderLayerAutoregressiveCache"
+    ) -> Tensor:
         """The layer on new target positions only.
 
         Args:
@@ -187,6 +233,7 @@ class TransformerDecoderLayer(Module):
                 ``target_mask_pad [batch, cached + n]``, ``target_mask_attn [batch, n, cached + n]``,
                 ``memory_mask_pad [batch, seq_mem]``, ``memory_mask_attn [batch, n, seq_mem]``.
             cache: this layer's cache, advanced in place.
+
         Returns:
             ``[batch, n, d_model]``.
         """
@@ -198,13 +245,15 @@ class TransformerDecoderLayer(Module):
             return self.self_attn.forward_step(h, h, h, cache.self_attn, x.target_pad, x.target_attn).context
 
         def cross_attend(h):
-            return self.cross_attn.forward_step(h, x.memory, x.memory, cache.cross_attn, x.memory_pad,
-                                                x.memory_attn).context
+            return self.cross_attn.forward_step(
+                h, x.memory, x.memory, cache.cross_attn, x.memory_pad, x.memory_attn
+            ).context
+
         return self._run(x.target, self_attend, cross_attend)
 
-    def forward_autoregressive_inference(self, input: TransformerDecoderInput,
-                                         cache: "TransformerDecoderLayerAutoregressiveCache"
-                                         ) -> TransformerDecoderInput:
+    def forward_autoregressive_inference(
+        self, input: TransformerDecoderInput, cache: "TransformerDecoderLayerAutoregressiveCache"
+    ) -> TransformerDecoderInput:
         """Burn's form: ``input.target`` is the whole target so far (masks over it); only the
         positions after the cached ones are computed. Returns the input with ``target``
         replaced by every position's output, as :meth:`forward` would."""
@@ -244,8 +293,16 @@ class TransformerDecoder(Module):
         d_model, d_ff, n_heads, dropout, norm_first, quiet_softmax: recorded for display.
     """
 
-    def __init__(self, layers: list, d_model: int, d_ff: int, n_heads: int, dropout: float = 0.1,
-                 norm_first: bool = False, quiet_softmax: bool = False):
+    def __init__(
+        self,
+        layers: list,
+        d_model: int,
+        d_ff: int,
+        n_heads: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        quiet_softmax: bool = False,
+    ):
         self.layers = list(layers)
         self.d_model = int(d_model)
         self.d_ff = int(d_ff)
@@ -261,6 +318,7 @@ class TransformerDecoder(Module):
             memory: ``[batch, seq_mem, d_model]`` when ``input`` is a tensor.
             masks: ``target_mask_pad``, ``target_mask_attn``, ``memory_mask_pad``,
                 ``memory_mask_attn`` (override the input's).
+
         Returns:
             ``[batch, seq, d_model]``.
         """
@@ -269,8 +327,9 @@ class TransformerDecoder(Module):
             x = layer(x)
         return x.target
 
-    def forward_step(self, input, cache: "TransformerDecoderAutoregressiveCache", memory: Tensor | None = None,
-                     **masks) -> Tensor:
+    def forward_step(
+        self, input, cache: "TransformerDecoderAutoregressiveCache", memory: Tensor | None = None, **masks
+    ) -> Tensor:
         """Run new target positions only, attending to them, to the cached positions and to the
         memory (projected once per cache): a decoding step costs one position per layer.
 
@@ -282,6 +341,7 @@ class TransformerDecoder(Module):
                 ``memory_mask_pad [batch, seq_mem]``, ``memory_mask_attn [batch, n, seq_mem]``.
             cache: from :meth:`new_autoregressive_cache`, advanced in place.
             memory, masks: as in :meth:`forward`.
+
         Returns:
             ``[batch, n, d_model]``, the outputs of the new positions.
         """
@@ -289,16 +349,19 @@ class TransformerDecoder(Module):
         x = self._input(op, input, memory, masks)
         _check_stack_cache(op, cache, TransformerDecoderAutoregressiveCache, self.n_layers)
         if cache.output is not None and cache.output.shape[0] != x.target.shape[0]:
-            raise ValueError(f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
-                             f"positions for {x.target.shape[0]} (start a new cache for a new batch)")
+            raise ValueError(
+                f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
+                f"positions for {x.target.shape[0]} (start a new cache for a new batch)"
+            )
         out = x.target
         for layer, layer_cache in zip(self.layers, cache.layers):
             out = layer.forward_step(x._with_target(out, x.target_attn, x.memory_attn), layer_cache)
         cache.output = _append_positions(cache.output, out)
         return out
 
-    def forward_autoregressive_inference(self, input, cache: "TransformerDecoderAutoregressiveCache",
-                                         memory: Tensor | None = None, **masks) -> Tensor:
+    def forward_autoregressive_inference(
+        self, input, cache: "TransformerDecoderAutoregressiveCache", memory: Tensor | None = None, **masks
+    ) -> Tensor:
         """Burn's ``forward_autoregressive_inference``: the target holds the whole sequence so
         far ``[batch, seq, d_model]``, with masks over it (``target_mask_attn`` =
         ``generate_autoregressive_mask(batch, seq)``); only the positions after the cached
@@ -318,16 +381,21 @@ class TransformerDecoder(Module):
         """A checked :class:`TransformerDecoderInput` from either calling form."""
         unknown = set(masks) - _MASK_SETTERS.keys()
         if unknown:
-            raise TypeError(f"{op}: unknown keyword argument(s) {sorted(unknown)}; the masks are "
-                            f"{sorted(_MASK_SETTERS)}")
+            raise TypeError(
+                f"{op}: unknown keyword argument(s) {sorted(unknown)}; the masks are {sorted(_MASK_SETTERS)}"
+            )
         if isinstance(input, TransformerDecoderInput):
             if memory is not None:
-                raise TypeError(f"{op}: memory is given twice (in the TransformerDecoderInput and as an argument)")
+                raise TypeError(
+                    f"{op}: memory is given twice (in the TransformerDecoderInput and as an argument)"
+                )
             x = input._with_target(input.target, input.target_attn, input.memory_attn)
         else:
             if memory is None:
-                raise TypeError(f"{op}: a target tensor needs its memory: forward(target, memory) or "
-                                f"forward(TransformerDecoderInput(target, memory))")
+                raise TypeError(
+                    f"{op}: a target tensor needs its memory: forward(target, memory) or "
+                    f"forward(TransformerDecoderInput(target, memory))"
+                )
             x = TransformerDecoderInput(input, memory)
         for name, mask in masks.items():
             if mask is not None:
@@ -335,24 +403,39 @@ class TransformerDecoder(Module):
         _check_model_input(op, "target", x.target, self.d_model)
         _check_model_input(op, "memory", x.memory, self.d_model)
         if x.memory.shape[0] != x.target.shape[0]:
-            raise ValueError(f"{op}: target {shape_str(x.target.shape)} and memory {shape_str(x.memory.shape)} "
-                             f"must have the same batch size")
+            raise ValueError(
+                f"{op}: target {shape_str(x.target.shape)} and memory {shape_str(x.memory.shape)} "
+                f"must have the same batch size"
+            )
         return x
 
     def extra_repr(self) -> dict:
-        return {"d_model": self.d_model, "d_ff": self.d_ff, "n_heads": self.n_heads, "n_layers": self.n_layers,
-                "dropout": self.dropout, "norm_first": self.norm_first, "quiet_softmax": self.quiet_softmax}
+        return {
+            "d_model": self.d_model,
+            "d_ff": self.d_ff,
+            "n_heads": self.n_heads,
+            "n_layers": self.n_layers,
+            "dropout": self.dropout,
+            "norm_first": self.norm_first,
+            "quiet_softmax": self.quiet_softmax,
+        }
 
 
 def _layer_input(op: str, input) -> TransformerDecoderInput:
     if not isinstance(input, TransformerDecoderInput):
-        raise TypeError(f"{op}: expected a TransformerDecoderInput(target, memory), got {type(input).__name__} "
-                        f"(the whole TransformerDecoder also takes (target, memory) tensors)")
+        raise TypeError(
+            f"{op}: expected a TransformerDecoderInput(target, memory), got {type(input).__name__} "
+            f"(the whole TransformerDecoder also takes (target, memory) tensors)"
+        )
     return input
 
 
-_MASK_SETTERS = {"target_mask_pad": "target_pad", "target_mask_attn": "target_attn",
-                 "memory_mask_pad": "memory_pad", "memory_mask_attn": "memory_attn"}
+_MASK_SETTERS = {
+    "target_mask_pad": "target_pad",
+    "target_mask_attn": "target_attn",
+    "memory_mask_pad": "memory_pad",
+    "memory_mask_attn": "memory_attn",
+}
 
 
 def _new_positions(op: str, input: TransformerDecoderInput, done: int) -> TransformerDecoderInput:
@@ -361,7 +444,9 @@ def _new_positions(op: str, input: TransformerDecoderInput, done: int) -> Transf
     target = input.target
     new = _continuation(op, target, done)
     target_attn = _mask_rows(op, input.target_attn, target, done, name="target_mask_attn")
-    memory_keys = input.memory.shape[1] if isinstance(input.memory, Tensor) and input.memory.ndim == 3 else None
+    memory_keys = (
+        input.memory.shape[1] if isinstance(input.memory, Tensor) and input.memory.ndim == 3 else None
+    )
     memory_attn = _mask_rows(op, input.memory_attn, target, done, keys=memory_keys, name="memory_mask_attn")
     return input._with_target(new, target_attn, memory_attn)
 
@@ -377,7 +462,7 @@ class TransformerDecoderLayerAutoregressiveCache:
             them once, at the top).
     """
 
-    __slots__ = ("self_attn", "cross_attn", "output")
+    __slots__ = ("cross_attn", "output", "self_attn")
 
     def __init__(self):
         self.self_attn = MhaCache.autoregressive()

@@ -5,6 +5,7 @@ A padded input ``[B, C, *spatial]`` is flattened over its spatial dims and one
 ``[B, C, K, L]`` (K elements per window, L windows). Gradients come from the ops' own
 rules (``index_select`` backward scatters-adds), so no layer needs a hand-written backward.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ __all__ = ["out_size", "unfold_windows"]
 _INDEX_CACHE: dict = {}
 
 
-def out_size(size: int, kernel: int, stride: int, dilation: int, ceil_mode: bool = False,
-             pad_after: int = 0) -> int:
+def out_size(
+    size: int, kernel: int, stride: int, dilation: int, ceil_mode: bool = False, pad_after: int = 0
+) -> int:
     """Number of windows along one dim of padded length ``size``.
 
     With ``ceil_mode`` a partial last window counts, as long as it starts inside the input or

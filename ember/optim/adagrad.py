@@ -1,4 +1,5 @@
 """AdaGrad with learning-rate decay (Burn's ``AdaGrad``)."""
+
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
@@ -43,8 +44,9 @@ class AdaGrad(Optimizer):
         return (SUM,)
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, sums = backend.adagrad_update(params, grads, states[SUM], lr, self.lr_decay,
-                                             self.epsilon, self.weight_decay, list(steps))
+        new_p, sums = backend.adagrad_update(
+            params, grads, states[SUM], lr, self.lr_decay, self.epsilon, self.weight_decay, list(steps)
+        )
         return new_p, {SUM: sums}
 
 

@@ -1,4 +1,5 @@
 """Adam and AMSGrad with optional L2 weight decay (Burn's ``Adam``)."""
+
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
@@ -51,8 +52,14 @@ class Adam(Optimizer):
     required_states = (M1, M2)
     _decoupled = False
 
-    def __init__(self, beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-5,
-                 amsgrad: bool = False, weight_decay: float = 0.0):
+    def __init__(
+        self,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-5,
+        amsgrad: bool = False,
+        weight_decay: float = 0.0,
+    ):
         owner = type(self).__name__
         self.beta_1 = finite_scalar(owner, "beta_1", beta_1, unit_interval=True)
         self.beta_2 = finite_scalar(owner, "beta_2", beta_2, unit_interval=True)
@@ -68,21 +75,43 @@ class Adam(Optimizer):
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
         new_p, m, v, vmax = backend.adam_update(
-            params, grads, states[M1], states[M2], states[VMAX] if self.amsgrad else None, lr,
-            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, decoupled=self._decoupled,
-            steps=list(steps), **self._extra())
+            params,
+            grads,
+            states[M1],
+            states[M2],
+            states[VMAX] if self.amsgrad else None,
+            lr,
+            self.beta_1,
+            self.beta_2,
+            self.epsilon,
+            self.weight_decay,
+            decoupled=self._decoupled,
+            steps=list(steps),
+            **self._extra(),
+        )
         out = {M1: m, M2: v}
         if self.amsgrad:
             out[VMAX] = vmax
         return new_p, out
 
-
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
         extra = self._extra()
         new_p, m, v, vmax = backend.sparse_adam_update(
-            param, rows, values, states[M1], states[M2], states[VMAX] if self.amsgrad else None, lr,
-            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, decoupled=self._decoupled,
-            cautious=bool(extra.get("cautious", False)), step=int(step))
+            param,
+            rows,
+            values,
+            states[M1],
+            states[M2],
+            states[VMAX] if self.amsgrad else None,
+            lr,
+            self.beta_1,
+            self.beta_2,
+            self.epsilon,
+            self.weight_decay,
+            decoupled=self._decoupled,
+            cautious=bool(extra.get("cautious", False)),
+            step=int(step),
+        )
         out = {M1: m, M2: v}
         if self.amsgrad:
             out[VMAX] = vmax
@@ -109,5 +138,10 @@ class AdamConfig(OptimizerConfig):
     grad_clipping: GradientClippingConfig | None = None
 
     def build(self) -> Adam:
-        return Adam(self.beta_1, self.beta_2, self.epsilon, self.amsgrad,
-                    decay_penalty("AdamConfig", self.weight_decay))
+        return Adam(
+            self.beta_1,
+            self.beta_2,
+            self.epsilon,
+            self.amsgrad,
+            decay_penalty("AdamConfig", self.weight_decay),
+        )

@@ -1,4 +1,5 @@
 """AdamW: Adam with decoupled (optionally cautious) weight decay (Burn's ``AdamW``)."""
+
 from __future__ import annotations
 
 from ember.optim.adam import Adam
@@ -39,9 +40,15 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-5,
-                 weight_decay: float = 1e-4, cautious_weight_decay: bool = False,
-                 amsgrad: bool = False):
+    def __init__(
+        self,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-5,
+        weight_decay: float = 1e-4,
+        cautious_weight_decay: bool = False,
+        amsgrad: bool = False,
+    ):
         super().__init__(beta_1, beta_2, epsilon, amsgrad, weight_decay)
         self.cautious_weight_decay = bool(cautious_weight_decay)
 
@@ -71,5 +78,11 @@ class AdamWConfig(OptimizerConfig):
     grad_clipping: GradientClippingConfig | None = None
 
     def build(self) -> AdamW:
-        return AdamW(self.beta_1, self.beta_2, self.epsilon, self.weight_decay,
-                     self.cautious_weight_decay, self.amsgrad)
+        return AdamW(
+            self.beta_1,
+            self.beta_2,
+            self.epsilon,
+            self.weight_decay,
+            self.cautious_weight_decay,
+            self.amsgrad,
+        )

@@ -14,10 +14,11 @@ applies it to its first (``all()``) group on ``init()``, or passed per group to
 ``ModuleOptimizer.with_group``. Saved as JSON it reads ``{"Norm": {"max_norm": 1.0}}``
 (Burn writes ``{"Norm": 1.0}``).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.optimizer_ops import SMALLEST_NORMAL
@@ -45,15 +46,15 @@ class GradientClipping:
         self.value = finite_scalar(f"GradientClipping.{kind}", "value", value, minimum=0.0)
 
     @classmethod
-    def Value(cls, threshold: float) -> "GradientClipping":  # noqa: N802 - Burn's variant name
+    def Value(cls, threshold: float) -> "GradientClipping":  # Burn's variant name
         return cls("Value", threshold)
 
     @classmethod
-    def Norm(cls, max_norm: float) -> "GradientClipping":  # noqa: N802
+    def Norm(cls, max_norm: float) -> "GradientClipping":
         return cls("Norm", max_norm)
 
     @classmethod
-    def GlobalNorm(cls, max_norm: float) -> "GradientClipping":  # noqa: N802
+    def GlobalNorm(cls, max_norm: float) -> "GradientClipping":
         return cls("GlobalNorm", max_norm)
 
     def clip_gradient(self, grad):
@@ -66,6 +67,7 @@ class GradientClipping:
         """
         from ember.tensor.ops._core import wrap
         from ember.tensor.sparse import RowSparse, is_row_sparse
+
         backend = grad.device.backend
         if is_row_sparse(grad):  # clip the stored rows: by value per element, by norm with the (equal) norm
             (out,) = clip_buckets(self, [(backend, [grad.values._data])])
@@ -116,9 +118,11 @@ class GradientClippingConfig(Config):
 
     def __post_init__(self) -> None:
         if type(self) is GradientClippingConfig:
-            raise TypeError("GradientClippingConfig: construct a variant, e.g. "
-                            "GradientClippingConfig.Norm(1.0), GradientClippingConfig.Value(0.5) "
-                            "or GradientClippingConfig.GlobalNorm(1.0)")
+            raise TypeError(
+                "GradientClippingConfig: construct a variant, e.g. "
+                "GradientClippingConfig.Norm(1.0), GradientClippingConfig.Value(0.5) "
+                "or GradientClippingConfig.GlobalNorm(1.0)"
+            )
 
     def init(self) -> GradientClipping:
         """The clipping rule described by this config."""
@@ -185,6 +189,8 @@ def as_clipping(owner: str, value) -> GradientClipping | None:
         return value
     if isinstance(value, GradientClippingConfig):
         return value.init()
-    raise TypeError(f"{owner}: gradient clipping must be a GradientClippingConfig (e.g. "
-                    f"GradientClippingConfig.Norm(1.0)), a GradientClipping or None, got "
-                    f"{type(value).__name__} ({value!r})")
+    raise TypeError(
+        f"{owner}: gradient clipping must be a GradientClippingConfig (e.g. "
+        f"GradientClippingConfig.Norm(1.0)), a GradientClipping or None, got "
+        f"{type(value).__name__} ({value!r})"
+    )

@@ -11,6 +11,7 @@ union of the rows), and to a dense one when a dense gradient is added::
         accumulator.accumulate(model, grads)
     model = optim.step(lr, model, accumulator.grads())
 """
+
 from __future__ import annotations
 
 from ember.optim.grads_params import GradientsParams
@@ -22,7 +23,7 @@ __all__ = ["GradientsAccumulator"]
 class GradientsAccumulator:
     """Accumulates :class:`GradientsParams` by summing per ``ParamId``."""
 
-    __slots__ = ("_grads", "_count")
+    __slots__ = ("_count", "_grads")
 
     def __init__(self):
         self._grads = GradientsParams()
@@ -38,8 +39,9 @@ class GradientsAccumulator:
             grads: gradients of one backward pass (consumed).
         """
         if not isinstance(grads, GradientsParams):
-            raise TypeError(f"GradientsAccumulator.accumulate: expected GradientsParams, got "
-                            f"{type(grads).__name__}")
+            raise TypeError(
+                f"GradientsAccumulator.accumulate: expected GradientsParams, got {type(grads).__name__}"
+            )
         with no_grad():
             for _, param in module.named_parameters():
                 new = grads.remove(param.id)
@@ -50,7 +52,8 @@ class GradientsAccumulator:
                     if old.shape != new.shape:
                         raise ValueError(
                             f"GradientsAccumulator.accumulate: gradient of parameter {param.id} has "
-                            f"shape {list(new.shape)} but the accumulated one has {list(old.shape)}")
+                            f"shape {list(new.shape)} but the accumulated one has {list(old.shape)}"
+                        )
                     new = old + (new if new.device == old.device else new.to(old.device))
                 self._grads.register(param.id, new)
         self._count += 1

@@ -9,9 +9,10 @@ which is what ``ModuleOptimizer.step`` consumes::
     grads = GradientsParams.from_grads(grads, model)
     model = optim.step(lr, model, grads)
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ember.nn.param import ParamId
 from ember.tensor import Tensor
@@ -28,8 +29,10 @@ def _key(owner: str, param_id) -> ParamId:
     pid = getattr(param_id, "id", None)  # a Param
     if isinstance(pid, ParamId):
         return pid
-    raise TypeError(f"GradientsParams.{owner}: expected a ParamId (or int, or Param), got "
-                    f"{type(param_id).__name__} ({param_id!r})")
+    raise TypeError(
+        f"GradientsParams.{owner}: expected a ParamId (or int, or Param), got "
+        f"{type(param_id).__name__} ({param_id!r})"
+    )
 
 
 class GradientsParams:
@@ -81,11 +84,14 @@ class GradientsParams:
     def _collect(cls, grads, module, wanted, owner: str) -> "GradientsParams":
         remove = getattr(grads, "remove", None)
         if not callable(remove):
-            raise TypeError(f"GradientsParams.{owner}: expected the ember.Gradients returned by "
-                            f"backward(), got {type(grads).__name__}")
+            raise TypeError(
+                f"GradientsParams.{owner}: expected the ember.Gradients returned by "
+                f"backward(), got {type(grads).__name__}"
+            )
         if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(f"GradientsParams.{owner}: expected an ember.nn.Module, got "
-                            f"{type(module).__name__}")
+            raise TypeError(
+                f"GradientsParams.{owner}: expected an ember.nn.Module, got {type(module).__name__}"
+            )
         out = cls()
         for _, param in module.named_parameters():
             if not param.require_grad or (wanted is not None and param.id not in wanted):
@@ -110,10 +116,15 @@ class GradientsParams:
         grad = self._grads.get(key)
         if grad is None:
             frozen = getattr(param_id, "require_grad", True) is False  # a frozen Param
-            why = ("the parameter is frozen (require_grad is False), so from_grads skips it" if frozen else
-                   "the parameter does not require grad, the loss does not depend on it, or its gradient "
-                   "was removed; from_grads collects the trainable parameters of the module it is given")
-            raise KeyError(f"GradientsParams: no gradient for parameter {key} ({len(self._grads)} held): {why}")
+            why = (
+                "the parameter is frozen (require_grad is False), so from_grads skips it"
+                if frozen
+                else "the parameter does not require grad, the loss does not depend on it, or its gradient "
+                "was removed; from_grads collects the trainable parameters of the module it is given"
+            )
+            raise KeyError(
+                f"GradientsParams: no gradient for parameter {key} ({len(self._grads)} held): {why}"
+            )
         return grad
 
     def remove(self, param_id) -> Tensor | None:
@@ -132,11 +143,14 @@ class GradientsParams:
             self._grads[_key("register", param_id)] = tensor.detach()
             return
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"GradientsParams.register: expected an ember Tensor (or RowSparse), got "
-                            f"{type(tensor).__name__}")
+            raise TypeError(
+                f"GradientsParams.register: expected an ember Tensor (or RowSparse), got "
+                f"{type(tensor).__name__}"
+            )
         if not tensor.dtype.is_float:
-            raise TypeError(f"GradientsParams.register: a gradient must be a float tensor, got "
-                            f"{tensor.dtype}")
+            raise TypeError(
+                f"GradientsParams.register: a gradient must be a float tensor, got {tensor.dtype}"
+            )
         self._grads[_key("register", param_id)] = tensor.detach()
 
     def __len__(self) -> int:
@@ -171,6 +185,7 @@ class GradientsParams:
                 (Burn's ``to_device(device, module)``).
         """
         from ember.tensor.device import as_device
+
         target = as_device(device)
         ids = None if module is None else {p.id for _, p in module.named_parameters()}
         for pid, grad in list(self._grads.items()):

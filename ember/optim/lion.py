@@ -1,4 +1,5 @@
 """Lion: sign-of-momentum updates with decoupled weight decay (not in Burn)."""
+
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
@@ -40,8 +41,9 @@ class Lion(Optimizer):
         return (EXP_AVG,)
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, m = backend.lion_update(params, grads, states[EXP_AVG], lr, self.beta_1,
-                                       self.beta_2, self.weight_decay)
+        new_p, m = backend.lion_update(
+            params, grads, states[EXP_AVG], lr, self.beta_1, self.beta_2, self.weight_decay
+        )
         return new_p, {EXP_AVG: m}
 
 

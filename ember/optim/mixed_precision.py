@@ -8,16 +8,17 @@ dynamic loss scaling that skips the steps whose gradients overflowed.
         master = mp.step(lr, loss)                   # scaled backward, unscale, skip or step
     mp.skipped_steps                                 # how many steps overflow skipped
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from ember.optim.grads_params import GradientsParams
 from ember.record.config import Config
 from ember.tensor import dtypes as dt
 from ember.tensor.grad_mode import no_grad
-from ember.optim.grads_params import GradientsParams
 
 
 class DynamicLossScalerConfig(Config):
@@ -27,20 +28,26 @@ class DynamicLossScalerConfig(Config):
     scale multiplied by ``backoff_factor``; after ``growth_interval`` good steps in a row the
     scale is multiplied by ``growth_factor``."""
 
-    init_scale: float = 2.0 ** 16
+    init_scale: float = 2.0**16
     growth_factor: float = 2.0
     backoff_factor: float = 0.5
     growth_interval: int = 2000
 
     def init(self) -> "DynamicLossScaler":
         if not (math.isfinite(self.init_scale) and self.init_scale > 0):
-            raise ValueError(f"DynamicLossScalerConfig: init_scale must be finite and > 0, got {self.init_scale}")
+            raise ValueError(
+                f"DynamicLossScalerConfig: init_scale must be finite and > 0, got {self.init_scale}"
+            )
         if not self.growth_factor > 1.0:
             raise ValueError(f"DynamicLossScalerConfig: growth_factor must be > 1, got {self.growth_factor}")
         if not 0.0 < self.backoff_factor < 1.0:
-            raise ValueError(f"DynamicLossScalerConfig: backoff_factor must be in (0, 1), got {self.backoff_factor}")
+            raise ValueError(
+                f"DynamicLossScalerConfig: backoff_factor must be in (0, 1), got {self.backoff_factor}"
+            )
         if self.growth_interval < 1:
-            raise ValueError(f"DynamicLossScalerConfig: growth_interval must be >= 1, got {self.growth_interval}")
+            raise ValueError(
+                f"DynamicLossScalerConfig: growth_interval must be >= 1, got {self.growth_interval}"
+            )
         return DynamicLossScaler(self)
 
 

@@ -32,14 +32,16 @@ Behaviour (Burn's, unless noted):
 * ``to_record``/``load_record``/``save``/``load`` use Burn's record layout (see
   :mod:`ember.optim.optimizer_record`).
 """
+
 from __future__ import annotations
 
 import copy
 import math
 import numbers
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +59,7 @@ __all__ = ["ModuleOptimizer"]
 
 
 class _Group:
-    __slots__ = ("group", "optimizer", "clipping")
+    __slots__ = ("clipping", "group", "optimizer")
 
     def __init__(self, group, optimizer: Optimizer, clipping: GradientClipping | None):
         self.group, self.optimizer, self.clipping = group, optimizer, clipping
@@ -67,10 +69,11 @@ class _State:
     """One parameter's optimizer state: its group, path, rank, arrays and step count.
     ``device`` is None while the arrays are host (NumPy) arrays loaded from a record."""
 
-    __slots__ = ("group", "path", "rank", "arrays", "steps", "device", "dtype")
+    __slots__ = ("arrays", "device", "dtype", "group", "path", "rank", "steps")
 
-    def __init__(self, group: int, path: str | None, rank: int, arrays: dict, steps: int, device=None,
-                 dtype=None):
+    def __init__(
+        self, group: int, path: str | None, rank: int, arrays: dict, steps: int, device=None, dtype=None
+    ):
         self.group, self.path, self.rank = group, path, rank
         self.arrays, self.steps, self.device, self.dtype = arrays, steps, device, dtype
 
@@ -79,7 +82,7 @@ class _Entry:
     """A parameter to update; ``rows`` is set (int64 [K]) when its gradient is row-sparse,
     ``gradient`` then holding the values [K, d]."""
 
-    __slots__ = ("path", "param", "gradient", "state", "rows")
+    __slots__ = ("gradient", "param", "path", "rows", "state")
 
     def __init__(self, path, param, grad, state):
         self.path, self.param, self.gradient, self.state = path, param, grad, state
@@ -89,7 +92,7 @@ class _Entry:
 class _Packed:
     """Packed arrays of a bucket, reused while its parameters and state arrays are the same."""
 
-    __slots__ = ("ids", "params", "states", "param_handle", "state_handles")
+    __slots__ = ("ids", "param_handle", "params", "state_handles", "states")
 
     def __init__(self, ids, params, states, param_handle, state_handles):
         self.ids, self.params, self.states = ids, params, states
@@ -98,8 +101,11 @@ class _Packed:
     def valid(self, ids, params, states) -> bool:
         if ids != self.ids or any(a is not b for a, b in zip(params, self.params)):
             return False
-        return all(a is not None and a is b for name, arrays in states.items()
-                   for a, b in zip(arrays, self.states[name]))
+        return all(
+            a is not None and a is b
+            for name, arrays in states.items()
+            for a, b in zip(arrays, self.states[name])
+        )
 
 
 def _as_optimizer(owner: str, value) -> tuple[Optimizer, Any]:
@@ -108,8 +114,10 @@ def _as_optimizer(owner: str, value) -> tuple[Optimizer, Any]:
         return value, None
     if isinstance(value, OptimizerConfig):
         return value.build(), value.clipping()
-    raise TypeError(f"{owner}: expected an optimizer config (e.g. AdamConfig()) or a bare optimizer "
-                    f"(AdamConfig().build()), got {type(value).__name__} ({value!r})")
+    raise TypeError(
+        f"{owner}: expected an optimizer config (e.g. AdamConfig()) or a bare optimizer "
+        f"(AdamConfig().build()), got {type(value).__name__} ({value!r})"
+    )
 
 
 def _lr_resolver(lr) -> Callable[[ParamId, str], float]:
@@ -120,14 +128,18 @@ def _lr_resolver(lr) -> Callable[[ParamId, str], float]:
         return lambda pid, path: value
     per_param = getattr(lr, "lr_from_param", None)
     if callable(per_param):
+
         def resolve(pid, path):
             value = float(per_param(pid, path))
             if not math.isfinite(value):
                 raise ValueError(f"ModuleOptimizer.step: the learning rate of '{path}' is {value!r}")
             return value
+
         return resolve
-    raise TypeError("ModuleOptimizer.step: `lr` must be a float or a ModuleLearningRate (what "
-                    f"ModuleLrScheduler.step() returns), got {type(lr).__name__} ({lr!r})")
+    raise TypeError(
+        "ModuleOptimizer.step: `lr` must be a float or a ModuleLearningRate (what "
+        f"ModuleLrScheduler.step() returns), got {type(lr).__name__} ({lr!r})"
+    )
 
 
 class ModuleOptimizer:
@@ -143,7 +155,9 @@ class ModuleOptimizer:
 
     def __init__(self, optimizer, grad_clipping=None):
         optim, config_clipping = _as_optimizer("ModuleOptimizer", optimizer)
-        clipping = as_clipping("ModuleOptimizer", grad_clipping if grad_clipping is not None else config_clipping)
+        clipping = as_clipping(
+            "ModuleOptimizer", grad_clipping if grad_clipping is not None else config_clipping
+        )
         self._groups: list[_Group] = [_Group(ParamGroup.all(), optim, clipping)]
         self._states: dict[ParamId, _State] = {}
         self._packed: dict[tuple, _Packed] = {}
@@ -162,11 +176,14 @@ class ModuleOptimizer:
                 given), else no clipping.
         """
         if not callable(getattr(group, "matches", None)):
-            raise TypeError(f"ModuleOptimizer.with_group: `group` needs a matches(path, param_id) "
-                            f"method (an ember.nn.ParamGroup), got {type(group).__name__}")
+            raise TypeError(
+                f"ModuleOptimizer.with_group: `group` needs a matches(path, param_id) "
+                f"method (an ember.nn.ParamGroup), got {type(group).__name__}"
+            )
         optim, config_clipping = _as_optimizer("ModuleOptimizer.with_group", optimizer)
-        clipping = as_clipping("ModuleOptimizer.with_group",
-                               grad_clipping if grad_clipping is not None else config_clipping)
+        clipping = as_clipping(
+            "ModuleOptimizer.with_group", grad_clipping if grad_clipping is not None else config_clipping
+        )
         self._groups.append(_Group(group, optim, clipping))
         self._states = {pid: st for pid, st in self._states.items() if not group.matches(st.path, pid)}
         self._packed.clear()
@@ -210,19 +227,27 @@ class ModuleOptimizer:
             ``module``.
         """
         if not isinstance(grads, GradientsParams):
-            raise TypeError(f"ModuleOptimizer.step: `grads` must be GradientsParams (use "
-                            f"GradientsParams.from_grads(loss.backward(), model)), got {type(grads).__name__}")
+            raise TypeError(
+                f"ModuleOptimizer.step: `grads` must be GradientsParams (use "
+                f"GradientsParams.from_grads(loss.backward(), model)), got {type(grads).__name__}"
+            )
         if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(f"ModuleOptimizer.step: `module` must be an ember.nn.Module, got "
-                            f"{type(module).__name__}")
+            raise TypeError(
+                f"ModuleOptimizer.step: `module` must be an ember.nn.Module, got {type(module).__name__}"
+            )
         lr_of = _lr_resolver(lr)
-        selected = [(path, param) for path, param in module.named_parameters()
-                    if param.require_grad and param.id in grads]
+        selected = [
+            (path, param)
+            for path, param in module.named_parameters()
+            if param.require_grad and param.id in grads
+        ]
         for path, param in selected:  # check every gradient before updating anything
             grad = grads.get(param.id)
             if grad.shape != param.value.shape:
-                raise ValueError(f"ModuleOptimizer.step: the gradient of '{path}' has shape "
-                                 f"{list(grad.shape)} but the parameter has shape {list(param.value.shape)}")
+                raise ValueError(
+                    f"ModuleOptimizer.step: the gradient of '{path}' has shape "
+                    f"{list(grad.shape)} but the parameter has shape {list(param.value.shape)}"
+                )
         per_group: dict[int, list[_Entry]] = {}
         for path, param in selected:
             grad = grads.remove(param.id)
@@ -249,7 +274,9 @@ class ModuleOptimizer:
             buckets.setdefault((value.device, value.dtype), []).append(e)
         keys = list(buckets)
         if group.clipping is not None:
-            clipped = clip_buckets(group.clipping, [(k[0].backend, [e.gradient for e in buckets[k]]) for k in keys])
+            clipped = clip_buckets(
+                group.clipping, [(k[0].backend, [e.gradient for e in buckets[k]]) for k in keys]
+            )
             for key, arrays in zip(keys, clipped):
                 for e, g in zip(buckets[key], arrays):
                     e.gradient = g
@@ -265,8 +292,10 @@ class ModuleOptimizer:
             value = e.param.value
             other = tensors.setdefault(id(value), e.path)
             if other != e.path:
-                raise ValueError(f"ModuleOptimizer.step: parameters '{other}' and '{e.path}' share one tensor, "
-                                 "which would be updated twice; tie weights by reusing one Param instead")
+                raise ValueError(
+                    f"ModuleOptimizer.step: parameters '{other}' and '{e.path}' share one tensor, "
+                    "which would be updated twice; tie weights by reusing one Param instead"
+                )
             if e.state is None:
                 e.state = self._states[e.param.id] = _State(index, e.path, value.ndim, {}, 0)
             e.state.path = e.path
@@ -281,9 +310,15 @@ class ModuleOptimizer:
         for e, is_fresh in zip(entries, fresh):
             if e.rows is not None:  # row-sparse: one lazy update per table, never packed
                 new_param, new_state = optim.update_sparse(
-                    backend, e.param.value._data, e.rows, e.gradient,
-                    {name: e.state.arrays[name] for name in names}, lr_of(e.param.id, e.path),
-                    e.state.steps + 1, is_fresh)
+                    backend,
+                    e.param.value._data,
+                    e.rows,
+                    e.gradient,
+                    {name: e.state.arrays[name] for name in names},
+                    lr_of(e.param.id, e.path),
+                    e.state.steps + 1,
+                    is_fresh,
+                )
                 self._finish(e, new_param, {name: new_state[name] for name in names})
         if not dense:
             return
@@ -293,13 +328,25 @@ class ModuleOptimizer:
         states = {name: [e.state.arrays[name] for e in entries] for name in names}
         packed = self._packed.get((index,) + key)
         if packed is None or not packed.valid(ids, params, states):
-            packed = _Packed(ids, params, states, backend.optim_pack(params),
-                             {name: backend.optim_pack(arrays) for name, arrays in states.items()})
+            packed = _Packed(
+                ids,
+                params,
+                states,
+                backend.optim_pack(params),
+                {name: backend.optim_pack(arrays) for name, arrays in states.items()},
+            )
             self._packed[(index,) + key] = packed
         lrs = [lr_of(e.param.id, e.path) for e in entries]
         steps = [e.state.steps + 1 for e in entries]
-        new_params, new_states = optim.update(backend, packed.param_handle, [e.gradient for e in entries],
-                                              packed.state_handles, lrs, steps, fresh)
+        new_params, new_states = optim.update(
+            backend,
+            packed.param_handle,
+            [e.gradient for e in entries],
+            packed.state_handles,
+            lrs,
+            steps,
+            fresh,
+        )
         for i, e in enumerate(entries):
             self._finish(e, new_params[i], {name: new_states[name][i] for name in names})
 
@@ -330,7 +377,8 @@ class ModuleOptimizer:
                 raise ValueError(
                     f"ModuleOptimizer.step: the optimizer state '{name}' of parameter '{e.path}' "
                     f"(id {e.param.id}) has shape {list(array.shape)} but the parameter has shape "
-                    f"{list(value.shape)}; was the optimizer record saved for another model?")
+                    f"{list(value.shape)}; was the optimizer record saved for another model?"
+                )
             if backend.dtype_of(array) != value.dtype:
                 array = backend.cast(array, value.dtype)
             st.arrays[name] = backend.optim_own(array)
@@ -362,8 +410,18 @@ class ModuleOptimizer:
         """An independent copy: same groups, copied state."""
         out = object.__new__(ModuleOptimizer)
         out._groups = [_Group(g.group, g.optimizer, g.clipping) for g in self._groups]
-        out._states = {pid: _State(st.group, st.path, st.rank, {n: copy.deepcopy(a) for n, a in st.arrays.items()},
-                                   st.steps, st.device, st.dtype) for pid, st in self._states.items()}
+        out._states = {
+            pid: _State(
+                st.group,
+                st.path,
+                st.rank,
+                {n: copy.deepcopy(a) for n, a in st.arrays.items()},
+                st.steps,
+                st.device,
+                st.dtype,
+            )
+            for pid, st in self._states.items()
+        }
         out._packed = {}
         return out
 
@@ -402,19 +460,20 @@ class ModuleOptimizer:
             record: an :class:`OptimizerRecord` (from :meth:`to_record`, a file, or Burn).
         """
         if not isinstance(record, OptimizerRecord):
-            raise TypeError(f"ModuleOptimizer.load_record: expected an OptimizerRecord, got "
-                            f"{type(record).__name__}")
+            raise TypeError(
+                f"ModuleOptimizer.load_record: expected an OptimizerRecord, got {type(record).__name__}"
+            )
         ranks: dict[int, int] = {}
         suffix = f".{RANK_KEY}"
         for name, value in record.scalars.items():
-            head = name[:-len(suffix)] if name.endswith(suffix) else ""
+            head = name[: -len(suffix)] if name.endswith(suffix) else ""
             if head.isdigit() and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 ranks[int(head)] = int(value)
         leaves: dict[int, dict] = {}
         for name, array in record.tensors.items():
             pid = record.param_ids[name]
             prefix = f"{pid}."
-            leaf = name[len(prefix):] if name.startswith(prefix) else name.partition(".")[2]
+            leaf = name[len(prefix) :] if name.startswith(prefix) else name.partition(".")[2]
             leaves.setdefault(pid, {})[leaf] = array
             ranks.setdefault(pid, array.ndim)
         states = {}
@@ -457,8 +516,10 @@ class ModuleOptimizer:
         return self.load_record(OptimizerRecord.from_bytes(data))
 
     def __repr__(self) -> str:
-        groups = ", ".join(f"{g.group!r}: {g.optimizer!r}" + (f" + {g.clipping!r}" if g.clipping else "")
-                           for g in self._groups)
+        groups = ", ".join(
+            f"{g.group!r}: {g.optimizer!r}" + (f" + {g.clipping!r}" if g.clipping else "")
+            for g in self._groups
+        )
         return f"ModuleOptimizer([{groups}], {len(self._states)} parameter states)"
 
 
@@ -466,4 +527,3 @@ def _host_copy(st: _State, array):
     """A NumPy copy of a state array (host arrays of loaded states included)."""
     host = array if st.device is None else st.device.backend.to_host(array)
     return np.array(host, copy=True)
-

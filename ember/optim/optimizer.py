@@ -11,11 +11,12 @@ composite (``backend.adam_update`` ...), so the ``cpu`` backend runs one fused N
 per group per step. Per-parameter state is a set of named arrays — named as the leaves of
 Burn's optimizer record (``"momentum.moment_1"``) — plus a step counter.
 """
+
 from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ember.kernels.arg_checks import finite_scalar
 from ember.record.config import Config
@@ -38,8 +39,10 @@ def decay_penalty(owner: str, decay) -> float:
     if decay is None:
         return 0.0
     if not isinstance(decay, WeightDecayConfig):
-        raise TypeError(f"{owner}: `weight_decay` must be a WeightDecayConfig or None, got "
-                        f"{type(decay).__name__} ({decay!r})")
+        raise TypeError(
+            f"{owner}: `weight_decay` must be a WeightDecayConfig or None, got "
+            f"{type(decay).__name__} ({decay!r})"
+        )
     return finite_scalar(owner, "weight_decay.penalty", decay.penalty)
 
 
@@ -60,8 +63,16 @@ class Optimizer(abc.ABC):
         """Names of the per-parameter state arrays, as leaves of Burn's optimizer record."""
 
     @abc.abstractmethod
-    def update(self, backend, params, grads: list, states: Mapping[str, object],
-               lr: Sequence[float], steps: Sequence[int], fresh: Sequence[bool]):
+    def update(
+        self,
+        backend,
+        params,
+        grads: list,
+        states: Mapping[str, object],
+        lr: Sequence[float],
+        steps: Sequence[int],
+        fresh: Sequence[bool],
+    ):
         """Apply one step to a bucket of parameters (same device and dtype).
 
         Args:
@@ -77,8 +88,9 @@ class Optimizer(abc.ABC):
             ``(new_params, {state name: new arrays})``, lists in the bucket's order.
         """
 
-    def update_sparse(self, backend, param, rows, values, states: Mapping[str, object], lr: float, step: int,
-                      fresh: bool):
+    def update_sparse(
+        self, backend, param, rows, values, states: Mapping[str, object], lr: float, step: int, fresh: bool
+    ):
         """Apply one step to a table whose gradient is row-sparse (:class:`ember.RowSparse`).
 
         The default **densifies**: it builds the dense ``[n, d]`` gradient (zeros outside
@@ -100,8 +112,9 @@ class Optimizer(abc.ABC):
             ``(new_param, {state name: new array})``.
         """
         dense = backend.rows_to_dense(rows, values, param.shape[0])
-        new_p, new_states = self.update(backend, [param], [dense], {n: [a] for n, a in states.items()},
-                                        [lr], [step], [fresh])
+        new_p, new_states = self.update(
+            backend, [param], [dense], {n: [a] for n, a in states.items()}, [lr], [step], [fresh]
+        )
         return new_p[0], {n: arrays[0] for n, arrays in new_states.items()}
 
     def record_extras(self, backend, arrays: Mapping[str, object]) -> dict[str, object]:
@@ -148,6 +161,7 @@ class OptimizerConfig(Config):
         """A ``ModuleOptimizer`` with one group, ``ParamGroup.all()``, running this optimizer
         with this config's gradient clipping."""
         from ember.optim.module_optimizer import ModuleOptimizer
+
         return ModuleOptimizer(self.build(), self.clipping())
 
     def clipping(self):

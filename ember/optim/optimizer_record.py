@@ -11,11 +11,13 @@ Burn keys optimizer state per parameter, not per module path:
 
 Files written here are read by Burn and vice versa (for the optimizers both have).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from ember.record import load as _load
 from ember.record import save as _save
 from ember.record import to_bytes as _to_bytes
 
-__all__ = ["OptimizerRecord", "RANK_KEY"]
+__all__ = ["RANK_KEY", "OptimizerRecord"]
 
 RANK_KEY = "__rank"
 
@@ -42,8 +44,13 @@ class OptimizerRecord:
             missing).
     """
 
-    def __init__(self, tensors: Mapping[str, Any] | None = None, scalars: Mapping[str, Any] | None = None,
-                 paths: Mapping[str, str] | None = None, param_ids: Mapping[str, int] | None = None):
+    def __init__(
+        self,
+        tensors: Mapping[str, Any] | None = None,
+        scalars: Mapping[str, Any] | None = None,
+        paths: Mapping[str, str] | None = None,
+        param_ids: Mapping[str, int] | None = None,
+    ):
         self.tensors: dict[str, np.ndarray] = {}
         self.param_ids: dict[str, int] = {}
         for name, value in (tensors or {}).items():
@@ -55,8 +62,10 @@ class OptimizerRecord:
             if pid is None:
                 pid = _id_prefix(name)
             if pid is None:
-                raise RecordError(f"OptimizerRecord: tensor {name!r} has no parameter id; names "
-                                  "must read '<param_id>.<state leaf>'")
+                raise RecordError(
+                    f"OptimizerRecord: tensor {name!r} has no parameter id; names "
+                    "must read '<param_id>.<state leaf>'"
+                )
             self.tensors[name] = np.asarray(value)
             self.param_ids[name] = int(pid)
         self.scalars: dict[str, Any] = dict(scalars or {})

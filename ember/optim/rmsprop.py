@@ -1,4 +1,5 @@
 """RMSprop, optionally centered and with momentum (Burn's ``RmsProp``)."""
+
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
@@ -7,8 +8,7 @@ from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig,
 
 __all__ = ["RmsProp", "RmsPropConfig"]
 
-SQUARE, GRAD_AVG, AVG, BUF = ("square_avg.square_avg", "centered.grad_avg", "centered.avg",
-                              "momentum.buf")
+SQUARE, GRAD_AVG, AVG, BUF = ("square_avg.square_avg", "centered.grad_avg", "centered.avg", "momentum.buf")
 
 
 class RmsProp(Optimizer):
@@ -40,8 +40,14 @@ class RmsProp(Optimizer):
 
     required_states = (SQUARE,)
 
-    def __init__(self, alpha: float = 0.99, momentum: float = 0.9, epsilon: float = 1e-5,
-                 centered: bool = False, weight_decay: float = 0.0):
+    def __init__(
+        self,
+        alpha: float = 0.99,
+        momentum: float = 0.9,
+        epsilon: float = 1e-5,
+        centered: bool = False,
+        weight_decay: float = 0.0,
+    ):
         self.alpha = finite_scalar("RmsProp", "alpha", alpha, unit_interval=True)
         self.momentum = finite_scalar("RmsProp", "momentum", momentum, minimum=0.0)
         self.epsilon = finite_scalar("RmsProp", "epsilon", epsilon, minimum=0.0)
@@ -53,8 +59,18 @@ class RmsProp(Optimizer):
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
         new_p, s, ga, b = backend.rmsprop_update(
-            params, grads, states[SQUARE], states.get(GRAD_AVG), states.get(BUF), lr, self.alpha,
-            self.epsilon, self.weight_decay, self.momentum, self.centered)
+            params,
+            grads,
+            states[SQUARE],
+            states.get(GRAD_AVG),
+            states.get(BUF),
+            lr,
+            self.alpha,
+            self.epsilon,
+            self.weight_decay,
+            self.momentum,
+            self.centered,
+        )
         out = {SQUARE: s}
         if self.centered:
             out[GRAD_AVG] = ga
@@ -89,5 +105,10 @@ class RmsPropConfig(OptimizerConfig):
     grad_clipping: GradientClippingConfig | None = None
 
     def build(self) -> RmsProp:
-        return RmsProp(self.alpha, self.momentum, self.epsilon, self.centered,
-                       decay_penalty("RmsPropConfig", self.weight_decay))
+        return RmsProp(
+            self.alpha,
+            self.momentum,
+            self.epsilon,
+            self.centered,
+            decay_penalty("RmsPropConfig", self.weight_decay),
+        )

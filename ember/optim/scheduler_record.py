@@ -8,11 +8,13 @@ these helpers write and read it, storing integer counters as Burn's ``Scalar::UI
     save_state("checkpoint/scheduler-3", scheduler)      # writes scheduler-3.bpk
     load_state("checkpoint/scheduler-3", scheduler)      # same configuration, progress restored
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ember.record import UInt
 from ember.record import from_bytes as _from_bytes
@@ -26,8 +28,10 @@ __all__ = ["load_state", "save_state", "state_from_bytes", "state_to_bytes"]
 def _state_of(owner: str, scheduler) -> dict[str, Any]:
     state_fn = getattr(scheduler, "state", None)
     if not callable(state_fn) or not callable(getattr(scheduler, "load_state", None)):
-        raise TypeError(f"{owner}: expected a learning-rate scheduler with state()/load_state() "
-                        f"(an ember.optim.lr_scheduler scheduler), got {type(scheduler).__name__}")
+        raise TypeError(
+            f"{owner}: expected a learning-rate scheduler with state()/load_state() "
+            f"(an ember.optim.lr_scheduler scheduler), got {type(scheduler).__name__}"
+        )
     return state_fn()
 
 

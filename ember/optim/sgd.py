@@ -1,4 +1,5 @@
 """Stochastic gradient descent with optional weight decay and momentum (Burn's ``Sgd``)."""
+
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
@@ -70,20 +71,36 @@ class Sgd(Optimizer):
         if mom is None:
             new_p, _ = backend.sgd_update(params, grads, None, lr, self.weight_decay)
             return new_p, {}
-        new_p, new_v = backend.sgd_update(params, grads, states[_VELOCITY], lr, self.weight_decay,
-                                          float(mom.momentum), float(mom.dampening), bool(mom.nesterov),
-                                          list(fresh))
+        new_p, new_v = backend.sgd_update(
+            params,
+            grads,
+            states[_VELOCITY],
+            lr,
+            self.weight_decay,
+            float(mom.momentum),
+            float(mom.dampening),
+            bool(mom.nesterov),
+            list(fresh),
+        )
         return new_p, {_VELOCITY: new_v}
-
 
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
         mom = self.momentum
         if mom is None:
             new_p, _ = backend.sparse_sgd_update(param, rows, values, None, lr, self.weight_decay)
             return new_p, {}
-        new_p, new_v = backend.sparse_sgd_update(param, rows, values, states[_VELOCITY], lr, self.weight_decay,
-                                                 float(mom.momentum), float(mom.dampening), bool(mom.nesterov),
-                                                 bool(fresh))
+        new_p, new_v = backend.sparse_sgd_update(
+            param,
+            rows,
+            values,
+            states[_VELOCITY],
+            lr,
+            self.weight_decay,
+            float(mom.momentum),
+            float(mom.dampening),
+            bool(mom.nesterov),
+            bool(fresh),
+        )
         return new_p, {_VELOCITY: new_v}
 
 

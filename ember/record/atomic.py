@@ -13,6 +13,7 @@ has been reused by a running process, is left alone).
 through their own temporary file beside that name, so the name is inside a private scratch
 directory ``<name>.<pid>-<n>.tmpdir/``, removed the same way as a scratch file.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,10 +21,11 @@ import itertools
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
-__all__ = ["atomic_writer", "atomic_path", "atomic_write_bytes", "remove_stale_scratch"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_writer", "remove_stale_scratch"]
 
 _COUNTER = itertools.count()
 
@@ -84,8 +86,7 @@ def _open_scratch(destination: Path) -> tuple[Path, BinaryIO]:
         try:
             # O_EXCL: never reuse or follow a file or link that is already there; the
             # 0o666 mode lets the process umask decide permissions, like a normal open().
-            fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                         | getattr(os, "O_BINARY", 0), 0o666)
+            fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         except FileExistsError:
             continue
         return scratch, os.fdopen(fd, "wb")

@@ -15,16 +15,29 @@ Layout (all integers little-endian)::
 These mirror ``crates/burn-pack/src/base.rs`` in tracel-ai/burn, including the limits a
 reader enforces on untrusted files.
 """
+
 from __future__ import annotations
 
 import os
 import struct
 from pathlib import Path
 
-__all__ = ["MAGIC", "VERSION", "HEADER_SIZE", "ALIGNMENT", "MAX_METADATA_SIZE",
-           "MAX_TENSOR_COUNT", "MAX_TENSOR_SIZE", "MAX_FILE_SIZE", "EXTENSION",
-           "pack_header", "data_section_start", "align", "resolve_write_path",
-           "resolve_read_path"]
+__all__ = [
+    "ALIGNMENT",
+    "EXTENSION",
+    "HEADER_SIZE",
+    "MAGIC",
+    "MAX_FILE_SIZE",
+    "MAX_METADATA_SIZE",
+    "MAX_TENSOR_COUNT",
+    "MAX_TENSOR_SIZE",
+    "VERSION",
+    "align",
+    "data_section_start",
+    "pack_header",
+    "resolve_read_path",
+    "resolve_write_path",
+]
 
 MAGIC = 0x4255524E
 VERSION = 1

@@ -9,12 +9,14 @@ dtype, shape (at most 64 dims that NumPy can represent), byte range (inside the 
 at most 10 GB, exactly ``prod(shape) * itemsize`` bytes, and shared with no other tensor),
 and the CBOR itself (depth, item count, lengths).
 """
+
 from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from .dtypes import storage_from_burn
 from .entries import TensorView, UInt
 from .errors import RecordError
 
-__all__ = ["Record", "load", "from_bytes"]
+__all__ = ["Record", "from_bytes", "load"]
 
 _U64 = 1 << 64
 _I64 = 1 << 63
@@ -43,8 +45,7 @@ def shape_problem(shape, itemsize: int) -> str | None:
     for d in shape:
         nonzero *= d if d else 1
     if nonzero * itemsize >= _I64:
-        return (f"shape {list(shape)} cannot be represented: its non-zero dimensions span "
-                "2**63 bytes or more")
+        return f"shape {list(shape)} cannot be represented: its non-zero dimensions span 2**63 bytes or more"
     return None
 
 
@@ -73,9 +74,14 @@ class Record(Mapping[str, TensorView]):
         path: the file read, or None for in-memory data.
     """
 
-    def __init__(self, tensors: dict[str, TensorView], metadata: dict[str, str] | None = None,
-                 scalars: dict[str, Any] | None = None, path: Path | None = None,
-                 source: Any = None):
+    def __init__(
+        self,
+        tensors: dict[str, TensorView],
+        metadata: dict[str, str] | None = None,
+        scalars: dict[str, Any] | None = None,
+        path: Path | None = None,
+        source: Any = None,
+    ):
         self.tensors = tensors
         self.param_ids = {n: v.param_id for n, v in tensors.items() if v.param_id is not None}
         self.metadata = dict(metadata or {})
@@ -88,8 +94,9 @@ class Record(Mapping[str, TensorView]):
             return self.tensors[name]
         except KeyError:
             where = f" in '{self.path}'" if self.path else ""
-            raise KeyError(f"no tensor named {name!r}{where}; the record holds "
-                           f"{len(self.tensors)} tensors") from None
+            raise KeyError(
+                f"no tensor named {name!r}{where}; the record holds {len(self.tensors)} tensors"
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.tensors)
@@ -118,8 +125,10 @@ class Record(Mapping[str, TensorView]):
 
     def __repr__(self) -> str:
         where = f" from '{self.path}'" if self.path else ""
-        return (f"Record({len(self.tensors)} tensors, {len(self.metadata)} metadata, "
-                f"{len(self.scalars)} scalars{where})")
+        return (
+            f"Record({len(self.tensors)} tensors, {len(self.metadata)} metadata, "
+            f"{len(self.scalars)} scalars{where})"
+        )
 
 
 class _Parser:
@@ -137,20 +146,22 @@ class _Parser:
         size = len(self.buf)
         if size < fmt.HEADER_SIZE:
             raise self.fail(f"only {size} bytes; a burnpack header needs {fmt.HEADER_SIZE}")
-        magic, version, meta_size = fmt.unpack_header(bytes(self.buf[:fmt.HEADER_SIZE]))
+        magic, version, meta_size = fmt.unpack_header(bytes(self.buf[: fmt.HEADER_SIZE]))
         if magic != fmt.MAGIC:
-            raise self.fail(f"not a burnpack file (magic 0x{magic:08X}, expected "
-                            f"0x{fmt.MAGIC:08X})")
+            raise self.fail(f"not a burnpack file (magic 0x{magic:08X}, expected 0x{fmt.MAGIC:08X})")
         if version > fmt.VERSION:
-            raise self.fail(f"format version {version} is newer than the supported "
-                            f"version {fmt.VERSION}")
+            raise self.fail(f"format version {version} is newer than the supported version {fmt.VERSION}")
         if meta_size > fmt.MAX_METADATA_SIZE:
-            raise self.fail(f"metadata size {meta_size} exceeds the limit of "
-                            f"{fmt.MAX_METADATA_SIZE} bytes (corrupt or hostile file)")
+            raise self.fail(
+                f"metadata size {meta_size} exceeds the limit of "
+                f"{fmt.MAX_METADATA_SIZE} bytes (corrupt or hostile file)"
+            )
         if fmt.HEADER_SIZE + meta_size > size:
-            raise self.fail(f"header claims {meta_size} bytes of metadata but the file has "
-                            f"only {size - fmt.HEADER_SIZE} after the header (truncated?)")
-        decoder = Decoder(self.buf[fmt.HEADER_SIZE:fmt.HEADER_SIZE + meta_size])
+            raise self.fail(
+                f"header claims {meta_size} bytes of metadata but the file has "
+                f"only {size - fmt.HEADER_SIZE} after the header (truncated?)"
+            )
+        decoder = Decoder(self.buf[fmt.HEADER_SIZE : fmt.HEADER_SIZE + meta_size])
         data_start = fmt.data_section_start(meta_size)
         try:
             descriptors, metadata, scalars = self._metadata(decoder)
@@ -175,15 +186,15 @@ class _Parser:
             raise self.fail(f"{what} must be a CBOR map (major type {major} found)")
         if count is not None:
             if limit is not None and count > limit:
-                raise self.fail(f"{what} declares {count} entries, over the limit of {limit} "
-                                "(corrupt or hostile file)")
+                raise self.fail(
+                    f"{what} declares {count} entries, over the limit of {limit} (corrupt or hostile file)"
+                )
             decoder.check_length(count, 2, what)
         seen = 0
         while (not decoder.at_break()) if count is None else seen < count:
             seen += 1
             if limit is not None and seen > limit:
-                raise self.fail(f"{what} holds more than {limit} entries (corrupt or "
-                                "hostile file)")
+                raise self.fail(f"{what} holds more than {limit} entries (corrupt or hostile file)")
             key = decoder.item(1)
             if not isinstance(key, str):
                 raise self.fail(f"{what} has a non-text key {key!r}")
@@ -206,7 +217,8 @@ class _Parser:
             elif field == "metadata":
                 value = decoder.item(1)
                 if not isinstance(value, dict) or not all(
-                        isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+                    isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+                ):
                     raise self.fail("'metadata' must map text to text")
                 metadata = value
             elif field == "scalars":
@@ -248,8 +260,7 @@ class _Parser:
         param_id = raw.get("param_id")
         if param_id is not None:
             param_id = self._uint(param_id, "param_id", name)
-        return {"storage": storage, "shape": shape, "start": start, "end": end,
-                "param_id": param_id}
+        return {"storage": storage, "shape": shape, "start": start, "end": end, "param_id": param_id}
 
     def _scalar(self, key: Any, raw: Any) -> Any:
         if not isinstance(key, str):
@@ -264,8 +275,7 @@ class _Parser:
                 return value
             if variant == "UInt" and type(value) is int and 0 <= value < _U64:
                 return UInt(value)
-        raise self.fail(f"scalar '{key}' must be {{\"Int\"|\"UInt\"|\"Float\"|\"Bool\": value}}"
-                        f", got {raw!r}")
+        raise self.fail(f'scalar \'{key}\' must be {{"Int"|"UInt"|"Float"|"Bool": value}}, got {raw!r}')
 
     # -- tensor views --------------------------------------------------------------------
 
@@ -278,15 +288,24 @@ class _Parser:
             raise self.fail(f"data_offsets ({start}, {end}) end before they start", name)
         length = end - start
         if length > fmt.MAX_TENSOR_SIZE:
-            raise self.fail(f"{length} bytes exceed the limit of {fmt.MAX_TENSOR_SIZE} bytes "
-                            "per tensor (corrupt or hostile file)", name)
+            raise self.fail(
+                f"{length} bytes exceed the limit of {fmt.MAX_TENSOR_SIZE} bytes "
+                "per tensor (corrupt or hostile file)",
+                name,
+            )
         expected = int(np.prod(shape, dtype=object)) * storage.itemsize
         if expected != length:
-            raise self.fail(f"shape {list(shape)} of {storage.name} needs {expected} bytes but "
-                            f"data_offsets ({start}, {end}) span {length}", name)
+            raise self.fail(
+                f"shape {list(shape)} of {storage.name} needs {expected} bytes but "
+                f"data_offsets ({start}, {end}) span {length}",
+                name,
+            )
         if end > data_size:
-            raise self.fail(f"data_offsets ({start}, {end}) reach past the end of the data "
-                            f"section ({data_size} bytes; file truncated or corrupt)", name)
+            raise self.fail(
+                f"data_offsets ({start}, {end}) reach past the end of the data "
+                f"section ({data_size} bytes; file truncated or corrupt)",
+                name,
+            )
         problem = shape_problem(shape, storage.itemsize)  # left: empty tensors of huge dims
         if problem is not None:
             raise self.fail(f"{problem} ({storage.name})", name)
@@ -300,8 +319,11 @@ class _Parser:
             if start == end:
                 continue
             if start < reach:
-                raise self.fail(f"data_offsets ({start}, {end}) overlap those of tensor "
-                                f"'{previous}', which reach {reach}", name)
+                raise self.fail(
+                    f"data_offsets ({start}, {end}) overlap those of tensor "
+                    f"'{previous}', which reach {reach}",
+                    name,
+                )
             previous, reach = name, end
 
     def _view(self, name: str, desc: dict, data_start: int) -> TensorView:
@@ -309,13 +331,16 @@ class _Parser:
         length = desc["end"] - start
         count = length // storage.itemsize
         try:
-            raw = np.frombuffer(self.buf, dtype=storage.storage, count=count,
-                                offset=data_start + start) if count else \
-                np.empty(0, dtype=storage.storage)
+            raw = (
+                np.frombuffer(self.buf, dtype=storage.storage, count=count, offset=data_start + start)
+                if count
+                else np.empty(0, dtype=storage.storage)
+            )
             raw = raw.reshape(shape)
         except (ValueError, TypeError, MemoryError) as exc:  # the checks above should leave none
-            raise self.fail(f"cannot view {length} bytes as {storage.name} {list(shape)}: "
-                            f"{exc}", name) from None
+            raise self.fail(
+                f"cannot view {length} bytes as {storage.name} {list(shape)}: {exc}", name
+            ) from None
         raw.flags.writeable = False
         return TensorView(name, storage, raw, desc["param_id"])
 
@@ -357,8 +382,7 @@ def load(path: str | os.PathLike) -> Record:
         if size > fmt.MAX_FILE_SIZE:
             raise RecordError(f"{where}: {size} bytes exceed the limit of {fmt.MAX_FILE_SIZE}")
         if size < fmt.HEADER_SIZE:
-            raise RecordError(f"{where}: only {size} bytes; a burnpack header needs "
-                              f"{fmt.HEADER_SIZE}")
+            raise RecordError(f"{where}: only {size} bytes; a burnpack header needs {fmt.HEADER_SIZE}")
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     tensors, metadata, scalars = _Parser(memoryview(mapped), where).parse()
     return Record(tensors, metadata, scalars, resolved, mapped)

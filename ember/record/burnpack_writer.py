@@ -6,13 +6,15 @@ has ``shape``, ``dtype`` and ``numpy()`` (an ember Tensor on any device) is plan
 shape and dtype and only copied to host when the writer reaches it, so peak host memory is
 bounded by the largest tensor rather than the whole model.
 """
+
 from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Mapping
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -46,8 +48,7 @@ class _Entry:
 
 def _to_storage(name: str, array: np.ndarray, storage: StorageDType) -> np.ndarray:
     """Convert ``array`` to contiguous little-endian storage of type ``storage``."""
-    if storage.name == "bfloat16" and array.dtype.name != "bfloat16" \
-            and array.dtype != storage.storage:
+    if storage.name == "bfloat16" and array.dtype.name != "bfloat16" and array.dtype != storage.storage:
         if array.dtype.kind not in "fiub":
             raise RecordError(f"tensor '{name}': cannot store {array.dtype} as bfloat16")
         return float_to_bfloat16_bits(array).reshape(array.shape)
@@ -70,8 +71,9 @@ def _numpy_of(name: str, value: Any) -> np.ndarray:
     try:
         out = np.asarray(value)
     except Exception as exc:
-        raise RecordError(f"tensor '{name}': cannot convert {type(value).__name__} to an "
-                          f"array: {exc}") from None
+        raise RecordError(
+            f"tensor '{name}': cannot convert {type(value).__name__} to an array: {exc}"
+        ) from None
     if out.dtype == object:
         raise RecordError(f"tensor '{name}': {type(value).__name__} is not numeric array data")
     return out
@@ -113,8 +115,9 @@ def _plan_entry(name: Any, value: Any, param_id: int | None) -> _Entry:
         if deferred is not None:
             shape, storage = deferred
             storage = target or storage
-            return _Entry(name, storage, shape, param_id,
-                          lambda: _to_storage(name, _numpy_of(name, value), storage))
+            return _Entry(
+                name, storage, shape, param_id, lambda: _to_storage(name, _numpy_of(name, value), storage)
+            )
         array = _numpy_of(name, value)
         storage = target or storage_from_numpy(array.dtype)
     except TypeError as exc:
@@ -126,10 +129,12 @@ def _plan_entry(name: Any, value: Any, param_id: int | None) -> _Entry:
 def _check_param_id(name: str, param_id: Any) -> int | None:
     if param_id is None:
         return None
-    if isinstance(param_id, bool) or not isinstance(param_id, (int, np.integer)) \
-            or not 0 <= int(param_id) < _U64:
-        raise RecordError(f"tensor '{name}': param_id must be an int in [0, 2**64), "
-                          f"got {param_id!r}")
+    if (
+        isinstance(param_id, bool)
+        or not isinstance(param_id, (int, np.integer))
+        or not 0 <= int(param_id) < _U64
+    ):
+        raise RecordError(f"tensor '{name}': param_id must be an int in [0, 2**64), got {param_id!r}")
     return int(param_id)
 
 
@@ -158,20 +163,20 @@ def _plan_scalar(key: Any, value: Any) -> dict:
         raise RecordError(f"scalar '{key}': integer {value} does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return {"Float": float(value)}
-    raise RecordError(f"scalar '{key}': expected int, float or bool, got "
-                      f"{type(value).__name__} {value!r}")
+    raise RecordError(f"scalar '{key}': expected int, float or bool, got {type(value).__name__} {value!r}")
 
 
-def _plan(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None,
-          scalars: Mapping[str, Any] | None,
-          param_ids: Mapping[str, int] | None) -> tuple[bytes, list[tuple[_Entry, int]]]:
+def _plan(
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None,
+    scalars: Mapping[str, Any] | None,
+    param_ids: Mapping[str, int] | None,
+) -> tuple[bytes, list[tuple[_Entry, int]]]:
     """Build the metadata blob and each entry's offset in the data section."""
     if not isinstance(tensors, Mapping):
-        raise RecordError(f"tensors must be a mapping of name -> array, got "
-                          f"{type(tensors).__name__}")
+        raise RecordError(f"tensors must be a mapping of name -> array, got {type(tensors).__name__}")
     if len(tensors) > fmt.MAX_TENSOR_COUNT:
-        raise RecordError(f"{len(tensors)} tensors exceed the burnpack limit of "
-                          f"{fmt.MAX_TENSOR_COUNT}")
+        raise RecordError(f"{len(tensors)} tensors exceed the burnpack limit of {fmt.MAX_TENSOR_COUNT}")
     param_ids = dict(param_ids or {})
     unknown = sorted(set(param_ids) - set(tensors))
     if unknown:
@@ -183,12 +188,17 @@ def _plan(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None,
     for name, value in tensors.items():
         entry = _plan_entry(name, value, param_ids.get(name))
         if entry.nbytes > fmt.MAX_TENSOR_SIZE:
-            raise RecordError(f"tensor '{name}': {entry.nbytes} bytes exceed the burnpack "
-                              f"limit of {fmt.MAX_TENSOR_SIZE} bytes per tensor")
+            raise RecordError(
+                f"tensor '{name}': {entry.nbytes} bytes exceed the burnpack "
+                f"limit of {fmt.MAX_TENSOR_SIZE} bytes per tensor"
+            )
         start = fmt.align(offset)
         offset = start + entry.nbytes
-        desc: dict[str, Any] = {"dtype": entry.storage.burn, "shape": list(entry.shape),
-                                "data_offsets": [start, offset]}
+        desc: dict[str, Any] = {
+            "dtype": entry.storage.burn,
+            "shape": list(entry.shape),
+            "data_offsets": [start, offset],
+        }
         if entry.param_id is not None:
             desc["param_id"] = entry.param_id
         descriptors[name] = desc
@@ -202,15 +212,17 @@ def _plan(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None,
                 raise RecordError(f"metadata must map str -> str, got {key!r}: {value!r}")
         blob["metadata"] = dict(sorted(metadata.items()))
     if scalars:
-        blob["scalars"] = {k: _plan_scalar(k, v) for k, v in
-                           sorted(scalars.items(), key=lambda kv: str(kv[0]))}
+        blob["scalars"] = {
+            k: _plan_scalar(k, v) for k, v in sorted(scalars.items(), key=lambda kv: str(kv[0]))
+        }
     try:
         encoded = encode(blob)
     except CborError as exc:
         raise RecordError(f"cannot encode burnpack metadata: {exc}") from None
     if len(encoded) > fmt.MAX_METADATA_SIZE:
-        raise RecordError(f"burnpack metadata is {len(encoded)} bytes, over the limit of "
-                          f"{fmt.MAX_METADATA_SIZE}")
+        raise RecordError(
+            f"burnpack metadata is {len(encoded)} bytes, over the limit of {fmt.MAX_METADATA_SIZE}"
+        )
     return encoded, placed
 
 
@@ -218,23 +230,29 @@ def _write_container(out: BinaryIO, encoded: bytes, placed: list[tuple[_Entry, i
     out.write(fmt.pack_header(len(encoded)))
     out.write(encoded)
     start = fmt.data_section_start(len(encoded))
-    out.write(_ZEROS[:start - fmt.HEADER_SIZE - len(encoded)])
+    out.write(_ZEROS[: start - fmt.HEADER_SIZE - len(encoded)])
     position = 0  # within the data section
     for entry, offset in placed:
-        out.write(_ZEROS[:offset - position])
+        out.write(_ZEROS[: offset - position])
         array = entry.produce()
         if tuple(array.shape) != tuple(entry.shape) or array.dtype != entry.storage.storage:
-            raise RecordError(f"tensor '{entry.name}': numpy() returned shape "
-                              f"{tuple(array.shape)} {array.dtype}, but the tensor reported "
-                              f"shape {entry.shape} {entry.storage.name}")
+            raise RecordError(
+                f"tensor '{entry.name}': numpy() returned shape "
+                f"{tuple(array.shape)} {array.dtype}, but the tensor reported "
+                f"shape {entry.shape} {entry.storage.name}"
+            )
         if array.size:
             out.write(array.reshape(-1).view(np.uint8).data)
         position = offset + entry.nbytes
 
 
-def to_bytes(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None,
-             scalars: Mapping[str, Any] | None = None, *,
-             param_ids: Mapping[str, int] | None = None) -> bytes:
+def to_bytes(
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+    *,
+    param_ids: Mapping[str, int] | None = None,
+) -> bytes:
     """Serialize tensors into burnpack bytes (what :func:`save` writes to a file).
 
     Args:
@@ -256,9 +274,14 @@ def to_bytes(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = No
     return out.getvalue()
 
 
-def save(path: str | os.PathLike, tensors: Mapping[str, Any],
-         metadata: Mapping[str, str] | None = None, scalars: Mapping[str, Any] | None = None,
-         *, param_ids: Mapping[str, int] | None = None) -> Path:
+def save(
+    path: str | os.PathLike,
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+    *,
+    param_ids: Mapping[str, int] | None = None,
+) -> Path:
     """Atomically write a burnpack file that Burn's ``Reader`` (and :func:`load`) reads.
 
     ``.bpk`` is appended when ``path`` has no extension. The file is written to a scratch

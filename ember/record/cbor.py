@@ -15,6 +15,7 @@ every declared length are checked against fixed limits and against the bytes act
 left before anything is allocated for them, and a map that repeats a key is refused (serde
 refuses repeated struct fields; elsewhere one of the two values would be dropped unseen).
 """
+
 from __future__ import annotations
 
 import struct
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CborError", "encode", "Decoder", "MAX_DEPTH", "MAX_ITEMS"]
+__all__ = ["MAX_DEPTH", "MAX_ITEMS", "CborError", "Decoder", "encode"]
 
 MAX_DEPTH = 128  # same recursion limit as Burn's reader (MAX_CBOR_RECURSION_DEPTH)
 MAX_ITEMS = 5_000_000  # decoded items per blob; 100k tensors need about 2M
@@ -146,17 +147,19 @@ class Decoder:
 
     def _take(self, n: int) -> memoryview:
         if n > self.remaining:
-            raise CborError(f"truncated CBOR: needs {n} more bytes at offset {self.pos}, "
-                            f"only {self.remaining} left")
-        chunk = self.data[self.pos:self.pos + n]
+            raise CborError(
+                f"truncated CBOR: needs {n} more bytes at offset {self.pos}, only {self.remaining} left"
+            )
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
     def _count(self, n: int = 1) -> None:
         self.items_left -= n
         if self.items_left < 0:
-            raise CborError(f"CBOR metadata holds too many items (limit {self.max_items:,}; "
-                            "corrupt or hostile input)")
+            raise CborError(
+                f"CBOR metadata holds too many items (limit {self.max_items:,}; corrupt or hostile input)"
+            )
 
     def head(self) -> tuple[int, int, int | None]:
         """Read an initial byte and its argument.
@@ -178,8 +181,7 @@ class Decoder:
             return major, info, int.from_bytes(self._take(size), "big")
         if info == 31:
             if major in (_POS, _NEG, _TAG):
-                raise CborError(f"invalid indefinite length for major type {major} at "
-                                f"offset {self.pos - 1}")
+                raise CborError(f"invalid indefinite length for major type {major} at offset {self.pos - 1}")
             return major, info, None
         raise CborError(f"reserved additional information {info} at offset {self.pos - 1}")
 
@@ -193,8 +195,10 @@ class Decoder:
     def check_length(self, length: int, per_item: int, what: str) -> None:
         """Refuse a declared length that the remaining bytes cannot possibly hold."""
         if length * per_item > self.remaining:
-            raise CborError(f"{what} declares {length} entries but only {self.remaining} "
-                            f"bytes remain at offset {self.pos}")
+            raise CborError(
+                f"{what} declares {length} entries but only {self.remaining} "
+                f"bytes remain at offset {self.pos}"
+            )
 
     def item(self, depth: int = 0) -> Any:
         """Decode one complete data item (tags are read and dropped)."""
@@ -232,11 +236,9 @@ class Decoder:
                 try:
                     hash(key)
                 except TypeError:
-                    raise CborError(f"unhashable CBOR map key of type {type(key).__name__}") \
-                        from None
+                    raise CborError(f"unhashable CBOR map key of type {type(key).__name__}") from None
                 if key in result:  # RFC 8949 5.6: not valid; which value would count?
-                    raise CborError(f"map key {key!r:.60} appears twice (before offset "
-                                    f"{self.pos})")
+                    raise CborError(f"map key {key!r:.60} appears twice (before offset {self.pos})")
                 result[key] = self.item(depth + 1)
                 count += 1
             return result
@@ -252,8 +254,7 @@ class Decoder:
             self._count()
             sub_major, _, sub_arg = self.head()
             if sub_major != major or sub_arg is None:
-                raise CborError("malformed indefinite-length string chunk at offset "
-                                f"{self.pos}")
+                raise CborError(f"malformed indefinite-length string chunk at offset {self.pos}")
             parts.append(bytes(self._take(sub_arg)))
         return b"".join(parts)
 

@@ -33,6 +33,7 @@ Loading is strict: an unknown key, a missing key, or a value of the wrong type r
 :class:`ConfigError` naming the key, the config class and where it sits in the document.
 ``fill_defaults=True`` lets missing keys take their declared defaults instead.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,8 +64,10 @@ def _hints(cls: type) -> dict[str, Any]:
         try:
             _HINTS[cls] = typing.get_type_hints(cls)
         except NameError as exc:
-            raise ConfigError(f"{cls.__name__}: cannot resolve a field annotation ({exc}); "
-                              "define the referenced types at module level") from None
+            raise ConfigError(
+                f"{cls.__name__}: cannot resolve a field annotation ({exc}); "
+                "define the referenced types at module level"
+            ) from None
     return _HINTS[cls]
 
 
@@ -96,8 +99,10 @@ def _subclasses(cls: type) -> dict[str, type]:
 
 def _encode(value: Any, hint: Any, where: str) -> Any:
     if isinstance(value, Config):
-        body = {f.name: _encode(getattr(value, f.name), _hints(type(value)).get(f.name, Any),
-                                f"{where}.{f.name}") for f in _fields(type(value))}
+        body = {
+            f.name: _encode(getattr(value, f.name), _hints(type(value)).get(f.name, Any), f"{where}.{f.name}")
+            for f in _fields(type(value))
+        }
         declared = _config_types(hint)
         tagged = len(declared) > 1 or (len(declared) == 1 and type(value) is not declared[0])
         return {type(value).__name__: body} if tagged else body
@@ -117,8 +122,7 @@ def _encode(value: Any, hint: Any, where: str) -> Any:
             item_hints = list(args) + [Any] * max(0, len(value) - len(args))
         else:
             item_hints = [args[0] if args else Any] * len(value)
-        return [_encode(v, h, f"{where}[{i}]") for i, (v, h) in
-                enumerate(zip(value, item_hints))]
+        return [_encode(v, h, f"{where}[{i}]") for i, (v, h) in enumerate(zip(value, item_hints))]
     if isinstance(value, dict):
         value_hint = args[1] if len(args) == 2 else Any
         out = {}
@@ -127,17 +131,25 @@ def _encode(value: Any, hint: Any, where: str) -> Any:
                 raise ConfigError(f"{where}: dict keys must be str or int, got {key!r}")
             out[str(key)] = _encode(item, value_hint, f"{where}[{key!r}]")
         return out
-    raise ConfigError(f"{where}: cannot store {type(value).__name__} value {value!r} in a "
-                      "config; use a Config, Enum, list, tuple, dict, Path or JSON scalar")
+    raise ConfigError(
+        f"{where}: cannot store {type(value).__name__} value {value!r} in a "
+        "config; use a Config, Enum, list, tuple, dict, Path or JSON scalar"
+    )
 
 
 # --------------------------------------------------------------------------- decoding
 
 
 def _kind(data: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a bool",
-            int: "an int", float: "a float", type(None): "null"}.get(type(data),
-                                                                      type(data).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a bool",
+        int: "an int",
+        float: "a float",
+        type(None): "null",
+    }.get(type(data), type(data).__name__)
 
 
 def _decode(data: Any, hint: Any, where: str, fill: bool) -> Any:
@@ -155,8 +167,9 @@ def _decode(data: Any, hint: Any, where: str, fill: bool) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         if isinstance(data, str) and data in hint.__members__:
             return hint[data]
-        raise ConfigError(f"{where}: expected a {hint.__name__} member name "
-                          f"{list(hint.__members__)}, got {data!r}")
+        raise ConfigError(
+            f"{where}: expected a {hint.__name__} member name {list(hint.__members__)}, got {data!r}"
+        )
     if hint is bool:
         if isinstance(data, bool):
             return data
@@ -181,9 +194,10 @@ def _decode(data: Any, hint: Any, where: str, fill: bool) -> Any:
     elif origin is dict or hint is dict:
         if isinstance(data, dict):
             key_hint, value_hint = args if len(args) == 2 else (str, Any)
-            return {_decode_key(k, key_hint, where): _decode(v, value_hint,
-                                                             f"{where}[{k!r}]", fill)
-                    for k, v in data.items()}
+            return {
+                _decode_key(k, key_hint, where): _decode(v, value_hint, f"{where}[{k!r}]", fill)
+                for k, v in data.items()
+            }
     elif isinstance(hint, type):
         if isinstance(data, hint):
             return data
@@ -210,10 +224,10 @@ def _decode_sequence(data: list, origin: Any, args: tuple, where: str, fill: boo
         if len(args) == 1 and args[0] == ():
             args = ()
         if len(data) != len(args):
-            raise ConfigError(f"{where}: expected a list of {len(args)} items for "
-                              f"tuple{list(args)}, got {len(data)}")
-        return tuple(_decode(v, h, f"{where}[{i}]", fill)
-                     for i, (v, h) in enumerate(zip(data, args)))
+            raise ConfigError(
+                f"{where}: expected a list of {len(args)} items for tuple{list(args)}, got {len(data)}"
+            )
+        return tuple(_decode(v, h, f"{where}[{i}]", fill) for i, (v, h) in enumerate(zip(data, args)))
     item_hint = args[0] if args else Any
     items = [_decode(v, item_hint, f"{where}[{i}]", fill) for i, v in enumerate(data)]
     return items if origin is list else origin(items)
@@ -237,8 +251,9 @@ def _decode_union(data: Any, members: tuple, where: str, fill: bool) -> Any:
             return _decode(data, member, where, fill)
         except ConfigError as exc:
             errors.append(str(exc))
-    raise ConfigError(f"{where}: {data!r} matches none of {[_type_name(m) for m in members]}"
-                      f" ({'; '.join(errors)})")
+    raise ConfigError(
+        f"{where}: {data!r} matches none of {[_type_name(m) for m in members]} ({'; '.join(errors)})"
+    )
 
 
 def _decode_config(data: Any, cls: type, where: str, fill: bool) -> Any:
@@ -253,16 +268,17 @@ def _decode_config(data: Any, cls: type, where: str, fill: bool) -> Any:
             names = {f.name for f in _fields(cls)}
     unknown = [k for k in data if k not in names]
     if unknown:
-        raise ConfigError(f"{where}: unknown key '{unknown[0]}' for {cls.__name__}; "
-                          f"its fields are {sorted(names)}")
+        raise ConfigError(
+            f"{where}: unknown key '{unknown[0]}' for {cls.__name__}; its fields are {sorted(names)}"
+        )
     hints = _hints(cls)
     kwargs = {}
     for f in _fields(cls):
         if f.name in data:
-            kwargs[f.name] = _decode(data[f.name], hints.get(f.name, Any),
-                                     f"{where}.{f.name}", fill)
-        elif not (fill and (f.default is not dataclasses.MISSING
-                            or f.default_factory is not dataclasses.MISSING)):
+            kwargs[f.name] = _decode(data[f.name], hints.get(f.name, Any), f"{where}.{f.name}", fill)
+        elif not (
+            fill and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
+        ):
             raise ConfigError(f"{where}: missing key '{f.name}' for {cls.__name__}")
     try:
         return cls(**kwargs)
@@ -283,7 +299,7 @@ def _make_with(name: str):
 
 
 # typing.dataclass_transform (3.11+) tells type checkers that subclasses are dataclasses.
-_dataclass_transform = getattr(typing, "dataclass_transform", lambda **_: (lambda cls: cls))
+_dataclass_transform = getattr(typing, "dataclass_transform", lambda **_: lambda cls: cls)
 
 
 @_dataclass_transform()
@@ -302,8 +318,10 @@ class Config:
         dataclasses.dataclass(cls, **dataclass_options)
         for f in _fields(cls):
             if f.name in _RESERVED:
-                raise TypeError(f"{cls.__name__}: field name '{f.name}' would hide the "
-                                f"Config method of that name; rename the field")
+                raise TypeError(
+                    f"{cls.__name__}: field name '{f.name}' would hide the "
+                    f"Config method of that name; rename the field"
+                )
             if f"with_{f.name}" not in cls.__dict__:
                 setattr(cls, f"with_{f.name}", _make_with(f.name))
         _HINTS.pop(cls, None)

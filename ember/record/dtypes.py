@@ -10,6 +10,7 @@ bfloat16 has no NumPy dtype. Its raw storage is read and written as ``uint16`` b
 tensor is read with ``numpy()``. Writing a float array with ``dtype="bfloat16"`` rounds each
 value to the nearest bfloat16, ties to even, as PyTorch and Burn's ``half`` crate do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["StorageDType", "STORAGE_DTYPES", "storage_dtype", "storage_from_numpy",
-           "storage_from_burn", "float_to_bfloat16_bits", "bfloat16_bits_to_float32"]
+__all__ = [
+    "STORAGE_DTYPES",
+    "StorageDType",
+    "bfloat16_bits_to_float32",
+    "float_to_bfloat16_bits",
+    "storage_dtype",
+    "storage_from_burn",
+    "storage_from_numpy",
+]
 
 
 @dataclass(frozen=True)
@@ -81,13 +89,19 @@ _READ_ONLY = (
 )
 
 _BY_NAME = {s.name: s for s in STORAGE_DTYPES}
-_BY_NAME.update({"bf16": _BY_NAME["bfloat16"], "f64": _BY_NAME["float64"],
-                 "f32": _BY_NAME["float32"], "f16": _BY_NAME["float16"],
-                 "half": _BY_NAME["float16"], "bool_": _BY_NAME["bool"]})
+_BY_NAME.update(
+    {
+        "bf16": _BY_NAME["bfloat16"],
+        "f64": _BY_NAME["float64"],
+        "f32": _BY_NAME["float32"],
+        "f16": _BY_NAME["float16"],
+        "half": _BY_NAME["float16"],
+        "bool_": _BY_NAME["bool"],
+    }
+)
 _BY_NUMPY = {s.storage.newbyteorder("="): s for s in STORAGE_DTYPES if s.name != "bfloat16"}
 _BY_BURN_TEXT = {s.burn: s for s in STORAGE_DTYPES + _READ_ONLY if isinstance(s.burn, str)}
-_BY_BOOL_STORE = {s.burn["Bool"]: s for s in STORAGE_DTYPES + _READ_ONLY
-                  if isinstance(s.burn, dict)}
+_BY_BOOL_STORE = {s.burn["Bool"]: s for s in STORAGE_DTYPES + _READ_ONLY if isinstance(s.burn, dict)}
 SAFETENSORS_NAMES = {s.safetensors: s for s in STORAGE_DTYPES}
 
 
@@ -117,14 +131,18 @@ def storage_from_numpy(np_dtype: Any) -> StorageDType:
     try:
         dt = np.dtype(np_dtype)
     except TypeError:
-        raise TypeError(f"{np_dtype!r} is not a dtype a record file can hold; expected one of "
-                        f"{sorted({s.name for s in STORAGE_DTYPES})}") from None
+        raise TypeError(
+            f"{np_dtype!r} is not a dtype a record file can hold; expected one of "
+            f"{sorted({s.name for s in STORAGE_DTYPES})}"
+        ) from None
     if dt.name == "bfloat16":  # ml_dtypes' bfloat16, if the user has it
         return _BY_NAME["bfloat16"]
     found = _BY_NUMPY.get(dt.newbyteorder("="))
     if found is None:
-        raise TypeError(f"NumPy dtype {dt} cannot be stored in a record file; expected one of "
-                        f"{sorted({s.name for s in STORAGE_DTYPES})}")
+        raise TypeError(
+            f"NumPy dtype {dt} cannot be stored in a record file; expected one of "
+            f"{sorted({s.name for s in STORAGE_DTYPES})}"
+        )
     return found
 
 
@@ -153,7 +171,7 @@ def float_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
     """
     f32 = np.ascontiguousarray(values, dtype=np.float32)
     bits = f32.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
     out = (rounded >> np.uint32(16)).astype(np.uint16)
     nan = np.isnan(f32)
     if nan.any():

@@ -7,6 +7,7 @@
 - :class:`UInt` marks an integer scalar that Burn stores as ``Scalar::UInt`` (``usize``
   counters such as an optimizer's ``__rank``); plain ints are stored as ``Scalar::Int``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,10 +68,9 @@ class TensorView:
         param_id: the stored Burn ``ParamId``, or None.
     """
 
-    __slots__ = ("name", "storage", "param_id", "_raw")
+    __slots__ = ("_raw", "name", "param_id", "storage")
 
-    def __init__(self, name: str, storage: StorageDType, raw: np.ndarray,
-                 param_id: int | None = None):
+    def __init__(self, name: str, storage: StorageDType, raw: np.ndarray, param_id: int | None = None):
         self.name = name
         self.storage = storage
         self.param_id = param_id
@@ -109,8 +109,7 @@ class TensorView:
         if self.storage.name == "bfloat16":
             return bfloat16_bits_to_float32(raw).reshape(raw.shape)
         if self.storage.logical != raw.dtype:  # bool stored as u8/u32 words, byte order
-            return (raw != 0) if self.storage.logical == np.bool_ else \
-                raw.astype(self.storage.logical)
+            return (raw != 0) if self.storage.logical == np.bool_ else raw.astype(self.storage.logical)
         return np.array(raw, copy=True)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:

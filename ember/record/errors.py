@@ -1,4 +1,5 @@
 """The error raised for unreadable, malformed, hostile or mismatched record files."""
+
 from __future__ import annotations
 
 __all__ = ["RecordError"]

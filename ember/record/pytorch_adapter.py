@@ -27,15 +27,17 @@ be replaced by an explicit collection of module paths or a predicate ``path -> b
 On export a module is a norm exactly when it has ``gamma``/``beta``. Fused parameters such
 as ``nn.MultiheadAttention.in_proj_weight`` are not split; rename them with ``remap``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Mapping, Union
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Union
 
 import numpy as np
 
 from .errors import RecordError
 
-__all__ = ["PyTorchAdapter", "ModuleSelector", "apply_plan", "resolve_adapter"]
+__all__ = ["ModuleSelector", "PyTorchAdapter", "apply_plan", "resolve_adapter"]
 
 ModuleSelector = Union[Collection[str], Callable[[str], bool], None]
 
@@ -59,8 +61,10 @@ def _selector(selector: ModuleSelector, what: str) -> Callable[[str], bool] | No
     if callable(selector):
         return selector
     if isinstance(selector, str):
-        raise TypeError(f"{what} must be a collection of module paths or a predicate, got the "
-                        f"string {selector!r}; wrap it in a list")
+        raise TypeError(
+            f"{what} must be a collection of module paths or a predicate, got the "
+            f"string {selector!r}; wrap it in a list"
+        )
     paths = frozenset(selector)
     return paths.__contains__
 
@@ -83,8 +87,14 @@ class PyTorchAdapter:
             ``num_batches_tracked`` int64 scalar 0, as ``torch.nn.BatchNorm*`` expects.
     """
 
-    def __init__(self, *, linear: ModuleSelector = None, embeddings: ModuleSelector = None,
-                 norms: ModuleSelector = None, add_num_batches_tracked: bool = True):
+    def __init__(
+        self,
+        *,
+        linear: ModuleSelector = None,
+        embeddings: ModuleSelector = None,
+        norms: ModuleSelector = None,
+        add_num_batches_tracked: bool = True,
+    ):
         self._linear = _selector(linear, "linear")
         self._embedding = _selector(embeddings, "embeddings") or _default_is_embedding
         self._norms = _selector(norms, "norms")
@@ -136,8 +146,7 @@ class PyTorchAdapter:
             if module in norms and leaf in _TO_EMBER:
                 self._put(plan, _join(module, _TO_EMBER[leaf]), (key, False))
             else:
-                transpose = leaf == "weight" and module not in norms \
-                    and self._is_linear_weight(module, ndim)
+                transpose = leaf == "weight" and module not in norms and self._is_linear_weight(module, ndim)
                 self._put(plan, key, (key, transpose))
         return plan
 
@@ -165,8 +174,7 @@ class PyTorchAdapter:
             if is_norm and leaf in _TO_TORCH:
                 self._put(plan, _join(module, _TO_TORCH[leaf]), (key, False))
             else:
-                transpose = leaf == "weight" and not is_norm \
-                    and self._is_linear_weight(module, ndim)
+                transpose = leaf == "weight" and not is_norm and self._is_linear_weight(module, ndim)
                 self._put(plan, key, (key, transpose))
         if self.add_num_batches_tracked:
             for module, leaves in modules.items():
@@ -204,18 +212,23 @@ class PyTorchAdapter:
     @staticmethod
     def _put(plan: dict, name: str, source: tuple) -> None:
         if name in plan:
-            raise RecordError(f"PyTorch adapter: '{source[0]}' maps to '{name}', which "
-                              f"'{plan[name][0]}' already produced")
+            raise RecordError(
+                f"PyTorch adapter: '{source[0]}' maps to '{name}', which '{plan[name][0]}' already produced"
+            )
         plan[name] = source
 
     def __repr__(self) -> str:
-        return (f"PyTorchAdapter(linear={self._linear!r}, embeddings={self._embedding!r}, "
-                f"norms={self._norms!r})")
+        return (
+            f"PyTorchAdapter(linear={self._linear!r}, embeddings={self._embedding!r}, norms={self._norms!r})"
+        )
 
 
-def apply_plan(plan: Mapping[str, tuple[str | None, bool]], tensors: Mapping[str, Any],
-               transpose: Callable[[Any], Any] | None = None,
-               create: Callable[[str], Any] | None = None) -> dict[str, Any]:
+def apply_plan(
+    plan: Mapping[str, tuple[str | None, bool]],
+    tensors: Mapping[str, Any],
+    transpose: Callable[[Any], Any] | None = None,
+    create: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
     """Build the converted mapping a plan describes.
 
     Args:
@@ -242,10 +255,9 @@ def resolve_adapter(adapter: Any) -> PyTorchAdapter | None:
     if isinstance(adapter, str):
         if adapter.lower() in ("pytorch", "torch"):
             return PyTorchAdapter()
-        raise ValueError(f"unknown adapter {adapter!r}; expected None, 'pytorch' or a "
-                         "PyTorchAdapter")
-    if callable(getattr(adapter, "plan_to_ember", None)) \
-            and callable(getattr(adapter, "plan_to_pytorch", None)):
+        raise ValueError(f"unknown adapter {adapter!r}; expected None, 'pytorch' or a PyTorchAdapter")
+    if callable(getattr(adapter, "plan_to_ember", None)) and callable(
+        getattr(adapter, "plan_to_pytorch", None)
+    ):
         return adapter
-    raise TypeError(f"adapter must be None, 'pytorch' or a PyTorchAdapter, got "
-                    f"{type(adapter).__name__}")
+    raise TypeError(f"adapter must be None, 'pytorch' or a PyTorchAdapter, got {type(adapter).__name__}")

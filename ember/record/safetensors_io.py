@@ -10,12 +10,14 @@ the adapter's output on save).
 bfloat16 tensors are supported both ways (the NumPy API of ``safetensors`` has no bfloat16,
 so a file holding them is read whole and decoded with ``safetensors.deserialize``).
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +29,7 @@ from .entries import TensorView
 from .errors import RecordError
 from .pytorch_adapter import apply_plan, resolve_adapter
 
-__all__ = ["save_safetensors", "load_safetensors", "safetensors_to_bytes",
-           "safetensors_from_bytes"]
+__all__ = ["load_safetensors", "safetensors_from_bytes", "safetensors_to_bytes", "save_safetensors"]
 
 Remap = Sequence[tuple[str, str]]
 _MAX_HEADER = 100_000_000  # the safetensors library's own limit on the JSON header
@@ -38,8 +39,9 @@ def _safetensors():
     try:
         import safetensors
     except ImportError:  # pragma: no cover - the package is a dependency
-        raise ImportError("safetensors support needs the 'safetensors' package: "
-                          "pip install safetensors") from None
+        raise ImportError(
+            "safetensors support needs the 'safetensors' package: pip install safetensors"
+        ) from None
     return safetensors
 
 
@@ -53,8 +55,7 @@ def _remap(names: Mapping[str, Any], remap: Remap | None, where: str) -> dict[st
         for pattern, repl in rules:
             new = pattern.sub(repl, new)
         if new in out:
-            raise RecordError(f"{where}: remap sends '{key}' to '{new}', which another key "
-                              "already produced")
+            raise RecordError(f"{where}: remap sends '{key}' to '{new}', which another key already produced")
         out[new] = value
     return out
 
@@ -74,14 +75,15 @@ def _decode(entries, where: str) -> dict[str, tuple[Any, np.ndarray]]:
     for name, dtype, shape, data in entries:
         storage = SAFETENSORS_NAMES.get(dtype)
         if storage is None:
-            raise RecordError(f"{where}: tensor '{name}': safetensors dtype {dtype} is not "
-                              f"supported; expected one of {sorted(SAFETENSORS_NAMES)}")
+            raise RecordError(
+                f"{where}: tensor '{name}': safetensors dtype {dtype} is not "
+                f"supported; expected one of {sorted(SAFETENSORS_NAMES)}"
+            )
         _check_shape(where, name, dtype, shape)
         try:
             array = np.frombuffer(data, dtype=storage.storage).reshape(shape)
         except ValueError as exc:
-            raise RecordError(f"{where}: tensor '{name}': cannot read {dtype} {list(shape)}: "
-                              f"{exc}") from None
+            raise RecordError(f"{where}: tensor '{name}': cannot read {dtype} {list(shape)}: {exc}") from None
         out[name] = (storage, array)
     return out
 
@@ -93,8 +95,9 @@ def _check_shape(where: str, name: str, dtype: str, shape) -> None:
         raise RecordError(f"{where}: tensor '{name}': {problem} ({dtype})")
 
 
-def _adapt(pairs: dict[str, tuple[StorageDType, np.ndarray]], adapter: Any,
-           to_ember: bool) -> dict[str, tuple[StorageDType, np.ndarray]]:
+def _adapt(
+    pairs: dict[str, tuple[StorageDType, np.ndarray]], adapter: Any, to_ember: bool
+) -> dict[str, tuple[StorageDType, np.ndarray]]:
     """Apply an adapter's plan to name -> (storage, raw array) pairs.
 
     Working on the raw storage keeps bfloat16 tensors (uint16 bit patterns) exact.
@@ -104,20 +107,23 @@ def _adapt(pairs: dict[str, tuple[StorageDType, np.ndarray]], adapter: Any,
         return pairs
     ndims = {k: a.ndim for k, (_, a) in pairs.items()}
     plan = adapter.plan_to_ember(ndims) if to_ember else adapter.plan_to_pytorch(ndims)
-    return apply_plan(plan, pairs,
-                      transpose=lambda pair: (pair[0], np.swapaxes(pair[1], 0, 1)),
-                      create=lambda name: (storage_dtype("int64"), np.zeros((), np.int64)))
+    return apply_plan(
+        plan,
+        pairs,
+        transpose=lambda pair: (pair[0], np.swapaxes(pair[1], 0, 1)),
+        create=lambda name: (storage_dtype("int64"), np.zeros((), np.int64)),
+    )
 
 
-def _finish_load(raw: dict, metadata: dict | None, adapter: Any, remap: Remap | None,
-                 where: str, path: Path | None) -> Record:
+def _finish_load(
+    raw: dict, metadata: dict | None, adapter: Any, remap: Remap | None, where: str, path: Path | None
+) -> Record:
     raw = _adapt(_remap(raw, remap, where), adapter, to_ember=True)
     return Record(_views(raw), metadata or {}, {}, path)
 
 
-def load_safetensors(path: str | os.PathLike, adapter: Any = None, *,
-                     remap: Remap | None = None) -> Record:
-    """Load a safetensors file as a :class:`Record`.
+def load_safetensors(path: str | os.PathLike, adapter: Any = None, *, remap: Remap | None = None) -> Record:
+    r"""Load a safetensors file as a :class:`Record`.
 
     Args:
         path: the ``.safetensors`` file.
@@ -125,7 +131,7 @@ def load_safetensors(path: str | os.PathLike, adapter: Any = None, *,
             naming/layout (Linear ``[out, in]`` -> ``[in, out]``, norm ``weight``/``bias`` ->
             ``gamma``/``beta``, ``num_batches_tracked`` dropped).
         remap: ``[(regex, replacement), ...]`` applied in order to every key before the
-            adapter, e.g. ``[(r"^model\\.", "")]``.
+            adapter, e.g. ``[(r"^model\.", "")]``.
 
     Returns:
         A record with the tensors and the file's str -> str metadata (no param ids).
@@ -161,14 +167,14 @@ def load_safetensors(path: str | os.PathLike, adapter: Any = None, *,
         raise RecordError(f"{where}: {exc}") from None
     if len(native) < len(dtypes):  # bfloat16 (or unsupported) tensors: decode raw bytes
         entries = st.deserialize(path.read_bytes())
-        raw.update(_decode(((k, v["dtype"], v["shape"], v["data"]) for k, v in entries
-                            if k not in native), where))
+        raw.update(
+            _decode(((k, v["dtype"], v["shape"], v["data"]) for k, v in entries if k not in native), where)
+        )
     raw = {k: raw[k] for k in dtypes}  # file order
     return _finish_load(raw, metadata, adapter, remap, where, path)
 
 
-def safetensors_from_bytes(data: bytes, adapter: Any = None, *,
-                           remap: Remap | None = None) -> Record:
+def safetensors_from_bytes(data: bytes, adapter: Any = None, *, remap: Remap | None = None) -> Record:
     """Parse safetensors bytes as a :class:`Record` (see :func:`load_safetensors`).
 
     Args:
@@ -180,7 +186,7 @@ def safetensors_from_bytes(data: bytes, adapter: Any = None, *,
     where = "safetensors <bytes>"
     size = int.from_bytes(bytes(data[:8]), "little")
     if size <= min(_MAX_HEADER, len(data) - 8):
-        _refuse_repeated_keys(bytes(data[8:8 + size]), where)
+        _refuse_repeated_keys(bytes(data[8 : 8 + size]), where)
     try:
         entries = st.deserialize(bytes(data))
     except st.SafetensorError as exc:
@@ -209,24 +215,31 @@ def _refuse_repeated_keys(header: bytes, where: str) -> None:
     except RecordError:
         raise
     except (ValueError, RecursionError):  # not UTF-8, not JSON, absurdly deep: the library
-        return                            # says so in its own words
+        return  # says so in its own words
 
 
 def _header_metadata(data: bytes) -> dict[str, str]:
     import json
 
     size = int.from_bytes(bytes(data[:8]), "little")
-    header = json.loads(bytes(data[8:8 + size]))
+    header = json.loads(bytes(data[8 : 8 + size]))
     return dict(header.get("__metadata__") or {})
 
 
-def _specs(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None, adapter: Any,
-           remap: Remap | None, where: str):
+def _specs(
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None,
+    adapter: Any,
+    remap: Remap | None,
+    where: str,
+):
     if not isinstance(tensors, Mapping):
-        raise RecordError(f"{where}: tensors must be a mapping of name -> array, got "
-                          f"{type(tensors).__name__}")
-    if metadata is not None and not all(isinstance(k, str) and isinstance(v, str)
-                                        for k, v in metadata.items()):
+        raise RecordError(
+            f"{where}: tensors must be a mapping of name -> array, got {type(tensors).__name__}"
+        )
+    if metadata is not None and not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
         raise RecordError(f"{where}: metadata must map str -> str")
     st = _safetensors()
     stored = {}
@@ -240,14 +253,20 @@ def _specs(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None, adapt
     for name, (storage, array) in stored.items():
         array = np.asarray(array, order="C")
         keep_alive.append(array)
-        specs[name] = st.TensorSpec(dtype=storage.name, shape=list(array.shape),
-                                    data_ptr=array.ctypes.data, data_len=array.nbytes)
+        specs[name] = st.TensorSpec(
+            dtype=storage.name, shape=list(array.shape), data_ptr=array.ctypes.data, data_len=array.nbytes
+        )
     return st, specs, keep_alive
 
 
-def save_safetensors(path: str | os.PathLike, tensors: Mapping[str, Any],
-                     metadata: Mapping[str, str] | None = None, adapter: Any = None, *,
-                     remap: Remap | None = None) -> Path:
+def save_safetensors(
+    path: str | os.PathLike,
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None = None,
+    adapter: Any = None,
+    *,
+    remap: Remap | None = None,
+) -> Path:
     """Atomically write a safetensors file.
 
     Args:
@@ -275,8 +294,13 @@ def save_safetensors(path: str | os.PathLike, tensors: Mapping[str, Any],
     return path
 
 
-def safetensors_to_bytes(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None,
-                         adapter: Any = None, *, remap: Remap | None = None) -> bytes:
+def safetensors_to_bytes(
+    tensors: Mapping[str, Any],
+    metadata: Mapping[str, str] | None = None,
+    adapter: Any = None,
+    *,
+    remap: Remap | None = None,
+) -> bytes:
     """Serialize tensors to safetensors bytes (see :func:`save_safetensors`).
 
     Args:
@@ -289,4 +313,3 @@ def safetensors_to_bytes(tensors: Mapping[str, Any], metadata: Mapping[str, str]
     out = bytes(st.serialize(specs, metadata=dict(metadata) if metadata else None))
     del keep_alive
     return out
-

@@ -1,10 +1,11 @@
 """The reverse-mode engine: walks the graph from a tensor and returns ``Gradients``."""
+
 from __future__ import annotations
 
 import traceback
 
-from ember.tensor.gradients import Gradients
 from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
+from ember.tensor.gradients import Gradients
 from ember.tensor.ops._core import shape_str
 from ember.tensor.sparse import RowSparse, add_grads
 
@@ -38,7 +39,9 @@ def sum_to_shape(g, shape):
     if g.shape == tuple(shape):
         return g
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1
+    )
     if axes:
         g = g.sum(axes, keepdim=True)
     return g.reshape(shape)
@@ -47,18 +50,24 @@ def sum_to_shape(g, shape):
 def backward(root, grad=None) -> Gradients:
     from ember.tensor.creation import ones_like
     from ember.tensor.vjp import VJP
+
     node = root._node
     if node is None:
-        raise RuntimeError("backward: this tensor does not require grad (no input was marked with "
-                           "require_grad(), or it was computed under no_grad())")
+        raise RuntimeError(
+            "backward: this tensor does not require grad (no input was marked with "
+            "require_grad(), or it was computed under no_grad())"
+        )
     if grad is None:
         if root.numel != 1:
-            raise RuntimeError(f"backward: tensor of shape {shape_str(root.shape)} is not a scalar; "
-                               f"pass a seed gradient of the same shape: t.backward(grad)")
+            raise RuntimeError(
+                f"backward: tensor of shape {shape_str(root.shape)} is not a scalar; "
+                f"pass a seed gradient of the same shape: t.backward(grad)"
+            )
         grad = ones_like(root)
     elif tuple(grad.shape) != root.shape:
-        raise ValueError(f"backward: seed gradient has shape {shape_str(grad.shape)}, "
-                         f"expected {shape_str(root.shape)}")
+        raise ValueError(
+            f"backward: seed gradient has shape {shape_str(grad.shape)}, expected {shape_str(root.shape)}"
+        )
     result = Gradients()
     anomaly = is_anomaly_enabled()
     pending = {node.id: grad.detach().to(root.dtype)}
@@ -71,8 +80,10 @@ def backward(root, grad=None) -> Gradients:
                 result._put(n.id, g)
                 continue
             if n.freed:
-                raise RuntimeError(f"backward: the graph through op '{n.op}' was already freed by an earlier "
-                                   f"backward(); run the forward pass again to backpropagate a second time")
+                raise RuntimeError(
+                    f"backward: the graph through op '{n.op}' was already freed by an earlier "
+                    f"backward(); run the forward pass again to backpropagate a second time"
+                )
             if type(g) is RowSparse and n.op not in _SPARSE_THROUGH:
                 g = g.to_dense()
             grads = VJP[n.op](n, g)
@@ -86,9 +97,13 @@ def backward(root, grad=None) -> Gradients:
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
                 if anomaly and not bool(ig.isfinite().all()):
-                    where = "".join(traceback.format_list(n.origin)) if n.origin else "  (origin not recorded)\n"
-                    raise FloatingPointError(f"backward: op '{n.op}' produced a non-finite (NaN/Inf) gradient "
-                                             f"for an input of shape {shape_str(shape)}; the op was created at:\n{where}")
+                    where = (
+                        "".join(traceback.format_list(n.origin)) if n.origin else "  (origin not recorded)\n"
+                    )
+                    raise FloatingPointError(
+                        f"backward: op '{n.op}' produced a non-finite (NaN/Inf) gradient "
+                        f"for an input of shape {shape_str(shape)}; the op was created at:\n{where}"
+                    )
                 prev = pending.get(parent.id)
                 pending[parent.id] = ig if prev is None else add_grads(prev, ig)
     return result

@@ -1,4 +1,5 @@
 """Tensor creation: from data, constant fills, ranges, seeded random numbers, DLPack."""
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ def _shape(shape, op: str, dtype: dt.DType) -> tuple:
 def _infer_dtype(arr: np.ndarray, data) -> dt.DType:
     if arr.dtype.kind == "f":
         # Python floats / float64 nested lists become the default float, as in PyTorch
-        if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        if isinstance(data, (np.ndarray, np.generic)):
             return dt.dtype_from_numpy(arr.dtype)
         return dt.default_float
     if arr.dtype.kind in "iu":
@@ -57,7 +58,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         except ValueError as exc:  # NumPy 2 refuses ragged nested lists
             raise ValueError(f"tensor: cannot convert data of type {type(data).__name__}: {exc}") from None
         if arr.dtype == object:
-            raise TypeError(f"tensor: cannot convert data of type {type(data).__name__} (ragged or non-numeric?)")
+            raise TypeError(
+                f"tensor: cannot convert data of type {type(data).__name__} (ragged or non-numeric?)"
+            )
         target = dt.dtype(dtype) if dtype is not None else _infer_dtype(arr, data)
         arr = np.array(arr, dtype=target.numpy, copy=True, order="C")
         out = wrap(dev.backend.from_host(arr), dev, target)
@@ -78,8 +81,11 @@ def from_numpy(array: np.ndarray, device=None) -> Tensor:
 def _fill(shape, value, dtype, device, op: str = "full") -> Tensor:
     dev = as_device(device)
     if dtype is None:
-        dtype = dt.bool_ if isinstance(value, bool) else (
-            dt.default_int if isinstance(value, numbers.Integral) else dt.default_float)
+        dtype = (
+            dt.bool_
+            if isinstance(value, bool)
+            else (dt.default_int if isinstance(value, numbers.Integral) else dt.default_float)
+        )
     dtype = dt.dtype(dtype)
     return wrap(dev.backend.full(_shape(shape, op, dtype), value, dtype), dev, dtype)
 
@@ -154,6 +160,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
 def seed(n: int) -> None:
     """Seed every backend's generator: the same seed gives the same numbers on a backend."""
     from ember.kernels.registry import seed_all
+
     seed_all(int(n))
 
 
@@ -204,13 +211,16 @@ def from_dlpack(obj, device=None) -> Tensor:
     kind = _dlpack_device_kind(obj)
     if kind == "cuda":
         import cupy
+
         arr = cupy.from_dlpack(obj)
         dev = as_device(device or f"cuda:{arr.device.id}")
         return wrap(arr, dev)
     arr = np.from_dlpack(obj)
     dev = as_device(device)
     if dev.kind == "cuda":
-        raise ValueError(f"from_dlpack: the object lives on the host, not on {dev}; use .to('{dev}') afterwards")
+        raise ValueError(
+            f"from_dlpack: the object lives on the host, not on {dev}; use .to('{dev}') afterwards"
+        )
     return from_numpy(arr, dev)
 
 

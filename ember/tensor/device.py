@@ -1,4 +1,5 @@
 """Devices: where a tensor's data lives and which backend computes on it."""
+
 from __future__ import annotations
 
 _KINDS = ("cpu", "reference", "cuda")
@@ -9,7 +10,7 @@ class Device:
     ``Device("reference")`` (pure NumPy, the specification) or ``Device("cuda:N")`` (CuPy).
     """
 
-    __slots__ = ("kind", "index", "_backend")
+    __slots__ = ("_backend", "index", "kind")
 
     def __init__(self, spec: "str | Device" = "cpu", index: int | None = None):
         if isinstance(spec, Device):
@@ -39,6 +40,7 @@ class Device:
         """The backend computing on this device (loaded on first use)."""
         if self._backend is None:
             from ember.kernels.registry import get_backend
+
             self._backend = get_backend(self)
         return self._backend
 

@@ -4,6 +4,7 @@ Promotion follows PyTorch rather than NumPy where the two differ: mixing an inte
 with a float tensor gives the float tensor's type (NumPy would widen int64 + float32 to
 float64), and a Python scalar never widens a tensor's type within its category.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 class DType:
     """An ember element type (``ember.float32``, ``ember.int64``, ``ember.bool_``...)."""
 
-    __slots__ = ("name", "numpy", "kind", "itemsize", "rank")
+    __slots__ = ("itemsize", "kind", "name", "numpy", "rank")
 
     def __init__(self, name: str, np_dtype, kind: str, rank: int):
         self.name = name
@@ -52,12 +53,28 @@ bool_ = DType("bool", np.bool_, "bool", 0)
 
 ALL_DTYPES = (float16, float32, float64, int32, int64, bool_)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-_BY_NAME.update({"bool_": bool_, "f16": float16, "f32": float32, "f64": float64,
-                 "half": float16, "float": float32, "double": float64, "int": int64, "long": int64})
+_BY_NAME.update(
+    {
+        "bool_": bool_,
+        "f16": float16,
+        "f32": float32,
+        "f64": float64,
+        "half": float16,
+        "float": float32,
+        "double": float64,
+        "int": int64,
+        "long": int64,
+    }
+)
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 # Narrow integer types widen to the nearest ember type when imported from NumPy.
-_NUMPY_ALIASES = {np.dtype(np.int8): int32, np.dtype(np.int16): int32, np.dtype(np.uint8): int32,
-                  np.dtype(np.uint16): int32, np.dtype(np.uint32): int64}
+_NUMPY_ALIASES = {
+    np.dtype(np.int8): int32,
+    np.dtype(np.int16): int32,
+    np.dtype(np.uint8): int32,
+    np.dtype(np.uint16): int32,
+    np.dtype(np.uint32): int64,
+}
 
 default_float = float32
 default_int = int64
@@ -87,8 +104,9 @@ def dtype_from_numpy(np_dtype) -> DType:
     np_dtype = np.dtype(np_dtype)
     found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
     if found is None:
-        raise TypeError(f"NumPy dtype {np_dtype} has no ember equivalent; "
-                        f"expected one of {[d.name for d in ALL_DTYPES]}")
+        raise TypeError(
+            f"NumPy dtype {np_dtype} has no ember equivalent; expected one of {[d.name for d in ALL_DTYPES]}"
+        )
     return found
 
 

@@ -1,4 +1,5 @@
 """Global switches of the autodiff engine: grad recording and anomaly detection."""
+
 from __future__ import annotations
 
 import contextlib

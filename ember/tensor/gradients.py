@@ -1,4 +1,5 @@
 """The ``Gradients`` container returned by ``Tensor.backward()``."""
+
 from __future__ import annotations
 
 
@@ -16,11 +17,14 @@ class Gradients:
     @staticmethod
     def _tensor(key, owner: str):
         from ember.tensor.tensor import Tensor, as_tensor
+
         tensor = as_tensor(key)
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"Gradients.{owner}: expected the Tensor (or nn.Param) whose gradient to read, got "
-                            f"{type(key).__name__}; gradients keyed by ParamId come from "
-                            f"GradientsParams.from_grads(grads, model)")
+            raise TypeError(
+                f"Gradients.{owner}: expected the Tensor (or nn.Param) whose gradient to read, got "
+                f"{type(key).__name__}; gradients keyed by ParamId come from "
+                f"GradientsParams.from_grads(grads, model)"
+            )
         return tensor
 
     @classmethod
@@ -45,13 +49,19 @@ class Gradients:
             return self._by_node[node.id]
         what = f"Gradients: no gradient for the tensor of shape {list(t.shape)} ({t.dtype}): "
         if node is None:
-            raise KeyError(what + "it does not require grad; mark it with t.require_grad() (or make it a "
-                                  "trainable nn.Param) before the forward pass")
+            raise KeyError(
+                what + "it does not require grad; mark it with t.require_grad() (or make it a "
+                "trainable nn.Param) before the forward pass"
+            )
         if not node.is_leaf:
-            raise KeyError(what + f"it is the result of op '{node.op}', and backward() returns the gradients "
-                                  f"of graph leaves only (tensors marked with require_grad(), parameters)")
-        raise KeyError(what + "the differentiated tensor does not depend on it, or its gradient was already "
-                              "taken out (remove(), GradientsParams.from_grads)")
+            raise KeyError(
+                what + f"it is the result of op '{node.op}', and backward() returns the gradients "
+                f"of graph leaves only (tensors marked with require_grad(), parameters)"
+            )
+        raise KeyError(
+            what + "the differentiated tensor does not depend on it, or its gradient was already "
+            "taken out (remove(), GradientsParams.from_grads)"
+        )
 
     def remove(self, tensor):
         """Remove and return the gradient of ``tensor`` (``None`` if absent)."""

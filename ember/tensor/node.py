@@ -5,6 +5,7 @@ keeps the parents' nodes (never their data), their shapes and dtypes (to undo br
 and casts in one place, in the engine), and the context its VJP rule needs; the engine drops
 that context as soon as the rule has run, so saved activations are freed during backward.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -16,7 +17,7 @@ _ids = itertools.count()
 
 
 class Node:
-    __slots__ = ("id", "op", "inputs", "ctx", "freed", "origin", "__weakref__")
+    __slots__ = ("__weakref__", "ctx", "freed", "id", "inputs", "op", "origin")
 
     def __init__(self, op: str | None, inputs: tuple = (), ctx=None):
         self.id = next(_ids)

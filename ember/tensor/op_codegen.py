@@ -16,6 +16,7 @@ This script reads ``op_table.py`` and the op modules' source without importing e
 runs even when a generated file is missing or broken (``python -m ember.tensor.op_codegen``
 works too while ember imports).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,10 @@ from typing import NamedTuple
 _HERE = Path(__file__).resolve().parent
 METHODS_FILE = _HERE / "op_methods.py"
 FUNCTIONS_FILE = _HERE / "op_functions.py"
-_HEADER = ("# Generated from ember/tensor/op_table.py by ember/tensor/op_codegen.py: do not edit.\n"
-           "# Regenerate with: python ember/tensor/op_codegen.py\n")
+_HEADER = (
+    "# Generated from ember/tensor/op_table.py by ember/tensor/op_codegen.py: do not edit.\n"
+    "# Regenerate with: python ember/tensor/op_codegen.py\n"
+)
 _WIDTH = 120
 # The tensor-like helpers of tensor.py that the conversions call.
 _HELPERS = ("_PLAIN_TYPES", "_converted", "_holds_tensor_like")
@@ -72,7 +75,9 @@ class Param(NamedTuple):
     def may_be_tensor_like(self) -> bool:
         """Whether the argument may be a tensor-like: annotated with a Tensor type, or not at
         all (shapes and dims given as ``*args`` never are)."""
-        return self.kind in ("positional", "keyword") and (self.annotation is None or "Tensor" in self.annotation)
+        return self.kind in ("positional", "keyword") and (
+            self.annotation is None or "Tensor" in self.annotation
+        )
 
 
 class Signature(NamedTuple):
@@ -112,8 +117,10 @@ def _annotation(node, where: str) -> str | None:
     text = ast.unparse(node)
     unknown = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - _ANNOTATION_NAMES
     if unknown:
-        raise ValueError(f"op_codegen: the annotation {text!r} of {where} uses {sorted(unknown)}, which the "
-                         f"generated modules do not define; use only {sorted(_ANNOTATION_NAMES)}")
+        raise ValueError(
+            f"op_codegen: the annotation {text!r} of {where} uses {sorted(unknown)}, which the "
+            f"generated modules do not define; use only {sorted(_ANNOTATION_NAMES)}"
+        )
     return text
 
 
@@ -124,21 +131,33 @@ def signature(function: str) -> Signature:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             break
     else:
-        raise ValueError(f"op_codegen: ember/tensor/{module.replace('.', '/')}.py defines no function {name!r} "
-                         f"(named by the op table)")
+        raise ValueError(
+            f"op_codegen: ember/tensor/{module.replace('.', '/')}.py defines no function {name!r} "
+            f"(named by the op table)"
+        )
     a = node.args
     positional = a.posonlyargs + a.args
     defaults = [None] * (len(positional) - len(a.defaults)) + [ast.unparse(d) for d in a.defaults]
-    params = [Param(p.arg, "positional", _annotation(p.annotation, f"{function}({p.arg})"), d)
-              for p, d in zip(positional, defaults, strict=True)]
+    params = [
+        Param(p.arg, "positional", _annotation(p.annotation, f"{function}({p.arg})"), d)
+        for p, d in zip(positional, defaults, strict=True)
+    ]
     if a.vararg is not None:
         params.append(Param(a.vararg.arg, "*", _annotation(a.vararg.annotation, function), None))
     for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        params.append(Param(p.arg, "keyword", _annotation(p.annotation, f"{function}({p.arg})"),
-                            None if d is None else ast.unparse(d)))
+        params.append(
+            Param(
+                p.arg,
+                "keyword",
+                _annotation(p.annotation, f"{function}({p.arg})"),
+                None if d is None else ast.unparse(d),
+            )
+        )
     if a.kwarg is not None:
         params.append(Param(a.kwarg.arg, "**", _annotation(a.kwarg.annotation, function), None))
-    return Signature(tuple(params), _annotation(node.returns, f"{function} (return)"), ast.get_docstring(node))
+    return Signature(
+        tuple(params), _annotation(node.returns, f"{function} (return)"), ast.get_docstring(node)
+    )
 
 
 # ---- what each op generates ------------------------------------------------------------------
@@ -160,11 +179,15 @@ def _forwarding(op, name: str, as_method: bool, reflected: bool) -> Form:
     """A def with ``op.function``'s parameters (``self`` for the first one of a method) calling it."""
     sig = signature(op.function)
     if not sig.doc:
-        raise ValueError(f"op_codegen: {op.function} (op {op.name!r}) has no docstring; its generated "
-                         f"{'method' if as_method else 'function'} {name!r} would show none")
+        raise ValueError(
+            f"op_codegen: {op.function} (op {op.name!r}) has no docstring; its generated "
+            f"{'method' if as_method else 'function'} {name!r} would show none"
+        )
     if reflected:  # self is the second operand: ``x.__rmatmul__(other)`` is ``matmul(other, x)``
         if len(sig.params) != 2 or any(p.kind != "positional" or p.default for p in sig.params):
-            raise ValueError(f"op_codegen: the reflected method {name!r} needs {op.function} to take two operands")
+            raise ValueError(
+                f"op_codegen: the reflected method {name!r} needs {op.function} to take two operands"
+            )
         return Form(name, ("self", "other"), sig.returns, sig.doc, ("other",), _alias(op), ("other", "self"))
     sources, args, conversions = [], [], []
     for i, p in enumerate(sig.params):
@@ -200,7 +223,9 @@ def _form(op, name: str, as_method: bool, reflected: bool = False) -> Form:
 def method_forms() -> list:
     """The generated Tensor methods, in table order (the reflected operators last): one def
     for an op's first method, its other methods aliases of it."""
-    forms = [_form(op, op.methods[0], True)._replace(aliases=op.methods[1:]) for op in table.OPS if op.methods]
+    forms = [
+        _form(op, op.methods[0], True)._replace(aliases=op.methods[1:]) for op in table.OPS if op.methods
+    ]
     forms += [_form(op, name, True, reflected=True) for op in table.OPS for name in op.reflected]
     _check_unique("method", forms)
     return forms
@@ -208,8 +233,11 @@ def method_forms() -> list:
 
 def function_forms() -> list:
     """The generated top-level functions, in table order."""
-    forms = [_form(op, op.top_level[0], False)._replace(aliases=op.top_level[1:]) for op in table.OPS
-             if op.top_level]
+    forms = [
+        _form(op, op.top_level[0], False)._replace(aliases=op.top_level[1:])
+        for op in table.OPS
+        if op.top_level
+    ]
     _check_unique("top-level function", forms)
     return forms
 
@@ -230,8 +258,11 @@ def _bindings(forms: list) -> dict:
     """``alias -> (module, name)`` of every function the forms call, and of the helpers."""
     found = {}
     for op in table.OPS:
-        target = ("ops.elementwise", _alias(op)[1:]) if op.kind in (table.UNARY, table.BINARY) else \
-            tuple(op.function.rsplit(".", 1))
+        target = (
+            ("ops.elementwise", _alias(op)[1:])
+            if op.kind in (table.UNARY, table.BINARY)
+            else tuple(op.function.rsplit(".", 1))
+        )
         alias = _alias(op)
         if found.setdefault(alias, target) != target:
             raise ValueError(f"op_codegen: {found[alias]} and {target} would both be called {alias}")
@@ -328,14 +359,16 @@ def render_methods() -> str:
     """The source of ``op_methods.py``."""
     forms = method_forms()
     bound = _bindings(forms)
-    out = _HEADER + _METHODS_DOC + "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\n"
+    out = (
+        _HEADER + _METHODS_DOC + "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\n"
+    )
     out += "if TYPE_CHECKING:\n" + _imports(bound, "    ")
     out += "\n\nclass OpMethods:\n"
     out += '    """The methods of :class:`ember.Tensor` generated from :mod:`ember.tensor.op_table`."""\n'
     out += "\n    __slots__ = ()\n"
     for form in forms:
         out += "\n" + _render(form, "    ")
-    out += '\n\ndef bind_ops() -> None:\n'
+    out += "\n\ndef bind_ops() -> None:\n"
     out += '    """Bind the functions the methods call (``tensor.py`` runs this once ``Tensor`` exists)."""\n'
     packages: dict = {}
     for module, _ in bound.values():
@@ -377,12 +410,17 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python ember/tensor/op_codegen.py",
-                                     description="Write the op table's Tensor methods and top-level functions.")
+    parser = argparse.ArgumentParser(
+        prog="python ember/tensor/op_codegen.py",
+        description="Write the op table's Tensor methods and top-level functions.",
+    )
     parser.add_argument("--check", action="store_true", help="only report the generated files that are stale")
     args = parser.parse_args(argv)
-    stale = {path: text for path, text in outputs().items()
-             if not path.exists() or path.read_text(encoding="utf-8") != text}
+    stale = {
+        path: text
+        for path, text in outputs().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    }
     for path, text in stale.items():
         if args.check:
             print(f"{path} is stale: run python ember/tensor/op_codegen.py", file=sys.stderr)

@@ -23,23 +23,24 @@ its case in ``reference.py`` when NumPy has no function of that name, then the c
 
 This module is data: it imports nothing, so anything may read it cheaply.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
 # ---- kinds: how an op is computed ----------------------------------------------------------
-UNARY = "unary"            # backend.unary(name, x)
-BINARY = "binary"          # backend.binary(name, a, b), broadcasting
-REDUCE = "reduce"          # backend.reduce(name, x, axes, keepdim)
+UNARY = "unary"  # backend.unary(name, x)
+BINARY = "binary"  # backend.binary(name, a, b), broadcasting
+REDUCE = "reduce"  # backend.reduce(name, x, axes, keepdim)
 ARG_REDUCE = "arg_reduce"  # backend.arg_reduce(name, x, axis, keepdim)
-PRIMITIVE = "primitive"    # the backend primitives named in ``backend``
-FUSED = "fused"            # a backend composite (forward and backward), fused on cpu/cuda
-COMPOSED = "composed"      # written with other ops of this table; no backend method of its own
+PRIMITIVE = "primitive"  # the backend primitives named in ``backend``
+FUSED = "fused"  # a backend composite (forward and backward), fused on cpu/cuda
+COMPOSED = "composed"  # written with other ops of this table; no backend method of its own
 
 # ---- gradients ---------------------------------------------------------------------------------
-RULE = "rule"          # the op records a node of its name; vjp.VJP[name] is its backward
-THROUGH = "through"    # gradients flow through the ops it is written with (or the node it records)
-NONE = "none"          # no gradient: integer, bool or piecewise-constant results
+RULE = "rule"  # the op records a node of its name; vjp.VJP[name] is its backward
+THROUGH = "through"  # gradients flow through the ops it is written with (or the node it records)
+NONE = "none"  # no gradient: integer, bool or piecewise-constant results
 
 # ---- dtype rules -------------------------------------------------------------------------------
 SAME = "same"
@@ -102,18 +103,53 @@ class Op(NamedTuple):
     copy the docstring of ``function``)."""
 
 
-def _op(name, kind, dtype, grad, function, *, saves=(), methods=(), reflected=(), written=(), top_level=(),
-        backend=(), doc=""):
-    return Op(name, kind, dtype, grad, tuple(saves), function, tuple(methods), tuple(reflected), tuple(written),
-              tuple(top_level), tuple(backend), doc)
+def _op(
+    name,
+    kind,
+    dtype,
+    grad,
+    function,
+    *,
+    saves=(),
+    methods=(),
+    reflected=(),
+    written=(),
+    top_level=(),
+    backend=(),
+    doc="",
+):
+    return Op(
+        name,
+        kind,
+        dtype,
+        grad,
+        tuple(saves),
+        function,
+        tuple(methods),
+        tuple(reflected),
+        tuple(written),
+        tuple(top_level),
+        tuple(backend),
+        doc,
+    )
 
 
 def _unary(name, dtype, saves, doc, *, operator=None, written=()):
     """A unary primitive; ``saves`` None when it has no gradient; ``operator`` the name of its
     Python operator (``"neg"``: ``__neg__``)."""
-    return _op(name, UNARY, dtype, NONE if saves is None else RULE, "ops.elementwise.unary", saves=saves or (),
-               methods=(name,) + ((f"__{operator}__",) if operator else ()), written=written, top_level=(name,),
-               backend=("unary",), doc=doc)
+    return _op(
+        name,
+        UNARY,
+        dtype,
+        NONE if saves is None else RULE,
+        "ops.elementwise.unary",
+        saves=saves or (),
+        methods=(name,) + ((f"__{operator}__",) if operator else ()),
+        written=written,
+        top_level=(name,),
+        backend=("unary",),
+        doc=doc,
+    )
 
 
 def _binary(name, dtype, saves, doc, *, methods=None, operator=None, top_level=None, written=()):
@@ -122,10 +158,20 @@ def _binary(name, dtype, saves, doc, *, methods=None, operator=None, top_level=N
     generated unless ``written`` by hand."""
     methods = (name,) if methods is None else methods
     operators = tuple(m for m in ((f"__{operator}__",) if operator else ()) if m not in written)
-    return _op(name, BINARY, dtype, NONE if saves is None else RULE, "ops.elementwise.binary", saves=saves or (),
-               methods=methods + operators,
-               reflected=(f"__r{operator}__",) if operator else (), written=written,
-               top_level=(name,) if top_level is None else top_level, backend=("binary",), doc=doc)
+    return _op(
+        name,
+        BINARY,
+        dtype,
+        NONE if saves is None else RULE,
+        "ops.elementwise.binary",
+        saves=saves or (),
+        methods=methods + operators,
+        reflected=(f"__r{operator}__",) if operator else (),
+        written=written,
+        top_level=(name,) if top_level is None else top_level,
+        backend=("binary",),
+        doc=doc,
+    )
 
 
 def _comparison(name, doc, *, aliases=()):
@@ -153,8 +199,7 @@ OPS = (
     _unary("expm1", FLOAT, ("y",), "``exp(x) - 1``, element-wise (accurate for small x)."),
     _unary("sqrt", FLOAT, ("y",), "The square root, element-wise."),
     _unary("rsqrt", FLOAT, ("y",), "``1 / sqrt(x)``, element-wise."),
-    _unary("abs", SAME, ("x",), "The absolute value, element-wise (its gradient at 0 is 0).",
-           operator="abs"),
+    _unary("abs", SAME, ("x",), "The absolute value, element-wise (its gradient at 0 is 0).", operator="abs"),
     _unary("sign", SAME, None, "-1, 0 or 1 by the sign of each element."),
     _unary("sin", FLOAT, ("x",), "The sine (of radians), element-wise."),
     _unary("cos", FLOAT, ("x",), "The cosine (of radians), element-wise."),
@@ -167,8 +212,13 @@ OPS = (
     _unary("floor", SAME, None, "Each element rounded down to an integer value."),
     _unary("ceil", SAME, None, "Each element rounded up to an integer value."),
     _unary("round", SAME, None, "Each element rounded to the nearest integer value (halves to even)."),
-    _unary("logical_not", LOGICAL, None, "``not x``, element-wise (a bool result: True where x is 0 or False).",
-           written=("__invert__",)),
+    _unary(
+        "logical_not",
+        LOGICAL,
+        None,
+        "``not x``, element-wise (a bool result: True where x is 0 or False).",
+        written=("__invert__",),
+    ),
     _unary("isnan", BOOL, None, "True where an element is NaN."),
     _unary("isinf", BOOL, None, "True where an element is +inf or -inf."),
     _unary("isfinite", BOOL, None, "True where an element is neither NaN nor infinite."),
@@ -178,13 +228,31 @@ OPS = (
     _binary("sub", PROMOTE, (), "``a - b``.", operator="sub"),
     _binary("mul", PROMOTE, ("a", "b"), "``a * b``.", operator="mul"),
     _binary("div", PROMOTE_FLOAT, ("a", "b"), "``a / b`` (true division).", operator="truediv"),
-    _binary("floordiv", PROMOTE, None, "``a // b``: the quotient rounded toward -inf.", methods=("floor_divide",),
-            top_level=("floor_divide",), operator="floordiv"),
-    _binary("mod", PROMOTE, ("a", "b"), "``a % b``, with the sign of b (as Python's %).", methods=("remainder",),
-            top_level=("remainder",), operator="mod"),
-    _binary("pow", PROMOTE, ("a", "b", "y"), "``a ** b`` (the gradient of b is 0 where a <= 0).", operator="pow"),
+    _binary(
+        "floordiv",
+        PROMOTE,
+        None,
+        "``a // b``: the quotient rounded toward -inf.",
+        methods=("floor_divide",),
+        top_level=("floor_divide",),
+        operator="floordiv",
+    ),
+    _binary(
+        "mod",
+        PROMOTE,
+        ("a", "b"),
+        "``a % b``, with the sign of b (as Python's %).",
+        methods=("remainder",),
+        top_level=("remainder",),
+        operator="mod",
+    ),
+    _binary(
+        "pow", PROMOTE, ("a", "b", "y"), "``a ** b`` (the gradient of b is 0 where a <= 0).", operator="pow"
+    ),
     _binary("maximum", PROMOTE, ("a", "b"), "The larger of a and b, element-wise (ties share the gradient)."),
-    _binary("minimum", PROMOTE, ("a", "b"), "The smaller of a and b, element-wise (ties share the gradient)."),
+    _binary(
+        "minimum", PROMOTE, ("a", "b"), "The smaller of a and b, element-wise (ties share the gradient)."
+    ),
     _comparison("eq", "``a == b``, element-wise.", aliases=("equal",)),
     _comparison("ne", "``a != b``, element-wise."),
     _comparison("lt", "``a < b``, element-wise.", aliases=("lower",)),
@@ -195,16 +263,45 @@ OPS = (
     _binary("logical_or", LOGICAL, None, "``a or b`` of bool tensors, element-wise.", operator="or"),
     _binary("logical_xor", LOGICAL, None, "``a != b`` of bool tensors, element-wise.", operator="xor"),
     # ---- selection ----------------------------------------------------------------------------
-    _op("where", PRIMITIVE, PROMOTE, RULE, "ops.elementwise.where", saves=("cond",), written=("where", "mask_where"),
-        top_level=("where",), backend=("where",)),
-    _tensor_op("clamp", COMPOSED, PROMOTE, RULE, "ops.elementwise.clamp", saves=("x", "low", "high"),
-               written=("clamp_min", "clamp_max")),
-    _tensor_op("mask_fill", COMPOSED, SAME, THROUGH, "ops.elementwise.mask_fill", methods=("mask_fill", "masked_fill")),
+    _op(
+        "where",
+        PRIMITIVE,
+        PROMOTE,
+        RULE,
+        "ops.elementwise.where",
+        saves=("cond",),
+        written=("where", "mask_where"),
+        top_level=("where",),
+        backend=("where",),
+    ),
+    _tensor_op(
+        "clamp",
+        COMPOSED,
+        PROMOTE,
+        RULE,
+        "ops.elementwise.clamp",
+        saves=("x", "low", "high"),
+        written=("clamp_min", "clamp_max"),
+    ),
+    _tensor_op(
+        "mask_fill",
+        COMPOSED,
+        SAME,
+        THROUGH,
+        "ops.elementwise.mask_fill",
+        methods=("mask_fill", "masked_fill"),
+    ),
     # ---- reductions and scans -----------------------------------------------------------------
     _tensor_op("sum", REDUCE, COUNT, RULE, "ops.reduction.sum", saves=_REDUCED, backend=("reduce",)),
-    _tensor_op("prod", REDUCE, COUNT, RULE, "ops.reduction.prod", saves=_REDUCED + ("x", "y"), backend=("reduce",)),
-    _tensor_op("max", REDUCE, SAME, RULE, "ops.reduction.max", saves=_REDUCED + ("x", "y"), backend=("reduce",)),
-    _tensor_op("min", REDUCE, SAME, RULE, "ops.reduction.min", saves=_REDUCED + ("x", "y"), backend=("reduce",)),
+    _tensor_op(
+        "prod", REDUCE, COUNT, RULE, "ops.reduction.prod", saves=_REDUCED + ("x", "y"), backend=("reduce",)
+    ),
+    _tensor_op(
+        "max", REDUCE, SAME, RULE, "ops.reduction.max", saves=_REDUCED + ("x", "y"), backend=("reduce",)
+    ),
+    _tensor_op(
+        "min", REDUCE, SAME, RULE, "ops.reduction.min", saves=_REDUCED + ("x", "y"), backend=("reduce",)
+    ),
     _tensor_op("all", REDUCE, BOOL, NONE, "ops.reduction.all", backend=("reduce",)),
     _tensor_op("any", REDUCE, BOOL, NONE, "ops.reduction.any", backend=("reduce",)),
     _tensor_op("argmax", ARG_REDUCE, INT64, NONE, "ops.reduction.argmax", backend=("arg_reduce",)),
@@ -215,15 +312,45 @@ OPS = (
     _tensor_op("logsumexp", COMPOSED, FLOAT, THROUGH, "ops.reduction.logsumexp"),
     _tensor_op("cumsum", PRIMITIVE, COUNT, RULE, "ops.reduction.cumsum", saves=("dim",), backend=("cumsum",)),
     # ---- dtype and device --------------------------------------------------------------------
-    _op("cast", PRIMITIVE, TARGET, RULE, "ops.elementwise.cast",
-        written=("to", "float", "double", "half", "int", "long", "bool"), backend=("cast",)),
-    _op("to_device", PRIMITIVE, SAME, RULE, "tensor._to_device", saves=("device",), written=("to",),
-        backend=("to_host", "from_host")),
+    _op(
+        "cast",
+        PRIMITIVE,
+        TARGET,
+        RULE,
+        "ops.elementwise.cast",
+        written=("to", "float", "double", "half", "int", "long", "bool"),
+        backend=("cast",),
+    ),
+    _op(
+        "to_device",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "tensor._to_device",
+        saves=("device",),
+        written=("to",),
+        backend=("to_host", "from_host"),
+    ),
     # ---- movement -----------------------------------------------------------------------------
-    _tensor_op("reshape", PRIMITIVE, SAME, RULE, "ops.movement.reshape", methods=("reshape", "view"),
-               backend=("reshape",)),
-    _tensor_op("permute", PRIMITIVE, SAME, RULE, "ops.movement.permute", saves=("axes",), written=("T",),
-               backend=("permute",)),
+    _tensor_op(
+        "reshape",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.movement.reshape",
+        methods=("reshape", "view"),
+        backend=("reshape",),
+    ),
+    _tensor_op(
+        "permute",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.movement.permute",
+        saves=("axes",),
+        written=("T",),
+        backend=("permute",),
+    ),
     _tensor_op("swap_dims", COMPOSED, SAME, THROUGH, "ops.movement.swap_dims"),
     _tensor_op("transpose", COMPOSED, SAME, THROUGH, "ops.movement.transpose"),
     _tensor_op("flatten", COMPOSED, SAME, THROUGH, "ops.movement.flatten"),
@@ -231,27 +358,81 @@ OPS = (
     _tensor_op("unsqueeze", COMPOSED, SAME, THROUGH, "ops.movement.unsqueeze"),
     _tensor_op("expand", PRIMITIVE, SAME, RULE, "ops.movement.expand", top_level=(), backend=("expand",)),
     # top-level ``repeat`` would read as NumPy's (which repeats elements, not the whole tensor)
-    _tensor_op("repeat", PRIMITIVE, SAME, RULE, "ops.movement.repeat", saves=("reps", "shape"), top_level=(),
-               backend=("tile",)),
+    _tensor_op(
+        "repeat",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.movement.repeat",
+        saves=("reps", "shape"),
+        top_level=(),
+        backend=("tile",),
+    ),
     _tensor_op("narrow", COMPOSED, SAME, THROUGH, "ops.movement.narrow"),
     _tensor_op("flip", PRIMITIVE, SAME, RULE, "ops.movement.flip", saves=("axes",), backend=("flip",)),
-    _tensor_op("cat", PRIMITIVE, PROMOTE, RULE, "ops.movement.cat", saves=("dim", "sizes"), methods=(),
-               backend=("cat",)),
+    _tensor_op(
+        "cat",
+        PRIMITIVE,
+        PROMOTE,
+        RULE,
+        "ops.movement.cat",
+        saves=("dim", "sizes"),
+        methods=(),
+        backend=("cat",),
+    ),
     _tensor_op("stack", COMPOSED, PROMOTE, THROUGH, "ops.movement.stack", methods=()),
     _tensor_op("split", COMPOSED, SAME, THROUGH, "ops.movement.split"),
     _tensor_op("chunk", COMPOSED, SAME, THROUGH, "ops.movement.chunk"),
     _tensor_op("pad", PRIMITIVE, SAME, RULE, "ops.movement.pad", saves=("width",), backend=("pad",)),
     # ---- indexing -----------------------------------------------------------------------------
-    _op("index", PRIMITIVE, SAME, RULE, "ops.indexing.getitem", saves=("key", "shape"), methods=("__getitem__",),
-        backend=("getitem", "index_add")),
-    _tensor_op("index_put", PRIMITIVE, SAME, RULE, "ops.indexing.index_put", saves=("key", "accumulate"),
-               written=("__setitem__",), backend=("index_put", "getitem")),
-    _tensor_op("gather", PRIMITIVE, SAME, RULE, "ops.indexing.gather", saves=("dim", "index", "shape"),
-               backend=("gather", "scatter_add")),
-    _tensor_op("scatter_add", PRIMITIVE, SAME, RULE, "ops.indexing.scatter_add", saves=("dim", "index"),
-               backend=("scatter_add", "gather")),
-    _tensor_op("index_select", PRIMITIVE, SAME, RULE, "ops.indexing.index_select", saves=("dim", "index", "shape"),
-               methods=("index_select", "select"), backend=("index_select", "index_add")),
+    _op(
+        "index",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.indexing.getitem",
+        saves=("key", "shape"),
+        methods=("__getitem__",),
+        backend=("getitem", "index_add"),
+    ),
+    _tensor_op(
+        "index_put",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.indexing.index_put",
+        saves=("key", "accumulate"),
+        written=("__setitem__",),
+        backend=("index_put", "getitem"),
+    ),
+    _tensor_op(
+        "gather",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.indexing.gather",
+        saves=("dim", "index", "shape"),
+        backend=("gather", "scatter_add"),
+    ),
+    _tensor_op(
+        "scatter_add",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.indexing.scatter_add",
+        saves=("dim", "index"),
+        backend=("scatter_add", "gather"),
+    ),
+    _tensor_op(
+        "index_select",
+        PRIMITIVE,
+        SAME,
+        RULE,
+        "ops.indexing.index_select",
+        saves=("dim", "index", "shape"),
+        methods=("index_select", "select"),
+        backend=("index_select", "index_add"),
+    ),
     _tensor_op("take_along_dim", COMPOSED, SAME, THROUGH, "ops.indexing.take_along_dim"),
     _tensor_op("one_hot", PRIMITIVE, INT64, NONE, "ops.indexing.one_hot", backend=("scatter_add",)),
     # the values of a sort record a gather node (differentiated by gather's rule)
@@ -259,38 +440,126 @@ OPS = (
     _tensor_op("argsort", COMPOSED, INT64, NONE, "ops.indexing.argsort"),
     _tensor_op("topk", COMPOSED, SAME, THROUGH, "ops.indexing.topk"),
     # ---- linear algebra -----------------------------------------------------------------------
-    _tensor_op("matmul", PRIMITIVE, PROMOTE, RULE, "ops.linalg.matmul", saves=("a", "b"),
-               methods=("matmul", "__matmul__"), reflected=("__rmatmul__",), backend=("matmul",)),
+    _tensor_op(
+        "matmul",
+        PRIMITIVE,
+        PROMOTE,
+        RULE,
+        "ops.linalg.matmul",
+        saves=("a", "b"),
+        methods=("matmul", "__matmul__"),
+        reflected=("__rmatmul__",),
+        backend=("matmul",),
+    ),
     # ---- activations composed from the primitives -----------------------------------------------
     _tensor_op("silu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.silu"),
     _tensor_op("softplus", COMPOSED, FLOAT, THROUGH, "ops.elementwise.softplus"),
     _tensor_op("leaky_relu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.leaky_relu"),
     _tensor_op("quiet_softmax", COMPOSED, FLOAT_ONLY, THROUGH, "ops.nn.quiet_softmax", **_NN_ONLY),
     # ---- fused composites: one backend kernel forward, one backward ---------------------------
-    _tensor_op("softmax", FUSED, FLOAT_ONLY, RULE, "ops.nn.softmax", saves=("y",),
-               backend=("softmax", "softmax_backward")),
-    _tensor_op("log_softmax", FUSED, FLOAT_ONLY, RULE, "ops.nn.log_softmax", saves=("y",),
-               backend=("log_softmax", "log_softmax_backward")),
-    _tensor_op("gelu", FUSED, FLOAT_ONLY, RULE, "ops.nn.gelu", saves=("x", "approximate"),
-               backend=("gelu", "gelu_backward")),
-    _tensor_op("layer_norm", FUSED, FLOAT_ONLY, RULE, "ops.nn.layer_norm", saves=("x", "mean", "rstd", "gamma"),
-               backend=("layer_norm", "layer_norm_backward"), **_NN_ONLY),
-    _tensor_op("rms_norm", FUSED, FLOAT_ONLY, RULE, "ops.nn.rms_norm", saves=("x", "rstd", "gamma"),
-               backend=("rms_norm", "rms_norm_backward"), **_NN_ONLY),
-    _tensor_op("cross_entropy", FUSED, FLOAT_ONLY, RULE, "ops.nn.cross_entropy_per_sample",
-               saves=("logits", "targets", "lse", "smoothing"), top_level=("cross_entropy_per_sample",),
-               backend=("cross_entropy", "cross_entropy_backward"), **_NN_ONLY),
-    _tensor_op("embedding", FUSED, FLOAT_ONLY, RULE, "ops.nn.embedding", saves=("ids", "num"),
-               backend=("embedding", "embedding_backward"), **_NN_ONLY),
-    _tensor_op("embedding_bag", FUSED, FLOAT_ONLY, RULE, "ops.nn.embedding_bag",
-               saves=("indices", "bounds", "mode", "max_pos", "num", "sparse", "psw", "weight"),
-               backend=("embedding_bag", "embedding_bag_backward", "embedding_bag_weights_backward", "rows_to_dense"),
-               **_NN_ONLY),
-    _tensor_op("dropout", FUSED, FLOAT_ONLY, RULE, "ops.nn.dropout", saves=("p", "seed"),
-               backend=("dropout", "dropout_backward"), **_NN_ONLY),
-    _tensor_op("attention", FUSED, FLOAT_ONLY, RULE, "ops.nn.attention",
-               saves=("q", "k", "v", "out", "lse", "mask", "scale", "quiet", "p", "seed"),
-               backend=("attention", "attention_backward"), **_NN_ONLY),
+    _tensor_op(
+        "softmax",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.softmax",
+        saves=("y",),
+        backend=("softmax", "softmax_backward"),
+    ),
+    _tensor_op(
+        "log_softmax",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.log_softmax",
+        saves=("y",),
+        backend=("log_softmax", "log_softmax_backward"),
+    ),
+    _tensor_op(
+        "gelu",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.gelu",
+        saves=("x", "approximate"),
+        backend=("gelu", "gelu_backward"),
+    ),
+    _tensor_op(
+        "layer_norm",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.layer_norm",
+        saves=("x", "mean", "rstd", "gamma"),
+        backend=("layer_norm", "layer_norm_backward"),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "rms_norm",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.rms_norm",
+        saves=("x", "rstd", "gamma"),
+        backend=("rms_norm", "rms_norm_backward"),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "cross_entropy",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.cross_entropy_per_sample",
+        saves=("logits", "targets", "lse", "smoothing"),
+        top_level=("cross_entropy_per_sample",),
+        backend=("cross_entropy", "cross_entropy_backward"),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "embedding",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.embedding",
+        saves=("ids", "num"),
+        backend=("embedding", "embedding_backward"),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "embedding_bag",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.embedding_bag",
+        saves=("indices", "bounds", "mode", "max_pos", "num", "sparse", "psw", "weight"),
+        backend=(
+            "embedding_bag",
+            "embedding_bag_backward",
+            "embedding_bag_weights_backward",
+            "rows_to_dense",
+        ),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "dropout",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.dropout",
+        saves=("p", "seed"),
+        backend=("dropout", "dropout_backward"),
+        **_NN_ONLY,
+    ),
+    _tensor_op(
+        "attention",
+        FUSED,
+        FLOAT_ONLY,
+        RULE,
+        "ops.nn.attention",
+        saves=("q", "k", "v", "out", "lse", "mask", "scale", "quiet", "p", "seed"),
+        backend=("attention", "attention_backward"),
+        **_NN_ONLY,
+    ),
 )
 """Every op, grouped by family."""
 
@@ -298,9 +567,15 @@ BY_NAME = {op.name: op for op in OPS}
 """The ops by name."""
 
 
-def names(kind: str | None = None, *, dtype: str | None = None, grad: str | None = None,
-          saves: tuple | None = None) -> tuple:
+def names(
+    kind: str | None = None, *, dtype: str | None = None, grad: str | None = None, saves: tuple | None = None
+) -> tuple:
     """The names of the ops matching every given field, in table order."""
-    return tuple(op.name for op in OPS
-                 if (kind is None or op.kind == kind) and (dtype is None or op.dtype == dtype)
-                 and (grad is None or op.grad == grad) and (saves is None or op.saves == saves))
+    return tuple(
+        op.name
+        for op in OPS
+        if (kind is None or op.kind == kind)
+        and (dtype is None or op.dtype == dtype)
+        and (grad is None or op.grad == grad)
+        and (saves is None or op.saves == saves)
+    )

@@ -19,6 +19,7 @@ Invariants: ``indices`` is an int64 ``[K]`` tensor, strictly increasing (unique,
 with values in ``[0, shape[0])``; ``values`` is a float ``[K, d]`` tensor on the same
 device; ``shape == (n, d)``. The implicit rows are zeros.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -46,23 +47,34 @@ class RowSparse:
         shape: ``(n, d)``, the dense shape.
     """
 
-    __slots__ = ("indices", "values", "shape")
+    __slots__ = ("indices", "shape", "values")
 
     def __init__(self, indices: Tensor, values: Tensor, shape):
         op = "RowSparse"
         if not isinstance(indices, Tensor) or not indices.dtype.is_int or indices.ndim != 1:
-            got = f"{indices.dtype} {shape_str(indices.shape)}" if isinstance(indices, Tensor) else type(indices).__name__
+            got = (
+                f"{indices.dtype} {shape_str(indices.shape)}"
+                if isinstance(indices, Tensor)
+                else type(indices).__name__
+            )
             raise TypeError(f"{op}: indices must be a 1-D int tensor, got {got}")
         if not isinstance(values, Tensor) or not values.dtype.is_float or values.ndim != 2:
-            got = f"{values.dtype} {shape_str(values.shape)}" if isinstance(values, Tensor) else type(values).__name__
+            got = (
+                f"{values.dtype} {shape_str(values.shape)}"
+                if isinstance(values, Tensor)
+                else type(values).__name__
+            )
             raise TypeError(f"{op}: values must be a 2-D float tensor [K, d], got {got}")
         shape = tuple(int(s) for s in shape)
         if len(shape) != 2 or values.shape != (indices.shape[0], shape[1]):
-            raise ValueError(f"{op}: indices {shape_str(indices.shape)} and values {shape_str(values.shape)} "
-                             f"do not describe rows of a {shape_str(shape)} tensor (expected values [K, {shape[-1]}])")
+            raise ValueError(
+                f"{op}: indices {shape_str(indices.shape)} and values {shape_str(values.shape)} "
+                f"do not describe rows of a {shape_str(shape)} tensor (expected values [K, {shape[-1]}])"
+            )
         if indices.device != values.device:
             raise RuntimeError(f"{op}: indices are on {indices.device} but values on {values.device}")
         from ember.tensor.ops.indexing import check_index_range
+
         check_index_range(op, indices, shape[0], "row index")
         b = values.device.backend
         rows, vals = b.coalesce_rows(b.cast(indices._data, dt.int64), values._data)
@@ -107,7 +119,9 @@ class RowSparse:
     def to_dense(self) -> Tensor:
         """The dense ``[n, d]`` tensor (allocates the whole table)."""
         b = self.device.backend
-        return wrap(b.rows_to_dense(self.indices._data, self.values._data, self.shape[0]), self.device, self.dtype)
+        return wrap(
+            b.rows_to_dense(self.indices._data, self.values._data, self.shape[0]), self.device, self.dtype
+        )
 
     def numpy(self):
         """The dense values as a NumPy array (allocates the whole table)."""
@@ -156,15 +170,18 @@ class RowSparse:
             rows = b.cat([self.indices._data, other.indices._data], 0)
             vals = b.cat([self.values._data, b.cast(other.values._data, self.dtype)], 0)
             rows, vals = b.coalesce_rows(rows, vals)
-            return RowSparse._trusted(wrap(rows, self.device, dt.int64), wrap(vals, self.device, self.dtype),
-                                      self.shape)
+            return RowSparse._trusted(
+                wrap(rows, self.device, dt.int64), wrap(vals, self.device, self.dtype), self.shape
+            )
         if isinstance(other, Tensor):
             _check_shapes("add", self, other)
             if other.device != self.device:
                 other = other.to(self.device)
             b = self.device.backend
             values = self.values if self.values.dtype is other.dtype else self.values.to(other.dtype)
-            return wrap(b.rows_add_dense(other._data, self.indices._data, values._data), other.device, other.dtype)
+            return wrap(
+                b.rows_add_dense(other._data, self.indices._data, values._data), other.device, other.dtype
+            )
         if isinstance(other, numbers.Number) and other == 0:
             return self
         return NotImplemented
@@ -198,14 +215,17 @@ class RowSparse:
         return float(self.values.double().square().sum().sqrt().item())
 
     def __repr__(self) -> str:
-        return (f"RowSparse(shape={list(self.shape)}, nnz={self.nnz}, dtype={self.dtype}, "
-                f"device={self.device})")
+        return (
+            f"RowSparse(shape={list(self.shape)}, nnz={self.nnz}, dtype={self.dtype}, device={self.device})"
+        )
 
 
 def _check_shapes(op: str, a, b) -> None:
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"RowSparse.{op}: shapes {shape_str(a.shape)} and {shape_str(b.shape)} differ "
-                         f"(sparse gradients add only to tensors of their own shape)")
+        raise ValueError(
+            f"RowSparse.{op}: shapes {shape_str(a.shape)} and {shape_str(b.shape)} differ "
+            f"(sparse gradients add only to tensors of their own shape)"
+        )
 
 
 def add_grads(a, b):

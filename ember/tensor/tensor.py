@@ -1,4 +1,5 @@
 """The ``Tensor``: one backend array, its device and dtype, and (when tracked) a graph node."""
+
 from __future__ import annotations
 
 import functools
@@ -23,7 +24,7 @@ class Tensor(OpMethods):
     (:mod:`ember.tensor.op_table`); this class holds the rest and those written by hand.
     """
 
-    __slots__ = ("_data", "_device", "_dtype", "_node", "__weakref__")
+    __slots__ = ("__weakref__", "_data", "_device", "_dtype", "_node")
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor
 
     # ---- properties ---------------------------------------------------------------------
@@ -70,7 +71,9 @@ class Tensor(OpMethods):
 
     def item(self):
         if self.numel != 1:
-            raise ValueError(f"item: only a one-element tensor converts to a Python scalar, got shape {list(self.shape)}")
+            raise ValueError(
+                f"item: only a one-element tensor converts to a Python scalar, got shape {list(self.shape)}"
+            )
         return self.numpy().reshape(()).item()
 
     def tolist(self):
@@ -84,7 +87,9 @@ class Tensor(OpMethods):
 
     def __bool__(self):
         if self.numel != 1:
-            raise ValueError(f"the truth value of a tensor of shape {list(self.shape)} is ambiguous; use .any() or .all()")
+            raise ValueError(
+                f"the truth value of a tensor of shape {list(self.shape)} is ambiguous; use .any() or .all()"
+            )
         return bool(self.item())
 
     def __index__(self):
@@ -107,6 +112,7 @@ class Tensor(OpMethods):
             dtype = target
         if dtype is not None:
             from ember.tensor.ops.elementwise import cast
+
             out = cast(out, dtype)
         return out
 
@@ -138,6 +144,7 @@ class Tensor(OpMethods):
 
     def set_require_grad(self, flag: bool = True) -> "Tensor":
         from ember.tensor.node import Node
+
         if flag:
             if not self._dtype.is_float:
                 raise TypeError(f"require_grad: only float tensors can require grad, got {self._dtype}")
@@ -157,6 +164,7 @@ class Tensor(OpMethods):
     def detach(self) -> "Tensor":
         """The same values, cut from the graph."""
         from ember.tensor.ops._core import wrap
+
         return wrap(self._data, self._device, self._dtype)
 
     def backward(self, grad: "Tensor | None" = None):
@@ -164,10 +172,12 @@ class Tensor(OpMethods):
 
         Args:
             grad: the seed gradient; required unless this tensor has a single element.
+
         Returns:
             :class:`ember.Gradients`.
         """
         from ember.tensor.backward import backward
+
         return backward(self, grad)
 
     # ---- op methods written by hand (the op table lists them under ``written``) -----------
@@ -198,8 +208,10 @@ class Tensor(OpMethods):
         Not allowed on a leaf that requires grad (its gradient would no longer be defined).
         """
         if self._node is not None and self._node.is_leaf:
-            raise RuntimeError("setitem: cannot assign into a leaf tensor that requires grad; "
-                               "use index_put to build a new tensor instead")
+            raise RuntimeError(
+                "setitem: cannot assign into a leaf tensor that requires grad; "
+                "use index_put to build a new tensor instead"
+            )
         out = _index_put(self, _operand(key), _operand(value))
         self._data, self._node, self._dtype = out._data, out._node, out._dtype
 
@@ -226,8 +238,9 @@ class Tensor(OpMethods):
 
     # ---- repr ---------------------------------------------------------------------------
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", threshold=200, edgeitems=3, precision=4,
-                               prefix="tensor(")
+        body = np.array2string(
+            self.numpy(), separator=", ", threshold=200, edgeitems=3, precision=4, prefix="tensor("
+        )
         extra = ", requires_grad" if self._node is not None else ""
         return f"tensor({body}, shape={list(self.shape)}, dtype={self._dtype}, device={self._device}{extra})"
 
@@ -241,19 +254,35 @@ class Tensor(OpMethods):
 
 def _rebuild(array, dtype_name, device):
     from ember.tensor.creation import from_numpy
+
     t = from_numpy(array, device if not device.startswith("cuda") else "cpu")
     return t.to(device) if device.startswith("cuda") else t
 
 
 def _is_dtype_name(value) -> bool:
-    return isinstance(value, str) and value in ("float16", "float32", "float64", "int32", "int64", "bool",
-                                                "f16", "f32", "f64", "half", "float", "double", "int", "long")
+    return isinstance(value, str) and value in (
+        "float16",
+        "float32",
+        "float64",
+        "int32",
+        "int64",
+        "bool",
+        "f16",
+        "f32",
+        "f64",
+        "half",
+        "float",
+        "double",
+        "int",
+        "long",
+    )
 
 
 def _to_device(t: Tensor, device: Device) -> Tensor:
     if t._device == device:
         return t
     from ember.tensor.ops._core import record, wrap
+
     src, dst = t._device.backend, device.backend
     host = src.to_host(t._data)
     out = wrap(dst.from_host(np.ascontiguousarray(host)), device, t._dtype)
@@ -299,8 +328,9 @@ def as_tensor(value):
         return value
     out = type(value).__ember_tensor__(value)
     if not isinstance(out, Tensor):
-        raise TypeError(f"{type(value).__name__}.__ember_tensor__() must return an ember Tensor, "
-                        f"got {type(out).__name__}")
+        raise TypeError(
+            f"{type(value).__name__}.__ember_tensor__() must return an ember Tensor, got {type(out).__name__}"
+        )
     return out
 
 
@@ -320,6 +350,7 @@ def _operand(value):
 def accepts_tensor_like(fn):
     """Wrap an op so that tensor-like arguments, and tensor-likes inside a list/tuple argument,
     reach it as Tensors (:func:`as_tensor`). Other arguments pass through untouched."""
+
     @functools.wraps(fn)
     def op(*args, **kwargs):
         for value in args:  # fast path: Tensors and scalars need no look-up
@@ -329,6 +360,7 @@ def accepts_tensor_like(fn):
             if not kwargs or not any(_holds_tensor_like(v) for v in kwargs.values()):
                 return fn(*args, **kwargs)
         return fn(*[_converted(a) for a in args], **{k: _converted(v) for k, v in kwargs.items()})
+
     return op
 
 

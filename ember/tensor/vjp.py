@@ -5,6 +5,7 @@ with tensor ops; the engine runs it under ``no_grad`` and then undoes broadcasti
 for every input in one place (``backward.py``), so rules may return broadcast-shaped grads.
 ``node.ctx`` holds what the forward saved; ``needs(node, i)`` says whether input i wants a grad.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ def rule(*names):
         for n in names:
             VJP[n] = fn
         return fn
+
     return register
 
 
@@ -209,7 +211,9 @@ def _clamp(node, g):
 @rule("where")
 def _where(node, g):
     cond = node.ctx.cond
-    return (where(cond, g, 0.0) if needs(node, 0) else None), (where(cond, 0.0, g) if needs(node, 1) else None)
+    return (where(cond, g, 0.0) if needs(node, 0) else None), (
+        where(cond, 0.0, g) if needs(node, 1) else None
+    )
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -303,8 +307,11 @@ def _index_put(node, g):
     b = g._device.backend
     gx = None
     if needs(node, 0):
-        gx = g if c.accumulate else wrap(
-            b.index_put(g._data, c.key, b.full((), 0, g._dtype), False), g._device, g._dtype)
+        gx = (
+            g
+            if c.accumulate
+            else wrap(b.index_put(g._data, c.key, b.full((), 0, g._dtype), False), g._device, g._dtype)
+        )
     gv = wrap(b.getitem(g._data, c.key), g._device, g._dtype) if needs(node, 1) else None
     return gx, gv
 
@@ -367,14 +374,19 @@ def _layer_norm(node, g):
     c = node.ctx
     gamma = None if c.gamma is None else c.gamma._data
     dx, dgamma, dbeta = g._device.backend.layer_norm_backward(g._data, c.x._data, c.mean, c.rstd, gamma)
-    return (_fused(g, dx), None if dgamma is None else _fused(g, dgamma), None if dbeta is None else _fused(g, dbeta))
+    return (
+        _fused(g, dx),
+        None if dgamma is None else _fused(g, dgamma),
+        None if dbeta is None else _fused(g, dbeta),
+    )
 
 
 @rule("rms_norm")
 def _rms_norm(node, g):
     c = node.ctx
-    dx, dgamma = g._device.backend.rms_norm_backward(g._data, c.x._data, c.rstd,
-                                                     None if c.gamma is None else c.gamma._data)
+    dx, dgamma = g._device.backend.rms_norm_backward(
+        g._data, c.x._data, c.rstd, None if c.gamma is None else c.gamma._data
+    )
     return _fused(g, dx), (None if dgamma is None else _fused(g, dgamma))
 
 
@@ -408,6 +420,7 @@ def _embedding_bag(node, g):
         if c.sparse:
             from ember.tensor import dtypes as dt
             from ember.tensor.sparse import RowSparse
+
             gw = RowSparse._trusted(wrap(rows, dev, dt.int64), _fused(g, values), (c.num, g.shape[1]))
         else:
             gw = _fused(g, b.rows_to_dense(rows, values, c.num))
@@ -425,6 +438,7 @@ def _dropout(node, g):
 @rule("attention")
 def _attention(node, g):
     c = node.ctx
-    dq, dk, dv = g._device.backend.attention_backward(g._data, c.q._data, c.k._data, c.v._data, c.out._data,
-                                                      c.lse, c.mask, c.scale, c.quiet, c.p, c.seed)
+    dq, dk, dv = g._device.backend.attention_backward(
+        g._data, c.q._data, c.k._data, c.v._data, c.out._data, c.lse, c.mask, c.scale, c.quiet, c.p, c.seed
+    )
     return _fused(g, dq), _fused(g, dk), _fused(g, dv)

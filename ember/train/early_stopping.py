@@ -1,5 +1,6 @@
 """Stop training when a metric stops improving (Burn's ``MetricEarlyStoppingStrategy``,
 ``learner/early_stopping.rs``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,12 +45,20 @@ class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
         condition: alternative to ``no_improvement_since``.
     """
 
-    def __init__(self, metric, aggregate: Aggregate = Aggregate.Mean, direction: Direction = Direction.Lowest,
-                 split: Split = Split.Valid, no_improvement_since: int | None = None,
-                 condition: StoppingCondition | None = None):
+    def __init__(
+        self,
+        metric,
+        aggregate: Aggregate = Aggregate.Mean,
+        direction: Direction = Direction.Lowest,
+        split: Split = Split.Valid,
+        no_improvement_since: int | None = None,
+        condition: StoppingCondition | None = None,
+    ):
         if (no_improvement_since is None) == (condition is None):
-            raise ValueError("MetricEarlyStoppingStrategy: give exactly one of no_improvement_since=n "
-                             "or condition=StoppingCondition.no_improvement_since(n)")
+            raise ValueError(
+                "MetricEarlyStoppingStrategy: give exactly one of no_improvement_since=n "
+                "or condition=StoppingCondition.no_improvement_since(n)"
+            )
         self.condition = condition or StoppingCondition.no_improvement_since(no_improvement_since)
         self.name = metric_name(metric)
         self.aggregate = aggregate
@@ -67,8 +76,10 @@ class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
     def should_stop(self, epoch: int, store: MetricsStore) -> bool:
         value = store.aggregate(self.name, epoch, self.split, self.aggregate)
         if value is None:
-            raise ValueError(f"early stopping: no {self.split.value} aggregate of metric {self.name!r} for "
-                             f"epoch {epoch}; register that metric on that split")
+            raise ValueError(
+                f"early stopping: no {self.split.value} aggregate of metric {self.name!r} for "
+                f"epoch {epoch}; register that metric on that split"
+            )
         if self.best_value is None or self.direction.better(value, self.best_value):
             self.best_value, self.best_epoch = value, epoch
             return False
@@ -77,5 +88,7 @@ class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
         return epoch - self.best_epoch >= self.condition.n_epochs
 
     def __repr__(self) -> str:
-        return (f"MetricEarlyStoppingStrategy({self.name!r}, {self.direction.name}, {self.split.name}, "
-                f"no_improvement_since={self.condition.n_epochs})")
+        return (
+            f"MetricEarlyStoppingStrategy({self.name!r}, {self.direction.name}, {self.split.name}, "
+            f"no_improvement_since={self.condition.n_epochs})"
+        )

@@ -1,6 +1,7 @@
 """``Interrupter``: ask a running training to stop after the current batch (Burn's
 ``Interrupter``, ``learner/base.rs``). Thread-safe: a signal handler, another thread or a
 metric callback may call ``stop``."""
+
 from __future__ import annotations
 
 import threading

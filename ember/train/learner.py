@@ -1,5 +1,6 @@
 """``Learner``: the model, its optimizer and its learning-rate schedule, trained together
 (Burn's ``Learner``, ``learner/base.rs``)."""
+
 from __future__ import annotations
 
 import numbers
@@ -10,6 +11,7 @@ __all__ = ["Learner"]
 
 def _as_module_optimizer(optimizer):
     from ember.optim.module_optimizer import ModuleOptimizer
+
     if isinstance(optimizer, ModuleOptimizer):
         return optimizer
     init = getattr(optimizer, "init", None)
@@ -17,21 +19,26 @@ def _as_module_optimizer(optimizer):
         built = init()
         if isinstance(built, ModuleOptimizer):
             return built
-    raise TypeError("Learner: `optimizer` must be a ModuleOptimizer (e.g. AdamConfig().init()), "
-                    f"got {type(optimizer).__name__}")
+    raise TypeError(
+        "Learner: `optimizer` must be a ModuleOptimizer (e.g. AdamConfig().init()), "
+        f"got {type(optimizer).__name__}"
+    )
 
 
 def _as_scheduler(lr_scheduler):
     from ember.optim.lr_scheduler.base import as_scheduler
     from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
+
     if isinstance(lr_scheduler, ModuleLrScheduler):
         return lr_scheduler
     try:
         return as_scheduler(lr_scheduler)
     except TypeError:
-        raise TypeError("Learner: `lr_scheduler` must be a float (a constant rate), an "
-                        "ember.optim.lr_scheduler scheduler or its config, got "
-                        f"{type(lr_scheduler).__name__} ({lr_scheduler!r})") from None
+        raise TypeError(
+            "Learner: `lr_scheduler` must be a float (a constant rate), an "
+            "ember.optim.lr_scheduler scheduler or its config, got "
+            f"{type(lr_scheduler).__name__} ({lr_scheduler!r})"
+        ) from None
 
 
 def base_lr(lr) -> float:
@@ -53,8 +60,10 @@ class Learner:
 
     def __init__(self, model, optimizer, lr_scheduler):
         if not callable(getattr(model, "train_step", None)):
-            raise TypeError(f"Learner: the model ({type(model).__name__}) must define "
-                            "train_step(batch) -> TrainOutput (see ember.train.TrainStep)")
+            raise TypeError(
+                f"Learner: the model ({type(model).__name__}) must define "
+                "train_step(batch) -> TrainOutput (see ember.train.TrainStep)"
+            )
         if not callable(getattr(model, "named_parameters", None)):
             raise TypeError(f"Learner: the model must be an ember.nn.Module, got {type(model).__name__}")
         self.model = model
@@ -75,10 +84,13 @@ class Learner:
     def train_step(self, batch):
         """``model.train_step(batch)``; checks it returned a ``TrainOutput``."""
         from ember.train.steps import TrainOutput
+
         out = self.model.train_step(batch)
         if not isinstance(out, TrainOutput):
-            raise TypeError(f"{type(self.model).__name__}.train_step must return "
-                            f"ember.train.TrainOutput(model, grads, item), got {type(out).__name__}")
+            raise TypeError(
+                f"{type(self.model).__name__}.train_step must return "
+                f"ember.train.TrainOutput(model, grads, item), got {type(out).__name__}"
+            )
         return out
 
     def optimizer_step(self, grads) -> None:
@@ -102,6 +114,7 @@ class Learner:
 
     def load_scheduler(self, path) -> None:
         from ember.optim.scheduler_record import load_state
+
         load_state(path, self.lr_scheduler)
 
     def fork(self, device) -> "Learner":
@@ -110,5 +123,7 @@ class Learner:
         return self
 
     def __repr__(self) -> str:
-        return (f"Learner(model={type(self.model).__name__}, optimizer={self.optimizer!r}, "
-                f"lr_scheduler={type(self.lr_scheduler).__name__})")
+        return (
+            f"Learner(model={type(self.model).__name__}, optimizer={self.optimizer!r}, "
+            f"lr_scheduler={type(self.lr_scheduler).__name__})"
+        )

@@ -1,6 +1,7 @@
 """A PNG per numeric metric with its train and valid epoch curves, redrawn after every epoch
 (beyond Burn). matplotlib is an optional extra: without it the plots are skipped with one
 log line."""
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,10 @@ class MetricPlotter:
         if self._pyplot is None and not self._unavailable:
             try:
                 import matplotlib
+
                 matplotlib.use("Agg", force=False)
                 import matplotlib.pyplot as plt
+
                 self._pyplot = plt
             except ImportError:
                 self._unavailable = True
@@ -45,6 +48,7 @@ class MetricPlotter:
         if plt is None:
             return []
         import io
+
         written = []
         self.directory.mkdir(parents=True, exist_ok=True)
         for name in sorted(set(names.get("train", ())) | set(names.get("valid", ()))):

@@ -4,6 +4,7 @@
 They are protocols: a model needs only the methods, no base class. ``TrainStepMixin`` gives
 the default ``optimize`` for models that want to override it with work around the step.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
@@ -26,12 +27,15 @@ class TrainOutput:
 
     def __init__(self, model, grads, item):
         from ember.optim import GradientsParams
+
         if isinstance(grads, GradientsParams):
             self.grads = grads
         else:
             if not hasattr(grads, "get"):
-                raise TypeError("TrainOutput: `grads` must be what loss.backward() returns "
-                                f"(ember.Gradients) or GradientsParams, got {type(grads).__name__}")
+                raise TypeError(
+                    "TrainOutput: `grads` must be what loss.backward() returns "
+                    f"(ember.Gradients) or GradientsParams, got {type(grads).__name__}"
+                )
             self.grads = GradientsParams.from_grads(grads, model)
         self.item = item
 

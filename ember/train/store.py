@@ -5,22 +5,25 @@ The aggregates of the epochs run in this process are kept in memory as each spli
 those of earlier epochs (a resumed run) are read back from the metric log files, the way
 Burn reads them: the ``final`` line when there is one, else the count-weighted mean.
 """
+
 from __future__ import annotations
 
 import enum
 import math
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Aggregate", "Direction", "MetricsStore", "Split"]
 
 
 class Aggregate(enum.Enum):
     """How one epoch's values are reduced to a number (Burn has only the mean)."""
+
     Mean = "mean"
 
 
 class Direction(enum.Enum):
     """Which way a metric improves."""
+
     Lowest = "lowest"
     Highest = "highest"
 

@@ -5,6 +5,7 @@ Only one device is built today; the multi-device and distributed strategies are 
 as values (so code written for them reads as in Burn) and refused at launch with a clear
 error until their issue lands.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,7 +49,8 @@ class MultiDevice(TrainingStrategy):
         if len(self.devices) > 1:
             raise NotImplementedError(
                 f"SupervisedTraining: MultiDevice over {len(self.devices)} devices is not built yet "
-                "(tracked by the distributed-training issue); use SingleDevice or one device")
+                "(tracked by the distributed-training issue); use SingleDevice or one device"
+            )
 
 
 @dataclass(frozen=True)
@@ -66,4 +68,5 @@ class DistributedDataParallel(TrainingStrategy):
     def check_supported(self) -> None:
         raise NotImplementedError(
             "SupervisedTraining: DistributedDataParallel is not built yet (it comes with "
-            "ember.distributed, MPI via mpi4py and NCCL via CuPy); train on a single device for now")
+            "ember.distributed, MPI via mpi4py and NCCL via CuPy); train on a single device for now"
+        )

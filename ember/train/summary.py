@@ -1,5 +1,6 @@
 """The table printed at the end of training (Burn's ``LearnerSummary``, ``learner/summary.rs``):
 for each split and numeric metric, the best and worst epoch aggregates and their epochs."""
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,9 @@ class LearnerSummary:
     metrics: list[MetricSummary] = field(default_factory=list)
 
     @classmethod
-    def from_store(cls, store: MetricsStore, names: dict[str, list[str]], model: str, epochs: int) -> "LearnerSummary":
+    def from_store(
+        cls, store: MetricsStore, names: dict[str, list[str]], model: str, epochs: int
+    ) -> "LearnerSummary":
         """Build from the aggregates of epochs ``1..epochs``.
 
         Args:
@@ -66,11 +69,19 @@ class LearnerSummary:
 
     def __str__(self) -> str:
         width = max([len(r.name) for r in self.metrics] + [6])
-        lines = ["=" * 24 + " Learner Summary " + "=" * 24, "Model:", self.model,
-                 f"Total Epochs: {self.epochs}", "", "",
-                 f"| Split | {'Metric':<{width}} | Min.      | Epoch     | Max.      | Epoch     |",
-                 f"|-------|{'-' * (width + 2)}|-----------|-----------|-----------|-----------|"]
+        lines = [
+            "=" * 24 + " Learner Summary " + "=" * 24,
+            "Model:",
+            self.model,
+            f"Total Epochs: {self.epochs}",
+            "",
+            "",
+            f"| Split | {'Metric':<{width}} | Min.      | Epoch     | Max.      | Epoch     |",
+            f"|-------|{'-' * (width + 2)}|-----------|-----------|-----------|-----------|",
+        ]
         for r in self.metrics:
-            lines.append(f"| {r.split.capitalize():<5} | {r.name:<{width}} | {_fmt(r.min_value)} | "
-                         f"{r.min_epoch:<9} | {_fmt(r.max_value)} | {r.max_epoch:<9} |")
+            lines.append(
+                f"| {r.split.capitalize():<5} | {r.name:<{width}} | {_fmt(r.min_value)} | "
+                f"{r.min_epoch:<9} | {_fmt(r.max_value)} | {r.max_epoch:<9} |"
+            )
         return "\n".join(lines)

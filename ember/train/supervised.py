@@ -8,6 +8,7 @@ included), ``train_step`` runs, then the optimizer steps — or the gradients ar
 training split, the validation split runs on ``model.valid()`` (dropout off, no graph), then
 the checkpointing strategy acts and early stopping decides.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,13 +21,19 @@ from typing import Any
 
 from ember.data import Progress
 from ember.optim import GradientsAccumulator
-from ember.train.checkpoint import (AsyncCheckpointer, ComposedCheckpointingStrategy, FileCheckpointer,
-                                    KeepLastNCheckpoints, LearningCheckpointer, MetricCheckpointingStrategy)
+from ember.train.checkpoint import (
+    AsyncCheckpointer,
+    ComposedCheckpointingStrategy,
+    FileCheckpointer,
+    KeepLastNCheckpoints,
+    LearningCheckpointer,
+    MetricCheckpointingStrategy,
+)
 from ember.train.interrupter import Interrupter
 from ember.train.learner import Learner, base_lr
-from ember.train.metric import MetricMetadata
 from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
 from ember.train.logger.application_logger import OwnInfoFilter
+from ember.train.metric import MetricMetadata
 from ember.train.plots import MetricPlotter
 from ember.train.renderer import MetricState, TrainingProgress, default_renderer
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
@@ -78,7 +85,7 @@ def _numeric_state(metric):
         try:
             entry = getattr(metric, getter)()
             value = entry.current() if entry is not None else None
-        except Exception:  # noqa: BLE001 (a metric without a value yet, e.g. AUROC per batch)
+        except Exception:  # (a metric without a value yet, e.g. AUROC per batch)
             value = None
         out.append(value)
     return out[0], out[1]
@@ -109,11 +116,12 @@ class SupervisedTraining:
         self._interrupter = Interrupter()
         self._early_stopping = None
         self._app_logger = FileApplicationLoggerInstaller(self.directory / "experiment.log")
-        self._checkpointing_strategy = (ComposedCheckpointingStrategy.builder()
-                                        .add(KeepLastNCheckpoints(2))
-                                        .add(MetricCheckpointingStrategy("Loss", Aggregate.Mean,
-                                                                         Direction.Lowest, Split.Valid))
-                                        .build())
+        self._checkpointing_strategy = (
+            ComposedCheckpointingStrategy.builder()
+            .add(KeepLastNCheckpoints(2))
+            .add(MetricCheckpointingStrategy("Loss", Aggregate.Mean, Direction.Lowest, Split.Valid))
+            .build()
+        )
         self._checkpointers: tuple | None = None
         self._training_strategy: TrainingStrategy = SingleDevice()
         self._summary = False
@@ -122,15 +130,23 @@ class SupervisedTraining:
 
     # ---- metrics ------------------------------------------------------------------------------
     def _add(self, split: str, metric, numeric: bool) -> "SupervisedTraining":
-        if not callable(getattr(metric, "update", None)) or not isinstance(getattr(metric, "name", None), str):
-            raise TypeError(f"SupervisedTraining: expected a metric (with `name` and `update(item, metadata)`), "
-                            f"got {type(metric).__name__}")
+        if not callable(getattr(metric, "update", None)) or not isinstance(
+            getattr(metric, "name", None), str
+        ):
+            raise TypeError(
+                f"SupervisedTraining: expected a metric (with `name` and `update(item, metadata)`), "
+                f"got {type(metric).__name__}"
+            )
         if numeric and not callable(getattr(metric, "running_value", None)):
-            raise TypeError(f"SupervisedTraining: {metric.name!r} is not a numeric metric; register it with "
-                            "metric_train/metric_valid or metrics_text")
+            raise TypeError(
+                f"SupervisedTraining: {metric.name!r} is not a numeric metric; register it with "
+                "metric_train/metric_valid or metrics_text"
+            )
         if any(r.metric.name == metric.name for r in self._metrics[split]):
-            raise ValueError(f"SupervisedTraining: a metric named {metric.name!r} is already registered on the "
-                             f"{split} split (its log file would be written twice)")
+            raise ValueError(
+                f"SupervisedTraining: a metric named {metric.name!r} is already registered on the "
+                f"{split} split (its log file would be written twice)"
+            )
         self._metrics[split].append(_RegisteredMetric(metric, numeric))
         return self
 
@@ -208,8 +224,10 @@ class SupervisedTraining:
         return self
 
     def gradient_checkpointing(self) -> "SupervisedTraining":
-        raise NotImplementedError("SupervisedTraining.gradient_checkpointing: ember's autodiff does not "
-                                  "recompute activations yet; train without it")
+        raise NotImplementedError(
+            "SupervisedTraining.gradient_checkpointing: ember's autodiff does not "
+            "recompute activations yet; train without it"
+        )
 
     def num_epochs(self, n: int) -> "SupervisedTraining":
         if int(n) < 1:
@@ -249,15 +267,18 @@ class SupervisedTraining:
 
     def with_checkpointing_strategy(self, strategy) -> "SupervisedTraining":
         if not callable(getattr(strategy, "checkpointing", None)):
-            raise TypeError("with_checkpointing_strategy: expected a strategy with checkpointing(epoch, store)")
+            raise TypeError(
+                "with_checkpointing_strategy: expected a strategy with checkpointing(epoch, store)"
+            )
         self._checkpointing_strategy = strategy
         return self
 
     def with_default_checkpointers(self) -> "SupervisedTraining":
         """``<dir>/checkpoint/{model,optim,scheduler}-E.bpk``, each written in the background."""
         folder = self.directory / "checkpoint"
-        self._checkpointers = tuple(AsyncCheckpointer(FileCheckpointer(folder, name))
-                                    for name in ("model", "optim", "scheduler"))
+        self._checkpointers = tuple(
+            AsyncCheckpointer(FileCheckpointer(folder, name)) for name in ("model", "optim", "scheduler")
+        )
         return self
 
     def with_custom_checkpointers(self, model, optim, scheduler) -> "SupervisedTraining":
@@ -271,8 +292,10 @@ class SupervisedTraining:
 
     def with_training_strategy(self, strategy: TrainingStrategy) -> "SupervisedTraining":
         if not isinstance(strategy, TrainingStrategy):
-            raise TypeError("with_training_strategy: expected SingleDevice, MultiDevice or "
-                            f"DistributedDataParallel, got {type(strategy).__name__}")
+            raise TypeError(
+                "with_training_strategy: expected SingleDevice, MultiDevice or "
+                f"DistributedDataParallel, got {type(strategy).__name__}"
+            )
         self._training_strategy = strategy
         return self
 
@@ -280,20 +303,29 @@ class SupervisedTraining:
     def launch(self, learner: Learner) -> LearningResult:
         """Train ``learner`` for the configured epochs; returns a :class:`LearningResult`."""
         if not isinstance(learner, Learner):
-            raise TypeError(f"launch: expected an ember.train.Learner(model, optimizer, lr_scheduler), got "
-                            f"{type(learner).__name__}")
+            raise TypeError(
+                f"launch: expected an ember.train.Learner(model, optimizer, lr_scheduler), got "
+                f"{type(learner).__name__}"
+            )
         strategy = self._training_strategy
         strategy.check_supported()
-        device = strategy.device if isinstance(strategy, SingleDevice) else (
-            strategy.devices[0] if isinstance(strategy, MultiDevice) and strategy.devices else None)
+        device = (
+            strategy.device
+            if isinstance(strategy, SingleDevice)
+            else (strategy.devices[0] if isinstance(strategy, MultiDevice) and strategy.devices else None)
+        )
         if device is not None:
             learner.fork(device)
         if self._checkpoint is not None and self._checkpointers is None:
-            raise ValueError(f"checkpoint({self._checkpoint}): no checkpointers to resume from; add "
-                             ".with_default_checkpointers() (or custom ones)")
+            raise ValueError(
+                f"checkpoint({self._checkpoint}): no checkpointers to resume from; add "
+                ".with_default_checkpointers() (or custom ones)"
+            )
         if self.dataloader_valid is not None and not callable(getattr(learner.model, "inference_step", None)):
-            raise TypeError(f"launch: {type(learner.model).__name__} must define inference_step(batch) to be "
-                            "validated (see ember.train.InferenceStep), or pass dataloader_valid=None")
+            raise TypeError(
+                f"launch: {type(learner.model).__name__} must define inference_step(batch) to be "
+                "validated (see ember.train.InferenceStep), or pass dataloader_valid=None"
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
         run = _Run(self, learner)
         return run.execute()
@@ -314,13 +346,17 @@ class _Run:
         self.learner = learner
         self.renderer = training._renderer if training._renderer is not None else default_renderer()
         self.interrupter = training._interrupter
-        self.numeric_names = {split: [r.metric.name for r in regs if r.numeric]
-                              for split, regs in training._metrics.items()}
+        self.numeric_names = {
+            split: [r.metric.name for r in regs if r.numeric] for split, regs in training._metrics.items()
+        }
         self.checkpointer = None
         if training._checkpointers is not None:
-            training_state = AsyncCheckpointer(FileCheckpointer(training.directory / "checkpoint", "training"))
-            self.checkpointer = LearningCheckpointer(*training._checkpointers, training_state,
-                                                     training._checkpointing_strategy)
+            training_state = AsyncCheckpointer(
+                FileCheckpointer(training.directory / "checkpoint", "training")
+            )
+            self.checkpointer = LearningCheckpointer(
+                *training._checkpointers, training_state, training._checkpointing_strategy
+            )
         self.loggers = list(training._metric_loggers)
         self.resumed_partial: tuple[str, int] | None = None
         self.plotter = MetricPlotter(training.directory / "plots") if training._plots else None
@@ -350,8 +386,9 @@ class _Run:
         if self.interrupter.should_stop():  # a second Ctrl-C: stop now
             raise KeyboardInterrupt
         self.interrupter.stop("Ctrl-C")
-        self.renderer.on_message("Ctrl-C: stopping after this batch and saving a checkpoint "
-                                 "(press Ctrl-C again to abort at once)")
+        self.renderer.on_message(
+            "Ctrl-C: stopping after this batch and saving a checkpoint (press Ctrl-C again to abort at once)"
+        )
 
     def _uninstall(self) -> None:
         if self._previous_level is not None:
@@ -386,8 +423,14 @@ class _Run:
             if t._checkpoint is not None:
                 start_epoch, skip = self._resume(t._checkpoint)
                 last_epoch = start_epoch - 1
-            _log.info("Starting training for %d epochs (epochs %d..%d) in %s", t._num_epochs, start_epoch,
-                      t._num_epochs, t.directory, extra=_QUIET)
+            _log.info(
+                "Starting training for %d epochs (epochs %d..%d) in %s",
+                t._num_epochs,
+                start_epoch,
+                t._num_epochs,
+                t.directory,
+                extra=_QUIET,
+            )
             self.renderer.on_train_start(t._num_epochs, start_epoch)
             for epoch in range(start_epoch, t._num_epochs + 1):
                 done = self._train_split(epoch, skip)
@@ -412,7 +455,9 @@ class _Run:
                     break
             if self.checkpointer is not None:
                 self.checkpointer.flush()
-            summary = LearnerSummary.from_store(store, self.numeric_names, str(self.learner.model), last_epoch)
+            summary = LearnerSummary.from_store(
+                store, self.numeric_names, str(self.learner.model), last_epoch
+            )
             if t._summary:
                 _log.info("Learner summary\n%s", summary, extra=_QUIET)
             _log.info("Training ended.", extra=_QUIET)
@@ -455,7 +500,12 @@ class _Run:
         stopper = self.t._early_stopping
         if stopper is not None:
             for past in range(1, start):
-                if self.store.aggregate(getattr(stopper, "name", ""), past, getattr(stopper, "split", "valid")) is not None:
+                if (
+                    self.store.aggregate(
+                        getattr(stopper, "name", ""), past, getattr(stopper, "split", "valid")
+                    )
+                    is not None
+                ):
                     stopper.should_stop(past, self.store)
         self._message(text)
         return start, skip
@@ -463,17 +513,23 @@ class _Run:
     def _interrupt(self, epoch: int, done: int) -> None:
         reason = self.interrupter.get_message() or "interrupter"
         if self.checkpointer is None:
-            self._message(f"Training stopped ({reason}) during epoch {epoch} after {done} batches; no "
-                          "checkpointers were set, so nothing was saved to resume from")
+            self._message(
+                f"Training stopped ({reason}) during epoch {epoch} after {done} batches; no "
+                "checkpointers were set, so nothing was saved to resume from"
+            )
             return
         self.checkpointer.checkpoint_partial(self.learner, epoch, done)
-        self._message(f"Training stopped ({reason}) during epoch {epoch} after {done} batches. "
-                      + self._resume_hint(epoch, done))
+        self._message(
+            f"Training stopped ({reason}) during epoch {epoch} after {done} batches. "
+            + self._resume_hint(epoch, done)
+        )
 
     def _resume_hint(self, epoch: int, done: int | None) -> str:
         where = f"batch {done + 1} of epoch {epoch}" if done is not None else f"epoch {epoch + 1}"
-        return (f"The state is checkpointed in {self.t.directory / 'checkpoint'}; resume with "
-                f"SupervisedTraining(...).checkpoint({epoch}) to continue at {where}.")
+        return (
+            f"The state is checkpointed in {self.t.directory / 'checkpoint'}; resume with "
+            f"SupervisedTraining(...).checkpoint({epoch}) to continue at {where}."
+        )
 
     # ---- splits ---------------------------------------------------------------------------------
     def _start_split(self, split: str, loader, epoch: int) -> None:
@@ -527,11 +583,13 @@ class _Run:
     def _after_batch(self, split: str, loader, epoch: int, iteration: int, item, lr) -> bool:
         """Metrics, logs and display of one batch; True when the interrupter asks to stop."""
         progress = _progress_of(loader, iteration)
-        meta = MetricMetadata(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                              iteration=iteration, lr=lr)
+        meta = MetricMetadata(
+            progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, lr=lr
+        )
         self._update(split, _synced(item), meta, epoch)
-        state = TrainingProgress(progress=progress, epoch=epoch, epoch_total=self.t._num_epochs,
-                                 iteration=iteration, split=split)
+        state = TrainingProgress(
+            progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, split=split
+        )
         (self.renderer.render_train if split == "train" else self.renderer.render_valid)(state)
         for logger in self.t._progress_loggers:
             logger.log_progress(state)
@@ -548,9 +606,16 @@ class _Run:
             current = running = None
             if reg.numeric:
                 current, running = _numeric_state(metric)
-            update_renderer(MetricState(name=metric.name, formatted=entry.formatted, current=current,
-                                        running=running, unit=getattr(metric, "unit", None),
-                                        higher_is_better=getattr(metric, "higher_is_better", None)))
+            update_renderer(
+                MetricState(
+                    name=metric.name,
+                    formatted=entry.formatted,
+                    current=current,
+                    running=running,
+                    unit=getattr(metric, "unit", None),
+                    higher_is_better=getattr(metric, "higher_is_better", None),
+                )
+            )
 
     def _end_split(self, split: str, epoch: int) -> None:
         # An epoch resumed mid-way gets no `final` line: its aggregate is read back as the

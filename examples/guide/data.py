@@ -13,20 +13,33 @@ them as the book does: ``((pixel / max_value) - mean) / std``, with the book's
 ``mean = 0.1307, std = 0.3081`` for MNIST (from the PyTorch MNIST example) and, for the
 digits, the same statistics measured on their train split (:data:`DIGITS_MEAN`, :data:`DIGITS_STD`).
 """
+
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
 
-import ember  # before NumPy (ember's OpenBLAS setting, see the README)
 import numpy as np
+
+import ember  # before NumPy (ember's OpenBLAS setting, see the README)
 from ember.data import HuggingfaceDatasetLoader, InMemDataset, MapperDataset
 
-__all__ = ["DIGITS_MEAN", "DIGITS_STD", "MNIST_MEAN", "MNIST_STD", "SOURCES", "MnistBatch", "MnistBatcher",
-           "MnistItem", "digits_datasets", "load_datasets", "mnist_datasets"]
+__all__ = [
+    "DIGITS_MEAN",
+    "DIGITS_STD",
+    "MNIST_MEAN",
+    "MNIST_STD",
+    "SOURCES",
+    "MnistBatch",
+    "MnistBatcher",
+    "MnistItem",
+    "digits_datasets",
+    "load_datasets",
+    "mnist_datasets",
+]
 
 SOURCES = ("digits", "mnist")
-MNIST_MEAN, MNIST_STD = 0.1307, 0.3081   # the book's values (PyTorch's MNIST example)
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # the book's values (PyTorch's MNIST example)
 DIGITS_MEAN, DIGITS_STD = 0.3059, 0.3763  # measured on the digits' train split below, scaled to [0, 1]
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 42
@@ -97,8 +110,10 @@ class MnistBatcher:
         images = np.stack([np.asarray(item.image, dtype=np.float32) for item in items])
         images = ((images / np.float32(self.max_value)) - np.float32(self.mean)) / np.float32(self.std)
         targets = np.array([item.label for item in items], dtype=np.int64)
-        return MnistBatch(ember.from_numpy(images.astype(np.float32), device=device),
-                          ember.from_numpy(targets, device=device))
+        return MnistBatch(
+            ember.from_numpy(images.astype(np.float32), device=device),
+            ember.from_numpy(targets, device=device),
+        )
 
 
 # ---- scikit-learn's digits ---------------------------------------------------------------------
@@ -112,13 +127,19 @@ def digits_datasets() -> tuple[InMemDataset, InMemDataset]:
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
     except ImportError as exc:
-        raise ImportError("the 'digits' source needs scikit-learn (pip install scikit-learn); "
-                          f"it could not be imported: {exc}") from None
+        raise ImportError(
+            "the 'digits' source needs scikit-learn (pip install scikit-learn); "
+            f"it could not be imported: {exc}"
+        ) from None
     digits = load_digits()
     images = digits.images.astype(np.float32)  # [1797, 8, 8], 0..16
     labels = digits.target.astype(np.int64)
-    train_idx, test_idx = train_test_split(np.arange(len(labels)), test_size=DIGITS_TEST_FRACTION,
-                                           random_state=DIGITS_SPLIT_SEED, stratify=labels)
+    train_idx, test_idx = train_test_split(
+        np.arange(len(labels)),
+        test_size=DIGITS_TEST_FRACTION,
+        random_state=DIGITS_SPLIT_SEED,
+        stratify=labels,
+    )
 
     def items(indices):
         return InMemDataset([MnistItem(images[i], int(labels[i])) for i in indices])
@@ -138,8 +159,9 @@ def mnist_row_to_item(row: dict) -> MnistItem:
     try:
         from PIL import Image
     except ImportError as exc:
-        raise ImportError(f"the 'mnist' source needs Pillow to decode its PNG images (pip install pillow): "
-                          f"{exc}") from None
+        raise ImportError(
+            f"the 'mnist' source needs Pillow to decode its PNG images (pip install pillow): {exc}"
+        ) from None
     data = row.get("image_bytes")
     if data is None and isinstance(row.get("image"), dict):
         data = row["image"].get("bytes")
@@ -157,8 +179,10 @@ def mnist_datasets() -> tuple[MapperDataset, MapperDataset]:
             cached (the message says what to do).
     """
     loader = HuggingfaceDatasetLoader("ylecun/mnist")
-    return (MapperDataset(loader.dataset("train"), mnist_row_to_item),
-            MapperDataset(loader.dataset("test"), mnist_row_to_item))
+    return (
+        MapperDataset(loader.dataset("train"), mnist_row_to_item),
+        MapperDataset(loader.dataset("test"), mnist_row_to_item),
+    )
 
 
 def load_datasets(source: str):

@@ -5,12 +5,11 @@ the model's config) and its record (``model.bpk``). ``config.model.init(device)`
 model of the right shape and ``load_file`` puts the trained values (batch-norm running
 statistics included) into it; ``valid()`` makes the inference copy.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-
-import ember
 
 from guide.data import MnistBatcher, MnistItem
 from guide.training import TrainingConfig

@@ -9,6 +9,7 @@ Run:
     python examples/guide/main.py --source mnist           # MNIST from the Hugging Face Hub
     python examples/guide/main.py --epochs 1 --limit 256 --artifact-dir /tmp/guide-small
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,23 +19,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `guide` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting, see the README)
-from ember.data import DatasetUnavailableError  # noqa: E402
-from ember.optim import AdamConfig  # noqa: E402
-
-from guide.data import SOURCES, load_datasets  # noqa: E402
-from guide.inference import evaluate, infer  # noqa: E402
-from guide.model import ModelConfig  # noqa: E402
-from guide.training import TrainingConfig, train  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting, see the README)
+from ember.data import DatasetUnavailableError
+from ember.optim import AdamConfig
+from guide.data import SOURCES, load_datasets
+from guide.inference import evaluate, infer
+from guide.model import ModelConfig
+from guide.training import TrainingConfig, train
 
 INFER_INDICES = tuple(range(42, 50))  # the book infers test image 42; a few more here
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--artifact-dir", default="/tmp/guide", help="where the artifacts go (default /tmp/guide)")
-    ap.add_argument("--source", choices=SOURCES, default="digits",
-                    help="digits: scikit-learn's 8x8 digits (offline, default); mnist: from the Hugging Face Hub")
+    ap.add_argument(
+        "--artifact-dir", default="/tmp/guide", help="where the artifacts go (default /tmp/guide)"
+    )
+    ap.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="digits",
+        help="digits: scikit-learn's 8x8 digits (offline, default); mnist: from the Hugging Face Hub",
+    )
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--learning-rate", type=float, default=1e-4)
@@ -55,9 +61,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     """Train, then infer; returns ``{"result", "predictions", "test_accuracy", "seconds"}`` (for tests)."""
     args = parse_args(argv)
-    config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=args.hidden_size), AdamConfig(),
-                            num_epochs=args.epochs, batch_size=args.batch_size, num_workers=args.num_workers,
-                            seed=args.seed, learning_rate=args.learning_rate, source=args.source)
+    config = TrainingConfig(
+        ModelConfig(num_classes=10, hidden_size=args.hidden_size),
+        AdamConfig(),
+        num_epochs=args.epochs,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        seed=args.seed,
+        learning_rate=args.learning_rate,
+        source=args.source,
+    )
     start = time.perf_counter()
     try:
         result = train(args.artifact_dir, config, args.device, limit=args.limit)
@@ -69,8 +82,10 @@ def main(argv=None) -> dict:
     items = [test_set[i % len(test_set)] for i in INFER_INDICES]
     predictions = infer(args.artifact_dir, args.device, items)
     accuracy = evaluate(args.artifact_dir, args.device, test_set)
-    print(f"Trained in {seconds:.1f} s on '{args.device}'; the reloaded model classifies "
-          f"{accuracy:.2f} % of the {len(test_set)} test images correctly. Artifacts: {args.artifact_dir}")
+    print(
+        f"Trained in {seconds:.1f} s on '{args.device}'; the reloaded model classifies "
+        f"{accuracy:.2f} % of the {len(test_set)} test images correctly. Artifacts: {args.artifact_dir}"
+    )
     return {"result": result, "predictions": predictions, "test_accuracy": accuracy, "seconds": seconds}
 
 

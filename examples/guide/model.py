@@ -19,6 +19,7 @@ Burn's MNIST example does (conv -> norm -> activation).
 They import ``ember.train`` when first called, so the model itself, and the hand-written
 loop of ``examples/custom_training_loop.py``, need nothing beyond ``ember.nn``.
 """
+
 from __future__ import annotations
 
 import ember
@@ -74,8 +75,17 @@ class Model(nn.Module):
         linear1, linear2: the head.
     """
 
-    def __init__(self, conv1: nn.Conv2d, norm1: nn.BatchNorm2d, conv2: nn.Conv2d, norm2: nn.BatchNorm2d,
-                 pool: nn.AdaptiveAvgPool2d, dropout: nn.Dropout, linear1: nn.Linear, linear2: nn.Linear):
+    def __init__(
+        self,
+        conv1: nn.Conv2d,
+        norm1: nn.BatchNorm2d,
+        conv2: nn.Conv2d,
+        norm2: nn.BatchNorm2d,
+        pool: nn.AdaptiveAvgPool2d,
+        dropout: nn.Dropout,
+        linear1: nn.Linear,
+        linear2: nn.Linear,
+    ):
         self.conv1 = conv1
         self.norm1 = norm1
         self.conv2 = conv2

@@ -12,6 +12,7 @@ The artifact directory then holds (Burn's layout)::
     checkpoint/{model,optim,scheduler}-<epoch>.bpk
     train/epoch-<e>/{Accuracy,Loss}.log   valid/epoch-<e>/{Accuracy,Loss}.log
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,6 @@ from ember.data import DataLoaderBuilder, PartialDataset
 from ember.optim import AdamConfig
 from ember.train import Learner, SupervisedTraining
 from ember.train.metric import AccuracyMetric, LossMetric
-
 from guide.data import SOURCES, MnistBatcher, load_datasets
 from guide.model import ModelConfig
 
@@ -86,16 +86,30 @@ def train(artifact_dir: str | os.PathLike, config: TrainingConfig, device="cpu",
     train_set, test_set = load_datasets(config.source)
     if limit is not None:
         train_set = PartialDataset(train_set, 0, min(limit, len(train_set)))
-    dataloader_train = (DataLoaderBuilder(batcher).batch_size(config.batch_size).shuffle(config.seed)
-                        .num_workers(config.num_workers).set_device(device).build(train_set))
-    dataloader_test = (DataLoaderBuilder(batcher).batch_size(config.batch_size).shuffle(config.seed)
-                       .num_workers(config.num_workers).set_device(device).build(test_set))
+    dataloader_train = (
+        DataLoaderBuilder(batcher)
+        .batch_size(config.batch_size)
+        .shuffle(config.seed)
+        .num_workers(config.num_workers)
+        .set_device(device)
+        .build(train_set)
+    )
+    dataloader_test = (
+        DataLoaderBuilder(batcher)
+        .batch_size(config.batch_size)
+        .shuffle(config.seed)
+        .num_workers(config.num_workers)
+        .set_device(device)
+        .build(test_set)
+    )
 
-    training = (SupervisedTraining(artifact_dir, dataloader_train, dataloader_test)
-                .metrics(AccuracyMetric(), LossMetric())
-                .with_default_checkpointers()
-                .num_epochs(config.num_epochs)
-                .summary())
+    training = (
+        SupervisedTraining(artifact_dir, dataloader_train, dataloader_test)
+        .metrics(AccuracyMetric(), LossMetric())
+        .with_default_checkpointers()
+        .num_epochs(config.num_epochs)
+        .summary()
+    )
 
     model = config.model.init(device)
     result = training.launch(Learner(model, config.optimizer.init(), config.learning_rate))

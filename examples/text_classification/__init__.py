@@ -16,16 +16,36 @@ Library modules: ``dataset`` (datasets and sources), ``tokenizer`` (``BertCasedT
 ``data/`` holds the shipped DbPedia sample and the bert-base-cased vocabulary, each with its
 licence (``data/README.md``).
 """
-from text_classification.batcher import (TextClassificationBatcher, TextClassificationInferenceBatch,
-                                         TextClassificationInferenceBatcher, TextClassificationTrainingBatch)
-from text_classification.dataset import (SOURCES, AgNewsDataset, DbPediaDataset, TextClassificationDataset,
-                                         TextClassificationItem)
+
+from text_classification.batcher import (
+    TextClassificationBatcher,
+    TextClassificationInferenceBatch,
+    TextClassificationInferenceBatcher,
+    TextClassificationTrainingBatch,
+)
+from text_classification.dataset import (
+    SOURCES,
+    AgNewsDataset,
+    DbPediaDataset,
+    TextClassificationDataset,
+    TextClassificationItem,
+)
 from text_classification.model import TextClassificationModel, TextClassificationModelConfig
 from text_classification.tokenizer import BertCasedTokenizer, TokenizerUnavailableError, load_tokenizer
 
 __all__ = [
-    "SOURCES", "AgNewsDataset", "BertCasedTokenizer", "DbPediaDataset", "TextClassificationBatcher",
-    "TextClassificationDataset", "TextClassificationInferenceBatch", "TextClassificationInferenceBatcher",
-    "TextClassificationItem", "TextClassificationModel", "TextClassificationModelConfig",
-    "TextClassificationTrainingBatch", "TokenizerUnavailableError", "load_tokenizer",
+    "SOURCES",
+    "AgNewsDataset",
+    "BertCasedTokenizer",
+    "DbPediaDataset",
+    "TextClassificationBatcher",
+    "TextClassificationDataset",
+    "TextClassificationInferenceBatch",
+    "TextClassificationInferenceBatcher",
+    "TextClassificationItem",
+    "TextClassificationModel",
+    "TextClassificationModelConfig",
+    "TextClassificationTrainingBatch",
+    "TokenizerUnavailableError",
+    "load_tokenizer",
 ]

@@ -16,17 +16,19 @@ Run (the chain):
     python examples/text_classification/ag_news_finetune.py
     python examples/text_classification/ag_news_infer.py
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
-from text_classification import cli  # noqa: E402
-from text_classification.dataset import AgNewsDataset, DbPediaDataset  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting)
+from text_classification import cli
+from text_classification.dataset import AgNewsDataset, DbPediaDataset
 
 ARTIFACT_DIR = "/tmp/text-classification-ag-news"
 PRETRAINED = "/tmp/text-classification-db-pedia/model.bpk"
@@ -39,17 +41,27 @@ def main(argv=None):
     """Parse the flags, fine-tune, save; returns the ``LearningResult`` (for tests)."""
     from text_classification.finetune import lora_finetuning
     from text_classification.inference import ArtifactError, load_config
+
     parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
-    parser.add_argument("--pretrained", default=PRETRAINED, metavar="MODEL_BPK",
-                        help=f"the pretrained model.bpk (default {PRETRAINED}); a config.json beside it gives its "
-                             "shape")
-    parser.add_argument("--num-classes-before", type=int, default=NUM_CLASSES_BEFORE,
-                        help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)")
+    parser.add_argument(
+        "--pretrained",
+        default=PRETRAINED,
+        metavar="MODEL_BPK",
+        help=f"the pretrained model.bpk (default {PRETRAINED}); a config.json beside it gives its shape",
+    )
+    parser.add_argument(
+        "--num-classes-before",
+        type=int,
+        default=NUM_CLASSES_BEFORE,
+        help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)",
+    )
     args = parser.parse_args(argv)
     if args.model == "fasttext":
-        parser.error("--model fasttext: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
-                     "an embedding table, trained row-sparse, and the head that fine-tuning replaces; no weight "
-                     "matrix to adapt). Train it on AG News directly: ag_news_train.py --model fasttext (about 40 s)")
+        parser.error(
+            "--model fasttext: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
+            "an embedding table, trained row-sparse, and the head that fine-tuning replaces; no weight "
+            "matrix to adapt). Train it on AG News directly: ag_news_train.py --model fasttext (about 40 s)"
+        )
     cli.resolve_model_flags(parser, args, ARTIFACT_DIR)
     device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
     pretrained = Path(args.pretrained)
@@ -57,9 +69,13 @@ def main(argv=None):
     if (pretrained.parent / "config.json").is_file():
         base = load_config(pretrained.parent)
     elif not pretrained.is_file():
-        raise ArtifactError(f"no pretrained model at {pretrained}: train one first (db_pedia_train.py writes "
-                            f"{PRETRAINED}), or pass --pretrained PATH/model.bpk")
-    config = cli.build_config(args, MODEL, finetune=True, base_transformer=None if base is None else base.transformer)
+        raise ArtifactError(
+            f"no pretrained model at {pretrained}: train one first (db_pedia_train.py writes "
+            f"{PRETRAINED}), or pass --pretrained PATH/model.bpk"
+        )
+    config = cli.build_config(
+        args, MODEL, finetune=True, base_transformer=None if base is None else base.transformer
+    )
     if base is not None:  # the weights fix what the pretrained run chose
         for name in ("seq_length", "pooling"):
             if getattr(args, name) is None:
@@ -67,9 +83,19 @@ def main(argv=None):
         if args.tokenizer is None:
             config.tokenizer = base.tokenizer
     dataset_train, dataset_test = cli.load_datasets(AgNewsDataset, args, parser)
-    return lora_finetuning(args.artifact_dir, dataset_train, dataset_test, config, pretrained,
-                           args.num_classes_before, device, dataset_cls=AgNewsDataset, dtype=dtype,
-                           checkpoint=args.resume, plots=args.plots)
+    return lora_finetuning(
+        args.artifact_dir,
+        dataset_train,
+        dataset_test,
+        config,
+        pretrained,
+        args.num_classes_before,
+        device,
+        dataset_cls=AgNewsDataset,
+        dtype=dtype,
+        checkpoint=args.resume,
+        plots=args.plots,
+    )
 
 
 if __name__ == "__main__":

@@ -9,17 +9,19 @@ Run:
     python examples/text_classification/ag_news_infer.py --text "Stocks rally as oil prices fall" --backend cuda
     python examples/text_classification/ag_news_infer.py --model fasttext   # the run of *_train.py --model fasttext
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
-from text_classification import cli  # noqa: E402
-from text_classification.dataset import AgNewsDataset  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting)
+from text_classification import cli
+from text_classification.dataset import AgNewsDataset
 
 ARTIFACT_DIR = "/tmp/text-classification-ag-news"
 # Samples from the test dataset, as in Burn's example; you are free to test with your own text.

@@ -15,17 +15,19 @@ Run:
     python examples/text_classification/ag_news_train.py --model fasttext --source local --data-dir DIR
         # the fastText-style model (ember's preset), artifacts in /tmp/text-classification-ag-news-fasttext
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
-from text_classification import cli  # noqa: E402
-from text_classification.dataset import AgNewsDataset  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting)
+from text_classification import cli
+from text_classification.dataset import AgNewsDataset
 
 ARTIFACT_DIR = "/tmp/text-classification-ag-news"
 # Burn: TransformerEncoderConfig::new(128, 512, 4, 4).with_norm_first(true).with_quiet_softmax(true)

@@ -8,21 +8,26 @@ the mask is True at padding. Both batchers are picklable (the data loader's work
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.batcher import TextClassificationBatcher``.
 """
+
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 import ember
 from ember import nn
-
 from text_classification.dataset import TextClassificationItem
 
-__all__ = ["TextClassificationBatcher", "TextClassificationInferenceBatch", "TextClassificationInferenceBatcher",
-           "TextClassificationTrainingBatch"]
+__all__ = [
+    "TextClassificationBatcher",
+    "TextClassificationInferenceBatch",
+    "TextClassificationInferenceBatcher",
+    "TextClassificationTrainingBatch",
+]
 
 
 @dataclass
@@ -56,7 +61,9 @@ class TextClassificationInferenceBatch:
 class _TokenizingBatcher:
     def __init__(self, tokenizer, max_seq_length: int, device=None):
         if not isinstance(max_seq_length, int) or isinstance(max_seq_length, bool) or max_seq_length < 1:
-            raise ValueError(f"{type(self).__name__}: max_seq_length must be a positive int, got {max_seq_length!r}")
+            raise ValueError(
+                f"{type(self).__name__}: max_seq_length must be a positive int, got {max_seq_length!r}"
+            )
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.device = device
@@ -69,8 +76,12 @@ class _TokenizingBatcher:
         ids = [seq[:size] for seq in self.tokenizer.encode_batch(texts)]
         if transform is not None:
             ids = transform(ids)
-        return nn.generate_padding_mask(self.tokenizer.pad_token(), ids, nn.SeqLength.Fixed(size),
-                                        self.device if device is None else device)
+        return nn.generate_padding_mask(
+            self.tokenizer.pad_token(),
+            ids,
+            nn.SeqLength.Fixed(size),
+            self.device if device is None else device,
+        )
 
 
 class TextClassificationBatcher(_TokenizingBatcher):
@@ -89,18 +100,23 @@ class TextClassificationBatcher(_TokenizingBatcher):
             while the reshuffled batches of every epoch draw anew.
     """
 
-    def __init__(self, tokenizer, max_seq_length: int, device=None, token_dropout: float = 0.0, seed: int = 0):
+    def __init__(
+        self, tokenizer, max_seq_length: int, device=None, token_dropout: float = 0.0, seed: int = 0
+    ):
         super().__init__(tokenizer, max_seq_length, device)
         if not (isinstance(token_dropout, (int, float)) and 0.0 <= token_dropout < 1.0):
-            raise ValueError(f"TextClassificationBatcher: token_dropout must be in [0, 1), got {token_dropout!r}")
+            raise ValueError(
+                f"TextClassificationBatcher: token_dropout must be in [0, 1), got {token_dropout!r}"
+            )
         self.token_dropout = float(token_dropout)
         self.seed = seed
         if self.token_dropout:
             ids = {name: tokenizer.token_to_id(name) for name in ("[UNK]", "[CLS]", "[SEP]")}
             missing = [name for name, i in ids.items() if i is None]
             if missing:
-                raise ValueError(f"TextClassificationBatcher: token_dropout needs the tokens {missing} in the "
-                                 "vocabulary")
+                raise ValueError(
+                    f"TextClassificationBatcher: token_dropout needs the tokens {missing} in the vocabulary"
+                )
             self._unk = ids["[UNK]"]
             self._kept = np.array([ids["[CLS]"], ids["[SEP]"], tokenizer.pad_token()], dtype=np.int64)
 
@@ -112,7 +128,9 @@ class TextClassificationBatcher(_TokenizingBatcher):
         bounds = np.cumsum([0] + [len(seq) for seq in ids])
         return [flat[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def batch(self, items: Sequence[TextClassificationItem], device: Any = None) -> TextClassificationTrainingBatch:
+    def batch(
+        self, items: Sequence[TextClassificationItem], device: Any = None
+    ) -> TextClassificationTrainingBatch:
         """Tokenize, pad/cut to S, and stack the labels.
 
         Args:

@@ -35,17 +35,41 @@ The inference scripts take ``--model``, ``--backend``, ``--dtype``, ``--artifact
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification import cli``.
 """
+
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["BACKENDS", "BURN_FINETUNE_RECIPE", "BURN_RECIPE", "DTYPES", "EMBER_AG_NEWS_RECIPE",
-           "EMBER_FINETUNE_RECIPE", "EMBER_RECIPE", "EMBER_RECIPES", "MODELS", "RECIPES", "ModelShape", "Recipe", "add_backend_flags", "add_training_flags", "build_config",
-           "build_fasttext_config", "inference_parser", "load_datasets", "model_artifact_dir", "preset",
-           "resolve_device", "resolve_model_flags", "run_script", "training_parser"]
+__all__ = [
+    "BACKENDS",
+    "BURN_FINETUNE_RECIPE",
+    "BURN_RECIPE",
+    "DTYPES",
+    "EMBER_AG_NEWS_RECIPE",
+    "EMBER_FINETUNE_RECIPE",
+    "EMBER_RECIPE",
+    "EMBER_RECIPES",
+    "MODELS",
+    "RECIPES",
+    "ModelShape",
+    "Recipe",
+    "add_backend_flags",
+    "add_training_flags",
+    "build_config",
+    "build_fasttext_config",
+    "inference_parser",
+    "load_datasets",
+    "model_artifact_dir",
+    "preset",
+    "resolve_device",
+    "resolve_model_flags",
+    "run_script",
+    "training_parser",
+]
 
 BACKENDS = ("cpu", "reference", "cuda")
 DTYPES = ("f32", "f16")
@@ -53,8 +77,19 @@ RECIPES = ("burn", "ember")
 MODELS = ("transformer", "fasttext")
 DEFAULT_SEED = 42  # --seed's default (the synthetic corpus of --evaluate uses it too)
 # The flags that only one model reads (``dest`` names); the other refuses them.
-TRANSFORMER_ONLY = ("seq_length", "warmup_steps", "min_lr", "pooling", "d_ff", "n_heads", "n_layers", "dropout",
-                    "sample_with_replacement", "weight_decay", "token_dropout")
+TRANSFORMER_ONLY = (
+    "seq_length",
+    "warmup_steps",
+    "min_lr",
+    "pooling",
+    "d_ff",
+    "n_heads",
+    "n_layers",
+    "dropout",
+    "sample_with_replacement",
+    "weight_decay",
+    "token_dropout",
+)
 FASTTEXT_ONLY = ("buckets", "ngrams", "head_tokens", "max_tokens")
 # Float dtypes each backend trains and infers in (all of them do both; the table is where a
 # backend without float16 would say so, and --dtype checks it).
@@ -81,9 +116,16 @@ class ModelShape:
 
     def config(self):
         from ember import nn
-        return nn.TransformerEncoderConfig(self.d_model, self.d_ff, self.n_heads, self.n_layers,
-                                           dropout=self.dropout, norm_first=self.norm_first,
-                                           quiet_softmax=self.quiet_softmax)
+
+        return nn.TransformerEncoderConfig(
+            self.d_model,
+            self.d_ff,
+            self.n_heads,
+            self.n_layers,
+            dropout=self.dropout,
+            norm_first=self.norm_first,
+            quiet_softmax=self.quiet_softmax,
+        )
 
 
 @dataclass(frozen=True)
@@ -110,9 +152,21 @@ class Recipe:
 
 
 # Burn's example: examples/text-classification/src/training.rs and examples/*-train.rs.
-BURN_RECIPE = Recipe(optimizer="adam", lr=1e-2, lr_schedule="noam", warmup_steps=1000, weight_decay=5e-5, epochs=5,
-                     batch_size=32, seq_length=256, train_samples=25_000, valid_samples=2_500,
-                     sample_with_replacement=True, pooling="first", label_smoothing=0.0)
+BURN_RECIPE = Recipe(
+    optimizer="adam",
+    lr=1e-2,
+    lr_schedule="noam",
+    warmup_steps=1000,
+    weight_decay=5e-5,
+    epochs=5,
+    batch_size=32,
+    seq_length=256,
+    train_samples=25_000,
+    valid_samples=2_500,
+    sample_with_replacement=True,
+    pooling="first",
+    label_smoothing=0.0,
+)
 # Burn's fine-tuning (src/finetune.rs): the same, at a constant 1e-3.
 BURN_FINETUNE_RECIPE = dataclasses.replace(BURN_RECIPE, lr=1e-3, lr_schedule="constant", warmup_steps=0)
 
@@ -120,7 +174,7 @@ BURN_FINETUNE_RECIPE = dataclasses.replace(BURN_RECIPE, lr=1e-3, lr_schedule="co
 # the 1,000 held-out rows; 2 CPU cores):
 # * a pre-norm encoder of d_model 128, 2 layers, 4 heads: 2 layers train in half the time of 4;
 # * sequences of 64 tokens (the sample's median text is 76 tokens, AG News's 54): the class is in
-#   the title and the first sentence, and a step costs 0.13 s instead of 0.23 s at 128;
+#   the title and the first sentence, and a step costs about half of one at 128;
 # * the head reads the mean over the real tokens: 87.4% against 79.0% on token 0 (3 epochs);
 # * AdamW (decoupled decay 0.01), 60 linear warm-up steps, then a cosine to 0 over the run; peak
 #   5e-3 (4 epochs: 82.7% at 1e-3, 85.8% at 2e-3, 88.0% at 3e-3, 88.8% at 5e-3, 87.4% at 8e-3);
@@ -129,11 +183,26 @@ BURN_FINETUNE_RECIPE = dataclasses.replace(BURN_RECIPE, lr=1e-3, lr_schedule="co
 #   dropout 86.8% against 88.0%), label smoothing 0.1 (neutral here: 87.2% without).
 # Fine-tuning (LoRA, DbPedia-sample model -> AG News, 2 epochs of 4,000 rows): 80.5% at 1e-2,
 # 63.0% at 2e-3; Burn's constant 1e-3 with Adam: 57.3%.
-EMBER_MODEL = ModelShape(d_model=128, d_ff=512, n_heads=4, n_layers=2, norm_first=True, quiet_softmax=False,
-                         dropout=0.1)
-EMBER_RECIPE = Recipe(optimizer="adamw", lr=5e-3, lr_schedule="cosine", warmup_steps=60, weight_decay=1e-2, epochs=3,
-                      batch_size=32, seq_length=64, train_samples=0, valid_samples=0, sample_with_replacement=False,
-                      pooling="mean", label_smoothing=0.1, num_workers=1, model=EMBER_MODEL)
+EMBER_MODEL = ModelShape(
+    d_model=128, d_ff=512, n_heads=4, n_layers=2, norm_first=True, quiet_softmax=False, dropout=0.1
+)
+EMBER_RECIPE = Recipe(
+    optimizer="adamw",
+    lr=5e-3,
+    lr_schedule="cosine",
+    warmup_steps=60,
+    weight_decay=1e-2,
+    epochs=3,
+    batch_size=32,
+    seq_length=64,
+    train_samples=0,
+    valid_samples=0,
+    sample_with_replacement=False,
+    pooling="mean",
+    label_smoothing=0.1,
+    num_workers=1,
+    model=EMBER_MODEL,
+)
 EMBER_FINETUNE_RECIPE = dataclasses.replace(EMBER_RECIPE, lr=1e-2, model=None)
 # ember's recipe for AG News (46,432 training rows -> the full 7,600-row test split, 2 cores):
 # the same model, with more regularisation and a longer run, since 12x the rows let it overfit
@@ -141,9 +210,10 @@ EMBER_FINETUNE_RECIPE = dataclasses.replace(EMBER_RECIPE, lr=1e-2, model=None)
 # * EMBER_RECIPE for 6 epochs, 300 warm-up steps: 89.7% (flat at 89.6-89.8% from epoch 3);
 # * the same with dropout 0.2, 5 epochs: 89.1% after 3 epochs (stopped);
 # * token dropout 0.15 (a word piece becomes [UNK]) and decoupled weight decay 0.05, 5 epochs:
-#   90.2% on the full test split (epochs 1-5: 87.8, 89.1, 90.2, 90.5, 90.2%) in 19 min 54 s.
-EMBER_AG_NEWS_RECIPE = dataclasses.replace(EMBER_RECIPE, epochs=5, warmup_steps=300, token_dropout=0.15,
-                                           weight_decay=0.05)
+#   90.2% on the full test split (epochs 1-5: 87.8, 89.1, 90.2, 90.5, 90.2%); times: README.
+EMBER_AG_NEWS_RECIPE = dataclasses.replace(
+    EMBER_RECIPE, epochs=5, warmup_steps=300, token_dropout=0.15, weight_decay=0.05
+)
 # The ember preset of each dataset (``TextClassificationDataset.NAME``); others take EMBER_RECIPE.
 EMBER_RECIPES = {"dbpedia": EMBER_RECIPE, "ag_news": EMBER_AG_NEWS_RECIPE}
 
@@ -189,62 +259,124 @@ def _float(text: str) -> float:
 def add_backend_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``--backend`` and ``--dtype`` (checked by :func:`resolve_device`)."""
     needs = "; ".join(f"{k}: {v}" for k, v in BACKEND_NEEDS.items())
-    parser.add_argument("--backend", default="cpu", metavar="|".join(BACKENDS),
-                        help=f"where to compute (default cpu). {needs}")
-    parser.add_argument("--dtype", default="f32", metavar="|".join(DTYPES),
-                        help="float dtype of the model: f32 (default) or f16 (pure float16, as Burn's f16 feature)")
+    parser.add_argument(
+        "--backend",
+        default="cpu",
+        metavar="|".join(BACKENDS),
+        help=f"where to compute (default cpu). {needs}",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="f32",
+        metavar="|".join(DTYPES),
+        help="float dtype of the model: f32 (default) or f16 (pure float16, as Burn's f16 feature)",
+    )
     return parser
 
 
-def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
-                       sources: Sequence[str]) -> argparse.ArgumentParser:
+def add_training_flags(
+    parser: argparse.ArgumentParser, artifact_dir: str, sources: Sequence[str]
+) -> argparse.ArgumentParser:
     """The training scripts' flags. Recipe flags default to None: the preset fills them."""
-    parser.add_argument("--model", choices=MODELS, default="transformer",
-                        help="transformer (Burn's example, the default) or fasttext (a bag of word pieces and hashed "
-                             "n-grams: seconds to train, a strong baseline)")
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default="transformer",
+        help="transformer (Burn's example, the default) or fasttext (a bag of word pieces and hashed "
+        "n-grams: seconds to train, a strong baseline)",
+    )
     add_backend_flags(parser)
     from text_classification.dataset import SOURCES
-    parser.add_argument("--source", choices=SOURCES, default=sources[0],
-                        help=f"where the rows come from (default {sources[0]}): hub (Hugging Face Hub, cached as "
-                             "SQLite), local (--data-dir with train.csv/test.csv or the Hub's parquet files), sample "
-                             "(the DbPedia rows shipped with the example), synthetic (a generated corpus, for tests)")
+
+    parser.add_argument(
+        "--source",
+        choices=SOURCES,
+        default=sources[0],
+        help=f"where the rows come from (default {sources[0]}): hub (Hugging Face Hub, cached as "
+        "SQLite), local (--data-dir with train.csv/test.csv or the Hub's parquet files), sample "
+        "(the DbPedia rows shipped with the example), synthetic (a generated corpus, for tests)",
+    )
     parser.add_argument("--data-dir", default=None, metavar="DIR", help="the directory of --source local")
-    parser.add_argument("--tokenizer", default=None, metavar="PATH",
-                        help="a tokenizer.json or vocab.txt, or 'bert-base-cased' for the Hub's (default: the "
-                             "bert-base-cased vocabulary shipped with the example)")
-    parser.add_argument("--artifact-dir", default=None, metavar="DIR",
-                        help=f"where the run's artifacts go (default {artifact_dir}, or "
-                             f"{model_artifact_dir(artifact_dir, 'fasttext')} for --model fasttext)")
-    parser.add_argument("--recipe", choices=RECIPES, default=None,
-                        help="preset: burn (Burn's example, the Transformer's default) or ember (ember's recommended "
-                             "recipe; the only one of --model fasttext); explicit flags override it")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="PATH",
+        help="a tokenizer.json or vocab.txt, or 'bert-base-cased' for the Hub's (default: the "
+        "bert-base-cased vocabulary shipped with the example)",
+    )
+    parser.add_argument(
+        "--artifact-dir",
+        default=None,
+        metavar="DIR",
+        help=f"where the run's artifacts go (default {artifact_dir}, or "
+        f"{model_artifact_dir(artifact_dir, 'fasttext')} for --model fasttext)",
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=RECIPES,
+        default=None,
+        help="preset: burn (Burn's example, the Transformer's default) or ember (ember's recommended "
+        "recipe; the only one of --model fasttext); explicit flags override it",
+    )
     g = parser.add_argument_group("recipe (default: the preset's value)")
     g.add_argument("--epochs", type=_positive, default=None)
     g.add_argument("--batch-size", type=_positive, default=None)
     g.add_argument("--seq-length", type=_positive, default=None, help="tokens per text (cut or padded)")
-    g.add_argument("--train-samples", type=_non_negative, default=None,
-                   help="items drawn from the train split per epoch (0: the split's size)")
-    g.add_argument("--valid-samples", type=_non_negative, default=None,
-                   help="items drawn from the test split per validation (0: the split's size)")
-    g.add_argument("--with-replacement", dest="sample_with_replacement", default=None,
-                   action=argparse.BooleanOptionalAction,
-                   help="draw the items independently (burn) or in shuffled whole passes (ember)")
-    g.add_argument("--seed", type=_non_negative, default=DEFAULT_SEED,
-                   help=f"seeds parameters, dropout and sampling ({DEFAULT_SEED})")
-    g.add_argument("--optimizer", choices=("adam", "adamw"), default=None,
-                   help="adam (L2 weight decay, Burn) or adamw (decoupled weight decay)")
+    g.add_argument(
+        "--train-samples",
+        type=_non_negative,
+        default=None,
+        help="items drawn from the train split per epoch (0: the split's size)",
+    )
+    g.add_argument(
+        "--valid-samples",
+        type=_non_negative,
+        default=None,
+        help="items drawn from the test split per validation (0: the split's size)",
+    )
+    g.add_argument(
+        "--with-replacement",
+        dest="sample_with_replacement",
+        default=None,
+        action=argparse.BooleanOptionalAction,
+        help="draw the items independently (burn) or in shuffled whole passes (ember)",
+    )
+    g.add_argument(
+        "--seed",
+        type=_non_negative,
+        default=DEFAULT_SEED,
+        help=f"seeds parameters, dropout and sampling ({DEFAULT_SEED})",
+    )
+    g.add_argument(
+        "--optimizer",
+        choices=("adam", "adamw"),
+        default=None,
+        help="adam (L2 weight decay, Burn) or adamw (decoupled weight decay)",
+    )
     g.add_argument("--lr", type=_float, default=None, help="Noam's factor, else the peak or constant rate")
-    g.add_argument("--lr-schedule", choices=("noam", "cosine", "linear", "constant"), default=None,
-                   help="transformer: noam, cosine or constant (after a linear warm-up); fasttext: linear (to 0) or "
-                        "constant")
+    g.add_argument(
+        "--lr-schedule",
+        choices=("noam", "cosine", "linear", "constant"),
+        default=None,
+        help="transformer: noam, cosine or constant (after a linear warm-up); fasttext: linear (to 0) or "
+        "constant",
+    )
     g.add_argument("--warmup-steps", type=_non_negative, default=None)
     g.add_argument("--min-lr", type=_float, default=None, help="where the cosine ends (0)")
     g.add_argument("--weight-decay", type=_float, default=None)
     g.add_argument("--label-smoothing", type=_float, default=None)
-    g.add_argument("--token-dropout", type=_float, default=None,
-                   help="probability that a training text's word piece becomes [UNK] (an augmentation; 0)")
-    g.add_argument("--pooling", choices=("first", "mean"), default=None,
-                   help="the head reads token 0 (Burn) or the mean over the non-padding tokens")
+    g.add_argument(
+        "--token-dropout",
+        type=_float,
+        default=None,
+        help="probability that a training text's word piece becomes [UNK] (an augmentation; 0)",
+    )
+    g.add_argument(
+        "--pooling",
+        choices=("first", "mean"),
+        default=None,
+        help="the head reads token 0 (Burn) or the mean over the non-padding tokens",
+    )
     m = parser.add_argument_group("model (default: the preset's, else the script's)")
     m.add_argument("--d-model", type=_positive, default=None)
     m.add_argument("--d-ff", type=_positive, default=None)
@@ -252,20 +384,39 @@ def add_training_flags(parser: argparse.ArgumentParser, artifact_dir: str,
     m.add_argument("--n-layers", type=_positive, default=None)
     m.add_argument("--dropout", type=_float, default=None)
     f = parser.add_argument_group("fastText-style model (--model fasttext; default: the dataset's preset)")
-    f.add_argument("--buckets", type=_positive, default=None, help="hashed n-gram rows of the embedding table")
-    f.add_argument("--ngrams", type=_positive, default=None, help="longest hashed n-gram (2: word-piece bigrams)")
-    f.add_argument("--head-tokens", type=_non_negative, default=None,
-                   help="the first N word pieces also get their own bag (0: none)")
+    f.add_argument(
+        "--buckets", type=_positive, default=None, help="hashed n-gram rows of the embedding table"
+    )
+    f.add_argument(
+        "--ngrams", type=_positive, default=None, help="longest hashed n-gram (2: word-piece bigrams)"
+    )
+    f.add_argument(
+        "--head-tokens",
+        type=_non_negative,
+        default=None,
+        help="the first N word pieces also get their own bag (0: none)",
+    )
     f.add_argument("--max-tokens", type=_positive, default=None, help="word pieces read per text")
     o = parser.add_argument_group("run")
-    o.add_argument("--num-workers", type=_non_negative, default=None, help="data-loader worker processes (Burn: 1)")
-    o.add_argument("--resume", type=_positive, default=None, metavar="EPOCH",
-                   help="resume from the checkpoint of EPOCH in the artifact directory")
-    o.add_argument("--plots", action="store_true", help="draw plots/<Metric>.png after every epoch (matplotlib)")
+    o.add_argument(
+        "--num-workers", type=_non_negative, default=None, help="data-loader worker processes (Burn: 1)"
+    )
+    o.add_argument(
+        "--resume",
+        type=_positive,
+        default=None,
+        metavar="EPOCH",
+        help="resume from the checkpoint of EPOCH in the artifact directory",
+    )
+    o.add_argument(
+        "--plots", action="store_true", help="draw plots/<Metric>.png after every epoch (matplotlib)"
+    )
     return parser
 
 
-def training_parser(description: str, artifact_dir: str, sources: Sequence[str] = ("hub",)) -> argparse.ArgumentParser:
+def training_parser(
+    description: str, artifact_dir: str, sources: Sequence[str] = ("hub",)
+) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` with the training flags."""
     parser = argparse.ArgumentParser(description=description)
     return add_training_flags(parser, artifact_dir, sources)
@@ -284,17 +435,25 @@ def resolve_model_flags(parser: argparse.ArgumentParser, args: argparse.Namespac
     refused = FASTTEXT_ONLY if args.model == "transformer" else TRANSFORMER_ONLY
     given = [name for name in refused if getattr(args, name, None) is not None]
     if given:
-        flags = ", ".join("--" + name.replace("_", "-").replace("sample-with-replacement", "with-replacement")
-                          for name in given)
-        parser.error(f"{flags}: not a setting of --model {args.model} (the other model's flags: "
-                     f"{'transformer' if args.model == 'fasttext' else 'fasttext'})")
+        flags = ", ".join(
+            "--" + name.replace("_", "-").replace("sample-with-replacement", "with-replacement")
+            for name in given
+        )
+        parser.error(
+            f"{flags}: not a setting of --model {args.model} (the other model's flags: "
+            f"{'transformer' if args.model == 'fasttext' else 'fasttext'})"
+        )
     if args.model == "fasttext":
         if args.recipe == "burn":
-            parser.error("--recipe burn: Burn's example has no fastText-style model; --model fasttext trains "
-                         "ember's preset (--recipe ember), which explicit flags override")
+            parser.error(
+                "--recipe burn: Burn's example has no fastText-style model; --model fasttext trains "
+                "ember's preset (--recipe ember), which explicit flags override"
+            )
         if args.lr_schedule not in (None, "linear", "constant"):
-            parser.error(f"--lr-schedule {args.lr_schedule}: --model fasttext decays its rate linearly or keeps it "
-                         "constant; choose linear or constant")
+            parser.error(
+                f"--lr-schedule {args.lr_schedule}: --model fasttext decays its rate linearly or keeps it "
+                "constant; choose linear or constant"
+            )
         args.recipe = "ember"
     else:
         if args.lr_schedule == "linear":
@@ -312,20 +471,29 @@ def resolve_device(parser: argparse.ArgumentParser, backend: str, dtype: str) ->
         for float32, the models' default).
     """
     import ember
+
     kind = backend.strip().lower()
     if kind not in BACKENDS:
-        parser.error(f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)} ("
-                     + "; ".join(f"{k}: {v}" for k, v in BACKEND_NEEDS.items()) + ")")
+        parser.error(
+            f"--backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)} ("
+            + "; ".join(f"{k}: {v}" for k, v in BACKEND_NEEDS.items())
+            + ")"
+        )
     if dtype not in DTYPES:
         parser.error(f"--dtype: unknown dtype {dtype!r}; choose f32 or f16")
     if dtype not in BACKEND_DTYPES[kind]:
-        parser.error(f"--dtype {dtype}: the {kind} backend does not compute in {dtype}; it supports "
-                     f"{', '.join(BACKEND_DTYPES[kind])}")
+        parser.error(
+            f"--dtype {dtype}: the {kind} backend does not compute in {dtype}; it supports "
+            f"{', '.join(BACKEND_DTYPES[kind])}"
+        )
     if kind == "cuda":
         from ember.kernels.cuda.runtime import is_available, unavailable_reason
+
         if not is_available():
-            parser.error(f"--backend cuda: no usable CUDA GPU here ({unavailable_reason()}). The cuda backend needs "
-                         f"{BACKEND_NEEDS['cuda']}; use --backend cpu on this machine")
+            parser.error(
+                f"--backend cuda: no usable CUDA GPU here ({unavailable_reason()}). The cuda backend needs "
+                f"{BACKEND_NEEDS['cuda']}; use --backend cpu on this machine"
+            )
         device = "cuda:0"
     else:
         device = kind
@@ -337,8 +505,13 @@ def _pick(args: argparse.Namespace, name: str, default):
     return default if value is None else value
 
 
-def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: bool = False,
-                 base_transformer=None, dataset: str | None = None):
+def build_config(
+    args: argparse.Namespace,
+    script_model: ModelShape,
+    finetune: bool = False,
+    base_transformer=None,
+    dataset: str | None = None,
+):
     """The :class:`~text_classification.training.ExperimentConfig` of the parsed flags: the
     preset's values, each overridden by its flag when given.
 
@@ -351,7 +524,6 @@ def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: b
         dataset: the dataset's ``NAME``, which picks ember's preset (see :func:`preset`).
     """
     from ember.optim import AdamConfig, AdamWConfig, WeightDecayConfig
-
     from text_classification.training import ExperimentConfig
 
     recipe_name = args.recipe or "burn"  # the Transformer's default preset
@@ -363,9 +535,14 @@ def build_config(args: argparse.Namespace, script_model: ModelShape, finetune: b
                 transformer = dataclasses.replace(transformer, **{name: getattr(args, name)})
     else:
         shape = recipe.model or script_model
-        shape = dataclasses.replace(shape, **{name: getattr(args, name) for name in
-                                              ("d_model", "d_ff", "n_heads", "n_layers", "dropout")
-                                              if getattr(args, name, None) is not None})
+        shape = dataclasses.replace(
+            shape,
+            **{
+                name: getattr(args, name)
+                for name in ("d_model", "d_ff", "n_heads", "n_layers", "dropout")
+                if getattr(args, name, None) is not None
+            },
+        )
         transformer = shape.config()
     optimizer_name = _pick(args, "optimizer", recipe.optimizer)
     weight_decay = _pick(args, "weight_decay", recipe.weight_decay)
@@ -402,16 +579,33 @@ def build_fasttext_config(args: argparse.Namespace, dataset_cls):
     the dataset's preset (:data:`~text_classification.fasttext.FASTTEXT_RECIPE`), each setting
     overridden by its flag when given."""
     from text_classification.fasttext import fasttext_experiment
-    flags = {"num_epochs": "epochs", "batch_size": "batch_size", "train_samples": "train_samples",
-             "valid_samples": "valid_samples", "optimizer": "optimizer", "lr": "lr", "lr_schedule": "lr_schedule",
-             "label_smoothing": "label_smoothing", "num_workers": "num_workers", "d_model": "d_model",
-             "buckets": "buckets", "ngrams": "ngrams", "head_tokens": "head_tokens", "max_tokens": "max_tokens",
-             "tokenizer": "tokenizer"}
-    overrides = {field: getattr(args, flag) for field, flag in flags.items() if getattr(args, flag, None) is not None}
+
+    flags = {
+        "num_epochs": "epochs",
+        "batch_size": "batch_size",
+        "train_samples": "train_samples",
+        "valid_samples": "valid_samples",
+        "optimizer": "optimizer",
+        "lr": "lr",
+        "lr_schedule": "lr_schedule",
+        "label_smoothing": "label_smoothing",
+        "num_workers": "num_workers",
+        "d_model": "d_model",
+        "buckets": "buckets",
+        "ngrams": "ngrams",
+        "head_tokens": "head_tokens",
+        "max_tokens": "max_tokens",
+        "tokenizer": "tokenizer",
+    }
+    overrides = {
+        field: getattr(args, flag) for field, flag in flags.items() if getattr(args, flag, None) is not None
+    }
     return fasttext_experiment(dataset_cls, seed=args.seed, recipe=args.recipe, **overrides)
 
 
-def load_datasets(dataset_cls, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> tuple:
+def load_datasets(
+    dataset_cls, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
+) -> tuple:
     """``(train, test)`` of ``dataset_cls`` from ``--source`` / ``--data-dir``; a bad source or
     directory ends with ``parser.error`` (exit 2) when a parser is given."""
     try:
@@ -419,8 +613,10 @@ def load_datasets(dataset_cls, args: argparse.Namespace, parser: argparse.Argume
         if args.source == "synthetic":
             kwargs = {"seed": args.seed}
         data_dir = args.data_dir
-        return (dataset_cls.from_source(args.source, "train", data_dir, **kwargs),
-                dataset_cls.from_source(args.source, "test", data_dir, **kwargs))
+        return (
+            dataset_cls.from_source(args.source, "train", data_dir, **kwargs),
+            dataset_cls.from_source(args.source, "test", data_dir, **kwargs),
+        )
     except (ValueError, FileNotFoundError) as error:
         if parser is None:
             raise
@@ -430,21 +626,44 @@ def load_datasets(dataset_cls, args: argparse.Namespace, parser: argparse.Argume
 def inference_parser(description: str, artifact_dir: str) -> argparse.ArgumentParser:
     """``--backend``, ``--dtype``, ``--artifact-dir``, ``--tokenizer``, ``--text``."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--model", choices=MODELS, default=None,
-                        help="the model the run must hold (default: whatever its config.json says); also picks the "
-                             f"default artifact directory ({model_artifact_dir(artifact_dir, 'fasttext')} for "
-                             "fasttext)")
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default=None,
+        help="the model the run must hold (default: whatever its config.json says); also picks the "
+        f"default artifact directory ({model_artifact_dir(artifact_dir, 'fasttext')} for "
+        "fasttext)",
+    )
     add_backend_flags(parser)
-    parser.add_argument("--artifact-dir", default=None, metavar="DIR",
-                        help=f"the training run to load (default {artifact_dir})")
-    parser.add_argument("--tokenizer", default=None, metavar="PATH",
-                        help="override the tokenizer the run recorded in config.json")
-    parser.add_argument("--text", action="append", default=None, metavar="TEXT",
-                        help="a text to classify (repeatable; default: Burn's three samples)")
+    parser.add_argument(
+        "--artifact-dir",
+        default=None,
+        metavar="DIR",
+        help=f"the training run to load (default {artifact_dir})",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="PATH",
+        help="override the tokenizer the run recorded in config.json",
+    )
+    parser.add_argument(
+        "--text",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="a text to classify (repeatable; default: Burn's three samples)",
+    )
     from text_classification.dataset import SOURCES
-    parser.add_argument("--evaluate", action="store_true",
-                        help="instead: the accuracy over the whole test split of --source / --data-dir")
-    parser.add_argument("--source", choices=SOURCES, default="hub", help="the test split's source for --evaluate")
+
+    parser.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="instead: the accuracy over the whole test split of --source / --data-dir",
+    )
+    parser.add_argument(
+        "--source", choices=SOURCES, default="hub", help="the test split's source for --evaluate"
+    )
     parser.add_argument("--data-dir", default=None, metavar="DIR", help="the directory of --source local")
     return parser
 
@@ -454,6 +673,7 @@ def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: Mo
     ``LearningResult``."""
     from text_classification.fasttext import train_fasttext
     from text_classification.training import train
+
     parser = training_parser(description, artifact_dir)
     args = parser.parse_args(argv)
     resolve_model_flags(parser, args, artifact_dir)
@@ -461,18 +681,37 @@ def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: Mo
     if args.model == "fasttext":
         config = build_fasttext_config(args, dataset_cls)
         dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-        return train_fasttext(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=dataset_cls,
-                              dtype=dtype, checkpoint=args.resume, plots=args.plots)
+        return train_fasttext(
+            args.artifact_dir,
+            dataset_train,
+            dataset_test,
+            config,
+            device,
+            dataset_cls=dataset_cls,
+            dtype=dtype,
+            checkpoint=args.resume,
+            plots=args.plots,
+        )
     config = build_config(args, model, dataset=dataset_cls.NAME)
     dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-    return train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=dataset_cls,
-                 dtype=dtype, checkpoint=args.resume, plots=args.plots)
+    return train(
+        args.artifact_dir,
+        dataset_train,
+        dataset_test,
+        config,
+        device,
+        dataset_cls=dataset_cls,
+        dtype=dtype,
+        checkpoint=args.resume,
+        plots=args.plots,
+    )
 
 
 def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: Sequence[str]):
     """The body of the ``*_infer.py`` scripts: parse the flags, infer ``--text`` or ``samples``;
     returns the predictions."""
     from text_classification.inference import infer
+
     parser = inference_parser(description, artifact_dir)
     args = parser.parse_args(argv)
     if args.artifact_dir is None:
@@ -481,22 +720,32 @@ def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: 
     tokenizer = None
     if args.tokenizer is not None:
         from text_classification.tokenizer import load_tokenizer
+
         tokenizer = load_tokenizer(args.tokenizer)
     if args.evaluate:
         from text_classification.inference import evaluate_run, run_model_kind
+
         kind = run_model_kind(args.artifact_dir)
         if args.model is not None and args.model != kind:
             parser.error(f"--model {args.model}: {args.artifact_dir} holds a {kind} run")
         try:
-            dataset = dataset_cls.from_source(args.source, "test", args.data_dir,
-                                              **({"seed": DEFAULT_SEED} if args.source == "synthetic" else {}))
+            dataset = dataset_cls.from_source(
+                args.source,
+                "test",
+                args.data_dir,
+                **({"seed": DEFAULT_SEED} if args.source == "synthetic" else {}),
+            )
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
         accuracy = evaluate_run(args.artifact_dir, dataset_cls, dataset, device, dtype, tokenizer)
-        print(f"{dataset_cls.__name__} {kind} run {args.artifact_dir}: accuracy {accuracy:.2f}% over the "
-              f"{len(dataset):,} rows of the test split ({args.source})")
+        print(
+            f"{dataset_cls.__name__} {kind} run {args.artifact_dir}: accuracy {accuracy:.2f}% over the "
+            f"{len(dataset):,} rows of the test split ({args.source})"
+        )
         return accuracy
-    return infer(args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer, model=args.model)
+    return infer(
+        args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer, model=args.model
+    )
 
 
 def run_script(main, argv=None) -> int:
@@ -504,9 +753,9 @@ def run_script(main, argv=None) -> int:
     import sys
 
     from ember.data import DatasetUnavailableError
-
     from text_classification.inference import ArtifactError
     from text_classification.tokenizer import TokenizerUnavailableError
+
     try:
         main(argv)
     except (ArtifactError, DatasetUnavailableError, TokenizerUnavailableError) as error:

@@ -28,19 +28,28 @@ Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.dataset import AgNewsDataset`` (the example's scripts add
 ``examples/`` themselves, so they also run from their own directory).
 """
+
 from __future__ import annotations
 
 import csv
 import os
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ember.data import Dataset, HuggingfaceDatasetLoader, check_index
 
-__all__ = ["SAMPLE_DIR", "SOURCES", "SPLITS", "AgNewsDataset", "DbPediaDataset", "TextClassificationDataset",
-           "TextClassificationItem"]
+__all__ = [
+    "SAMPLE_DIR",
+    "SOURCES",
+    "SPLITS",
+    "AgNewsDataset",
+    "DbPediaDataset",
+    "TextClassificationDataset",
+    "TextClassificationItem",
+]
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "dbpedia_sample"
 SOURCES = ("hub", "local", "sample", "synthetic")
@@ -136,7 +145,9 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         """
         index = int(label)
         if not 0 <= index < len(cls.CLASS_NAMES):
-            raise IndexError(f"{cls.__name__}.class_name: label {label} is outside 0..{len(cls.CLASS_NAMES) - 1}")
+            raise IndexError(
+                f"{cls.__name__}.class_name: label {label} is outside 0..{len(cls.CLASS_NAMES) - 1}"
+            )
         return cls.CLASS_NAMES[index]
 
     def __len__(self) -> int:
@@ -160,8 +171,9 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
 
     # ---- sources --------------------------------------------------------------------------
     @classmethod
-    def from_source(cls, source: str, split: str, data_dir: str | os.PathLike | None = None,
-                    **kwargs: Any) -> "TextClassificationDataset":
+    def from_source(
+        cls, source: str, split: str, data_dir: str | os.PathLike | None = None, **kwargs: Any
+    ) -> "TextClassificationDataset":
         """Load ``split`` from ``source`` (what the scripts' ``--source`` / ``--data-dir`` select).
 
         Args:
@@ -172,20 +184,30 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
                 ``hf_cache_dir``; ``synthetic``: ``n``, ``seed``).
         """
         if source not in SOURCES:
-            raise ValueError(f"{cls.__name__}: unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+            raise ValueError(
+                f"{cls.__name__}: unknown source {source!r}; expected one of {', '.join(SOURCES)}"
+            )
         if source == "local":
             if data_dir is None:
-                raise ValueError(f"{cls.__name__}: source 'local' needs a data directory (--data-dir DIR) holding "
-                                 f"{cls._expected_files(split)}")
+                raise ValueError(
+                    f"{cls.__name__}: source 'local' needs a data directory (--data-dir DIR) holding "
+                    f"{cls._expected_files(split)}"
+                )
             return cls.local(data_dir, split, **kwargs)
         if data_dir is not None:
-            raise ValueError(f"{cls.__name__}: a data directory ({data_dir}) is only used with source 'local', "
-                             f"not {source!r}")
+            raise ValueError(
+                f"{cls.__name__}: a data directory ({data_dir}) is only used with source 'local', "
+                f"not {source!r}"
+            )
         return getattr(cls, source)(split, **kwargs)
 
     @classmethod
-    def hub(cls, split: str = "train", cache_dir: str | os.PathLike | None = None,
-            hf_cache_dir: str | os.PathLike | None = None) -> "TextClassificationDataset":
+    def hub(
+        cls,
+        split: str = "train",
+        cache_dir: str | os.PathLike | None = None,
+        hf_cache_dir: str | os.PathLike | None = None,
+    ) -> "TextClassificationDataset":
         """``split`` of the Hub dataset ``HUB_NAME`` through ``HuggingfaceDatasetLoader`` (SQLite cache).
 
         Args:
@@ -205,8 +227,10 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         rows = loader.dataset(split)
         missing = [c for c in cls.HUB_COLUMNS if c not in rows.columns]
         if missing:
-            raise ValueError(f"{cls.__name__}.hub: split {split!r} of {cls.HUB_NAME} ({rows.db_file}) lacks the "
-                             f"columns {missing}; it has {rows.columns}")
+            raise ValueError(
+                f"{cls.__name__}.hub: split {split!r} of {cls.HUB_NAME} ({rows.db_file}) lacks the "
+                f"columns {missing}; it has {rows.columns}"
+            )
         return cls(_SqliteRows(rows, cls._hub_item), source=f"hub:{cls.HUB_NAME}", split=split)
 
     @classmethod
@@ -232,8 +256,10 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         directory = Path(data_dir).expanduser()
         if not directory.is_dir():
             what = "is a file, not a directory" if directory.exists() else "does not exist"
-            raise FileNotFoundError(f"{cls.__name__}.local: data directory {directory} {what}; expected a directory "
-                                    f"holding {cls._expected_files(split)}")
+            raise FileNotFoundError(
+                f"{cls.__name__}.local: data directory {directory} {what}; expected a directory "
+                f"holding {cls._expected_files(split)}"
+            )
         csv_file = directory / f"{split}.csv"
         if csv_file.is_file():
             texts, labels = cls._read_csv(csv_file)
@@ -241,10 +267,14 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         parquet = sorted({*directory.rglob(f"{split}-*.parquet"), *directory.rglob(f"{split}.parquet")})
         if parquet:
             texts, labels = cls._read_parquet(parquet)
-            return cls(_MemoryRows(texts, labels), source=f"local:{directory} ({len(parquet)} parquet files)",
-                       split=split)
-        raise FileNotFoundError(f"{cls.__name__}.local: no {split!r} data in {directory}; expected "
-                                f"{cls._expected_files(split)}")
+            return cls(
+                _MemoryRows(texts, labels),
+                source=f"local:{directory} ({len(parquet)} parquet files)",
+                split=split,
+            )
+        raise FileNotFoundError(
+            f"{cls.__name__}.local: no {split!r} data in {directory}; expected {cls._expected_files(split)}"
+        )
 
     @classmethod
     def sample(cls, split: str = "train") -> "TextClassificationDataset":
@@ -252,7 +282,9 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         raise NotImplementedError(f"{cls.__name__} has no shipped sample")
 
     @classmethod
-    def synthetic(cls, split: str = "train", n: int | None = None, seed: int = 0) -> "TextClassificationDataset":
+    def synthetic(
+        cls, split: str = "train", n: int | None = None, seed: int = 0
+    ) -> "TextClassificationDataset":
         """A generated corpus, for tests: each text mixes filler words with words of its class.
 
         Deterministic for a given (split, n, seed); labels are balanced and shuffled. The words
@@ -274,7 +306,7 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         per_class = len(_KEYWORDS) // c
         texts = []
         for label in labels:
-            own = _KEYWORDS[label * per_class:(label + 1) * per_class]
+            own = _KEYWORDS[label * per_class : (label + 1) * per_class]
             words = [rng.choice(_FILLER) for _ in range(rng.randint(6, 14))]
             for _ in range(rng.randint(2, 4)):
                 words.insert(rng.randrange(len(words) + 1), rng.choice(own))
@@ -289,9 +321,11 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
 
     @classmethod
     def _expected_files(cls, split: str) -> str:
-        return (f"{split}.csv (header-less rows class,title,text with classes 1..{cls.num_classes()}) or the Hub's "
-                f"parquet files for {cls.HUB_NAME} ({split}-*.parquet or {split}.parquet, columns "
-                f"{','.join(cls.PARQUET_COLUMNS)})")
+        return (
+            f"{split}.csv (header-less rows class,title,text with classes 1..{cls.num_classes()}) or the Hub's "
+            f"parquet files for {cls.HUB_NAME} ({split}-*.parquet or {split}.parquet, columns "
+            f"{','.join(cls.PARQUET_COLUMNS)})"
+        )
 
     @classmethod
     def _read_csv(cls, path: Path) -> tuple[list[str], list[int]]:
@@ -302,13 +336,17 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
                 if not row:
                     continue
                 if len(row) != 3:
-                    raise ValueError(f"{cls.__name__}: {path}:{line}: expected 3 fields class,title,text, got "
-                                     f"{len(row)}: {row!r:.120}")
+                    raise ValueError(
+                        f"{cls.__name__}: {path}:{line}: expected 3 fields class,title,text, got "
+                        f"{len(row)}: {row!r:.120}"
+                    )
                 try:
                     label = int(row[0])
                 except ValueError:
-                    raise ValueError(f"{cls.__name__}: {path}:{line}: the class {row[0]!r} is not an integer (the "
-                                     "files have no header; classes are 1-based)") from None
+                    raise ValueError(
+                        f"{cls.__name__}: {path}:{line}: the class {row[0]!r} is not an integer (the "
+                        "files have no header; classes are 1-based)"
+                    ) from None
                 if not 1 <= label <= c:
                     raise ValueError(f"{cls.__name__}: {path}:{line}: class {label} is outside 1..{c}")
                 texts.append(cls._text(row[1], row[2]))
@@ -324,8 +362,10 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
             table = _read_parquet_columns(file)
             missing = [name for name in columns if name not in table]
             if missing:
-                raise ValueError(f"{cls.__name__}: {file} lacks the columns {missing} (it has {sorted(table)}); "
-                                 f"expected the Hub's {cls.HUB_NAME} columns {', '.join(cls.PARQUET_COLUMNS)}")
+                raise ValueError(
+                    f"{cls.__name__}: {file} lacks the columns {missing} (it has {sorted(table)}); "
+                    f"expected the Hub's {cls.HUB_NAME} columns {', '.join(cls.PARQUET_COLUMNS)}"
+                )
             for name in columns:
                 columns[name].extend(table[name])
         texts, labels = cls._parquet_items(columns)
@@ -399,8 +439,9 @@ class AgNewsDataset(TextClassificationDataset):
             "AgNewsDataset: there is no shipped AG News sample, because the licence of the AG News rows does not "
             "allow redistributing them. Use the Hub (--source hub, needs network or a cached copy), or point the "
             "example at the classic CSV files: --source local --data-dir DIR, where DIR holds train.csv and "
-            "test.csv (header-less rows \"class\",\"title\",\"description\", classes 1-4) or the Hub's parquet "
-            "files. The shipped sample is DbPedia's (db_pedia_* scripts, --source sample).")
+            'test.csv (header-less rows "class","title","description", classes 1-4) or the Hub\'s parquet '
+            "files. The shipped sample is DbPedia's (db_pedia_* scripts, --source sample)."
+        )
 
 
 # ---------------------------------------------------------------------------------- DbPedia
@@ -416,8 +457,22 @@ class DbPediaDataset(TextClassificationDataset):
     """DbPedia-14 (Hub ``fancyzhx/dbpedia_14``): 14 ontology classes, text
     ``"Title: {title} - Content: {content}"``."""
 
-    CLASS_NAMES = ("Company", "EducationalInstitution", "Artist", "Athlete", "OfficeHolder", "MeanOfTransportation",
-                   "Building", "NaturalPlace", "Village", "Animal", "Plant", "Album", "Film", "WrittenWork")
+    CLASS_NAMES = (
+        "Company",
+        "EducationalInstitution",
+        "Artist",
+        "Athlete",
+        "OfficeHolder",
+        "MeanOfTransportation",
+        "Building",
+        "NaturalPlace",
+        "Village",
+        "Animal",
+        "Plant",
+        "Album",
+        "Film",
+        "WrittenWork",
+    )
     HUB_NAME = "fancyzhx/dbpedia_14"
     NAME = "dbpedia"
     HUB_COLUMNS = ("label", "title", "content")
@@ -444,21 +499,84 @@ class DbPediaDataset(TextClassificationDataset):
         cls._check_split(split)
         path = SAMPLE_DIR / f"{split}.csv"
         if not path.is_file():
-            raise FileNotFoundError(f"DbPediaDataset.sample: {path} is missing; restore data/dbpedia_sample/ from "
-                                    "the repository (see data/README.md for how it was made)")
+            raise FileNotFoundError(
+                f"DbPediaDataset.sample: {path} is missing; restore data/dbpedia_sample/ from "
+                "the repository (see data/README.md for how it was made)"
+            )
         texts, labels = cls._read_csv(path)
         return cls(_MemoryRows(texts, labels), source=f"sample:{path}", split=split)
 
 
 # Words of the synthetic corpus (all whole tokens of bert-base-cased). 14 classes x 3 keywords.
 _KEYWORDS = (
-    "river", "mountain", "forest", "guitar", "piano", "violin", "football", "tennis", "hockey",
-    "bank", "market", "profit", "computer", "software", "internet", "school", "college", "student",
-    "ship", "train", "aircraft", "church", "tower", "castle", "village", "farm", "valley",
-    "bird", "fish", "insect", "flower", "tree", "grass", "album", "song", "band",
-    "film", "actor", "director", "novel", "poem", "author",
+    "river",
+    "mountain",
+    "forest",
+    "guitar",
+    "piano",
+    "violin",
+    "football",
+    "tennis",
+    "hockey",
+    "bank",
+    "market",
+    "profit",
+    "computer",
+    "software",
+    "internet",
+    "school",
+    "college",
+    "student",
+    "ship",
+    "train",
+    "aircraft",
+    "church",
+    "tower",
+    "castle",
+    "village",
+    "farm",
+    "valley",
+    "bird",
+    "fish",
+    "insect",
+    "flower",
+    "tree",
+    "grass",
+    "album",
+    "song",
+    "band",
+    "film",
+    "actor",
+    "director",
+    "novel",
+    "poem",
+    "author",
 )
 _FILLER = (
-    "the", "a", "of", "and", "in", "is", "was", "with", "for", "on", "by", "this", "that", "it",
-    "from", "at", "as", "which", "new", "first", "known", "also", "one", "two", "its", "has",
+    "the",
+    "a",
+    "of",
+    "and",
+    "in",
+    "is",
+    "was",
+    "with",
+    "for",
+    "on",
+    "by",
+    "this",
+    "that",
+    "it",
+    "from",
+    "at",
+    "as",
+    "which",
+    "new",
+    "first",
+    "known",
+    "also",
+    "one",
+    "two",
+    "its",
+    "has",
 )

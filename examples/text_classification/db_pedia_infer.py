@@ -9,17 +9,19 @@ Run:
     python examples/text_classification/db_pedia_infer.py --text "Mont Blanc is the highest mountain in the Alps."
     python examples/text_classification/db_pedia_infer.py --model fasttext   # the run of *_train.py --model fasttext
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
-from text_classification import cli  # noqa: E402
-from text_classification.dataset import DbPediaDataset  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting)
+from text_classification import cli
+from text_classification.dataset import DbPediaDataset
 
 ARTIFACT_DIR = "/tmp/text-classification-db-pedia"
 # Samples from the test dataset, as in Burn's example; you are free to test with your own text.

@@ -12,17 +12,19 @@ Run:
     python examples/text_classification/db_pedia_train.py --source sample --model fasttext
         # the fastText-style model (ember's preset), artifacts in /tmp/text-classification-db-pedia-fasttext
 """
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
-import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
-from text_classification import cli  # noqa: E402
-from text_classification.dataset import DbPediaDataset  # noqa: E402
+import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting)
+from text_classification import cli
+from text_classification.dataset import DbPediaDataset
 
 ARTIFACT_DIR = "/tmp/text-classification-db-pedia"
 # Burn: TransformerEncoderConfig::new(256, 1024, 8, 4).with_norm_first(true)

@@ -23,6 +23,7 @@ With both models, the training flags set the Transformer's run (the fastText mod
 preset, apart from ``--seed``, ``--tokenizer`` and its own flags ``--buckets``, ``--ngrams``,
 ``--head-tokens``, ``--max-tokens``); with ``--model fasttext`` they set the fastText run.
 """
+
 from __future__ import annotations
 
 import time
@@ -33,15 +34,18 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `text_classification` importable
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # examples/: makes `text_classification` importable
 
 import ember  # noqa: E402,F401  (before NumPy: ember's OpenBLAS setting)
-
 from text_classification import cli  # noqa: E402
 from text_classification.dataset import DbPediaDataset  # noqa: E402
 
 ARTIFACT_DIR = "/tmp/ember-text-classification-demo"
-MODEL = cli.ModelShape(d_model=256, d_ff=1024, n_heads=8, n_layers=4, norm_first=True)  # Burn's, for --recipe burn
+MODEL = cli.ModelShape(
+    d_model=256, d_ff=1024, n_heads=8, n_layers=4, norm_first=True
+)  # Burn's, for --recipe burn
 INFER_ROWS = 3
 
 
@@ -60,17 +64,22 @@ def _pick_rows(dataset, n: int) -> list[int]:
 
 def _show_predictions(artifact_dir: str, dataset_test, device, dtype) -> None:
     from text_classification.inference import infer
+
     rows = _pick_rows(dataset_test, INFER_ROWS)
     print(f"\nInference on {len(rows)} held-out rows, from the saved config.json and model.bpk:")
     predictions = infer(artifact_dir, DbPediaDataset, [dataset_test[i].text for i in rows], device, dtype)
     for i, (row, prediction) in enumerate(zip(rows, predictions)):
         expected = DbPediaDataset.class_name(dataset_test[row].label)
         mark = "right" if prediction.class_name == expected else "wrong"
-        print(f"Item {i} (held-out row {row}): predicted {prediction.class_name}, expected {expected} ({mark})")
+        print(
+            f"Item {i} (held-out row {row}): predicted {prediction.class_name}, expected {expected} ({mark})"
+        )
 
 
 def _what_timed(started: float) -> str:
-    return "training, inference and scoring" + (", with start-up and kernel compilation" if started == _START else "")
+    return "training, inference and scoring" + (
+        ", with start-up and kernel compilation" if started == _START else ""
+    )
 
 
 def _report(name: str, accuracy: float, total: int, seconds: float, note: str) -> None:
@@ -82,16 +91,30 @@ def _report(name: str, accuracy: float, total: int, seconds: float, note: str) -
 def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: float) -> dict:
     from text_classification.inference import evaluate_run
     from text_classification.training import train
+
     config = cli.build_config(args, MODEL, dataset=DbPediaDataset.NAME)
     t = config.transformer
-    print(f"[1] Transformer, recipe {config.recipe}: d_model {t.d_model}, {t.n_layers} layers, {t.n_heads} heads, "
-          f"seq {config.seq_length}, {config.pooling} pooling; {type(config.optimizer).__name__[:-6]} "
-          f"lr {config.lr:g} ({config.lr_schedule}, {config.warmup_steps} warm-up steps), batch {config.batch_size}, "
-          f"{config.num_epochs} epochs; backend {device}. Artifacts: {args.artifact_dir}")
-    print("(the first run compiles ember's CPU kernels, about 40 s; later runs load them from the cache)\n",
-          flush=True)
-    result = train(args.artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=DbPediaDataset,
-                   dtype=dtype, checkpoint=args.resume, plots=args.plots)
+    print(
+        f"[1] Transformer, recipe {config.recipe}: d_model {t.d_model}, {t.n_layers} layers, {t.n_heads} heads, "
+        f"seq {config.seq_length}, {config.pooling} pooling; {type(config.optimizer).__name__[:-6]} "
+        f"lr {config.lr:g} ({config.lr_schedule}, {config.warmup_steps} warm-up steps), batch {config.batch_size}, "
+        f"{config.num_epochs} epochs; backend {device}. Artifacts: {args.artifact_dir}"
+    )
+    print(
+        "(the first run compiles ember's CPU kernels, about 40 s; later runs load them from the cache)\n",
+        flush=True,
+    )
+    result = train(
+        args.artifact_dir,
+        dataset_train,
+        dataset_test,
+        config,
+        device,
+        dataset_cls=DbPediaDataset,
+        dtype=dtype,
+        checkpoint=args.resume,
+        plots=args.plots,
+    )
     _show_predictions(args.artifact_dir, dataset_test, device, dtype)
     accuracy = evaluate_run(args.artifact_dir, DbPediaDataset, dataset_test, device, dtype)
     seconds = time.perf_counter() - started
@@ -102,14 +125,27 @@ def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: 
 def _run_fasttext(args, dataset_train, dataset_test, device, dtype, started: float) -> dict:
     from text_classification.fasttext import train_fasttext
     from text_classification.inference import evaluate_run
+
     config = cli.build_fasttext_config(args, DbPediaDataset)
     artifact_dir = args.artifact_dir
-    print(f"\n[2] fastText-style model, ember's preset: mean of word-piece and hashed {config.ngrams}-gram embeddings "
-          f"(d {config.d_model}, {config.buckets:,} buckets), linear head; lazy Adam lr {config.lr:g} "
-          f"({config.lr_schedule}), batch {config.batch_size}, {config.num_epochs} epochs; backend {device}. "
-          f"Artifacts: {artifact_dir}\n", flush=True)
-    result = train_fasttext(artifact_dir, dataset_train, dataset_test, config, device, dataset_cls=DbPediaDataset,
-                            dtype=dtype, checkpoint=args.resume, plots=args.plots)
+    print(
+        f"\n[2] fastText-style model, ember's preset: mean of word-piece and hashed {config.ngrams}-gram embeddings "
+        f"(d {config.d_model}, {config.buckets:,} buckets), linear head; lazy Adam lr {config.lr:g} "
+        f"({config.lr_schedule}), batch {config.batch_size}, {config.num_epochs} epochs; backend {device}. "
+        f"Artifacts: {artifact_dir}\n",
+        flush=True,
+    )
+    result = train_fasttext(
+        artifact_dir,
+        dataset_train,
+        dataset_test,
+        config,
+        device,
+        dataset_cls=DbPediaDataset,
+        dtype=dtype,
+        checkpoint=args.resume,
+        plots=args.plots,
+    )
     _show_predictions(artifact_dir, dataset_test, device, dtype)
     accuracy = evaluate_run(artifact_dir, DbPediaDataset, dataset_test, device, dtype)
     seconds = time.perf_counter() - started
@@ -118,13 +154,24 @@ def _run_fasttext(args, dataset_train, dataset_test, device, dtype, started: flo
 
 
 # The training flags both models read; with both models they set the Transformer's run only.
-_SHARED = ("epochs", "batch_size", "train_samples", "valid_samples", "optimizer", "lr", "lr_schedule",
-           "label_smoothing", "num_workers", "d_model")
+_SHARED = (
+    "epochs",
+    "batch_size",
+    "train_samples",
+    "valid_samples",
+    "optimizer",
+    "lr",
+    "lr_schedule",
+    "label_smoothing",
+    "num_workers",
+    "d_model",
+)
 
 
 def _split_flags(parser, args) -> tuple:
     """``(transformer_args, fasttext_args)``, each resolved for its model, or None for a model
     ``--model`` leaves out."""
+
     def resolved(model: str, drop: tuple, recipe) -> argparse.Namespace:
         own = argparse.Namespace(**vars(args))
         for name in drop:
@@ -140,8 +187,11 @@ def _split_flags(parser, args) -> tuple:
     if args.model in (None, "transformer"):
         transformer = resolved("transformer", cli.FASTTEXT_ONLY if both else (), args.recipe or "ember")
     if args.model in (None, "fasttext"):
-        fasttext = resolved("fasttext", _SHARED + cli.TRANSFORMER_ONLY + ("resume",) if both else (),
-                            None if both else args.recipe)
+        fasttext = resolved(
+            "fasttext",
+            _SHARED + cli.TRANSFORMER_ONLY + ("resume",) if both else (),
+            None if both else args.recipe,
+        )
     return transformer, fasttext
 
 
@@ -155,11 +205,15 @@ def main(argv=None) -> dict:
     transformer_args, fasttext_args = _split_flags(parser, args)
     dataset_train, dataset_test = cli.load_datasets(DbPediaDataset, args, parser)
 
-    print(f"ember text-classification demo: DbPedia-14 ({DbPediaDataset.num_classes()} classes), "
-          f"{len(dataset_train):,} training rows, {len(dataset_test):,} held out ({args.source} source)\n")
+    print(
+        f"ember text-classification demo: DbPedia-14 ({DbPediaDataset.num_classes()} classes), "
+        f"{len(dataset_train):,} training rows, {len(dataset_test):,} held out ({args.source} source)\n"
+    )
     out = {}
     if transformer_args is not None:
-        out["transformer"] = _run_transformer(transformer_args, dataset_train, dataset_test, device, dtype, _START)
+        out["transformer"] = _run_transformer(
+            transformer_args, dataset_train, dataset_test, device, dtype, _START
+        )
     if fasttext_args is not None:
         started = time.perf_counter() if out else _START
         out["fasttext"] = _run_fasttext(fasttext_args, dataset_train, dataset_test, device, dtype, started)

@@ -16,19 +16,21 @@ n-grams, then a linear head, trained with cross-entropy.
 * :data:`FASTTEXT_RECIPE`: the settings measured best on AG News and the DbPedia sample.
 
 Both splits are tokenized once (:class:`TokenizedDataset`), not in every epoch: the tokenizer
-costs about as much as a whole training epoch of this model (AG News: ~6 s for 46,432 rows on
-2 cores); the batcher then only hashes the n-grams of the stored ids (~0.5 ms a batch).
+costs about as much as a whole training epoch of this model; the batcher then only hashes the
+n-grams of the stored ids, a small fraction of a step.
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.fasttext import FastTextExperimentConfig, train_fasttext``.
 """
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,15 +41,28 @@ from ember.nn.init import Initializer, Zeros
 from ember.optim import AdamConfig, AdamWConfig, LinearLrSchedulerConfig, SgdConfig
 from ember.record.config import ConfigError
 from ember.train import Learner, SupervisedTraining
-
-from text_classification.dataset import TextClassificationItem
 from text_classification.ngrams import DEFAULT_BUCKETS, HASH_VERSION, NGramHasher, flatten
 from text_classification.tokenizer import load_tokenizer
 
-__all__ = ["FASTTEXT_RECIPE", "LR_SCHEDULES", "FastTextBatch", "FastTextBatcher", "FastTextConfig", "FastTextExperimentConfig",
-           "FastTextInferenceBatch", "FastTextInferenceBatcher", "FastTextModel", "TokenizedDataset",
-           "TokenizedItem", "evaluate_fasttext", "fasttext_experiment", "fasttext_model_config", "load_fasttext",
-           "predict_fasttext", "train_fasttext"]
+__all__ = [
+    "FASTTEXT_RECIPE",
+    "LR_SCHEDULES",
+    "FastTextBatch",
+    "FastTextBatcher",
+    "FastTextConfig",
+    "FastTextExperimentConfig",
+    "FastTextInferenceBatch",
+    "FastTextInferenceBatcher",
+    "FastTextModel",
+    "TokenizedDataset",
+    "TokenizedItem",
+    "evaluate_fasttext",
+    "fasttext_experiment",
+    "fasttext_model_config",
+    "load_fasttext",
+    "predict_fasttext",
+    "train_fasttext",
+]
 
 LR_SCHEDULES = ("linear", "constant")
 
@@ -58,12 +73,32 @@ LR_SCHEDULES = ("linear", "constant")
 # 0.2, batches of 64. AG News has 12x the rows: a lower rate, a narrower but larger table, and
 # the first 24 word pieces (the title) as extra head features.
 FASTTEXT_RECIPE: dict[str, dict[str, Any]] = {
-    "ag_news": {"d_model": 16, "buckets": 2 ** 21, "ngrams": 2, "head_tokens": 24, "max_tokens": 512,
-                "label_smoothing": 0.2, "optimizer": "adam", "lr": 0.005, "lr_schedule": "linear",
-                "batch_size": 64, "num_epochs": 5},
-    "dbpedia": {"d_model": 64, "buckets": 2 ** 19, "ngrams": 2, "head_tokens": 0, "max_tokens": 512,
-                "label_smoothing": 0.2, "optimizer": "adam", "lr": 0.05, "lr_schedule": "linear",
-                "batch_size": 64, "num_epochs": 8},
+    "ag_news": {
+        "d_model": 16,
+        "buckets": 2**21,
+        "ngrams": 2,
+        "head_tokens": 24,
+        "max_tokens": 512,
+        "label_smoothing": 0.2,
+        "optimizer": "adam",
+        "lr": 0.005,
+        "lr_schedule": "linear",
+        "batch_size": 64,
+        "num_epochs": 5,
+    },
+    "dbpedia": {
+        "d_model": 64,
+        "buckets": 2**19,
+        "ngrams": 2,
+        "head_tokens": 0,
+        "max_tokens": 512,
+        "label_smoothing": 0.2,
+        "optimizer": "adam",
+        "lr": 0.05,
+        "lr_schedule": "linear",
+        "batch_size": 64,
+        "num_epochs": 8,
+    },
 }
 _DEFAULT = FASTTEXT_RECIPE["dbpedia"]
 
@@ -98,16 +133,26 @@ class FastTextConfig(ember.Config):
 
     def validate(self) -> "FastTextConfig":
         """Check the values; returns self (raises ``ValueError`` naming the field)."""
-        for name, low in (("vocab_size", 1), ("n_classes", 1), ("d_model", 1), ("buckets", 0), ("ngrams", 1),
-                          ("max_tokens", 1), ("head_tokens", 0)):
+        for name, low in (
+            ("vocab_size", 1),
+            ("n_classes", 1),
+            ("d_model", 1),
+            ("buckets", 0),
+            ("ngrams", 1),
+            ("max_tokens", 1),
+            ("head_tokens", 0),
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"FastTextConfig: {name} must be an int >= {low}, got {value!r}")
         if (self.ngrams > 1 or self.head_tokens > 0) and self.buckets < 1:
-            raise ValueError(f"FastTextConfig: ngrams={self.ngrams} / head_tokens={self.head_tokens} need "
-                             "buckets >= 1")
+            raise ValueError(
+                f"FastTextConfig: ngrams={self.ngrams} / head_tokens={self.head_tokens} need buckets >= 1"
+            )
         if not 0.0 <= float(self.label_smoothing) < 1.0:
-            raise ValueError(f"FastTextConfig: label_smoothing must be in [0, 1), got {self.label_smoothing!r}")
+            raise ValueError(
+                f"FastTextConfig: label_smoothing must be in [0, 1), got {self.label_smoothing!r}"
+            )
         return self
 
     @property
@@ -117,7 +162,9 @@ class FastTextConfig(ember.Config):
 
     def hasher(self, drop_ids: Sequence[int] = ()) -> NGramHasher:
         """The :class:`~text_classification.ngrams.NGramHasher` of this model's features."""
-        return NGramHasher(self.vocab_size, self.buckets, self.ngrams, self.max_tokens, self.head_tokens, drop_ids)
+        return NGramHasher(
+            self.vocab_size, self.buckets, self.ngrams, self.max_tokens, self.head_tokens, drop_ids
+        )
 
     def init(self, device=None, dtype=None) -> "FastTextModel":
         """Build the model on ``device`` with float ``dtype`` (float32 by default).
@@ -128,11 +175,12 @@ class FastTextConfig(ember.Config):
         """
         self.validate()
         if self.initializer is not None:
-            embedding = nn.EmbeddingBagConfig(self.num_rows, self.d_model, mode="mean", initializer=self.initializer,
-                                              sparse=True).init(device, dtype)
+            embedding = nn.EmbeddingBagConfig(
+                self.num_rows, self.d_model, mode="mean", initializer=self.initializer, sparse=True
+            ).init(device, dtype)
         else:
             bound = 1.0 / self.d_model
-            seed = int(ember.randint(0, 2 ** 62, (1,)).item())
+            seed = int(ember.randint(0, 2**62, (1,)).item())
             table = np.random.default_rng(seed).random((self.num_rows, self.d_model), dtype=np.float32)
             table *= 2.0 * bound
             table -= bound
@@ -177,8 +225,9 @@ class FastTextModel(nn.Module):
         label_smoothing: label smoothing α of :meth:`loss`.
     """
 
-    def __init__(self, embedding: nn.EmbeddingBag, output: nn.Linear, n_classes: int,
-                 label_smoothing: float = 0.0):
+    def __init__(
+        self, embedding: nn.EmbeddingBag, output: nn.Linear, n_classes: int, label_smoothing: float = 0.0
+    ):
         self.embedding = embedding
         self.output = output
         self.n_classes = int(n_classes)
@@ -205,6 +254,7 @@ class FastTextModel(nn.Module):
     def forward(self, batch: FastTextBatch):
         """``ClassificationOutput(loss, logits, labels)`` of a training batch."""
         from ember.train import ClassificationOutput
+
         logits = self.logits(batch.indices, batch.offsets)
         labels = _on(batch.labels, logits.device)
         return ClassificationOutput(self.loss(logits, labels), logits, labels)
@@ -216,6 +266,7 @@ class FastTextModel(nn.Module):
     def train_step(self, batch: FastTextBatch):
         """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
         from ember.train import TrainOutput
+
         item = self.forward(batch)
         return TrainOutput(self, item.loss.backward(), item)
 
@@ -250,8 +301,11 @@ class TokenizedDataset(Dataset[TokenizedItem]):
         tokens, lengths, labels = [], [], []
         n = len(dataset)
         for start in range(0, n, chunk):
-            items = dataset.get_many(range(start, min(start + chunk, n))) if hasattr(dataset, "get_many") else \
-                [dataset[i] for i in range(start, min(start + chunk, n))]
+            items = (
+                dataset.get_many(range(start, min(start + chunk, n)))
+                if hasattr(dataset, "get_many")
+                else [dataset[i] for i in range(start, min(start + chunk, n))]
+            )
             flat, length = flatten(tokenizer.encode_batch([item.text for item in items]))
             tokens.append(flat.astype(np.int32))
             lengths.append(length)
@@ -267,14 +321,14 @@ class TokenizedDataset(Dataset[TokenizedItem]):
 
     def get(self, index: int) -> TokenizedItem:
         i = check_index("TokenizedDataset", index, len(self))
-        return TokenizedItem(self.tokens[self.starts[i]:self.starts[i + 1]], int(self.labels[i]))
+        return TokenizedItem(self.tokens[self.starts[i] : self.starts[i + 1]], int(self.labels[i]))
 
     def get_many(self, indices: Sequence[int]) -> list[TokenizedItem]:
         n, tokens, starts, labels = len(self), self.tokens, self.starts, self.labels
         out = []
         for index in indices:
             i = check_index("TokenizedDataset", index, n)
-            out.append(TokenizedItem(tokens[starts[i]:starts[i + 1]], int(labels[i])))
+            out.append(TokenizedItem(tokens[starts[i] : starts[i + 1]], int(labels[i])))
         return out
 
     def __repr__(self) -> str:
@@ -284,11 +338,16 @@ class TokenizedDataset(Dataset[TokenizedItem]):
 class _FeatureBatcher:
     def __init__(self, tokenizer, config: FastTextConfig, device=None):
         if not isinstance(config, FastTextConfig):
-            raise TypeError(f"{type(self).__name__}: config must be a FastTextConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"{type(self).__name__}: config must be a FastTextConfig, got {type(config).__name__}"
+            )
         self.tokenizer = tokenizer
         self.config = config.validate()
-        special = [tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")] \
-            if callable(getattr(tokenizer, "token_to_id", None)) else []
+        special = (
+            [tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
+            if callable(getattr(tokenizer, "token_to_id", None))
+            else []
+        )
         self.hasher = config.hasher([i for i in special if i is not None])
         self.device = device
 
@@ -301,12 +360,16 @@ class _FeatureBatcher:
             lengths = np.fromiter((item.ids.shape[0] for item in items), dtype=np.int64, count=len(items))
             features = self.hasher.features_flat(tokens, lengths)
         elif any(tokenized):
-            raise TypeError(f"{type(self).__name__}: a batch mixes TokenizedItem and text items; batch one kind")
+            raise TypeError(
+                f"{type(self).__name__}: a batch mixes TokenizedItem and text items; batch one kind"
+            )
         else:
             texts = [item if isinstance(item, str) else item.text for item in items]
             features = self.hasher.features(self.tokenizer.encode_batch(texts))
         device = self.device if device is None else device
-        return ember.from_numpy(features.indices, device=device), ember.from_numpy(features.offsets, device=device)
+        return ember.from_numpy(features.indices, device=device), ember.from_numpy(
+            features.offsets, device=device
+        )
 
 
 class FastTextBatcher(_FeatureBatcher):
@@ -324,8 +387,9 @@ class FastTextBatcher(_FeatureBatcher):
         items = list(items)
         indices, offsets = self._features(items, device)
         labels = np.fromiter((item.label for item in items), dtype=np.int64, count=len(items))
-        return FastTextBatch(indices, offsets, ember.from_numpy(labels, device=self.device if device is None
-                                                                else device))
+        return FastTextBatch(
+            indices, offsets, ember.from_numpy(labels, device=self.device if device is None else device)
+        )
 
 
 class FastTextInferenceBatcher(_FeatureBatcher):
@@ -391,18 +455,24 @@ class FastTextExperimentConfig(ember.Config):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"FastTextExperimentConfig: {name} must be an int >= 0, got {value!r}")
         if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"FastTextExperimentConfig: lr_schedule must be one of {', '.join(LR_SCHEDULES)}, "
-                             f"got {self.lr_schedule!r}")
+            raise ValueError(
+                f"FastTextExperimentConfig: lr_schedule must be one of {', '.join(LR_SCHEDULES)}, "
+                f"got {self.lr_schedule!r}"
+            )
         if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and 0 < self.lr <= 1):
             raise ValueError(f"FastTextExperimentConfig: lr must be in (0, 1], got {self.lr!r}")
         if self.hash != HASH_VERSION:
-            raise ValueError(f"FastTextExperimentConfig: the run hashed its n-grams with {self.hash!r}, this code "
-                             f"with {HASH_VERSION!r}; its model would see other rows")
+            raise ValueError(
+                f"FastTextExperimentConfig: the run hashed its n-grams with {self.hash!r}, this code "
+                f"with {HASH_VERSION!r}; its model would see other rows"
+            )
         if self.model != "fasttext":
             raise ValueError(f"FastTextExperimentConfig: model must be 'fasttext', got {self.model!r}")
         if not isinstance(self.optimizer, (AdamConfig, AdamWConfig, SgdConfig)):
-            raise TypeError(f"FastTextExperimentConfig: optimizer must be an AdamConfig, AdamWConfig or SgdConfig, "
-                            f"got {type(self.optimizer).__name__}")
+            raise TypeError(
+                f"FastTextExperimentConfig: optimizer must be an AdamConfig, AdamWConfig or SgdConfig, "
+                f"got {type(self.optimizer).__name__}"
+            )
         return self
 
 
@@ -418,39 +488,63 @@ def fasttext_experiment(dataset: Any = "dbpedia", **overrides: Any) -> FastTextE
     """
     name = dataset if isinstance(dataset, str) else getattr(dataset, "NAME", None)
     if name not in FASTTEXT_RECIPE:
-        raise ValueError(f"fasttext_experiment: no recipe for {dataset!r}; recipes exist for "
-                         f"{', '.join(FASTTEXT_RECIPE)}")
+        raise ValueError(
+            f"fasttext_experiment: no recipe for {dataset!r}; recipes exist for {', '.join(FASTTEXT_RECIPE)}"
+        )
     settings = {**FASTTEXT_RECIPE[name], **overrides}
     optimizer = settings.pop("optimizer")
     if isinstance(optimizer, str):
-        builders = {"adam": lambda: AdamConfig(epsilon=1e-8), "adamw": lambda: AdamWConfig(epsilon=1e-8),
-                    "sgd": SgdConfig}
+        builders = {
+            "adam": lambda: AdamConfig(epsilon=1e-8),
+            "adamw": lambda: AdamWConfig(epsilon=1e-8),
+            "sgd": SgdConfig,
+        }
         if optimizer not in builders:
-            raise ValueError(f"fasttext_experiment: optimizer must be one of {', '.join(builders)} or a config, "
-                             f"got {optimizer!r}")
+            raise ValueError(
+                f"fasttext_experiment: optimizer must be one of {', '.join(builders)} or a config, "
+                f"got {optimizer!r}"
+            )
         optimizer = builders[optimizer]()
     return FastTextExperimentConfig(optimizer=optimizer, **settings).validate()
 
 
-def fasttext_model_config(config: FastTextExperimentConfig, n_classes: int, vocab_size: int) -> FastTextConfig:
+def fasttext_model_config(
+    config: FastTextExperimentConfig, n_classes: int, vocab_size: int
+) -> FastTextConfig:
     """The model configuration an experiment implies."""
-    return FastTextConfig(vocab_size, n_classes, d_model=config.d_model, buckets=config.buckets,
-                          ngrams=config.ngrams, max_tokens=config.max_tokens, head_tokens=config.head_tokens,
-                          label_smoothing=config.label_smoothing).validate()
+    return FastTextConfig(
+        vocab_size,
+        n_classes,
+        d_model=config.d_model,
+        buckets=config.buckets,
+        ngrams=config.ngrams,
+        max_tokens=config.max_tokens,
+        head_tokens=config.head_tokens,
+        label_smoothing=config.label_smoothing,
+    ).validate()
 
 
 def _build_dataloaders(dataset_train, dataset_test, config: FastTextExperimentConfig, batcher, device):
     train = dataset_train
     if config.train_samples:
         train = SamplerDataset(train, config.train_samples, with_replacement=False, seed=config.seed)
-    builder = DataLoaderBuilder(batcher).batch_size(config.batch_size).num_workers(config.num_workers) \
+    builder = (
+        DataLoaderBuilder(batcher)
+        .batch_size(config.batch_size)
+        .num_workers(config.num_workers)
         .set_device(device)
+    )
     loader_train = builder.shuffle(config.seed).build(train)
     test = dataset_test
     if config.valid_samples:
         test = SamplerDataset(test, config.valid_samples, with_replacement=False, seed=config.seed + 1)
-    loader_test = DataLoaderBuilder(batcher).batch_size(max(config.batch_size, 256)) \
-        .num_workers(config.num_workers).set_device(device).build(test)
+    loader_test = (
+        DataLoaderBuilder(batcher)
+        .batch_size(max(config.batch_size, 256))
+        .num_workers(config.num_workers)
+        .set_device(device)
+        .build(test)
+    )
     return loader_train, loader_test
 
 
@@ -460,9 +554,20 @@ def _lr_scheduler(config: FastTextExperimentConfig, total_steps: int):
     return LinearLrSchedulerConfig(config.lr, 0.0, total_steps)
 
 
-def train_fasttext(artifact_dir: str | os.PathLike, dataset_train, dataset_test, config: FastTextExperimentConfig,
-                   device="cpu", dataset_cls: Any = None, dtype=None, renderer=None, checkpoint: int | None = None,
-                   tokenizer=None, plots: bool = False, pretokenize: bool = True):
+def train_fasttext(
+    artifact_dir: str | os.PathLike,
+    dataset_train,
+    dataset_test,
+    config: FastTextExperimentConfig,
+    device="cpu",
+    dataset_cls: Any = None,
+    dtype=None,
+    renderer=None,
+    checkpoint: int | None = None,
+    tokenizer=None,
+    plots: bool = False,
+    pretokenize: bool = True,
+):
     """Train a fastText-style classifier for ``dataset_cls``; save ``config.json`` and ``model.bpk``.
 
     The artifact layout, metrics (train: iteration speed, loss, accuracy, learning rate; valid:
@@ -487,6 +592,7 @@ def train_fasttext(artifact_dir: str | os.PathLike, dataset_train, dataset_test,
         The ``LearningResult`` (``result.model`` is the trained model in inference mode).
     """
     from text_classification.training import create_artifact_dir, register_metrics
+
     config.validate()
     dataset_cls = type(dataset_train) if dataset_cls is None else dataset_cls
     artifact_dir = create_artifact_dir(artifact_dir)
@@ -525,26 +631,36 @@ def load_fasttext(artifact_dir: str | os.PathLike, dataset_cls, device="cpu", dt
         tokenizer: a tokenizer (default: the one the run recorded).
     """
     from ember.nn.module_record import DTypePolicy
+
     artifact_dir = Path(artifact_dir)
     path = artifact_dir / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"no training config at {path}: train a fastText model into {artifact_dir} first")
+        raise FileNotFoundError(
+            f"no training config at {path}: train a fastText model into {artifact_dir} first"
+        )
     try:
         config = FastTextExperimentConfig.load(path, fill_defaults=True).validate()
     except (ConfigError, ValueError, TypeError) as error:
-        raise ValueError(f"{path} is not the config of a fastText run of this example ({error}); train one with "
-                         "train_fasttext, or load a Transformer run with text_classification.inference") from error
+        raise ValueError(
+            f"{path} is not the config of a fastText run of this example ({error}); train one with "
+            "train_fasttext, or load a Transformer run with text_classification.inference"
+        ) from error
     weights = artifact_dir / "model.bpk"
     if not weights.is_file():
-        raise FileNotFoundError(f"no trained weights at {weights}: train a fastText model into {artifact_dir} first")
+        raise FileNotFoundError(
+            f"no trained weights at {weights}: train a fastText model into {artifact_dir} first"
+        )
     tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
-    model = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
+    model = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(
+        device, dtype
+    )
     policy = DTypePolicy.CastToModule if dtype is not None else None
     return config, tokenizer, model.load_file(weights, dtype_policy=policy).valid()
 
 
-def evaluate_fasttext(model: FastTextModel, batcher: FastTextBatcher, dataset, device="cpu",
-                      batch_size: int = 1024) -> float:
+def evaluate_fasttext(
+    model: FastTextModel, batcher: FastTextBatcher, dataset, device="cpu", batch_size: int = 1024
+) -> float:
     """Accuracy (%) of ``model`` over every item of ``dataset``, in order.
 
     Args:
@@ -564,8 +680,9 @@ def evaluate_fasttext(model: FastTextModel, batcher: FastTextBatcher, dataset, d
     return 100.0 * correct / max(len(dataset), 1)
 
 
-def predict_fasttext(model: FastTextModel, tokenizer, model_config: FastTextConfig, texts: Sequence[str],
-                     device="cpu") -> np.ndarray:
+def predict_fasttext(
+    model: FastTextModel, tokenizer, model_config: FastTextConfig, texts: Sequence[str], device="cpu"
+) -> np.ndarray:
     """Class probabilities ``[len(texts), n_classes]`` (float32 NumPy) of ``texts`` in one batch.
 
     Args:

@@ -13,6 +13,7 @@ weights, so it loads into a plain model of the new class count.
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.finetune import lora_finetuning``.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,11 +22,18 @@ from typing import Any
 
 import ember
 from ember import nn
-
 from text_classification.inference import load_weights
 from text_classification.tokenizer import load_tokenizer
-from text_classification.training import (ExperimentConfig, _launch, _optimizer, build_dataloaders,
-                                          build_lr_scheduler, create_artifact_dir, model_config, steps_per_epoch)
+from text_classification.training import (
+    ExperimentConfig,
+    _launch,
+    _optimizer,
+    build_dataloaders,
+    build_lr_scheduler,
+    create_artifact_dir,
+    model_config,
+    steps_per_epoch,
+)
 
 __all__ = ["LORA_ALPHA", "LORA_RANK", "lora_finetuning"]
 
@@ -33,10 +41,22 @@ LORA_RANK = 8
 LORA_ALPHA = 2.0 * LORA_RANK  # Burn: LoraConfig::new(r, 2.0 * r)
 
 
-def lora_finetuning(artifact_dir: str | os.PathLike, dataset_train, dataset_test, config: ExperimentConfig,
-                    pretrained: str | os.PathLike, num_classes_before: int, device="cpu", dataset_cls: Any = None,
-                    dtype=None, renderer=None, checkpoint: int | None = None, tokenizer=None,
-                    lora: nn.Lora | None = None, plots: bool = False):
+def lora_finetuning(
+    artifact_dir: str | os.PathLike,
+    dataset_train,
+    dataset_test,
+    config: ExperimentConfig,
+    pretrained: str | os.PathLike,
+    num_classes_before: int,
+    device="cpu",
+    dataset_cls: Any = None,
+    dtype=None,
+    renderer=None,
+    checkpoint: int | None = None,
+    tokenizer=None,
+    lora: nn.Lora | None = None,
+    plots: bool = False,
+):
     """Fine-tune the model in ``pretrained`` on ``dataset_train`` with LoRA adapters and a new head.
 
     Args:
@@ -69,17 +89,35 @@ def lora_finetuning(artifact_dir: str | os.PathLike, dataset_train, dataset_test
     tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
 
     model = model_config(config, num_classes_before, tokenizer.vocab_size()).init(device, dtype)
-    model = load_weights(model, pretrained, f"the pretrained model ({num_classes_before} classes)",
-                         None if dtype is None else _cast_policy())
+    model = load_weights(
+        model,
+        pretrained,
+        f"the pretrained model ({num_classes_before} classes)",
+        None if dtype is None else _cast_policy(),
+    )
     model.apply_lora(lora if lora is not None else nn.Lora(rank=LORA_RANK, alpha=LORA_ALPHA))
     model.reset_head(dataset_cls.num_classes())
 
-    dataloader_train, dataloader_test = build_dataloaders(dataset_train, dataset_test, config, tokenizer, device)
+    dataloader_train, dataloader_test = build_dataloaders(
+        dataset_train, dataset_test, config, tokenizer, device
+    )
     lr_scheduler = build_lr_scheduler(config, config.num_epochs * steps_per_epoch(dataloader_train))
-    return _launch(artifact_dir, model, dataloader_train, dataloader_test, config, _optimizer(config), lr_scheduler,
-                   device, renderer, checkpoint, plots)
+    return _launch(
+        artifact_dir,
+        model,
+        dataloader_train,
+        dataloader_test,
+        config,
+        _optimizer(config),
+        lr_scheduler,
+        device,
+        renderer,
+        checkpoint,
+        plots,
+    )
 
 
 def _cast_policy():
     from ember.nn.module_record import DTypePolicy
+
     return DTypePolicy.CastToModule

@@ -19,26 +19,36 @@ exactly as Burn's example::
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.inference import infer``.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 import ember
 from ember.record.config import ConfigError
 from ember.train.metric import format_f64_debug
-
 from text_classification.batcher import TextClassificationBatcher, TextClassificationInferenceBatcher
 from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, model_config
 
-__all__ = ["ArtifactError", "Prediction", "evaluate", "evaluate_run", "format_f32_debug", "format_logits", "infer", "load_config",
-           "load_model", "run_model_kind"]
+__all__ = [
+    "ArtifactError",
+    "Prediction",
+    "evaluate",
+    "evaluate_run",
+    "format_f32_debug",
+    "format_logits",
+    "infer",
+    "load_config",
+    "load_model",
+    "run_model_kind",
+]
 
 
 class ArtifactError(RuntimeError):
@@ -80,16 +90,19 @@ def run_model_kind(artifact_dir: str | os.PathLike) -> str:
     ``"transformer"`` (the Transformer's config has no such key)."""
     path = Path(artifact_dir) / "config.json"
     if not path.is_file():
-        raise ArtifactError(f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
-                            "pass --artifact-dir with the directory of a finished run")
+        raise ArtifactError(
+            f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
+            "pass --artifact-dir with the directory of a finished run"
+        )
     try:
         fields = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ArtifactError(f"{path} is not a readable JSON config: {error}") from error
     kind = fields.get("model", "transformer") if isinstance(fields, dict) else None
     if kind not in ("transformer", "fasttext"):
-        raise ArtifactError(f"{path} names an unknown model {kind!r}; this example trains 'transformer' and "
-                            "'fasttext' runs")
+        raise ArtifactError(
+            f"{path} names an unknown model {kind!r}; this example trains 'transformer' and 'fasttext' runs"
+        )
     return kind
 
 
@@ -97,8 +110,10 @@ def load_config(artifact_dir: str | os.PathLike) -> ExperimentConfig:
     """The run's ``config.json`` (keys added since it was written take their defaults)."""
     path = Path(artifact_dir) / "config.json"
     if not path.is_file():
-        raise ArtifactError(f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
-                            "pass --artifact-dir with the directory of a finished run")
+        raise ArtifactError(
+            f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
+            "pass --artifact-dir with the directory of a finished run"
+        )
     try:
         return ExperimentConfig.load(path, fill_defaults=True)
     except (ConfigError, ValueError) as error:
@@ -116,13 +131,17 @@ def load_weights(model, path: str | os.PathLike, what: str = "the model", dtype_
     """
     path = Path(path)
     if not path.is_file():
-        raise ArtifactError(f"no trained weights at {path}: train {what} first (its run writes model.bpk), or "
-                            "point the option at an existing model.bpk")
+        raise ArtifactError(
+            f"no trained weights at {path}: train {what} first (its run writes model.bpk), or "
+            "point the option at an existing model.bpk"
+        )
     try:
         return model.load_file(path, dtype_policy=dtype_policy)
     except Exception as error:  # RecordError and friends: name the file and the cause
-        raise ArtifactError(f"the weights in {path} do not fit {what} as its config.json describes it "
-                            f"(was config.json or model.bpk replaced?): {error}") from error
+        raise ArtifactError(
+            f"the weights in {path} do not fit {what} as its config.json describes it "
+            f"(was config.json or model.bpk replaced?): {error}"
+        ) from error
 
 
 def load_model(artifact_dir: str | os.PathLike, dataset_cls, device="cpu", dtype=None, tokenizer=None):
@@ -137,6 +156,7 @@ def load_model(artifact_dir: str | os.PathLike, dataset_cls, device="cpu", dtype
         tokenizer: a tokenizer (default: the one the run recorded, see ``ExperimentConfig.tokenizer``).
     """
     from ember.nn.module_record import DTypePolicy
+
     artifact_dir = Path(artifact_dir)
     config = load_config(artifact_dir)
     weights = artifact_dir / "model.bpk"
@@ -165,8 +185,16 @@ def _predictions(texts: Sequence[str], probabilities: np.ndarray, dataset_cls) -
     return out
 
 
-def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], device="cpu", dtype=None,
-          tokenizer=None, log: Callable[[str], None] | None = print, model: str | None = None) -> list[Prediction]:
+def infer(
+    artifact_dir: str | os.PathLike,
+    dataset_cls,
+    samples: Sequence[str],
+    device="cpu",
+    dtype=None,
+    tokenizer=None,
+    log: Callable[[str], None] | None = print,
+    model: str | None = None,
+) -> list[Prediction]:
     """Load the run in ``artifact_dir``, classify ``samples`` and print Burn's report.
 
     The run may hold the Transformer or the fastText-style model (its ``config.json`` says
@@ -192,8 +220,10 @@ def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], 
     log = log or (lambda line: None)
     kind = run_model_kind(artifact_dir)
     if model is not None and model != kind:
-        raise ArtifactError(f"{Path(artifact_dir)} holds a {kind} run, not a {model} one: pass --model {kind}, or "
-                            f"--artifact-dir with the directory of a {model} run")
+        raise ArtifactError(
+            f"{Path(artifact_dir)} holds a {kind} run, not a {model} one: pass --model {kind}, or "
+            f"--artifact-dir with the directory of a {model} run"
+        )
     log("Loading weights ...")
     if kind == "fasttext":
         predictions = _predict_fasttext_run(artifact_dir, dataset_cls, samples, device, dtype, tokenizer, log)
@@ -203,33 +233,49 @@ def infer(artifact_dir: str | os.PathLike, dataset_cls, samples: Sequence[str], 
         log("Running inference ...")
         predictions = predict(transformer, tokenizer, config.seq_length, samples, dataset_cls, device)
     for i, p in enumerate(predictions):
-        log(f"\n=== Item {i} ===\n- Text: {p.text}\n- Logits: {format_logits(p.probabilities)}\n"
-            f"- Prediction: {p.class_name}\n================")
+        log(
+            f"\n=== Item {i} ===\n- Text: {p.text}\n- Logits: {format_logits(p.probabilities)}\n"
+            f"- Prediction: {p.class_name}\n================"
+        )
     return predictions
 
 
-def _predict_fasttext_run(artifact_dir, dataset_cls, samples, device, dtype, tokenizer, log) -> list[Prediction]:
+def _predict_fasttext_run(
+    artifact_dir, dataset_cls, samples, device, dtype, tokenizer, log
+) -> list[Prediction]:
     from text_classification.fasttext import fasttext_model_config, load_fasttext, predict_fasttext
+
     try:
         config, tokenizer, model = load_fasttext(artifact_dir, dataset_cls, device, dtype, tokenizer)
     except (FileNotFoundError, ValueError) as error:
         raise ArtifactError(str(error)) from error
     except Exception as error:  # RecordError and friends: name the file and the cause
-        raise ArtifactError(f"the weights in {Path(artifact_dir) / 'model.bpk'} do not fit a {dataset_cls.__name__} "
-                            f"fastText model as its config.json describes it: {error}") from error
+        raise ArtifactError(
+            f"the weights in {Path(artifact_dir) / 'model.bpk'} do not fit a {dataset_cls.__name__} "
+            f"fastText model as its config.json describes it: {error}"
+        ) from error
     log("Creating model ...")
     log("Running inference ...")
     model_config = fasttext_model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size())
-    return _predictions(samples, predict_fasttext(model, tokenizer, model_config, samples, device), dataset_cls)
+    return _predictions(
+        samples, predict_fasttext(model, tokenizer, model_config, samples, device), dataset_cls
+    )
 
 
-def evaluate_run(artifact_dir: str | os.PathLike, dataset_cls, dataset, device="cpu", dtype=None,
-                 tokenizer=None) -> float:
+def evaluate_run(
+    artifact_dir: str | os.PathLike, dataset_cls, dataset, device="cpu", dtype=None, tokenizer=None
+) -> float:
     """Accuracy (%) over every item of ``dataset`` of the run saved in ``artifact_dir`` (the
     Transformer or the fastText-style model, as its ``config.json`` says), reloaded from its
     ``config.json`` and ``model.bpk``."""
     if run_model_kind(artifact_dir) == "fasttext":
-        from text_classification.fasttext import FastTextBatcher, evaluate_fasttext, fasttext_model_config, load_fasttext
+        from text_classification.fasttext import (
+            FastTextBatcher,
+            evaluate_fasttext,
+            fasttext_model_config,
+            load_fasttext,
+        )
+
         try:
             config, tokenizer, model = load_fasttext(artifact_dir, dataset_cls, device, dtype, tokenizer)
         except (FileNotFoundError, ValueError) as error:

@@ -16,12 +16,12 @@ Parameter paths match Burn's record: ``transformer.*``, ``embedding_token.weight
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.model import TextClassificationModelConfig``.
 """
+
 from __future__ import annotations
 
 import ember
 from ember import nn
 from ember.record.config import Config
-
 from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
 
 __all__ = ["POOLINGS", "TextClassificationModel", "TextClassificationModelConfig"]
@@ -54,13 +54,19 @@ class TextClassificationModelConfig(Config):
         for name in ("n_classes", "vocab_size", "max_seq_length"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"TextClassificationModelConfig: {name} must be a positive int, got {value!r}")
+                raise ValueError(
+                    f"TextClassificationModelConfig: {name} must be a positive int, got {value!r}"
+                )
         if self.pooling not in POOLINGS:
-            raise ValueError(f"TextClassificationModelConfig: pooling must be one of {', '.join(POOLINGS)}, "
-                             f"got {self.pooling!r}")
+            raise ValueError(
+                f"TextClassificationModelConfig: pooling must be one of {', '.join(POOLINGS)}, "
+                f"got {self.pooling!r}"
+            )
         if not 0.0 <= float(self.label_smoothing) < 1.0:
-            raise ValueError(f"TextClassificationModelConfig: label_smoothing must be in [0, 1), "
-                             f"got {self.label_smoothing!r}")
+            raise ValueError(
+                f"TextClassificationModelConfig: label_smoothing must be in [0, 1), "
+                f"got {self.label_smoothing!r}"
+            )
         d_model = self.transformer.d_model
         return TextClassificationModel(
             transformer=self.transformer.init(device, dtype),
@@ -88,9 +94,17 @@ class TextClassificationModel(nn.Module):
         label_smoothing: label smoothing α of :meth:`loss`.
     """
 
-    def __init__(self, transformer: nn.TransformerEncoder, embedding_token: nn.Embedding,
-                 embedding_pos: nn.Embedding, output: nn.Linear, n_classes: int, max_seq_length: int,
-                 pooling: str = "first", label_smoothing: float = 0.0):
+    def __init__(
+        self,
+        transformer: nn.TransformerEncoder,
+        embedding_token: nn.Embedding,
+        embedding_pos: nn.Embedding,
+        output: nn.Linear,
+        n_classes: int,
+        max_seq_length: int,
+        pooling: str = "first",
+        label_smoothing: float = 0.0,
+    ):
         self.transformer = transformer
         self.embedding_token = embedding_token
         self.embedding_pos = embedding_pos
@@ -109,15 +123,21 @@ class TextClassificationModel(nn.Module):
             mask_pad: ``[B, S]`` bool, True at padding.
         """
         if tokens.ndim != 2:
-            raise ValueError(f"TextClassificationModel: tokens must be [batch, seq], got shape {tuple(tokens.shape)}")
+            raise ValueError(
+                f"TextClassificationModel: tokens must be [batch, seq], got shape {tuple(tokens.shape)}"
+            )
         batch_size, seq_length = tokens.shape
         if seq_length > self.max_seq_length:
-            raise ValueError(f"TextClassificationModel: sequences of {seq_length} tokens exceed max_seq_length "
-                             f"{self.max_seq_length} (the position embedding's size); batch with a seq length "
-                             f"<= {self.max_seq_length}")
+            raise ValueError(
+                f"TextClassificationModel: sequences of {seq_length} tokens exceed max_seq_length "
+                f"{self.max_seq_length} (the position embedding's size); batch with a seq length "
+                f"<= {self.max_seq_length}"
+            )
         if tuple(mask_pad.shape) != (batch_size, seq_length):
-            raise ValueError(f"TextClassificationModel: mask_pad must be [{batch_size}, {seq_length}] like tokens, "
-                             f"got {tuple(mask_pad.shape)}")
+            raise ValueError(
+                f"TextClassificationModel: mask_pad must be [{batch_size}, {seq_length}] like tokens, "
+                f"got {tuple(mask_pad.shape)}"
+            )
         device = self.embedding_token.weight.device
         tokens, mask_pad = _on(tokens, device), _on(mask_pad, device)
         positions = ember.arange(seq_length, device=device)
@@ -142,6 +162,7 @@ class TextClassificationModel(nn.Module):
             batch: a :class:`~text_classification.batcher.TextClassificationTrainingBatch`.
         """
         from ember.train import ClassificationOutput
+
         logits = self.logits(batch.tokens, batch.mask_pad)
         labels = _on(batch.labels, logits.device)
         return ClassificationOutput(self.loss(logits, labels), logits, labels)
@@ -158,6 +179,7 @@ class TextClassificationModel(nn.Module):
     def train_step(self, batch: TextClassificationTrainingBatch):
         """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
         from ember.train import TrainOutput
+
         item = self.forward(batch)
         return TrainOutput(self, item.loss.backward(), item)
 
@@ -173,7 +195,9 @@ class TextClassificationModel(nn.Module):
             n_classes: the new number of classes.
         """
         if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 1:
-            raise ValueError(f"TextClassificationModel.reset_head: n_classes must be a positive int, got {n_classes!r}")
+            raise ValueError(
+                f"TextClassificationModel.reset_head: n_classes must be a positive int, got {n_classes!r}"
+            )
         weight = self.embedding_token.weight
         d_model = weight.shape[1]
         self.output = nn.LinearConfig(d_model, n_classes).init(weight.device, weight.dtype)

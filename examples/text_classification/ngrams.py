@@ -25,16 +25,17 @@ empty bag.
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.ngrams import NGramHasher``.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = ["DEFAULT_BUCKETS", "HASH_VERSION", "NGramFeatures", "NGramHasher", "flatten", "hash_ngrams"]
 
-DEFAULT_BUCKETS = 2 ** 19
+DEFAULT_BUCKETS = 2**19
 HASH_VERSION = "splitmix64-v1"
 
 _U64 = np.uint64
@@ -106,7 +107,7 @@ class NGramFeatures:
     def bag(self, b: int) -> np.ndarray:
         """The row ids of bag ``b``."""
         end = self.offsets[b + 1] if b + 1 < len(self.offsets) else len(self.indices)
-        return self.indices[self.offsets[b]:end]
+        return self.indices[self.offsets[b] : end]
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -131,15 +132,29 @@ class NGramHasher:
         drop_ids: token ids left out before anything else (the special tokens).
     """
 
-    def __init__(self, vocab_size: int, buckets: int = DEFAULT_BUCKETS, ngrams: int = 2, max_tokens: int = 512,
-                 head_tokens: int = 0, drop_ids: Sequence[int] = ()):
-        for name, value, low in (("vocab_size", vocab_size, 1), ("buckets", buckets, 0), ("ngrams", ngrams, 1),
-                                 ("max_tokens", max_tokens, 1), ("head_tokens", head_tokens, 0)):
+    def __init__(
+        self,
+        vocab_size: int,
+        buckets: int = DEFAULT_BUCKETS,
+        ngrams: int = 2,
+        max_tokens: int = 512,
+        head_tokens: int = 0,
+        drop_ids: Sequence[int] = (),
+    ):
+        for name, value, low in (
+            ("vocab_size", vocab_size, 1),
+            ("buckets", buckets, 0),
+            ("ngrams", ngrams, 1),
+            ("max_tokens", max_tokens, 1),
+            ("head_tokens", head_tokens, 0),
+        ):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise ValueError(f"NGramHasher: {name} must be an int >= {low}, got {value!r}")
         if (ngrams > 1 or head_tokens > 0) and buckets < 1:
-            raise ValueError(f"NGramHasher: ngrams={ngrams} / head_tokens={head_tokens} need buckets >= 1 to hash "
-                             "into, got 0")
+            raise ValueError(
+                f"NGramHasher: ngrams={ngrams} / head_tokens={head_tokens} need buckets >= 1 to hash "
+                "into, got 0"
+            )
         self.vocab_size = int(vocab_size)
         self.buckets = int(buckets)
         self.ngrams = int(ngrams)
@@ -175,9 +190,16 @@ class NGramHasher:
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         lengths = np.asarray(lengths, dtype=np.int64)
-        if lengths.ndim != 1 or tokens.ndim != 1 or int(lengths.sum()) != tokens.shape[0] or (lengths < 0).any():
-            raise ValueError(f"NGramHasher: lengths (sum {int(lengths.sum())}) must be >= 0 and add up to the "
-                             f"{tokens.shape[0]} tokens")
+        if (
+            lengths.ndim != 1
+            or tokens.ndim != 1
+            or int(lengths.sum()) != tokens.shape[0]
+            or (lengths < 0).any()
+        ):
+            raise ValueError(
+                f"NGramHasher: lengths (sum {int(lengths.sum())}) must be >= 0 and add up to the "
+                f"{tokens.shape[0]} tokens"
+            )
         n_bags = lengths.shape[0]
         bag = np.repeat(np.arange(n_bags, dtype=np.int64), lengths)
         if self.drop_ids.size:  # the special tokens go first, then the cut counts real tokens only
@@ -195,8 +217,10 @@ class NGramHasher:
         if tokens.size:
             low, high = int(tokens.min()), int(tokens.max())
             if low < 0 or high >= self.vocab_size:
-                raise IndexError(f"NGramHasher: token id {low if low < 0 else high} is outside the vocabulary of "
-                                 f"{self.vocab_size} ids (expected 0 <= id < {self.vocab_size})")
+                raise IndexError(
+                    f"NGramHasher: token id {low if low < 0 else high} is outside the vocabulary of "
+                    f"{self.vocab_size} ids (expected 0 <= id < {self.vocab_size})"
+                )
         # the size of each group of each bag, so that every feature is written straight to its place
         groups = [lengths] + [np.maximum(lengths - (n - 1), 0) for n in range(2, self.ngrams + 1)]
         if self.head_tokens:
@@ -223,5 +247,7 @@ class NGramHasher:
         return NGramFeatures(indices, offsets)
 
     def __repr__(self) -> str:
-        return (f"NGramHasher(vocab_size={self.vocab_size}, buckets={self.buckets}, ngrams={self.ngrams}, "
-                f"max_tokens={self.max_tokens}, head_tokens={self.head_tokens}, hash={HASH_VERSION!r})")
+        return (
+            f"NGramHasher(vocab_size={self.vocab_size}, buckets={self.buckets}, ngrams={self.ngrams}, "
+            f"max_tokens={self.max_tokens}, head_tokens={self.head_tokens}, hash={HASH_VERSION!r})"
+        )

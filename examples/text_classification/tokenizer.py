@@ -18,15 +18,16 @@ Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.tokenizer import BertCasedTokenizer`` (the example's scripts add
 ``examples/`` themselves, so they also run from their own directory).
 """
+
 from __future__ import annotations
 
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-__all__ = ["BertCasedTokenizer", "SHIPPED_VOCAB", "TokenizerUnavailableError", "load_tokenizer"]
+__all__ = ["SHIPPED_VOCAB", "BertCasedTokenizer", "TokenizerUnavailableError", "load_tokenizer"]
 
 SHIPPED_VOCAB = Path(__file__).resolve().parent / "data" / "bert-base-cased" / "vocab.txt"
 PRETRAINED_NAME = "bert-base-cased"
@@ -42,8 +43,10 @@ def _tokenizers():
     try:
         import tokenizers
     except ImportError as error:  # pragma: no cover - tokenizers is in the `text` extra
-        raise ImportError("BertCasedTokenizer needs the `tokenizers` package: "
-                          "pip install tokenizers (or pip install -e '.[text]')") from error
+        raise ImportError(
+            "BertCasedTokenizer needs the `tokenizers` package: "
+            "pip install tokenizers (or pip install -e '.[text]')"
+        ) from error
     return tokenizers
 
 
@@ -51,17 +54,23 @@ def _from_vocab(path: Path):
     """A cased BERT WordPiece tokenizer built from a ``vocab.txt`` (one token per line)."""
     tk = _tokenizers()
     from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
+
     try:
         vocab = models.WordPiece.read_file(str(path))
-    except Exception as error:  # noqa: BLE001 - re-raised with the file named
-        raise TokenizerUnavailableError(f"BertCasedTokenizer: cannot read the vocabulary {path}: {error}") from error
+    except Exception as error:  # re-raised with the file named
+        raise TokenizerUnavailableError(
+            f"BertCasedTokenizer: cannot read the vocabulary {path}: {error}"
+        ) from error
     missing = [t for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]") if t not in vocab]
     if missing:
-        raise TokenizerUnavailableError(f"BertCasedTokenizer: vocabulary {path} lacks the special tokens {missing}; "
-                                        "a BERT vocab.txt has [PAD], [UNK], [CLS] and [SEP]")
+        raise TokenizerUnavailableError(
+            f"BertCasedTokenizer: vocabulary {path} lacks the special tokens {missing}; "
+            "a BERT vocab.txt has [PAD], [UNK], [CLS] and [SEP]"
+        )
     tokenizer = tk.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
-    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                      strip_accents=False, lowercase=False)
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
     tokenizer.decoder = decoders.WordPiece(prefix="##")
@@ -73,9 +82,10 @@ def _from_json(path: Path):
     tk = _tokenizers()
     try:
         tokenizer = tk.Tokenizer.from_file(str(path))
-    except Exception as error:  # noqa: BLE001 - re-raised with the file named
-        raise TokenizerUnavailableError(f"BertCasedTokenizer: cannot read the tokenizer file {path}: {error}") \
-            from error
+    except Exception as error:  # re-raised with the file named
+        raise TokenizerUnavailableError(
+            f"BertCasedTokenizer: cannot read the tokenizer file {path}: {error}"
+        ) from error
     return tokenizer
 
 
@@ -100,8 +110,9 @@ class BertCasedTokenizer:
         tokenizer.no_padding()
         pad = tokenizer.token_to_id("[PAD]")
         if pad is None:
-            raise TokenizerUnavailableError(f"BertCasedTokenizer: the tokenizer from {source or 'its source'} has no "
-                                            "[PAD] token")
+            raise TokenizerUnavailableError(
+                f"BertCasedTokenizer: the tokenizer from {source or 'its source'} has no [PAD] token"
+            )
         self._pad = int(pad)
 
     # ---- construction -------------------------------------------------------------------------
@@ -109,8 +120,10 @@ class BertCasedTokenizer:
     def shipped(cls) -> "BertCasedTokenizer":
         """The tokenizer built from the example's shipped ``data/bert-base-cased/vocab.txt``."""
         if not SHIPPED_VOCAB.is_file():
-            raise TokenizerUnavailableError(f"BertCasedTokenizer.shipped: {SHIPPED_VOCAB} is missing; restore it from "
-                                            "the repository or pass --tokenizer PATH (a tokenizer.json or vocab.txt)")
+            raise TokenizerUnavailableError(
+                f"BertCasedTokenizer.shipped: {SHIPPED_VOCAB} is missing; restore it from "
+                "the repository or pass --tokenizer PATH (a tokenizer.json or vocab.txt)"
+            )
         return cls(_from_vocab(SHIPPED_VOCAB), source=str(SHIPPED_VOCAB))
 
     @classmethod
@@ -127,17 +140,22 @@ class BertCasedTokenizer:
                     path = path / name
                     break
             else:
-                raise TokenizerUnavailableError(f"BertCasedTokenizer.from_file: directory {path} holds neither "
-                                                "tokenizer.json nor vocab.txt")
+                raise TokenizerUnavailableError(
+                    f"BertCasedTokenizer.from_file: directory {path} holds neither "
+                    "tokenizer.json nor vocab.txt"
+                )
         if not path.is_file():
-            raise TokenizerUnavailableError(f"BertCasedTokenizer.from_file: {path} does not exist; expected a "
-                                            "tokenizer.json or a BERT vocab.txt (one token per line)")
+            raise TokenizerUnavailableError(
+                f"BertCasedTokenizer.from_file: {path} does not exist; expected a "
+                "tokenizer.json or a BERT vocab.txt (one token per line)"
+            )
         tokenizer = _from_json(path) if path.suffix.lower() == ".json" else _from_vocab(path)
         return cls(tokenizer, source=str(path))
 
     @classmethod
-    def from_pretrained(cls, name: str = PRETRAINED_NAME, cache_dir: str | os.PathLike | None = None,
-                        timeout: float = 5.0) -> "BertCasedTokenizer":
+    def from_pretrained(
+        cls, name: str = PRETRAINED_NAME, cache_dir: str | os.PathLike | None = None, timeout: float = 5.0
+    ) -> "BertCasedTokenizer":
         """``bert-base-cased`` (or ``name``) from the Hugging Face cache, else from the Hub.
 
         Fails fast offline: with ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` set, or when the Hub
@@ -158,29 +176,41 @@ class BertCasedTokenizer:
         if isinstance(cached, str) and os.path.isfile(cached):
             return cls(_from_json(Path(cached)), source=f"{name} (cache: {cached})")
         from ember.data.hub import hub_endpoint, offline_variable
+
         variable = offline_variable()
         if variable is not None:
-            raise TokenizerUnavailableError(cls._remedy(
-                name, f"offline mode is on ({variable}={os.environ[variable]}) and {name} is not in the Hugging Face "
-                      f"cache ({cache or _hub_cache_dir()})"))
+            raise TokenizerUnavailableError(
+                cls._remedy(
+                    name,
+                    f"offline mode is on ({variable}={os.environ[variable]}) and {name} is not in the Hugging Face "
+                    f"cache ({cache or _hub_cache_dir()})",
+                )
+            )
         endpoint = hub_endpoint()
         problem = _probe(f"{endpoint}/api/models/{name}", timeout)
         if problem is not None:
-            raise TokenizerUnavailableError(cls._remedy(
-                name, f"the Hugging Face Hub at {endpoint} is unreachable ({problem}) and {name} is not cached"))
+            raise TokenizerUnavailableError(
+                cls._remedy(
+                    name,
+                    f"the Hugging Face Hub at {endpoint} is unreachable ({problem}) and {name} is not cached",
+                )
+            )
         try:
             path = huggingface_hub.hf_hub_download(name, "tokenizer.json", cache_dir=cache)
-        except Exception as error:  # noqa: BLE001 - re-raised with the remedies
-            raise TokenizerUnavailableError(cls._remedy(name, f"download failed: {type(error).__name__}: {error}")) \
-                from error
+        except Exception as error:  # re-raised with the remedies
+            raise TokenizerUnavailableError(
+                cls._remedy(name, f"download failed: {type(error).__name__}: {error}")
+            ) from error
         return cls(_from_json(Path(path)), source=f"{name} ({path})")
 
     @staticmethod
     def _remedy(name: str, problem: str) -> str:
-        return (f"BertCasedTokenizer.from_pretrained: cannot load {name!r}: {problem}.\n"
-                f"To fix this: use the shipped vocabulary (BertCasedTokenizer.shipped(), the example's default), "
-                f"pass a local file (--tokenizer PATH to a tokenizer.json or vocab.txt), or restore access to the "
-                f"Hub and unset HF_HUB_OFFLINE / HF_DATASETS_OFFLINE.")
+        return (
+            f"BertCasedTokenizer.from_pretrained: cannot load {name!r}: {problem}.\n"
+            f"To fix this: use the shipped vocabulary (BertCasedTokenizer.shipped(), the example's default), "
+            f"pass a local file (--tokenizer PATH to a tokenizer.json or vocab.txt), or restore access to the "
+            f"Hub and unset HF_HUB_OFFLINE / HF_DATASETS_OFFLINE."
+        )
 
     # ---- encoding -----------------------------------------------------------------------------
     @property
@@ -212,7 +242,9 @@ class BertCasedTokenizer:
         texts = list(texts)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TypeError(f"BertCasedTokenizer.encode_batch: item {i} is {type(text).__name__}, expected str")
+                raise TypeError(
+                    f"BertCasedTokenizer.encode_batch: item {i} is {type(text).__name__}, expected str"
+                )
         return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
@@ -258,6 +290,7 @@ class BertCasedTokenizer:
 def _hub_cache_dir() -> str:
     try:
         from huggingface_hub import constants
+
         return str(constants.HF_HUB_CACHE)
     except (ImportError, AttributeError):  # pragma: no cover - other huggingface_hub layouts
         return "the default Hugging Face cache"
@@ -267,11 +300,11 @@ def _probe(url: str, timeout: float) -> str | None:
     """None when ``url`` answers with any status below 500, else why not."""
     request = urllib.request.Request(url, headers={"User-Agent": "ember-text-classification"}, method="HEAD")
     try:
-        with urllib.request.urlopen(request, timeout=timeout):  # noqa: S310 - https Hub URL
+        with urllib.request.urlopen(request, timeout=timeout):  # https Hub URL
             return None
     except urllib.error.HTTPError as error:
         return None if error.code < 500 else f"HTTP {error.code}"
-    except Exception as error:  # noqa: BLE001 - any failure means unreachable
+    except Exception as error:  # any failure means unreachable
         return f"{type(error).__name__}: {error}"
 
 

@@ -21,6 +21,7 @@ scripts' flags set (sample sizes, schedule, pooling, label smoothing, seed).
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.training import ExperimentConfig, train``.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,18 +32,37 @@ from typing import Any
 import ember
 from ember import nn
 from ember.data import DataLoaderBuilder, SamplerDataset
-from ember.optim import (AdamConfig, AdamWConfig, CosineAnnealingLrSchedulerConfig, LinearLrSchedulerConfig,
-                         NoamLrSchedulerConfig, SequentialLrSchedulerConfig)
+from ember.optim import (
+    AdamConfig,
+    AdamWConfig,
+    CosineAnnealingLrSchedulerConfig,
+    LinearLrSchedulerConfig,
+    NoamLrSchedulerConfig,
+    SequentialLrSchedulerConfig,
+)
 from ember.train import Learner, SupervisedTraining
-from ember.train.metric import (AccuracyMetric, CudaMetric, IterationSpeedMetric, LearningRateMetric,
-                                LossMetric)
-
+from ember.train.metric import (
+    AccuracyMetric,
+    CudaMetric,
+    IterationSpeedMetric,
+    LearningRateMetric,
+    LossMetric,
+)
 from text_classification.batcher import TextClassificationBatcher
 from text_classification.model import TextClassificationModelConfig
 from text_classification.tokenizer import load_tokenizer
 
-__all__ = ["LR_SCHEDULES", "ExperimentConfig", "build_dataloaders", "build_lr_scheduler", "create_artifact_dir",
-           "model_config", "register_metrics", "steps_per_epoch", "train"]
+__all__ = [
+    "LR_SCHEDULES",
+    "ExperimentConfig",
+    "build_dataloaders",
+    "build_lr_scheduler",
+    "create_artifact_dir",
+    "model_config",
+    "register_metrics",
+    "steps_per_epoch",
+    "train",
+]
 
 LR_SCHEDULES = ("noam", "cosine", "constant")
 
@@ -111,13 +131,17 @@ class ExperimentConfig(ember.Config):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"ExperimentConfig: {name} must be an int >= 0, got {value!r}")
         if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"ExperimentConfig: lr_schedule must be one of {', '.join(LR_SCHEDULES)}, "
-                             f"got {self.lr_schedule!r}")
+            raise ValueError(
+                f"ExperimentConfig: lr_schedule must be one of {', '.join(LR_SCHEDULES)}, "
+                f"got {self.lr_schedule!r}"
+            )
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"ExperimentConfig: lr must be a positive number, got {self.lr!r}")
         if self.lr_schedule != "noam" and self.lr > 1:
-            raise ValueError(f"ExperimentConfig: lr {self.lr} is above 1, which the {self.lr_schedule} schedule "
-                             "refuses (only Noam's lr is a factor that may exceed 1)")
+            raise ValueError(
+                f"ExperimentConfig: lr {self.lr} is above 1, which the {self.lr_schedule} schedule "
+                "refuses (only Noam's lr is a factor that may exceed 1)"
+            )
         if not 0.0 <= self.token_dropout < 1.0:
             raise ValueError(f"ExperimentConfig: token_dropout must be in [0, 1), got {self.token_dropout!r}")
         if not 0 <= self.min_lr <= (self.lr if self.lr_schedule == "cosine" else math.inf):
@@ -137,27 +161,43 @@ def create_artifact_dir(artifact_dir: str | os.PathLike) -> Path:
 
 def model_config(config: ExperimentConfig, n_classes: int, vocab_size: int) -> TextClassificationModelConfig:
     """The model configuration an experiment implies (Burn builds it the same way)."""
-    return TextClassificationModelConfig(config.transformer, n_classes, vocab_size, config.seq_length,
-                                         pooling=config.pooling, label_smoothing=config.label_smoothing)
+    return TextClassificationModelConfig(
+        config.transformer,
+        n_classes,
+        vocab_size,
+        config.seq_length,
+        pooling=config.pooling,
+        label_smoothing=config.label_smoothing,
+    )
 
 
 def _sampled(dataset, size: int, with_replacement: bool, seed: int):
-    return SamplerDataset(dataset, size if size > 0 else len(dataset), with_replacement=with_replacement, seed=seed)
+    return SamplerDataset(
+        dataset, size if size > 0 else len(dataset), with_replacement=with_replacement, seed=seed
+    )
 
 
 def build_dataloaders(dataset_train, dataset_test, config: ExperimentConfig, tokenizer, device) -> tuple:
     """The train and validation loaders: seeded ``SamplerDataset`` s of ``train_samples`` and
     ``valid_samples`` items, batches of ``batch_size`` on ``device``."""
     # token dropout augments the training batches only
-    train_batcher = TextClassificationBatcher(tokenizer, config.seq_length, token_dropout=config.token_dropout,
-                                              seed=config.seed)
+    train_batcher = TextClassificationBatcher(
+        tokenizer, config.seq_length, token_dropout=config.token_dropout, seed=config.seed
+    )
     valid_batcher = TextClassificationBatcher(tokenizer, config.seq_length)
     loaders = []
-    for dataset, size, seed, batcher in ((dataset_train, config.train_samples, config.seed, train_batcher),
-                                         (dataset_test, config.valid_samples, config.seed + 1, valid_batcher)):
+    for dataset, size, seed, batcher in (
+        (dataset_train, config.train_samples, config.seed, train_batcher),
+        (dataset_test, config.valid_samples, config.seed + 1, valid_batcher),
+    ):
         sampled = _sampled(dataset, size, config.sample_with_replacement, seed)
-        loaders.append(DataLoaderBuilder(batcher).batch_size(config.batch_size).num_workers(config.num_workers)
-                       .set_device(device).build(sampled))
+        loaders.append(
+            DataLoaderBuilder(batcher)
+            .batch_size(config.batch_size)
+            .num_workers(config.num_workers)
+            .set_device(device)
+            .build(sampled)
+        )
     return loaders[0], loaders[1]
 
 
@@ -176,8 +216,9 @@ def build_lr_scheduler(config: ExperimentConfig, total_steps: int):
     """
     config.validate()
     if config.lr_schedule == "noam":
-        return NoamLrSchedulerConfig(config.lr, warmup_steps=max(config.warmup_steps, 1),
-                                     model_size=config.transformer.d_model)
+        return NoamLrSchedulerConfig(
+            config.lr, warmup_steps=max(config.warmup_steps, 1), model_size=config.transformer.d_model
+        )
     warmup = min(config.warmup_steps, max(total_steps - 1, 0))
     if config.lr_schedule == "cosine":
         main = CosineAnnealingLrSchedulerConfig(config.lr, max(total_steps - warmup, 1), min_lr=config.min_lr)
@@ -195,26 +236,38 @@ def register_metrics(training: SupervisedTraining, device) -> SupervisedTraining
     Accuracy* (* numeric: plotted and summarised); Cuda (text) on both splits on a GPU."""
     if ember.Device(str(device)).kind == "cuda":
         training.metric_train(CudaMetric()).metric_valid(CudaMetric())
-    return (training
-            .metric_train(IterationSpeedMetric())
-            .metric_train_numeric(LossMetric())
-            .metric_valid_numeric(LossMetric())
-            .metric_train_numeric(AccuracyMetric())
-            .metric_valid_numeric(AccuracyMetric())
-            .metric_train_numeric(LearningRateMetric()))
+    return (
+        training.metric_train(IterationSpeedMetric())
+        .metric_train_numeric(LossMetric())
+        .metric_valid_numeric(LossMetric())
+        .metric_train_numeric(AccuracyMetric())
+        .metric_valid_numeric(AccuracyMetric())
+        .metric_train_numeric(LearningRateMetric())
+    )
 
 
 def _optimizer(config: ExperimentConfig):
     optimizer = config.optimizer
     if not isinstance(optimizer, (AdamConfig, AdamWConfig)):
-        raise TypeError(f"ExperimentConfig.optimizer must be an AdamConfig or AdamWConfig, got "
-                        f"{type(optimizer).__name__}")
+        raise TypeError(
+            f"ExperimentConfig.optimizer must be an AdamConfig or AdamWConfig, got {type(optimizer).__name__}"
+        )
     return optimizer.init()
 
 
-def train(artifact_dir: str | os.PathLike, dataset_train, dataset_test, config: ExperimentConfig, device="cpu",
-          dataset_cls: Any = None, dtype=None, renderer=None, checkpoint: int | None = None,
-          tokenizer=None, plots: bool = False):
+def train(
+    artifact_dir: str | os.PathLike,
+    dataset_train,
+    dataset_test,
+    config: ExperimentConfig,
+    device="cpu",
+    dataset_cls: Any = None,
+    dtype=None,
+    renderer=None,
+    checkpoint: int | None = None,
+    tokenizer=None,
+    plots: bool = False,
+):
     """Train a classifier for ``dataset_cls`` and save ``config.json`` and ``model.bpk``.
 
     Args:
@@ -240,14 +293,38 @@ def train(artifact_dir: str | os.PathLike, dataset_train, dataset_test, config: 
     tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
 
     model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
-    dataloader_train, dataloader_test = build_dataloaders(dataset_train, dataset_test, config, tokenizer, device)
+    dataloader_train, dataloader_test = build_dataloaders(
+        dataset_train, dataset_test, config, tokenizer, device
+    )
     lr_scheduler = build_lr_scheduler(config, config.num_epochs * steps_per_epoch(dataloader_train))
-    return _launch(artifact_dir, model, dataloader_train, dataloader_test, config, _optimizer(config), lr_scheduler,
-                   device, renderer, checkpoint, plots)
+    return _launch(
+        artifact_dir,
+        model,
+        dataloader_train,
+        dataloader_test,
+        config,
+        _optimizer(config),
+        lr_scheduler,
+        device,
+        renderer,
+        checkpoint,
+        plots,
+    )
 
 
-def _launch(artifact_dir: Path, model, dataloader_train, dataloader_test, config: ExperimentConfig, optimizer,
-            lr_scheduler, device, renderer, checkpoint, plots):
+def _launch(
+    artifact_dir: Path,
+    model,
+    dataloader_train,
+    dataloader_test,
+    config: ExperimentConfig,
+    optimizer,
+    lr_scheduler,
+    device,
+    renderer,
+    checkpoint,
+    plots,
+):
     """Shared by training and fine-tuning: metrics, checkpointers, summary, launch, save."""
     training = register_metrics(SupervisedTraining(artifact_dir, dataloader_train, dataloader_test), device)
     training = training.with_default_checkpointers().num_epochs(config.num_epochs).summary().with_plots(plots)

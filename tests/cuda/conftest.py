@@ -9,11 +9,11 @@
 * ``cupy`` -- real CuPy on a GPU; marked ``cuda`` and skipped with the runtime's reason when
   CuPy or a device is missing (``pytest -m cuda`` selects exactly these).
 """
+
 from __future__ import annotations
 
-import pytest
-
 import cuda_host_emulator
+import pytest
 
 _BACKENDS = ["emulated", pytest.param("cupy", marks=pytest.mark.cuda)]
 

@@ -8,6 +8,7 @@ each argument's type against the kernel's parameter (a NumPy scalar of exactly t
 type; arrays of the right element type, C-contiguous), the grid and block limits, and that
 barriers are reached by every thread.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -23,14 +24,25 @@ import numpy as np
 
 HEADER = Path(__file__).resolve().parent / "cuda_host_emulator.h"
 
-_SCALARS = {"f": np.float32, "d": np.float64, "i": np.int32, "I": np.uint32,
-            "q": np.int64, "Q": np.uint64}
-_CTYPES = {"f": ctypes.c_float, "d": ctypes.c_double, "i": ctypes.c_int32,
-           "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64}
-_ELEMENTS = {"f": (np.dtype(np.float32),), "d": (np.dtype(np.float64),),
-             "e": (np.dtype(np.float16),), "i": (np.dtype(np.int32),),
-             "I": (np.dtype(np.uint32),), "q": (np.dtype(np.int64),),
-             "Q": (np.dtype(np.uint64),), "B": (np.dtype(np.uint8), np.dtype(np.bool_))}
+_SCALARS = {"f": np.float32, "d": np.float64, "i": np.int32, "I": np.uint32, "q": np.int64, "Q": np.uint64}
+_CTYPES = {
+    "f": ctypes.c_float,
+    "d": ctypes.c_double,
+    "i": ctypes.c_int32,
+    "I": ctypes.c_uint32,
+    "q": ctypes.c_int64,
+    "Q": ctypes.c_uint64,
+}
+_ELEMENTS = {
+    "f": (np.dtype(np.float32),),
+    "d": (np.dtype(np.float64),),
+    "e": (np.dtype(np.float16),),
+    "i": (np.dtype(np.int32),),
+    "I": (np.dtype(np.uint32),),
+    "q": (np.dtype(np.int64),),
+    "Q": (np.dtype(np.uint64),),
+    "B": (np.dtype(np.uint8), np.dtype(np.bool_)),
+}
 
 
 def compiler() -> str | None:
@@ -60,13 +72,18 @@ def build_library(code: str, name_expressions: list[str]) -> Path:
     """Compile ``code`` for the emulator with a launcher per name expression; cached on disk
     by content."""
     table = ",\n".join(f'    emu_make("{e}", &{e})' for e in name_expressions)
-    unit = (f'#include "{HEADER}"\n{code}\n'
-            f"std::vector<EmuKernel>& emu_table() {{\n"
-            f"  static std::vector<EmuKernel> t = {{\n{table}\n  }};\n  return t;\n}}\n")
+    unit = (
+        f'#include "{HEADER}"\n{code}\n'
+        f"std::vector<EmuKernel>& emu_table() {{\n"
+        f"  static std::vector<EmuKernel> t = {{\n{table}\n  }};\n  return t;\n}}\n"
+    )
     # EMBER_EMU_SANITIZE=1 builds with AddressSanitizer (run python with libasan preloaded)
     # so that out-of-bounds accesses of the kernels abort with a report.
-    sanitize = ["-fsanitize=address", "-fno-omit-frame-pointer"] if os.environ.get(
-        "EMBER_EMU_SANITIZE") == "1" else []
+    sanitize = (
+        ["-fsanitize=address", "-fno-omit-frame-pointer"]
+        if os.environ.get("EMBER_EMU_SANITIZE") == "1"
+        else []
+    )
     digest = hashlib.sha256((unit + HEADER.read_text() + " ".join(sanitize)).encode()).hexdigest()[:20]
     lib = _cache_dir() / f"k{digest}.so"
     if lib.exists():
@@ -75,8 +92,19 @@ def build_library(code: str, name_expressions: list[str]) -> Path:
     src.write_text(unit)
     tmp = lib.with_suffix(f".{os.getpid()}.tmp")
     # -O0 builds about twice as fast as -O1 and the emulated test sizes are small.
-    cmd = [compiler() or "g++", "-std=c++20", "-O0", "-fPIC", "-shared", "-w",
-           "-fno-strict-aliasing", *sanitize, str(src), "-o", str(tmp)]
+    cmd = [
+        compiler() or "g++",
+        "-std=c++20",
+        "-O0",
+        "-fPIC",
+        "-shared",
+        "-w",
+        "-fno-strict-aliasing",
+        *sanitize,
+        str(src),
+        "-o",
+        str(tmp),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"emulator build failed:\n{proc.stderr[-6000:]}")
@@ -109,26 +137,30 @@ class EmulatedKernel:
             raise ValueError(f"{self.name}: grid {grid} exceeds CUDA limits")
         args = tuple(args)
         if len(args) != len(self.sig):
-            raise TypeError(f"{self.name}: expects {len(self.sig)} arguments ({self.sig}), "
-                            f"got {len(args)}")
+            raise TypeError(f"{self.name}: expects {len(self.sig)} arguments ({self.sig}), got {len(args)}")
         holders = []
         for i, (a, code) in enumerate(zip(args, self.sig)):
             if code.endswith("*"):
                 if not isinstance(a, np.ndarray):
                     raise TypeError(f"{self.name}: argument {i} must be an array, got {type(a)}")
                 if a.dtype not in _ELEMENTS[code[:-1]]:
-                    raise TypeError(f"{self.name}: argument {i} must have element type "
-                                    f"{_ELEMENTS[code[:-1]]}, got {a.dtype}")
+                    raise TypeError(
+                        f"{self.name}: argument {i} must have element type "
+                        f"{_ELEMENTS[code[:-1]]}, got {a.dtype}"
+                    )
                 if not a.flags.c_contiguous:
                     raise TypeError(f"{self.name}: argument {i} is not C-contiguous")
                 holders.append(ctypes.c_void_p(a.ctypes.data))
             else:
                 if type(a) is not _SCALARS[code]:
-                    raise TypeError(f"{self.name}: argument {i} must be a {_SCALARS[code].__name__} "
-                                    f"scalar, got {type(a).__name__} {a!r}")
+                    raise TypeError(
+                        f"{self.name}: argument {i} must be a {_SCALARS[code].__name__} "
+                        f"scalar, got {type(a).__name__} {a!r}"
+                    )
                 holders.append(_CTYPES[code](a.item()))
         argv = (ctypes.c_void_p * max(1, len(holders)))(
-            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
+        )
         err = ctypes.create_string_buffer(2048)
         rc = self._lib.emu_launch(self._index, *grid, *block, argv, err, len(err))
         self.launches += 1
@@ -150,13 +182,13 @@ class EmulatedRawModule:
         self._lib = ctypes.CDLL(str(path))
         self._lib.emu_kernel_name.restype = ctypes.c_char_p
         self._lib.emu_kernel_sig.restype = ctypes.c_char_p
-        self._lib.emu_launch.argtypes = [ctypes.c_int] + [ctypes.c_uint] * 6 + [
-            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        self._lib.emu_launch.argtypes = (
+            [ctypes.c_int] + [ctypes.c_uint] * 6 + [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        )
         self.kernels = {}
         for i in range(self._lib.emu_kernel_count()):
             name = self._lib.emu_kernel_name(i).decode()
-            self.kernels[name] = EmulatedKernel(self._lib, i, name,
-                                                self._lib.emu_kernel_sig(i).decode())
+            self.kernels[name] = EmulatedKernel(self._lib, i, name, self._lib.emu_kernel_sig(i).decode())
         EmulatedRawModule.instances.append(self)
 
     def get_function(self, name: str) -> EmulatedKernel:
@@ -177,9 +209,27 @@ def prebuild(codes: list[str], workers: int = 2) -> None:
 def make_fake_cupy() -> types.ModuleType:
     """A module object exposing the subset of CuPy's API used by ember's cuda wrappers."""
     cp = types.ModuleType("fake_cupy")
-    for name in ("ndarray", "float16", "float32", "float64", "int32", "int64", "uint8",
-                 "uint32", "uint64", "bool_", "empty", "zeros", "ones", "full", "empty_like",
-                 "zeros_like", "ascontiguousarray", "arange", "dtype"):
+    for name in (
+        "ndarray",
+        "float16",
+        "float32",
+        "float64",
+        "int32",
+        "int64",
+        "uint8",
+        "uint32",
+        "uint64",
+        "bool_",
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "empty_like",
+        "zeros_like",
+        "ascontiguousarray",
+        "arange",
+        "dtype",
+    ):
         setattr(cp, name, getattr(np, name))
 
     def asarray(a, dtype=None):

@@ -1,4 +1,5 @@
 """NumPy helpers of the cuda kernel tests: tolerances and the dropout hash transcription."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,11 @@ DTYPES = (np.float32, np.float16, np.float64)
 
 # (rtol, atol) of a kernel result against a float64 NumPy reference computed from the same
 # (rounded) inputs: float32 tight, float16 loose (half-precision storage of the result).
-_TOL = {np.dtype(np.float64): (1e-9, 1e-11), np.dtype(np.float32): (1e-4, 1e-5),
-        np.dtype(np.float16): (1e-2, 1e-2)}
+_TOL = {
+    np.dtype(np.float64): (1e-9, 1e-11),
+    np.dtype(np.float32): (1e-4, 1e-5),
+    np.dtype(np.float16): (1e-2, 1e-2),
+}
 
 
 def assert_close(got, want, dtype, scale: float = 1.0, what: str = "") -> None:
@@ -24,8 +28,9 @@ def assert_close(got, want, dtype, scale: float = 1.0, what: str = "") -> None:
     rtol, atol = _TOL[np.dtype(dtype)]
     got = np.asarray(got)
     assert got.shape == np.shape(want), f"{what}: shape {got.shape} != {np.shape(want)}"
-    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, dtype=np.float64),
-                               rtol=rtol, atol=atol * scale, err_msg=what)
+    np.testing.assert_allclose(
+        got.astype(np.float64), np.asarray(want, dtype=np.float64), rtol=rtol, atol=atol * scale, err_msg=what
+    )
 
 
 def rounded(a, dtype):
@@ -47,5 +52,5 @@ def keep_mask(n: int, p: float, seed: int) -> np.ndarray:
         z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
         z = z ^ (z >> u64(31))
-    u = (z >> u64(40)).astype(np.float64) * 2.0 ** -24
+    u = (z >> u64(40)).astype(np.float64) * 2.0**-24
     return u >= p

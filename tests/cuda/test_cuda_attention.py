@@ -4,17 +4,18 @@ Covers every head-dimension specialisation (Dh padded to 32, 64, 128), Sq != Sk,
 that straddle the sequence ends, padding masks, quiet softmax and dropout on the
 pre-softmax scores, forward and backward, in float32, float16 and float64.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
 import types
 
+import cuda_host_emulator
 import numpy as np
 import pytest
-
-import cuda_host_emulator
 from cuda_numpy_reference import DTYPES, assert_close, keep_mask, rounded
+
 from ember.kernels import cuda as K
 
 RNG = np.random.default_rng(77)
@@ -60,11 +61,11 @@ def attention_backward_ref(dout, q, k, v, out, lse, mask, scale, p, seed):
 
 # (B, H, Sq, Sk, Dh, masked, quiet, dropout_p)
 CASES = [
-    (2, 2, 37, 45, 40, True, False, 0.0),     # Dh 40 -> 64, two key tiles, partial last tile
-    (1, 3, 20, 33, 16, True, True, 0.2),      # Dh 16 -> 32, quiet, dropout, mask
-    (2, 1, 9, 70, 100, False, True, 0.0),     # Dh 100 -> 128 (4 threads per row)
-    (1, 2, 33, 17, 32, True, False, 0.5),     # Sq > Sk, 32 = Dh exactly
-    (1, 1, 130, 5, 64, False, False, 0.0),    # more query rows than one block holds
+    (2, 2, 37, 45, 40, True, False, 0.0),  # Dh 40 -> 64, two key tiles, partial last tile
+    (1, 3, 20, 33, 16, True, True, 0.2),  # Dh 16 -> 32, quiet, dropout, mask
+    (2, 1, 9, 70, 100, False, True, 0.0),  # Dh 100 -> 128 (4 threads per row)
+    (1, 2, 33, 17, 32, True, False, 0.5),  # Sq > Sk, 32 = Dh exactly
+    (1, 1, 130, 5, 64, False, False, 0.0),  # more query rows than one block holds
 ]
 
 
@@ -80,31 +81,50 @@ def _inputs(b, h, sq, sk, dh, masked, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(str(int(a)) for a in c[:5])
-                         + ("-mask" if c[5] else "") + ("-quiet" if c[6] else "")
-                         + (f"-p{c[7]}" if c[7] else ""))
+@pytest.mark.parametrize(
+    "case",
+    CASES,
+    ids=lambda c: (
+        "x".join(str(int(a)) for a in c[:5])
+        + ("-mask" if c[5] else "")
+        + ("-quiet" if c[6] else "")
+        + (f"-p{c[7]}" if c[7] else "")
+    ),
+)
 def test_attention_forward_and_backward(xp, dtype, case):
     b, h, sq, sk, dh, masked, quiet, p = case
     seed = 2024
     scale = 1.0 / math.sqrt(dh)
     (q, q64), (k, k64), (v, v64), mask = _inputs(b, h, sq, sk, dh, masked, dtype)
     dev_mask = None if mask is None else xp.asarray(mask)
-    out, lse = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), dev_mask, scale, quiet,
-                           p, seed)
+    out, lse = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), dev_mask, scale, quiet, p, seed)
     out_ref, lse_ref = attention_ref(q64, k64, v64, mask, scale, quiet, p, seed)
     assert out.shape == (b, h, sq, dh) and out.dtype == dtype
     assert lse.shape == (b, h, sq)
     assert lse.dtype == np.float64  # wider than float32: a fully masked row's lse needs it
     assert_close(xp.asnumpy(out), out_ref, dtype, what="attention out")
-    assert_close(xp.asnumpy(lse), lse_ref, np.float32 if dtype == np.float16 else dtype,
-                 scale=10, what="attention lse")
+    assert_close(
+        xp.asnumpy(lse), lse_ref, np.float32 if dtype == np.float16 else dtype, scale=10, what="attention lse"
+    )
 
     dout, dout64 = rounded(RNG.standard_normal((b, h, sq, dh)), dtype)
-    dq, dk, dv = K.attention_backward(xp.asarray(dout), xp.asarray(q), xp.asarray(k),
-                                      xp.asarray(v), out, lse, dev_mask, scale, quiet, p, seed)
+    dq, dk, dv = K.attention_backward(
+        xp.asarray(dout),
+        xp.asarray(q),
+        xp.asarray(k),
+        xp.asarray(v),
+        out,
+        lse,
+        dev_mask,
+        scale,
+        quiet,
+        p,
+        seed,
+    )
     out_used = xp.asnumpy(out).astype(np.float64)  # the backward sees the kernel's own out
-    dq_ref, dk_ref, dv_ref = attention_backward_ref(dout64, q64, k64, v64, out_used, lse_ref,
-                                                    mask, scale, p, seed)
+    dq_ref, dk_ref, dv_ref = attention_backward_ref(
+        dout64, q64, k64, v64, out_used, lse_ref, mask, scale, p, seed
+    )
     for name, got, want in (("dq", dq, dq_ref), ("dk", dk, dk_ref), ("dv", dv, dv_ref)):
         assert got.dtype == dtype
         assert_close(xp.asnumpy(got), want, dtype, scale=4, what=f"attention {name}")
@@ -117,8 +137,7 @@ def test_attention_fully_masked_rows_are_uniform(xp):
     k = RNG.standard_normal((b, h, sk, dh)).astype(np.float32)
     v = RNG.standard_normal((b, h, sk, dh)).astype(np.float32)
     mask = np.ones((b, sk), dtype=bool)
-    out, _ = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask), 0.5,
-                         False, 0.0, 0)
+    out, _ = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask), 0.5, False, 0.0, 0)
     want = np.broadcast_to(v.mean(2, keepdims=True), out.shape)
     np.testing.assert_allclose(xp.asnumpy(out), want, rtol=2e-3, atol=2e-3)
 
@@ -129,16 +148,37 @@ def test_attention_ag_news_size(xp):
         pytest.skip("too large for the CPU emulator; runs on the GPU")
     b, h, s, dh = 32, 4, 256, 32
     (q, q64), (k, k64), (v, v64), mask = _inputs(b, h, s, s, dh, True, np.float32)
-    out, lse = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask),
-                           dh ** -0.5, True, 0.1, 5)
-    out_ref, lse_ref = attention_ref(q64, k64, v64, mask, dh ** -0.5, True, 0.1, 5)
+    out, lse = K.attention(
+        xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask), dh**-0.5, True, 0.1, 5
+    )
+    out_ref, lse_ref = attention_ref(q64, k64, v64, mask, dh**-0.5, True, 0.1, 5)
     assert_close(xp.asnumpy(out), out_ref, np.float32, what="out")
     dout = RNG.standard_normal(q.shape).astype(np.float32)
-    grads = K.attention_backward(xp.asarray(dout), xp.asarray(q), xp.asarray(k), xp.asarray(v),
-                                 out, lse, xp.asarray(mask), dh ** -0.5, True, 0.1, 5)
-    refs = attention_backward_ref(dout.astype(np.float64), q64, k64, v64,
-                                  xp.asnumpy(out).astype(np.float64), lse_ref, mask, dh ** -0.5,
-                                  0.1, 5)
+    grads = K.attention_backward(
+        xp.asarray(dout),
+        xp.asarray(q),
+        xp.asarray(k),
+        xp.asarray(v),
+        out,
+        lse,
+        xp.asarray(mask),
+        dh**-0.5,
+        True,
+        0.1,
+        5,
+    )
+    refs = attention_backward_ref(
+        dout.astype(np.float64),
+        q64,
+        k64,
+        v64,
+        xp.asnumpy(out).astype(np.float64),
+        lse_ref,
+        mask,
+        dh**-0.5,
+        0.1,
+        5,
+    )
     for got, want in zip(grads, refs):
         assert_close(xp.asnumpy(got), want, np.float32, scale=4, what="grad")
 
@@ -169,9 +209,12 @@ class _EmulatedCupy(types.ModuleType):
         self.cuda = types.SimpleNamespace(
             Device=lambda *a: _EmulatedDevice(),
             runtime=types.SimpleNamespace(getDeviceCount=lambda: 1, memGetInfo=lambda: (0, 0)),
-            set_allocator=lambda malloc: None, memory=types.SimpleNamespace(OutOfMemoryError=MemoryError))
+            set_allocator=lambda malloc: None,
+            memory=types.SimpleNamespace(OutOfMemoryError=MemoryError),
+        )
         self.get_default_memory_pool = lambda: types.SimpleNamespace(
-            malloc=lambda n: None, free_all_blocks=lambda: None, total_bytes=lambda: 0)
+            malloc=lambda n: None, free_all_blocks=lambda: None, total_bytes=lambda: 0
+        )
         self.random = np.random
 
     def __getattr__(self, name):
@@ -203,8 +246,12 @@ def emulated_cuda(emulated_cupy, monkeypatch):
 
 def _attention_launches(name: str) -> int:
     """Launches so far of the emulated kernel ``name`` (any template instantiation)."""
-    return sum(k.launches for m in cuda_host_emulator.EmulatedRawModule.instances
-               for key, k in m.kernels.items() if key.split("<")[0] == name)
+    return sum(
+        k.launches
+        for m in cuda_host_emulator.EmulatedRawModule.instances
+        for key, k in m.kernels.items()
+        if key.split("<")[0] == name
+    )
 
 
 # (B, H, Sq, Sk, Dh, mask, quiet, dropout_p, scale): outside the kernels' limits, and one inside
@@ -245,8 +292,9 @@ def test_backend_attention_falls_back_outside_the_kernel_limits(emulated_cuda, n
     np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), **_tol(dtype), equal_nan=True)
     for what, got, exp in zip(("dq", "dk", "dv"), grads, want_grads):
         assert got.dtype == dtype and got.shape == exp.shape, what
-        np.testing.assert_allclose(got.astype(np.float64), exp.astype(np.float64), **_tol(dtype), equal_nan=True,
-                                   err_msg=what)
+        np.testing.assert_allclose(
+            got.astype(np.float64), exp.astype(np.float64), **_tol(dtype), equal_nan=True, err_msg=what
+        )
 
 
 def _tol(dtype):
@@ -317,7 +365,9 @@ def test_backend_optimizer_updates_fall_back_for_layouts_the_kernels_lack(emulat
     for g, w in zip(got[:3], want[:3]):
         np.testing.assert_allclose(g[0], w[0], rtol=1e-6, atol=1e-7)
     momentum64 = np.zeros((4, 3), np.float64)  # a state dtype the kernel does not pair with float32
-    got = emulated_cuda.sgd_update([grad.copy()], [grad], [momentum64], 0.1, momentum=0.9, first_step_flags=True)
+    got = emulated_cuda.sgd_update(
+        [grad.copy()], [grad], [momentum64], 0.1, momentum=0.9, first_step_flags=True
+    )
     want = ref.sgd_update([grad.copy()], [grad], [momentum64], 0.1, momentum=0.9, first_step_flags=True)
     np.testing.assert_allclose(got[0][0], want[0][0], rtol=1e-6)
     np.testing.assert_allclose(got[1][0], want[1][0], rtol=1e-6)

@@ -4,14 +4,15 @@ Softmax, norms, GELU, cross-entropy, embedding and dropout (forward and backward
 attention and the optimizer updates have their own files. Each reference is computed in
 float64 from the same rounded inputs the kernel sees.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
-
 from cuda_numpy_reference import DTYPES, assert_close, keep_mask, rounded
+
 from ember.kernels import cuda as K
 
 RNG = np.random.default_rng(1234)
@@ -49,8 +50,9 @@ def test_softmax_and_log_softmax(xp, dtype, shape):
 
     ys, ys64 = rounded(_softmax_ref(x64), dtype)
     dx = K.softmax_backward(xp.asarray(ys), xp.asarray(dy))
-    assert_close(xp.asnumpy(dx), ys64 * (dy64 - (dy64 * ys64).sum(-1, keepdims=True)), dtype,
-                 what="softmax_backward")
+    assert_close(
+        xp.asnumpy(dx), ys64 * (dy64 - (dy64 * ys64).sum(-1, keepdims=True)), dtype, what="softmax_backward"
+    )
     yl, yl64 = rounded(_log_softmax_ref(x64), dtype)
     dxl = K.log_softmax_backward(xp.asarray(yl), xp.asarray(dy))
     want = dy64 - np.exp(yl64) * dy64.sum(-1, keepdims=True)
@@ -61,11 +63,9 @@ def test_softmax_rejects_bad_input(xp):
     with pytest.raises(TypeError, match="softmax: x must be float16, float32 or float64"):
         K.softmax(xp.asarray(np.zeros((2, 3), dtype=np.int32)))
     with pytest.raises(ValueError, match="softmax_backward: y and dy must have the same shape"):
-        K.softmax_backward(xp.asarray(np.zeros((2, 3), np.float32)),
-                           xp.asarray(np.zeros((2, 4), np.float32)))
+        K.softmax_backward(xp.asarray(np.zeros((2, 3), np.float32)), xp.asarray(np.zeros((2, 4), np.float32)))
     with pytest.raises(TypeError, match="dy has dtype float64 but the op's input is float32"):
-        K.softmax_backward(xp.asarray(np.zeros((2, 3), np.float32)),
-                           xp.asarray(np.zeros((2, 3), np.float64)))
+        K.softmax_backward(xp.asarray(np.zeros((2, 3), np.float32)), xp.asarray(np.zeros((2, 3), np.float64)))
 
 
 def test_softmax_of_empty_rows(xp):
@@ -103,7 +103,7 @@ def test_layer_norm(xp, dtype, shape, affine):
     x, x64 = rounded(_randn(*shape) * 2 + 0.5, dtype)
     g, g64 = rounded(_randn(d), dtype) if affine else (None, None)
     b, b64 = rounded(_randn(d), dtype) if affine else (None, None)
-    dev = (lambda a: None if a is None else xp.asarray(a))
+    dev = lambda a: None if a is None else xp.asarray(a)
     y, mean, rstd = K.layer_norm(xp.asarray(x), dev(g), dev(b), 1e-5)
     y_ref, mean_ref, rstd_ref = _ln_ref(x64, g64, b64, 1e-5)
     assert mean.shape == shape[:-1] and rstd.shape == shape[:-1]
@@ -132,22 +132,22 @@ def test_rms_norm(xp, dtype, shape, affine):
     x, x64 = rounded(_randn(*shape) * 2, dtype)
     g, g64 = rounded(_randn(d), dtype) if affine else (None, None)
     y, rstd = K.rms_norm(xp.asarray(x), None if g is None else xp.asarray(g), 1e-6)
-    r = 1 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6)
+    r = 1 / np.sqrt((x64**2).mean(-1, keepdims=True) + 1e-6)
     y_ref = x64 * r * (g64 if affine else 1)
     assert_close(xp.asnumpy(y), y_ref, dtype, scale=4, what="rms_norm y")
     np.testing.assert_allclose(xp.asnumpy(rstd), r[..., 0], rtol=1e-5)
 
     dy, dy64 = rounded(_randn(*shape), dtype)
-    dx, dg = K.rms_norm_backward(xp.asarray(dy), xp.asarray(x), rstd,
-                                 None if g is None else xp.asarray(g))
+    dx, dg = K.rms_norm_backward(xp.asarray(dy), xp.asarray(x), rstd, None if g is None else xp.asarray(g))
     gg = dy64 * g64 if affine else dy64
     xhat = x64 * r
     dx_ref = (gg - xhat * (gg * xhat).mean(-1, keepdims=True)) * r
     assert_close(xp.asnumpy(dx), dx_ref, dtype, scale=4, what="rms_norm dx")
     if affine:
         rows = math.prod(shape[:-1])
-        assert_close(xp.asnumpy(dg), (dy64 * xhat).reshape(-1, d).sum(0), dtype, scale=rows,
-                     what="rms dgamma")
+        assert_close(
+            xp.asnumpy(dg), (dy64 * xhat).reshape(-1, d).sum(0), dtype, scale=rows, what="rms dgamma"
+        )
     else:
         assert dg is None
 
@@ -163,7 +163,7 @@ def test_norms_reject_bad_gamma(xp):
 # ---- GELU --------------------------------------------------------------------------------
 def _gelu_ref(x, approximate):
     if approximate:
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     erf = np.vectorize(math.erf)
     return x * 0.5 * (1 + erf(x / math.sqrt(2)))
 
@@ -171,7 +171,7 @@ def _gelu_ref(x, approximate):
 def _gelu_grad_ref(x, approximate):
     if approximate:
         c = math.sqrt(2 / math.pi)
-        t = np.tanh(c * (x + 0.044715 * x ** 3))
+        t = np.tanh(c * (x + 0.044715 * x**3))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
     erf = np.vectorize(math.erf)
     return 0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
@@ -201,8 +201,9 @@ def test_bias_gelu(xp, dtype, approximate, shape):
     dx_ref = dy64 * _gelu_grad_ref(x64 + b64, approximate)
     assert_close(xp.asnumpy(dx), dx_ref, dtype, what="bias_gelu dx")
     rows = math.prod(shape[:-1])
-    assert_close(xp.asnumpy(db), dx_ref.reshape(-1, shape[-1]).sum(0), dtype, scale=rows,
-                 what="bias_gelu dbias")
+    assert_close(
+        xp.asnumpy(db), dx_ref.reshape(-1, shape[-1]).sum(0), dtype, scale=rows, what="bias_gelu dbias"
+    )
 
 
 # ---- cross-entropy -------------------------------------------------------------------------
@@ -218,13 +219,11 @@ def test_cross_entropy(xp, dtype, n, c, smoothing, index_dtype):
     lse_ref = (m + np.log(np.exp(l64 - m).sum(1, keepdims=True)))[:, 0]
     loss_ref = lse_ref - (1 - smoothing) * l64[np.arange(n), t] - smoothing / c * l64.sum(1)
     assert loss.dtype == dtype
-    assert_close(xp.asnumpy(lse), lse_ref, np.float32 if dtype == np.float16 else dtype,
-                 scale=10, what="lse")
+    assert_close(xp.asnumpy(lse), lse_ref, np.float32 if dtype == np.float16 else dtype, scale=10, what="lse")
     assert_close(xp.asnumpy(loss), loss_ref, dtype, scale=10, what="loss")
 
     dloss, d64 = rounded(RNG.random(n) + 0.5, dtype)
-    g = K.cross_entropy_backward(xp.asarray(logits), xp.asarray(t), lse, xp.asarray(dloss),
-                                 smoothing)
+    g = K.cross_entropy_backward(xp.asarray(logits), xp.asarray(t), lse, xp.asarray(dloss), smoothing)
     onehot = np.zeros((n, c))
     onehot[np.arange(n), t] = 1
     g_ref = d64[:, None] * (np.exp(l64 - lse_ref[:, None]) - (1 - smoothing) * onehot - smoothing / c)
@@ -241,7 +240,9 @@ def test_cross_entropy_with_minus_inf_logits(xp, dtype, smoothing):
     p = np.exp(logits.astype(np.float64) - np.log(np.exp(logits.astype(np.float64)).sum(1, keepdims=True)))
     want = -np.log(p[np.arange(3), t]) if smoothing == 0.0 else np.full(3, np.inf)  # mass on -inf classes
     assert_close(xp.asnumpy(loss), want, dtype, what="loss")
-    g = K.cross_entropy_backward(xp.asarray(logits), xp.asarray(t), lse, xp.asarray(np.ones(3, dtype)), smoothing)
+    g = K.cross_entropy_backward(
+        xp.asarray(logits), xp.asarray(t), lse, xp.asarray(np.ones(3, dtype)), smoothing
+    )
     assert_close(xp.asnumpy(g), p - (1 - smoothing) * np.eye(3)[t] - smoothing / 3, dtype, what="dlogits")
 
 
@@ -259,12 +260,20 @@ def test_cross_entropy_rejects_out_of_range_targets(xp, bad):
     logits = xp.asarray(np.zeros((5, 4), np.float32))
     t = np.array([0, 1, 2, 3, 0])
     t[3] = bad
-    with pytest.raises(IndexError, match=rf"cross_entropy: targets value {bad} at position \(3,\)"
-                                         r" is out of range; valid range is \[0, 4\)"):
+    with pytest.raises(
+        IndexError,
+        match=rf"cross_entropy: targets value {bad} at position \(3,\)"
+        r" is out of range; valid range is \[0, 4\)",
+    ):
         K.cross_entropy(logits, xp.asarray(t), 0.0)
     with pytest.raises(IndexError, match="cross_entropy_backward: targets"):
-        K.cross_entropy_backward(logits, xp.asarray(t), xp.asarray(np.zeros(5, np.float32)),
-                                 xp.asarray(np.ones(5, np.float32)), 0.0)
+        K.cross_entropy_backward(
+            logits,
+            xp.asarray(t),
+            xp.asarray(np.zeros(5, np.float32)),
+            xp.asarray(np.ones(5, np.float32)),
+            0.0,
+        )
 
 
 # ---- embedding -----------------------------------------------------------------------------
@@ -289,12 +298,14 @@ def test_embedding(xp, dtype, index_dtype):
 def test_embedding_rejects_out_of_range_ids(xp):
     w = xp.asarray(np.zeros((6, 4), np.float32))
     ids = np.array([[0, 5], [6, 1]])
-    with pytest.raises(IndexError, match=r"embedding: ids value 6 at position \(1, 0\) is out "
-                                         r"of range; valid range is \[0, 6\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"embedding: ids value 6 at position \(1, 0\) is out "
+        r"of range; valid range is \[0, 6\)",
+    ):
         K.embedding(w, xp.asarray(ids))
     with pytest.raises(IndexError, match=r"embedding_backward: ids value -3"):
-        K.embedding_backward(xp.asarray(np.zeros((2, 4), np.float32)),
-                             xp.asarray(np.array([1, -3])), 6)
+        K.embedding_backward(xp.asarray(np.zeros((2, 4), np.float32)), xp.asarray(np.array([1, -3])), 6)
 
 
 # ---- dropout -------------------------------------------------------------------------------
@@ -307,6 +318,7 @@ def test_dropout_mask_is_bit_exact(xp, p, seed):
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, want)
     from ember.kernels.reference import ReferenceBackend  # the spec backend agrees too
+
     np.testing.assert_array_equal(ReferenceBackend().dropout_keep_mask(shape, p, seed), want)
 
 

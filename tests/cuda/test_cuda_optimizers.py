@@ -3,6 +3,7 @@
 The parameter list mixes tensors smaller than a chunk, one spanning two chunks (4096
 elements each), a 0-d tensor and an empty one, so the chunk table is exercised.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,14 +29,21 @@ def _tol(dtype):
 
 def _check(xp, got, want, dtype, what):
     for i, (g, w) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(xp.asnumpy(g).astype(np.float64), w, rtol=_tol(dtype) * 10,
-                                   atol=_tol(dtype), err_msg=f"{what}[{i}]")
+        np.testing.assert_allclose(
+            xp.asnumpy(g).astype(np.float64),
+            w,
+            rtol=_tol(dtype) * 10,
+            atol=_tol(dtype),
+            err_msg=f"{what}[{i}]",
+        )
 
 
-@pytest.mark.parametrize("dtype,state_dtype", [(np.float32, np.float32), (np.float64, np.float64),
-                                               (np.float16, np.float32)])
-@pytest.mark.parametrize("momentum,dampening,nesterov", [(0.0, 0.0, False), (0.9, 0.1, False),
-                                                         (0.8, 0.0, True)])
+@pytest.mark.parametrize(
+    "dtype,state_dtype", [(np.float32, np.float32), (np.float64, np.float64), (np.float16, np.float32)]
+)
+@pytest.mark.parametrize(
+    "momentum,dampening,nesterov", [(0.0, 0.0, False), (0.9, 0.1, False), (0.8, 0.0, True)]
+)
 def test_sgd_update_matches_numpy(xp, dtype, state_dtype, momentum, dampening, nesterov):
     wd = 0.01
     lr = [0.1, 0.05, 0.2, 0.1, 0.3]
@@ -46,9 +54,17 @@ def test_sgd_update_matches_numpy(xp, dtype, state_dtype, momentum, dampening, n
     ref_b = [np.zeros(p.shape) for p in host]
     for step in range(3):
         grads = _grads(dtype)
-        K.sgd_update(params, [xp.asarray(g) for g in grads], bufs, lr, weight_decay=wd,
-                     momentum=momentum, dampening=dampening, nesterov=nesterov,
-                     first_step_flags=step == 0)
+        K.sgd_update(
+            params,
+            [xp.asarray(g) for g in grads],
+            bufs,
+            lr,
+            weight_decay=wd,
+            momentum=momentum,
+            dampening=dampening,
+            nesterov=nesterov,
+            first_step_flags=step == 0,
+        )
         for i, g in enumerate(grads):
             d = g.astype(np.float64) + wd * ref_p[i]
             if momentum:
@@ -70,7 +86,7 @@ def _adam_reference(p, g, m, v, vmax, lr, b1, b2, eps, wd, decoupled, cautious, 
     if vmax is not None:
         vmax = np.maximum(vmax, v)
     vu = v if vmax is None else vmax
-    update = (m / (1 - b1 ** t)) / (np.sqrt(vu / (1 - b2 ** t)) + eps)
+    update = (m / (1 - b1**t)) / (np.sqrt(vu / (1 - b2**t)) + eps)
     if decoupled and cautious:
         p = np.where((p >= 0) == (m >= 0), p - lr * wd * p, p)
     elif decoupled:
@@ -78,8 +94,10 @@ def _adam_reference(p, g, m, v, vmax, lr, b1, b2, eps, wd, decoupled, cautious, 
     return p - lr * update, m, v, vmax
 
 
-@pytest.mark.parametrize("dtype,state_dtype", [(np.float32, np.float32), (np.float64, np.float64),
-                                               (np.float16, np.float32), (np.float16, np.float16)])
+@pytest.mark.parametrize(
+    "dtype,state_dtype",
+    [(np.float32, np.float32), (np.float64, np.float64), (np.float16, np.float32), (np.float16, np.float16)],
+)
 @pytest.mark.parametrize("variant", ["adam", "adamw", "cautious", "amsgrad"])
 def test_adam_update_matches_numpy(xp, dtype, state_dtype, variant):
     lr, b1, b2, eps, wd = 0.01, 0.9, 0.999, 1e-5, 0.05
@@ -89,20 +107,56 @@ def test_adam_update_matches_numpy(xp, dtype, state_dtype, variant):
     m = [xp.zeros(p.shape, dtype=state_dtype) for p in host]
     v = [xp.zeros(p.shape, dtype=state_dtype) for p in host]
     vmax = [xp.zeros(p.shape, dtype=state_dtype) for p in host] if variant == "amsgrad" else None
-    ref = [[p.astype(np.float64), np.zeros(p.shape), np.zeros(p.shape),
-            np.zeros(p.shape) if vmax is not None else None] for p in host]
+    ref = [
+        [
+            p.astype(np.float64),
+            np.zeros(p.shape),
+            np.zeros(p.shape),
+            np.zeros(p.shape) if vmax is not None else None,
+        ]
+        for p in host
+    ]
     for t in (1, 2, 3):
         grads = _grads(dtype)
-        K.adam_update(params, [xp.asarray(g) for g in grads], m, v, vmax, lr, beta1=b1, beta2=b2,
-                      eps=eps, weight_decay=wd, decoupled=decoupled,
-                      cautious=variant == "cautious", steps=t)
+        K.adam_update(
+            params,
+            [xp.asarray(g) for g in grads],
+            m,
+            v,
+            vmax,
+            lr,
+            beta1=b1,
+            beta2=b2,
+            eps=eps,
+            weight_decay=wd,
+            decoupled=decoupled,
+            cautious=variant == "cautious",
+            steps=t,
+        )
         for i, g in enumerate(grads):
             p_ref, m_ref, v_ref, vmax_ref = ref[i]
-            ref[i] = list(_adam_reference(p_ref, g.astype(np.float64), m_ref, v_ref, vmax_ref, lr,
-                                          b1, b2, eps, wd, decoupled, variant == "cautious", t))
+            ref[i] = list(
+                _adam_reference(
+                    p_ref,
+                    g.astype(np.float64),
+                    m_ref,
+                    v_ref,
+                    vmax_ref,
+                    lr,
+                    b1,
+                    b2,
+                    eps,
+                    wd,
+                    decoupled,
+                    variant == "cautious",
+                    t,
+                )
+            )
             # the kernel stores parameters (and states) in their dtype after each step
-            ref[i] = [None if a is None else a.astype(d).astype(np.float64)
-                      for a, d in zip(ref[i], (dtype, state_dtype, state_dtype, state_dtype))]
+            ref[i] = [
+                None if a is None else a.astype(d).astype(np.float64)
+                for a, d in zip(ref[i], (dtype, state_dtype, state_dtype, state_dtype))
+            ]
         state_tol = np.float64 if dtype == np.float64 else state_dtype
         _check(xp, params, [r[0] for r in ref], dtype, "params")
         _check(xp, m, [r[1] for r in ref], state_tol, "m")
@@ -120,8 +174,9 @@ def test_optimizer_updates_reject_bad_lists(xp):
     with pytest.raises(ValueError, match="need `momentum_bufs`"):
         K.sgd_update(p, p, None, 0.1, momentum=0.9)
     with pytest.raises(TypeError, match=r"`m` has dtype float64; with float32 parameters"):
-        K.adam_update(p, p, [xp.asarray(np.zeros(3, np.float64))],
-                      [xp.asarray(np.zeros(3, np.float64))], None, 0.1)
+        K.adam_update(
+            p, p, [xp.asarray(np.zeros(3, np.float64))], [xp.asarray(np.zeros(3, np.float64))], None, 0.1
+        )
     with pytest.raises(ValueError, match="`steps` must be integers >= 1"):
         K.adam_update(p, p, p, p, None, 0.1, steps=0)
     strided = xp.asarray(np.zeros((3, 2), np.float32))[:, 0]

@@ -1,5 +1,6 @@
 """CPU-only tests of the cuda backend's host side: CuPy detection, launch geometry,
 argument validation and the kernel registry. None of these need CuPy or a GPU."""
+
 from __future__ import annotations
 
 import math
@@ -16,10 +17,12 @@ from ember.kernels.cuda import launch, modules, runtime, validate
 
 # ---- runtime detection -------------------------------------------------------------------
 def test_import_does_not_import_cupy():
-    code = ("import sys, ember.kernels.cuda as k, ember.kernels.cuda.ops as ops; "
-            "assert 'cupy' not in sys.modules, 'cupy imported'; "
-            "assert callable(k.softmax) and callable(k.adam_update); "
-            "assert all(callable(getattr(ops, n)) for n in ops.__all__); print('ok')")
+    code = (
+        "import sys, ember.kernels.cuda as k, ember.kernels.cuda.ops as ops; "
+        "assert 'cupy' not in sys.modules, 'cupy imported'; "
+        "assert callable(k.softmax) and callable(k.adam_update); "
+        "assert all(callable(getattr(ops, n)) for n in ops.__all__); print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
@@ -56,13 +59,18 @@ class CUDARuntimeError(RuntimeError):
     """Stands in for cupy_backends.cuda.api.runtime.CUDARuntimeError."""
 
 
-@pytest.mark.parametrize("message,expected", [
-    ("cudaErrorNoDevice: no CUDA-capable device is detected", "no CUDA device was found"),
-    ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
-     "driver is too old"),
-    ("CuPy failed to load libcuda.so.1", "driver (libcuda) is missing"),
-    ("cudaErrorUnknown: unknown error", "could not initialise CUDA"),
-])
+@pytest.mark.parametrize(
+    "message,expected",
+    [
+        ("cudaErrorNoDevice: no CUDA-capable device is detected", "no CUDA device was found"),
+        (
+            "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
+            "driver is too old",
+        ),
+        ("CuPy failed to load libcuda.so.1", "driver (libcuda) is missing"),
+        ("cudaErrorUnknown: unknown error", "could not initialise CUDA"),
+    ],
+)
 def test_driver_and_device_errors_are_explained(fresh_runtime, monkeypatch, message, expected):
     def count():
         raise CUDARuntimeError(message)
@@ -85,8 +93,7 @@ def test_zero_devices_and_success(fresh_runtime, monkeypatch):
 
 
 # ---- launch geometry -----------------------------------------------------------------------
-@pytest.mark.parametrize("rows,cols", [(1, 1), (10, 1024), (3, 1025), (5, 4096), (2, 4097),
-                                       (100000, 7)])
+@pytest.mark.parametrize("rows,cols", [(1, 1), (10, 1024), (3, 1025), (5, 4096), (2, 4097), (100000, 7)])
 def test_row_launch(rows, cols):
     cfg = launch.row_launch(rows, cols)
     assert cfg.warp == (cols <= 1024)
@@ -122,12 +129,11 @@ def test_elementwise_and_optim_geometry():
 # ---- validation ----------------------------------------------------------------------------
 def test_dropout_threshold_equals_the_float_comparison():
     rng = np.random.default_rng(0)
-    ps = np.concatenate([[0.0, 1.0, 0.1, 0.5, 0.9, 1e-9, 1 - 1e-9, 2.0 ** -24, 3 * 2.0 ** -25],
-                         rng.random(200)])
+    ps = np.concatenate([[0.0, 1.0, 0.1, 0.5, 0.9, 1e-9, 1 - 1e-9, 2.0**-24, 3 * 2.0**-25], rng.random(200)])
     for p in ps:
         t = int(validate.dropout_threshold(float(p)))
         for k in {max(t - 1, 0), t, min(t + 1, 1 << 24), 0, (1 << 24) - 1}:
-            assert (k * 2.0 ** -24 >= p) == (k >= t), (p, k, t)
+            assert (k * 2.0**-24 >= p) == (k >= t), (p, k, t)
 
 
 def test_seed_and_probability_checks():

@@ -67,7 +67,7 @@ class NotFoundHub:
         counter = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
+            def do_GET(self) -> None:  # http.server API
                 counter.requests.append(self.path)
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -172,9 +172,7 @@ def fake_load_dataset(calls):
                 "hub_offline": hub_constants.HF_HUB_OFFLINE,
             }
         )
-        return datasets.DatasetDict(
-            {"train": datasets.Dataset.from_dict({"text": ["cached"], "label": [2]})}
-        )
+        return datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["cached"], "label": [2]})})
 
     return load_dataset
 
@@ -190,10 +188,15 @@ def test_unreachable_hub_falls_back_to_datasets_cache_offline(tmp_path, monkeypa
     assert len(calls) == 1 and calls[0]["datasets_offline"] and calls[0]["hub_offline"]
     assert calls[0]["path"] == "someone/cached" and calls[0]["kwargs"]["name"] == "default"
     assert calls[0]["kwargs"]["cache_dir"] == str(tmp_path / "hf-cache")
-    assert (datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE) == before  # restored
+    assert before == (datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE)  # restored
     # the next run uses the SQLite file: no probe, no datasets
     monkeypatch.setattr(datasets, "load_dataset", None)
-    assert SqliteDataset(hub_loader(tmp_path, "someone/cached").with_subset("default").db_file(), "train")[0]["label"] == 2
+    assert (
+        SqliteDataset(hub_loader(tmp_path, "someone/cached").with_subset("default").db_file(), "train")[0][
+            "label"
+        ]
+        == 2
+    )
     assert closing_server.connections == 1
 
 
@@ -274,8 +277,11 @@ def test_headerless_csv_directory_reads_with_column_names(tmp_path):
     assert sorted(loader.splits()) == ["test", "train"]
     train, test = loader.dataset("train"), loader.dataset("test")
     assert len(train) == 3 and len(test) == 2  # the first row is data, not a header
-    assert train[0] == {"label": 3, "title": "Wall St. Bears Claw Back",
-                        "text": "Reuters - Short-sellers, Wall Street's dwindling band"}
+    assert train[0] == {
+        "label": 3,
+        "title": "Wall St. Bears Claw Back",
+        "text": "Reuters - Short-sellers, Wall Street's dwindling band",
+    }
     assert test[1]["label"] == 4 and test[1]["title"] == "The Race is On"
     # other names are another dataset: another SQLite file
     renamed = local_loader(tmp_path, folder).with_column_names(["y", "t", "x"])

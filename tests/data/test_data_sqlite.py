@@ -12,9 +12,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # worker processes import the helpers by name
 
-from ember_data_helpers import ListBatcher  # noqa: E402
+from ember_data_helpers import ListBatcher
 
-from ember.data import (  # noqa: E402
+from ember.data import (
     DataLoaderBuilder,
     DatasetCorruptError,
     HuggingfaceDatasetLoader,
@@ -106,9 +106,11 @@ def test_reads_files_without_ember_metadata_and_with_gaps(tmp_path):
 
 def test_writer_is_atomic_and_validates(tmp_path):
     db = tmp_path / "d.db"
-    with pytest.raises(TypeError, match=r"split 'train', row 1, column 'label' \(kind 'int'\)"):
-        with SqliteDatasetWriter(db) as writer:
-            writer.write_split("train", [{"label": 1}, {"label": "x"}])
+    with (
+        pytest.raises(TypeError, match=r"split 'train', row 1, column 'label' \(kind 'int'\)"),
+        SqliteDatasetWriter(db) as writer,
+    ):
+        writer.write_split("train", [{"label": 1}, {"label": "x"}])
     assert list(tmp_path.iterdir()) == []  # nothing left behind
     write_rows(db)
     with pytest.raises(FileExistsError):
@@ -150,8 +152,12 @@ PAGE = 4096
 def two_split_file(tmp_path, rows=120):
     """A file with two splits holding the same row ids (so a page of one can pass for the other)."""
     db = tmp_path / "two.db"
-    train = [{"text": f"train row {i} " + "t" * (i % 50), "label": i % 5, "tags": [i, i + 1]} for i in range(rows)]
-    test = [{"text": f"test row {i} " + "s" * (i % 50), "label": i % 5, "tags": [i, i + 1]} for i in range(rows)]
+    train = [
+        {"text": f"train row {i} " + "t" * (i % 50), "label": i % 5, "tags": [i, i + 1]} for i in range(rows)
+    ]
+    test = [
+        {"text": f"test row {i} " + "s" * (i % 50), "label": i % 5, "tags": [i, i + 1]} for i in range(rows)
+    ]
     with SqliteDatasetWriter(db) as writer:
         writer.write_split("train", train)
         writer.write_split("test", test)
@@ -203,10 +209,14 @@ def test_copying_any_page_over_another_never_gives_wrong_rows(tmp_path):
     outcomes = {"right": 0, "error": 0}
     for source in range(pages):
         for target in range(pages):
-            if source == target or original[source * PAGE:(source + 1) * PAGE] == original[target * PAGE:(target + 1) * PAGE]:
+            if (
+                source == target
+                or original[source * PAGE : (source + 1) * PAGE]
+                == original[target * PAGE : (target + 1) * PAGE]
+            ):
                 continue
             data = bytearray(original)
-            data[target * PAGE:(target + 1) * PAGE] = original[source * PAGE:(source + 1) * PAGE]
+            data[target * PAGE : (target + 1) * PAGE] = original[source * PAGE : (source + 1) * PAGE]
             damaged.write_bytes(bytes(data))
             for split in ("train", "test"):
                 result = read_or_raise(damaged, split)
@@ -231,7 +241,9 @@ def test_a_changed_value_or_a_changed_count_is_caught_with_the_file_and_split_na
         ds.get_many([0, 3])
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM test WHERE row_id = 10")
-    with pytest.raises(DatasetCorruptError, match=r"split 'test': the table holds 9 rows .* the file records 10 rows"):
+    with pytest.raises(
+        DatasetCorruptError, match=r"split 'test': the table holds 9 rows .* the file records 10 rows"
+    ):
         SqliteDataset(db, "test")
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE __ember_splits__ SET rows = 9 WHERE split = 'test'")
@@ -300,13 +312,20 @@ def test_raw_sqlite_json_and_text_errors_become_dataset_errors(tmp_path):
     with sqlite3.connect(old) as conn:
         conn.execute('CREATE TABLE "train" (row_id INTEGER PRIMARY KEY, "tags" TEXT, "text" TEXT)')
         conn.execute("CREATE TABLE __ember_columns__ (split TEXT, position INTEGER, name TEXT, kind TEXT)")
-        conn.executemany("INSERT INTO __ember_columns__ VALUES ('train', ?, ?, ?)", [(0, "tags", "json"), (1, "text", "text")])
+        conn.executemany(
+            "INSERT INTO __ember_columns__ VALUES ('train', ?, ?, ?)",
+            [(0, "tags", "json"), (1, "text", "text")],
+        )
         conn.execute("INSERT INTO train VALUES (1, '[1, 2', 'fine')")
         conn.execute("INSERT INTO train VALUES (2, '[]', CAST(X'80FF' AS TEXT))")
     ds = SqliteDataset(old, "train")
-    with pytest.raises(DatasetCorruptError, match=r"split 'train': item 0 \(row_id 1\), column 'tags': cannot decode"):
+    with pytest.raises(
+        DatasetCorruptError, match=r"split 'train': item 0 \(row_id 1\), column 'tags': cannot decode"
+    ):
         ds[0]
-    with pytest.raises(DatasetCorruptError, match=r"v1.db, split 'train': reading item 1 \(row_id 2\) failed"):
+    with pytest.raises(
+        DatasetCorruptError, match=r"v1.db, split 'train': reading item 1 \(row_id 2\) failed"
+    ):
         ds[1]
 
 
@@ -315,7 +334,11 @@ def test_dataset_errors_cross_from_workers_as_themselves(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE train SET label = 99 WHERE row_id = 5")
     error = pickle.loads(pickle.dumps(DatasetCorruptError(db, "train", "detail")))
-    assert isinstance(error, ValueError) and (error.path, error.split, error.detail) == (str(db), "train", "detail")
+    assert isinstance(error, ValueError) and (error.path, error.split, error.detail) == (
+        str(db),
+        "train",
+        "detail",
+    )
     loader = DataLoaderBuilder(ListBatcher()).batch_size(2).num_workers(1).build(SqliteDataset(db, "train"))
     with pytest.raises(DatasetCorruptError, match=r"item 4 \(row_id 5\) is damaged"):
         list(loader)
@@ -367,7 +390,11 @@ def test_round_trip_from_in_memory_datasets_object(tmp_path):
             "score": [0.25, 1.5, -3.0],
             "flag": [True, False, True],
             "ids": [[1, 2, 3], [], [7]],
-            "meta": [{"source": "x", "year": 2004}, {"source": "y", "year": 2005}, {"source": None, "year": None}],
+            "meta": [
+                {"source": "x", "year": 2004},
+                {"source": "y", "year": 2005},
+                {"source": None, "year": None},
+            ],
             "raw": [b"\x00\xff", b"", b"z"],
         },
         features=features,

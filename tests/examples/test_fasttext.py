@@ -1,6 +1,7 @@
 """The example's fastText-style classifier: hashed n-gram features (stable across processes,
 laid out and bounded as documented), the model, batchers and artifacts, a tiny run through
 ``SupervisedTraining`` on the synthetic corpus, and inference after reload. No network."""
+
 from __future__ import annotations
 
 import io
@@ -13,20 +14,36 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import ember
-
 from text_classification.dataset import AgNewsDataset, DbPediaDataset, TextClassificationItem
-from text_classification.fasttext import (FASTTEXT_RECIPE, FastTextBatch, FastTextBatcher, FastTextConfig,
-                                          FastTextExperimentConfig, FastTextInferenceBatcher, TokenizedDataset,
-                                          TokenizedItem, evaluate_fasttext, fasttext_experiment,
-                                          fasttext_model_config, load_fasttext, predict_fasttext, train_fasttext)
+from text_classification.fasttext import (
+    FASTTEXT_RECIPE,
+    FastTextBatch,
+    FastTextBatcher,
+    FastTextConfig,
+    FastTextExperimentConfig,
+    FastTextInferenceBatcher,
+    TokenizedDataset,
+    TokenizedItem,
+    evaluate_fasttext,
+    fasttext_experiment,
+    fasttext_model_config,
+    load_fasttext,
+    predict_fasttext,
+    train_fasttext,
+)
 from text_classification.ngrams import HASH_VERSION, NGramHasher, hash_ngrams
 from text_classification.tokenizer import BertCasedTokenizer
 
+import ember
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-TEXTS = ["IBM, Boeing team up for defense work", "Ouch! Yankees hit new low", "", "Zürich café ##s [SEP] x",
-         "Title: Plant - Content: A small flowering plant of the genus Viola."]
+TEXTS = [
+    "IBM, Boeing team up for defense work",
+    "Ouch! Yankees hit new low",
+    "",
+    "Zürich café ##s [SEP] x",
+    "Title: Plant - Content: A small flowering plant of the genus Viola.",
+]
 TOKEN_LISTS = [[101, 5, 6, 7, 102], [], [9], [101, 10, 11, 12, 13, 14, 15, 102], [3, 3, 3, 3]]
 
 # A subprocess that prints what this process computes: the features must not depend on the process
@@ -57,6 +74,7 @@ def _ember_seed():
 
 def _quiet():
     from ember.train.renderer import CliMetricsRenderer
+
     return CliMetricsRenderer(stream=io.StringIO())
 
 
@@ -75,15 +93,26 @@ def test_hash_is_pinned():
 
 
 def test_features_are_stable_across_processes(tokenizer):
-    hasher = NGramHasher(tokenizer.vocab_size(), 2 ** 19, 3, 512, head_tokens=4, drop_ids=[101, 102, 0])
+    hasher = NGramHasher(tokenizer.vocab_size(), 2**19, 3, 512, head_tokens=4, drop_ids=[101, 102, 0])
     here_a = hasher.features(tokenizer.encode_batch(TEXTS))
     here_b = NGramHasher(200, 1000, 3, 6, drop_ids=[101, 102]).features(TOKEN_LISTS)
     env = {**os.environ, "PYTHONHASHSEED": "12345"}  # another salt for str hashes than this process's
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(EXAMPLES)], input=json.dumps([TEXTS, TOKEN_LISTS]),
-                         capture_output=True, text=True, env=env, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(EXAMPLES)],
+        input=json.dumps([TEXTS, TOKEN_LISTS]),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     there = json.loads(out.stdout.strip().splitlines()[-1])
-    assert there == [here_a.indices.tolist(), here_a.offsets.tolist(), here_b.indices.tolist(),
-                     here_b.offsets.tolist()]
+    assert there == [
+        here_a.indices.tolist(),
+        here_a.offsets.tolist(),
+        here_b.indices.tolist(),
+        here_b.offsets.tolist(),
+    ]
 
 
 def test_feature_layout_and_ranges():
@@ -177,7 +206,7 @@ def test_index_out_of_range_names_the_table_size():
 def test_configs_and_recipes():
     assert set(FASTTEXT_RECIPE) == {"ag_news", "dbpedia"}
     ag = fasttext_experiment(AgNewsDataset)
-    assert (ag.d_model, ag.buckets, ag.head_tokens, ag.lr) == (16, 2 ** 21, 24, 0.005)
+    assert (ag.d_model, ag.buckets, ag.head_tokens, ag.lr) == (16, 2**21, 24, 0.005)
     assert fasttext_experiment("dbpedia", num_epochs=2).num_epochs == 2
     assert fasttext_experiment(DbPediaDataset, optimizer="sgd").optimizer.__class__.__name__ == "SgdConfig"
     with pytest.raises(ValueError, match="no recipe"):
@@ -193,13 +222,23 @@ def test_configs_and_recipes():
 # ------------------------------------------------------------------------------ training
 def test_tiny_training_run_then_inference_after_reload(tmp_path, tokenizer):
     train, test = DbPediaDataset.synthetic("train"), DbPediaDataset.synthetic("test")
-    config = fasttext_experiment("dbpedia", d_model=16, buckets=2 ** 12, head_tokens=2, num_epochs=4, lr=0.05,
-                                 batch_size=32, seed=3)
+    config = fasttext_experiment(
+        "dbpedia", d_model=16, buckets=2**12, head_tokens=2, num_epochs=4, lr=0.05, batch_size=32, seed=3
+    )
     result = train_fasttext(tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet())
     assert result.epochs_trained == 4
-    for name in ("config.json", "model.bpk", "experiment.log", "checkpoint/model-4.bpk", "checkpoint/optim-4.bpk",
-                 "train/epoch-4/Accuracy.log", "train/epoch-4/Loss.log", "train/epoch-4/Learning_Rate.log",
-                 "valid/epoch-4/Accuracy.log", "valid/epoch-4/Loss.log"):
+    for name in (
+        "config.json",
+        "model.bpk",
+        "experiment.log",
+        "checkpoint/model-4.bpk",
+        "checkpoint/optim-4.bpk",
+        "train/epoch-4/Accuracy.log",
+        "train/epoch-4/Loss.log",
+        "train/epoch-4/Learning_Rate.log",
+        "valid/epoch-4/Accuracy.log",
+        "valid/epoch-4/Loss.log",
+    ):
         assert (tmp_path / name).is_file(), name
     final = (tmp_path / "valid/epoch-4/Accuracy.log").read_text().strip().splitlines()[-1]
     assert final.endswith(",final") and float(final.split(",")[0]) >= 95.0
@@ -209,16 +248,18 @@ def test_tiny_training_run_then_inference_after_reload(tmp_path, tokenizer):
     assert saved == config and saved.model == "fasttext" and saved.hash == HASH_VERSION
     loaded_config, _, reloaded = load_fasttext(tmp_path, DbPediaDataset, tokenizer=tokenizer)
     assert loaded_config == config
-    batcher = FastTextBatcher(tokenizer, FastTextConfig(tokenizer.vocab_size(), 14, d_model=16, buckets=2 ** 12,
-                                                        head_tokens=2))
+    batcher = FastTextBatcher(
+        tokenizer, FastTextConfig(tokenizer.vocab_size(), 14, d_model=16, buckets=2**12, head_tokens=2)
+    )
     accuracy = evaluate_fasttext(reloaded, batcher, test)
     assert accuracy >= 95.0
     texts = [test[i].text for i in range(16)]
     infer_batch = FastTextInferenceBatcher(tokenizer, batcher.config).batch(texts)
     with ember.no_grad():
         before = model.infer(infer_batch).numpy()
-    after = predict_fasttext(reloaded, tokenizer, fasttext_model_config(loaded_config, 14, tokenizer.vocab_size()),
-                             texts)
+    after = predict_fasttext(
+        reloaded, tokenizer, fasttext_model_config(loaded_config, 14, tokenizer.vocab_size()), texts
+    )
     np.testing.assert_array_equal(before, after)
     assert np.allclose(after.sum(1), 1.0, atol=1e-5)
     assert (after.argmax(1) == np.array([test[i].label for i in range(16)])).mean() >= 0.9
@@ -238,12 +279,16 @@ def test_tokenized_dataset(tokenizer):
 
 def test_resume_from_a_checkpoint_is_exact(tmp_path, tokenizer):
     train, test = DbPediaDataset.synthetic("train", n=256), DbPediaDataset.synthetic("test", n=64)
-    config = fasttext_experiment("dbpedia", d_model=8, buckets=2 ** 10, num_epochs=3, batch_size=32, seed=5)
+    config = fasttext_experiment("dbpedia", d_model=8, buckets=2**10, num_epochs=3, batch_size=32, seed=5)
     full = train_fasttext(tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet())
-    resumed = train_fasttext(tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet(), checkpoint=2)
+    resumed = train_fasttext(
+        tmp_path, train, test, config, tokenizer=tokenizer, renderer=_quiet(), checkpoint=2
+    )
     assert resumed.epochs_trained == 3
     for path, param in full.model.named_parameters():
-        np.testing.assert_array_equal(param.val().numpy(), dict(resumed.model.named_parameters())[path].val().numpy())
+        np.testing.assert_array_equal(
+            param.val().numpy(), dict(resumed.model.named_parameters())[path].val().numpy()
+        )
 
 
 def test_load_refuses_other_runs(tmp_path):

@@ -5,6 +5,7 @@ with ``ember.train.SupervisedTraining``, inference after reload).
 Everything uses the offline ``digits`` source (scikit-learn's bundled 8×8 digits); without
 scikit-learn the file is skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ from ember import nn
 from ember.data import DataLoaderBuilder, PartialDataset
 from ember.optim import AdamConfig, GradientsParams, SgdConfig
 
-pytest.importorskip("sklearn", reason="the examples' offline 'digits' source needs scikit-learn "
-                                      "(pip install scikit-learn)")
+pytest.importorskip(
+    "sklearn", reason="the examples' offline 'digits' source needs scikit-learn (pip install scikit-learn)"
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
@@ -77,8 +79,19 @@ def test_model_forward_backward_shapes(size):
     grads = GradientsParams.from_grads(loss.backward(), model)
     trainable = [(path, p) for path, p in model.named_parameters() if p.require_grad]
     assert {path for path, _ in trainable} == {
-        "conv1.weight", "conv1.bias", "norm1.gamma", "norm1.beta", "conv2.weight", "conv2.bias",
-        "norm2.gamma", "norm2.beta", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"}
+        "conv1.weight",
+        "conv1.bias",
+        "norm1.gamma",
+        "norm1.beta",
+        "conv2.weight",
+        "conv2.bias",
+        "norm2.gamma",
+        "norm2.beta",
+        "linear1.weight",
+        "linear1.bias",
+        "linear2.weight",
+        "linear2.bias",
+    }
     assert len(grads) == len(trainable)
     for path, p in trainable:
         assert grads.get(p.id).shape == p.shape, path
@@ -101,8 +114,9 @@ _VALID_LINE = re.compile(r"^\[Valid - Epoch 1\] Loss \d+\.\d{3} \| Accuracy \d+\
 
 
 def test_custom_loop_runs_and_loss_falls(capsys):
-    history = ctl.main(["--limit", "256", "--epochs", "1", "--batch-size", "32", "--lr", "1e-3",
-                        "--hidden-size", "128"])
+    history = ctl.main(
+        ["--limit", "256", "--epochs", "1", "--batch-size", "32", "--lr", "1e-3", "--hidden-size", "128"]
+    )
     lines = capsys.readouterr().out.splitlines()
     train_lines = [line for line in lines if line.startswith("[Train")]
     assert len(train_lines) == 8
@@ -140,8 +154,9 @@ def test_grad_accumulation_equals_one_step_on_the_big_batch(digits):
 
     loader = DataLoaderBuilder(batcher).batch_size(b).set_device(device).build(data)
     history = ctl.History(accumulated)
-    accumulated, _ = ctl.train_epoch(accumulated, SgdConfig().init(), loader, lr, 1, grads_accumulation=n,
-                                     log=None, history=history)
+    accumulated, _ = ctl.train_epoch(
+        accumulated, SgdConfig().init(), loader, lr, 1, grads_accumulation=n, log=None, history=history
+    )
     assert history.optimizer_steps == steps
 
     # Burn sums the accumulated gradients: n batches of b are one step on n*b items with the
@@ -155,8 +170,9 @@ def test_grad_accumulation_equals_one_step_on_the_big_batch(digits):
     per_batch, _ = ctl.train_epoch(per_batch, SgdConfig().init(), loader, lr, 1, log=None)
 
     differs = False
-    for (path, p_acc), (_, p_big), (_, p_one) in zip(accumulated.named_parameters(), big.named_parameters(),
-                                                     per_batch.named_parameters()):
+    for (path, p_acc), (_, p_big), (_, p_one) in zip(
+        accumulated.named_parameters(), big.named_parameters(), per_batch.named_parameters()
+    ):
         np.testing.assert_allclose(p_acc.numpy(), p_big.numpy(), rtol=1e-12, atol=1e-14, err_msg=path)
         differs |= not np.allclose(p_acc.numpy(), p_one.numpy(), rtol=1e-6)
     assert differs, "accumulating should not be the same as stepping after every batch"
@@ -170,15 +186,19 @@ def test_guide_trains_saves_and_infers_after_reload(tmp_path, digits):
     from guide.inference import infer
     from guide.training import TrainingConfig, train
 
-    config = TrainingConfig(ModelConfig(10, 64), AdamConfig(), num_epochs=1, batch_size=64,
-                            learning_rate=1e-3, source="digits")
+    config = TrainingConfig(
+        ModelConfig(10, 64), AdamConfig(), num_epochs=1, batch_size=64, learning_rate=1e-3, source="digits"
+    )
     result = train(tmp_path, config, "cpu", limit=256)
 
     assert not result.model.training  # launch returns the model in inference mode
     assert (tmp_path / "config.json").is_file() and (tmp_path / "model.bpk").is_file()
     assert TrainingConfig.load(tmp_path / "config.json") == config
     assert json.loads((tmp_path / "config.json").read_text())["model"] == {
-        "num_classes": 10, "hidden_size": 64, "dropout": 0.5}
+        "num_classes": 10,
+        "hidden_size": 64,
+        "dropout": 0.5,
+    }
     for split in ("train", "valid"):
         for name in ("Accuracy", "Loss"):
             assert (tmp_path / split / "epoch-1" / f"{name}.log").is_file(), (split, name)

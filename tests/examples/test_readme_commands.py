@@ -3,6 +3,7 @@
 ``main`` with training, inference and scoring replaced by recorders, on a tiny local CSV
 directory standing for ``DIR`` and the synthetic corpus for the Hub. (The real runs take minutes to hours; the scripts' own tests
 train tiny models end to end.)"""
+
 from __future__ import annotations
 
 import importlib
@@ -36,6 +37,7 @@ def test_the_readme_shows_every_script():
 @pytest.mark.parametrize("argv", readme_commands(), ids=lambda argv: " ".join(argv))
 def test_readme_command_resolves(argv, tmp_path, monkeypatch):
     from text_classification import cli, fasttext, finetune, inference, training
+
     data = tmp_path / "ag_news"
     data.mkdir()
     for split in ("train", "test"):
@@ -54,6 +56,7 @@ def test_readme_command_resolves(argv, tmp_path, monkeypatch):
         if args.source == "hub":
             return dataset_cls.synthetic("train"), dataset_cls.synthetic("test")
         return real_load(dataset_cls, args, parser)
+
     monkeypatch.setattr(cli, "load_datasets", load_offline)
     script = importlib.import_module(f"text_classification.{argv[0]}")
     if argv[0] == "ag_news_finetune":  # the chain's pretrained model, as db_pedia_train.py leaves it

@@ -2,6 +2,7 @@
 the batchers and the model. No network: every file is written by the test (except the sample
 and vocabulary shipped inside the example), and the Hub path is exercised through a
 pre-filled SQLite cache and the loader's offline error."""
+
 from __future__ import annotations
 
 import csv
@@ -11,24 +12,65 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from text_classification.batcher import (
+    TextClassificationBatcher,
+    TextClassificationInferenceBatch,
+    TextClassificationInferenceBatcher,
+    TextClassificationTrainingBatch,
+)
+from text_classification.dataset import (
+    SOURCES,
+    AgNewsDataset,
+    DbPediaDataset,
+    TextClassificationDataset,
+    TextClassificationItem,
+)
+from text_classification.model import TextClassificationModel, TextClassificationModelConfig
+from text_classification.tokenizer import BertCasedTokenizer, TokenizerUnavailableError, load_tokenizer
 
 import ember
 from ember import nn
 from ember.data import DatasetUnavailableError, HuggingfaceDatasetLoader, SqliteDatasetWriter
 
-from text_classification.batcher import (TextClassificationBatcher, TextClassificationInferenceBatch,
-                                         TextClassificationInferenceBatcher, TextClassificationTrainingBatch)
-from text_classification.dataset import (SOURCES, AgNewsDataset, DbPediaDataset, TextClassificationDataset,
-                                         TextClassificationItem)
-from text_classification.model import TextClassificationModel, TextClassificationModelConfig
-from text_classification.tokenizer import BertCasedTokenizer, TokenizerUnavailableError, load_tokenizer
-
-DBPEDIA_CLASSES = ["Company", "EducationalInstitution", "Artist", "Athlete", "OfficeHolder", "MeanOfTransportation",
-                   "Building", "NaturalPlace", "Village", "Animal", "Plant", "Album", "Film", "WrittenWork"]
+DBPEDIA_CLASSES = [
+    "Company",
+    "EducationalInstitution",
+    "Artist",
+    "Athlete",
+    "OfficeHolder",
+    "MeanOfTransportation",
+    "Building",
+    "NaturalPlace",
+    "Village",
+    "Animal",
+    "Plant",
+    "Album",
+    "Film",
+    "WrittenWork",
+]
 
 # A tiny WordPiece vocabulary; [PAD] deliberately not at id 0.
-TINY_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "Hello", "world", "##s", "the", "cat", "sat", "on",
-              "mat", ".", ",", "café", "a", "b", "c"]
+TINY_VOCAB = [
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[PAD]",
+    "[MASK]",
+    "Hello",
+    "world",
+    "##s",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    ".",
+    ",",
+    "café",
+    "a",
+    "b",
+    "c",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +79,11 @@ def no_network(monkeypatch):
     original = socket.socket.connect
 
     def guarded(sock, address):
-        if sock.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
+            "127.0.0.1",
+            "::1",
+            "localhost",
+        ):
             raise AssertionError(f"test tried to reach the network: {address}")
         return original(sock, address)
 
@@ -76,24 +122,32 @@ def test_class_names_and_counts():
     assert [DbPediaDataset.class_name(i) for i in range(14)] == DBPEDIA_CLASSES
     with pytest.raises(IndexError, match="outside 0..3"):
         AgNewsDataset.class_name(4)
-    assert issubclass(AgNewsDataset, TextClassificationDataset) and SOURCES == ("hub", "local", "sample", "synthetic")
+    assert issubclass(AgNewsDataset, TextClassificationDataset) and SOURCES == (
+        "hub",
+        "local",
+        "sample",
+        "synthetic",
+    )
 
 
 @pytest.mark.parametrize("cls", [AgNewsDataset, DbPediaDataset])
 def test_synthetic_is_deterministic_balanced_and_learnable(cls):
     from text_classification.dataset import _KEYWORDS
+
     ds = cls.synthetic("train", n=140)
     again = cls.synthetic("train", n=140)
     assert len(ds) == 140 and [ds[i] for i in range(140)] == [again[i] for i in range(140)]
     assert [x.text for x in cls.synthetic("test", n=140)] != [x.text for x in ds]
     assert [x.text for x in cls.synthetic("train", n=140, seed=1)] != [x.text for x in ds]
     counts = Counter(item.label for item in ds)
-    assert sorted(counts) == list(range(cls.num_classes())) and max(counts.values()) - min(counts.values()) <= 1
+    assert (
+        sorted(counts) == list(range(cls.num_classes())) and max(counts.values()) - min(counts.values()) <= 1
+    )
     per_class = len(_KEYWORDS) // cls.num_classes()
     for item in ds:
         assert isinstance(item, TextClassificationItem) and isinstance(item.text, str)
         words = set(item.text.lower().rstrip(".").split())
-        own = set(_KEYWORDS[item.label * per_class:(item.label + 1) * per_class])
+        own = set(_KEYWORDS[item.label * per_class : (item.label + 1) * per_class])
         assert words & own and not (words & (set(_KEYWORDS) - own))
     assert len(cls.synthetic("train")) == 512 and len(cls.synthetic("test")) == 128
 
@@ -121,8 +175,13 @@ def test_agnews_has_no_sample():
 
 
 def test_local_csv_sources(tmp_path):
-    write_csv(tmp_path / "train.csv", [["3", "Wall St. Bears", "Short-sellers,\\band of \"ultra\"-cynics"],
-                                       ["1", "Title two", "Description two"]])
+    write_csv(
+        tmp_path / "train.csv",
+        [
+            ["3", "Wall St. Bears", 'Short-sellers,\\band of "ultra"-cynics'],
+            ["1", "Title two", "Description two"],
+        ],
+    )
     write_csv(tmp_path / "test.csv", [["4", "T", "D"]])
     ds = AgNewsDataset.from_source("local", "train", data_dir=tmp_path)
     assert len(ds) == 2
@@ -154,8 +213,10 @@ def test_local_parquet_sources(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     ag = tmp_path / "ag" / "data"
     ag.mkdir(parents=True)
-    pq.write_table(pa.table({"text": ["first news", "second\\news"], "label": [0, 3]}),
-                   ag / "train-00000-of-00002.parquet")
+    pq.write_table(
+        pa.table({"text": ["first news", "second\\news"], "label": [0, 3]}),
+        ag / "train-00000-of-00002.parquet",
+    )
     pq.write_table(pa.table({"text": ["third"], "label": [1]}), ag / "train-00001-of-00002.parquet")
     pq.write_table(pa.table({"text": ["held out"], "label": [2]}), ag / "test-00000-of-00001.parquet")
     ds = AgNewsDataset.local(tmp_path / "ag", "train")
@@ -164,10 +225,13 @@ def test_local_parquet_sources(tmp_path):
 
     db = tmp_path / "db" / "dbpedia_14"
     db.mkdir(parents=True)
-    pq.write_table(pa.table({"label": [9], "title": ["Owl"], "content": [" A bird."]}),
-                   db / "train-00000-of-00001.parquet")
+    pq.write_table(
+        pa.table({"label": [9], "title": ["Owl"], "content": [" A bird."]}),
+        db / "train-00000-of-00001.parquet",
+    )
     assert DbPediaDataset.local(tmp_path / "db", "train")[0] == TextClassificationItem(
-        "Title: Owl - Content: A bird.", 9)
+        "Title: Owl - Content: A bird.", 9
+    )
     pq.write_table(pa.table({"label": [1], "text": ["wrong columns"]}), db / "test.parquet")
     with pytest.raises(ValueError, match="lacks the columns"):
         DbPediaDataset.local(tmp_path / "db", "test")
@@ -183,7 +247,9 @@ def test_source_errors(tmp_path):
         AgNewsDataset.from_source("local", "train")
     with pytest.raises(FileNotFoundError, match="does not exist.*train.csv.*parquet"):
         AgNewsDataset.from_source("local", "train", data_dir=tmp_path / "missing")
-    with pytest.raises(FileNotFoundError, match=r"no 'test' data in .*test.csv \(header-less rows class,title,text"):
+    with pytest.raises(
+        FileNotFoundError, match=r"no 'test' data in .*test.csv \(header-less rows class,title,text"
+    ):
         DbPediaDataset.from_source("local", "test", data_dir=tmp_path)
     with pytest.raises(ValueError, match="only used with source 'local'"):
         DbPediaDataset.from_source("sample", "train", data_dir=tmp_path)
@@ -194,8 +260,10 @@ def test_source_errors(tmp_path):
 def test_hub_source_reads_the_sqlite_cache(tmp_path):
     """The hub path through HuggingfaceDatasetLoader, with its SQLite file already in the cache
     (as a previous online run leaves it): no `datasets`, no network."""
-    for cls, rows in [(AgNewsDataset, [{"text": "Jays win\\again", "label": 1}]),
-                      (DbPediaDataset, [{"label": 2, "title": "Magnus", "content": " A painter."}])]:
+    for cls, rows in [
+        (AgNewsDataset, [{"text": "Jays win\\again", "label": 1}]),
+        (DbPediaDataset, [{"label": 2, "title": "Magnus", "content": " A painter."}]),
+    ]:
         db_file = HuggingfaceDatasetLoader(cls.HUB_NAME).with_base_dir(tmp_path).db_file_path()
         with SqliteDatasetWriter(db_file) as writer:
             writer.write_split("train", rows)
@@ -224,16 +292,27 @@ def test_tokenizer_from_vocab_file(tiny_vocab, tmp_path):
     tok = BertCasedTokenizer.from_file(tiny_vocab)
     ids = {t: i for i, t in enumerate(TINY_VOCAB)}
     assert tok.pad_token() == 3 and tok.vocab_size() == len(TINY_VOCAB)
-    assert tok.encode("Hello worlds.") == [ids["[CLS]"], ids["Hello"], ids["world"], ids["##s"], ids["."],
-                                            ids["[SEP]"]]
+    assert tok.encode("Hello worlds.") == [
+        ids["[CLS]"],
+        ids["Hello"],
+        ids["world"],
+        ids["##s"],
+        ids["."],
+        ids["[SEP]"],
+    ]
     # cased (no lowercasing), accents kept, unknown words -> [UNK]
     assert tok.encode("hello café dog") == [1, ids["[UNK]"], ids["café"], ids["[UNK]"], 2]
-    assert tok.encode_batch(["the cat", "sat on the mat"]) == [tok.encode("the cat"), tok.encode("sat on the mat")]
+    assert tok.encode_batch(["the cat", "sat on the mat"]) == [
+        tok.encode("the cat"),
+        tok.encode("sat on the mat"),
+    ]
     assert tok.decode(tok.encode("the cat sat")) == "the cat sat"
     # a directory holding vocab.txt, and a tokenizer.json saved from it, give the same tokenizer
     assert BertCasedTokenizer.from_file(tmp_path).encode("Hello worlds") == tok.encode("Hello worlds")
     tok.tokenizer.save(str(tmp_path / "tokenizer.json"))
-    assert BertCasedTokenizer.from_file(tmp_path / "tokenizer.json").encode("the cats") == tok.encode("the cats")
+    assert BertCasedTokenizer.from_file(tmp_path / "tokenizer.json").encode("the cats") == tok.encode(
+        "the cats"
+    )
     again = pickle.loads(pickle.dumps(tok))
     assert again.encode("Hello worlds.") == tok.encode("Hello worlds.") and again.pad_token() == 3
 
@@ -279,14 +358,20 @@ def test_shipped_tokenizer(shipped_tokenizer):
 
 
 def test_training_batcher_pads_truncates_and_masks(tiny_tokenizer):
-    items = [TextClassificationItem("the cat sat on the mat the cat sat", 2),  # 11 tokens with [CLS]/[SEP]
-             TextClassificationItem("Hello", 0),
-             TextClassificationItem("", 1)]
+    items = [
+        TextClassificationItem("the cat sat on the mat the cat sat", 2),  # 11 tokens with [CLS]/[SEP]
+        TextClassificationItem("Hello", 0),
+        TextClassificationItem("", 1),
+    ]
     batcher = TextClassificationBatcher(tiny_tokenizer, max_seq_length=6)
     batch = batcher.batch(items, ember.Device("cpu"))
     assert isinstance(batch, TextClassificationTrainingBatch)
     assert batch.tokens.shape == (3, 6) and batch.mask_pad.shape == (3, 6) and batch.labels.shape == (3,)
-    assert (batch.tokens.dtype, batch.labels.dtype, batch.mask_pad.dtype) == (ember.int64, ember.int64, ember.bool)
+    assert (batch.tokens.dtype, batch.labels.dtype, batch.mask_pad.dtype) == (
+        ember.int64,
+        ember.int64,
+        ember.bool,
+    )
     tokens, mask = batch.tokens.numpy(), batch.mask_pad.numpy()
     assert tokens[0].tolist() == tiny_tokenizer.encode(items[0].text)[:6]  # the first S tokens, as Burn
     assert tokens[1].tolist() == [1, 5, 2, 3, 3, 3] and tokens[2].tolist() == [1, 2, 3, 3, 3, 3]
@@ -303,7 +388,9 @@ def test_training_batcher_pads_truncates_and_masks(tiny_tokenizer):
 
 
 def test_token_dropout_replaces_word_pieces_with_unk(shipped_tokenizer):
-    items = [TextClassificationItem(t.text, t.label) for t in DbPediaDataset.sample("train").get_many(range(64))]
+    items = [
+        TextClassificationItem(t.text, t.label) for t in DbPediaDataset.sample("train").get_many(range(64))
+    ]
     plain = TextClassificationBatcher(shipped_tokenizer, 64).batch(items).tokens.numpy()
     batcher = TextClassificationBatcher(shipped_tokenizer, 64, token_dropout=0.25, seed=3)
     tokens = batcher.batch(items).tokens.numpy()
@@ -316,7 +403,9 @@ def test_token_dropout_replaces_word_pieces_with_unk(shipped_tokenizer):
     # the same batch is augmented the same way (any worker, after a resume); another batch differs
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(batcher)).batch(items).tokens.numpy(), tokens)
     other = batcher.batch(items[1:] + items[:1]).tokens.numpy()
-    assert ((other != np.roll(plain, -1, axis=0)) != (np.roll(tokens, -1, axis=0) != np.roll(plain, -1, axis=0))).any()
+    assert (
+        (other != np.roll(plain, -1, axis=0)) != (np.roll(tokens, -1, axis=0) != np.roll(plain, -1, axis=0))
+    ).any()
     for bad in (-0.1, 1.0, float("nan")):
         with pytest.raises(ValueError, match="token_dropout"):
             TextClassificationBatcher(shipped_tokenizer, 8, token_dropout=bad)
@@ -325,9 +414,14 @@ def test_token_dropout_replaces_word_pieces_with_unk(shipped_tokenizer):
 def test_batches_from_a_worker_process(shipped_tokenizer):
     """The data loader pickles the dataset and the batcher into a worker process."""
     from ember.data import DataLoaderBuilder
+
     dataset = DbPediaDataset.sample("test")
-    loader = (DataLoaderBuilder(TextClassificationBatcher(shipped_tokenizer, 32)).batch_size(16).num_workers(1)
-              .build(dataset))
+    loader = (
+        DataLoaderBuilder(TextClassificationBatcher(shipped_tokenizer, 32))
+        .batch_size(16)
+        .num_workers(1)
+        .build(dataset)
+    )
     batches = list(loader)
     assert sum(b.labels.shape[0] for b in batches) == 1000
     first = TextClassificationBatcher(shipped_tokenizer, 32).batch(dataset.get_many(range(16)))
@@ -336,7 +430,9 @@ def test_batches_from_a_worker_process(shipped_tokenizer):
 
 
 def test_inference_batcher(tiny_tokenizer):
-    batch = TextClassificationInferenceBatcher(tiny_tokenizer, 4).batch(["Hello world", "the cat sat on the mat"])
+    batch = TextClassificationInferenceBatcher(tiny_tokenizer, 4).batch(
+        ["Hello world", "the cat sat on the mat"]
+    )
     assert isinstance(batch, TextClassificationInferenceBatch)
     assert batch.tokens.numpy().tolist() == [[1, 5, 6, 2], [1, 8, 9, 10]]
     assert batch.mask_pad.numpy().tolist() == [[False] * 4, [False] * 4]
@@ -346,14 +442,22 @@ def test_inference_batcher(tiny_tokenizer):
 
 
 def tiny_config(vocab_size=len(TINY_VOCAB), n_classes=3, max_seq_length=8):
-    return TextClassificationModelConfig(nn.TransformerEncoderConfig(16, 32, 2, 1, norm_first=True),
-                                         n_classes=n_classes, vocab_size=vocab_size, max_seq_length=max_seq_length)
+    return TextClassificationModelConfig(
+        nn.TransformerEncoderConfig(16, 32, 2, 1, norm_first=True),
+        n_classes=n_classes,
+        vocab_size=vocab_size,
+        max_seq_length=max_seq_length,
+    )
 
 
 @pytest.fixture
 def tiny_batch(tiny_tokenizer):
-    items = [TextClassificationItem("the cat sat", 0), TextClassificationItem("Hello worlds", 1),
-             TextClassificationItem("a b c a b c a b c", 2), TextClassificationItem("mat", 1)]
+    items = [
+        TextClassificationItem("the cat sat", 0),
+        TextClassificationItem("Hello worlds", 1),
+        TextClassificationItem("a b c a b c a b c", 2),
+        TextClassificationItem("mat", 1),
+    ]
     return TextClassificationBatcher(tiny_tokenizer, 8).batch(items)
 
 
@@ -374,6 +478,7 @@ def test_model_forward_backward(tiny_batch, tmp_path):
     loss = model.loss(logits, tiny_batch.labels)
     assert loss.shape == () and np.isfinite(loss.item())
     from ember.optim import GradientsParams
+
     grads = GradientsParams.from_grads(loss.backward(), model)
     assert len(grads) == len(paths)  # every parameter gets a gradient
     # padding is masked: other ids in the padded positions leave the logits unchanged

@@ -35,6 +35,7 @@ on ``reference``. Each step is checked on its own and then the program as a whol
 Comparison rules that are semantics, not tolerance: the sign of a zero is not compared
 (-0.0 == 0.0 as in IEEE 754) and neither is a NaN's sign or payload.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,11 +45,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
+
+import ember
 from helpers.differential_steps import Step, seed_gradient, steps
 from helpers.differential_values import DTYPES, Operand, leaves
 from helpers.numeric import tol
-
-import ember
 
 _EMBER_DIR = os.path.dirname(os.path.abspath(ember.__file__)) + os.sep
 CHAIN_FACTOR = 8.0
@@ -75,7 +76,9 @@ def _host(t) -> np.ndarray:
     return np.array(t.numpy(), copy=True)
 
 
-def _grads(y, leaves_, device: str, index: int, reduce: str | None = None) -> tuple[list | None, BaseException | None]:
+def _grads(
+    y, leaves_, device: str, index: int, reduce: str | None = None
+) -> tuple[list | None, BaseException | None]:
     if not (y.dtype.is_float and y.numel and y.requires_grad):
         return None, None
     try:
@@ -84,7 +87,7 @@ def _grads(y, leaves_, device: str, index: int, reduce: str | None = None) -> tu
             g = y.backward(ember.tensor(seed, dtype=y.dtype, device=device))
         else:
             g = _scalar_loss(y, reduce, device).backward()
-    except Exception as exc:  # noqa: BLE001  -- compared with the other backend's
+    except Exception as exc:  # - compared with the other backend's
         return None, exc
     out = []
     for t in leaves_:
@@ -114,13 +117,15 @@ def run_step(step: Step, base: Operand, pending: list, device: str, index: int) 
         ember.seed(step.seed)
     try:
         y = step.fn(x, *(b[1] for b in built))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Outcome(error=exc)
     grads, back_err = _grads(y, [leaf] + [b[0] for b in built], device, index)
     return Outcome(_host(y), grads=grads, backward_error=back_err)
 
 
-def run_program(program: list, start: Operand, device: str, reduce: str, noise: dict | None = None) -> Outcome:
+def run_program(
+    program: list, start: Operand, device: str, reduce: str, noise: dict | None = None
+) -> Outcome:
     """The whole program on ``device`` from its input, differentiated through ``reduce``;
     ``noise`` (step index -> array) is added to those steps' results (a constant: the
     gradients' formulas are unchanged, only the values they see)."""
@@ -135,7 +140,7 @@ def run_program(program: list, start: Operand, device: str, reduce: str, noise: 
             x = step.fn(x, *(b[1] for b in built))
             if noise and i in noise and x.shape == noise[i].shape:
                 x = x + ember.tensor(noise[i], dtype=x.dtype, device=device)
-    except Exception as exc:  # noqa: BLE001  -- compared with the other backend's
+    except Exception as exc:  # - compared with the other backend's
         return Outcome(error=exc)
     grads, back_err = _grads(x, all_leaves, device, 0, reduce)
     return Outcome(_host(x), grads=grads, backward_error=back_err)
@@ -177,8 +182,16 @@ def less_precise(a, b):
     return a
 
 
-def assert_same(got: np.ndarray, want: np.ndarray, what: str, factor: float = 1.0, scaled: bool = False,
-                allowance: float = 0.0, precision=None, shadows=()) -> None:
+def assert_same(
+    got: np.ndarray,
+    want: np.ndarray,
+    what: str,
+    factor: float = 1.0,
+    scaled: bool = False,
+    allowance: float = 0.0,
+    precision=None,
+    shadows=(),
+) -> None:
     """``got`` (other backend) equals ``want`` (reference): shape, dtype, NaN/±inf positions,
     and values within the tolerance of ``precision`` (the dtype the values were computed in,
     ``want``'s by default) times ``factor`` (the absolute part times the largest finite
@@ -189,13 +202,17 @@ def assert_same(got: np.ndarray, want: np.ndarray, what: str, factor: float = 1.
     element by element, and where one disagrees with ``want`` on NaN/±inf the positions are
     not compared."""
     if got.shape != want.shape or got.dtype != want.dtype:
-        raise AssertionError(f"{what}: got {got.dtype}{list(got.shape)}, reference gives {want.dtype}{list(want.shape)}")
+        raise AssertionError(
+            f"{what}: got {got.dtype}{list(got.shape)}, reference gives {want.dtype}{list(want.shape)}"
+        )
     if want.dtype.kind != "f":
         bad = np.flatnonzero(got.ravel() != want.ravel())
         if bad.size:
             i = bad[0]
-            raise AssertionError(f"{what}: {bad.size} values differ, first at flat index {i}: "
-                                 f"{got.ravel()[i]!r} vs reference {want.ravel()[i]!r}")
+            raise AssertionError(
+                f"{what}: {bad.size} values differ, first at flat index {i}: "
+                f"{got.ravel()[i]!r} vs reference {want.ravel()[i]!r}"
+            )
         return
     if allowance >= float(np.finfo(want.dtype).max):
         return  # the op's rounding alone can overflow at these magnitudes: no value is determined
@@ -219,9 +236,11 @@ def assert_same(got: np.ndarray, want: np.ndarray, what: str, factor: float = 1.
         bad = np.flatnonzero(~close)
         i = bad[0]
         limit = float(np.broadcast_to(atol, w.shape)[i])
-        raise AssertionError(f"{what}: {bad.size} of {w.size} values differ (rtol {rtol:g}, atol {limit:g}), first "
-                             f"at {np.unravel_index(i, want.shape)}: {got.ravel()[i]!r} vs reference "
-                             f"{want.ravel()[i]!r}")
+        raise AssertionError(
+            f"{what}: {bad.size} of {w.size} values differ (rtol {rtol:g}, atol {limit:g}), first "
+            f"at {np.unravel_index(i, want.shape)}: {got.ravel()[i]!r} vs reference "
+            f"{want.ravel()[i]!r}"
+        )
 
 
 def assert_ember_error(exc: BaseException, step: Step, where: str) -> None:
@@ -229,16 +248,28 @@ def assert_ember_error(exc: BaseException, step: Step, where: str) -> None:
     frames = traceback.extract_tb(exc.__traceback__)
     origin = os.path.abspath(frames[-1].filename) if frames else ""
     if not origin.startswith(_EMBER_DIR):
-        raise AssertionError(f"{step.label}: {where} raised {type(exc).__name__}({exc}) from {origin}, "
-                             f"not a clear ember error") from exc
+        raise AssertionError(
+            f"{step.label}: {where} raised {type(exc).__name__}({exc}) from {origin}, not a clear ember error"
+        ) from exc
     text = str(exc).lower()
     if not any(name.lower() in text for name in (step.op,) + tuple(step.names)):
-        raise AssertionError(f"{step.label}: {where} raised {type(exc).__name__}({exc}), a message that does "
-                             f"not name the op {step.op!r}") from exc
+        raise AssertionError(
+            f"{step.label}: {where} raised {type(exc).__name__}({exc}), a message that does "
+            f"not name the op {step.op!r}"
+        ) from exc
 
 
-def compare_outcomes(got: Outcome, want: Outcome, step: Step, other: str, factor: float = 1.0,
-                     scaled: bool = False, inputs=(), precision=None, shadows=()) -> bool:
+def compare_outcomes(
+    got: Outcome,
+    want: Outcome,
+    step: Step,
+    other: str,
+    factor: float = 1.0,
+    scaled: bool = False,
+    inputs=(),
+    precision=None,
+    shadows=(),
+) -> bool:
     """Assert ``got`` (on ``other``) agrees with ``want`` (on reference), ``inputs`` being the
     step's host arrays; returns whether the forward values are bitwise equal.
 
@@ -249,34 +280,61 @@ def compare_outcomes(got: Outcome, want: Outcome, step: Step, other: str, factor
     """
     if want.error is not None or got.error is not None:
         if want.error is None or got.error is None or type(got.error) is not type(want.error):
-            raise AssertionError(f"{step.label}: reference {_describe(want.error)}, {other} {_describe(got.error)}")
+            raise AssertionError(
+                f"{step.label}: reference {_describe(want.error)}, {other} {_describe(got.error)}"
+            )
         assert_ember_error(want.error, step, "reference")
         assert_ember_error(got.error, step, other)
         return True
-    out_precision = want.value.dtype if precision is None else less_precise(want.value.dtype, np.dtype(precision))
+    out_precision = (
+        want.value.dtype if precision is None else less_precise(want.value.dtype, np.dtype(precision))
+    )
     allowance = rounding_allowance(step, inputs, out_precision)
     shadows = [sh for sh in shadows if sh.error is None and sh.backward_error is None]
-    assert_same(got.value, want.value, f"{step.label}: forward on {other}", factor, scaled, allowance, out_precision,
-                [sh.value for sh in shadows])
+    assert_same(
+        got.value,
+        want.value,
+        f"{step.label}: forward on {other}",
+        factor,
+        scaled,
+        allowance,
+        out_precision,
+        [sh.value for sh in shadows],
+    )
     if (want.backward_error is None) != (got.backward_error is None) or (
-            want.backward_error is not None and type(want.backward_error) is not type(got.backward_error)):
-        raise AssertionError(f"{step.label}: backward: reference {_describe(want.backward_error)}, "
-                             f"{other} {_describe(got.backward_error)}")
+        want.backward_error is not None and type(want.backward_error) is not type(got.backward_error)
+    ):
+        raise AssertionError(
+            f"{step.label}: backward: reference {_describe(want.backward_error)}, "
+            f"{other} {_describe(got.backward_error)}"
+        )
     if want.backward_error is not None:
         assert_ember_error(want.backward_error, step, "reference backward")
     if (want.grads is None) != (got.grads is None):
-        raise AssertionError(f"{step.label}: reference gives gradients {want.grads is not None}, {other} "
-                             f"{got.grads is not None}")
+        raise AssertionError(
+            f"{step.label}: reference gives gradients {want.grads is not None}, {other} "
+            f"{got.grads is not None}"
+        )
     for i, (g, w) in enumerate(zip(got.grads or (), want.grads or ())):
         name = "x" if i == 0 else f"operand a{i - 1}"
         shadow_grads = [sh.grads[i] for sh in shadows if sh.grads is not None]
         if (g is None) != (w is None):
-            raise AssertionError(f"{step.label}: gradient of {name}: reference {w is not None}, {other} {g is not None}")
+            raise AssertionError(
+                f"{step.label}: gradient of {name}: reference {w is not None}, {other} {g is not None}"
+            )
         if g is not None:
             grad_precision = less_precise(w.dtype, out_precision)
             # the output gradient (|values| < 5) multiplies every term of the backward
-            assert_same(g, w, f"{step.label}: gradient of {name} on {other}", factor, scaled,
-                        5.0 * rounding_allowance(step, inputs, grad_precision), grad_precision, shadow_grads)
+            assert_same(
+                g,
+                w,
+                f"{step.label}: gradient of {name} on {other}",
+                factor,
+                scaled,
+                5.0 * rounding_allowance(step, inputs, grad_precision),
+                grad_precision,
+                shadow_grads,
+            )
     return bool(np.array_equal(got.value, want.value, equal_nan=True))
 
 
@@ -298,8 +356,9 @@ def _describe(exc) -> str:
 
 
 # ---- the driver ------------------------------------------------------------------------------
-def check_random_program(data, other: str, families: dict, max_steps: int = 4, dtypes=DTYPES,
-                         min_dims: int = 0) -> None:
+def check_random_program(
+    data, other: str, families: dict, max_steps: int = 4, dtypes=DTYPES, min_dims: int = 0
+) -> None:
     """Draw a program step by step with ``data`` and check it on ``other`` against reference."""
     start, wild = data.draw(leaves(dtypes, min_dims), label="input")
     n_steps = data.draw(st.integers(1, max_steps), label="number of steps")
@@ -336,12 +395,29 @@ def check_random_program(data, other: str, families: dict, max_steps: int = 4, d
         if wild or not comparable:
             return  # wild magnitudes make rounding differences in one step arbitrary in the next
         reduce = data.draw(st.sampled_from(["sum", "weighted", "mean", "square"]), label="scalar reduction")
-        whole = Step("program", " -> ".join(s.label for s in program) + f" -> {reduce}", None,
-                     names=tuple(n for s in program for n in (s.op,) + s.names))
+        whole = Step(
+            "program",
+            " -> ".join(s.label for s in program) + f" -> {reduce}",
+            None,
+            names=tuple(n for s in program for n in (s.op,) + s.names),
+        )
         noise = {i: n for i, n in noise.items() if n is not None}
         # noise of both signs: one of the two moves each value to the other backend's side
-        shadows = [run_program(program, start, "reference", reduce, {i: sign * n for i, n in noise.items()})
-                   for sign in (1, -1)] if noise else []
-        compare_outcomes(run_program(program, start, other, reduce), run_program(program, start, "reference", reduce),
-                         whole, other, CHAIN_FACTOR, scaled=True, precision=lowest if lowest.kind == "f" else None,
-                         shadows=shadows)
+        shadows = (
+            [
+                run_program(program, start, "reference", reduce, {i: sign * n for i, n in noise.items()})
+                for sign in (1, -1)
+            ]
+            if noise
+            else []
+        )
+        compare_outcomes(
+            run_program(program, start, other, reduce),
+            run_program(program, start, "reference", reduce),
+            whole,
+            other,
+            CHAIN_FACTOR,
+            scaled=True,
+            precision=lowest if lowest.kind == "f" else None,
+            shadows=shadows,
+        )

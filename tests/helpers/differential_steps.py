@@ -12,18 +12,28 @@ result is what the next step sees); ``jumps`` steps are discontinuous in ``x`` (
 comparisons, orderings, ties, kinks), so two backends may legitimately diverge after them
 once their inputs differ by rounding.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from hypothesis import strategies as st
 
 import ember
-from helpers.differential_values import (DTYPES, FLOATS, INTS, Operand, arrays, broadcast_partner,
-                                         index_operand, np_dtype, operands)
+from helpers.differential_values import (
+    DTYPES,
+    FLOATS,
+    INTS,
+    Operand,
+    arrays,
+    broadcast_partner,
+    index_operand,
+    np_dtype,
+    operands,
+)
 
 
 @dataclass(eq=False)
@@ -81,9 +91,31 @@ def _partner(draw, x, wild: bool, same_dtype_bias: int = 3):
 
 
 # ---- element-wise ------------------------------------------------------------------------
-UNARY = ("neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
-         "sigmoid", "erf", "relu", "reciprocal", "square", "floor", "ceil", "round", "isnan", "isinf",
-         "isfinite")
+UNARY = (
+    "neg",
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "sign",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "relu",
+    "reciprocal",
+    "square",
+    "floor",
+    "ceil",
+    "round",
+    "isnan",
+    "isinf",
+    "isfinite",
+)
 _UNARY_JUMPS = {"abs", "sign", "relu", "floor", "ceil", "round", "isnan", "isinf", "isfinite"}
 
 
@@ -92,13 +124,22 @@ def unary(draw, x, wild):
     op = draw(st.sampled_from(UNARY + ("silu", "softplus", "leaky_relu", "gelu", "logical_not")))
     if op == "softplus":
         beta, threshold = draw(st.sampled_from([1.0, 2.0, 0.5])), draw(st.sampled_from([20.0, 1.0]))
-        return Step(op, f"ember.softplus(x, beta={beta}, threshold={threshold})",
-                    lambda t: ember.softplus(t, beta, threshold), jumps=True,
-                    names=("mul", "div", "log1p", "exp", "abs", "relu", "gt", "where"))
+        return Step(
+            op,
+            f"ember.softplus(x, beta={beta}, threshold={threshold})",
+            lambda t: ember.softplus(t, beta, threshold),
+            jumps=True,
+            names=("mul", "div", "log1p", "exp", "abs", "relu", "gt", "where"),
+        )
     if op == "leaky_relu":
         slope = draw(st.sampled_from([0.01, 0.2, -1.0]))
-        return Step(op, f"ember.leaky_relu(x, {slope})", lambda t: ember.leaky_relu(t, slope), jumps=True,
-                    names=("ge", "mul", "where"))
+        return Step(
+            op,
+            f"ember.leaky_relu(x, {slope})",
+            lambda t: ember.leaky_relu(t, slope),
+            jumps=True,
+            names=("ge", "mul", "where"),
+        )
     if op == "gelu":
         approx = draw(st.sampled_from(["none", "tanh"]))
         return Step(op, f"ember.gelu(x, {approx!r})", lambda t: ember.gelu(t, approx))
@@ -109,8 +150,26 @@ def unary(draw, x, wild):
     return Step(op, f"x.{op}()", lambda t: getattr(t, op)(), jumps=op in _UNARY_JUMPS)
 
 
-BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
-          "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+BINARY = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "floor_divide",
+    "remainder",
+    "pow",
+    "maximum",
+    "minimum",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+)
 _BINARY_JUMPS = {"floor_divide", "remainder", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
 _BINARY_OP_NAMES = {"floor_divide": "floordiv", "remainder": "mod"}
 
@@ -136,8 +195,14 @@ def where(draw, x, wild):
         cond = draw(operands("bool", broadcast_partner(draw, x.shape), False))
         return Step("where", "ember.where(a0, x, a1)", lambda t, c, o: ember.where(c, t, o), (cond, other))
     limit = _scalar(draw, x.dtype.name, False)
-    return Step("where", f"ember.where(x > {limit!r}, a0, x)", lambda t, o: ember.where(t > limit, o, t), (other,),
-                jumps=True, names=("gt",))
+    return Step(
+        "where",
+        f"ember.where(x > {limit!r}, a0, x)",
+        lambda t, o: ember.where(t > limit, o, t),
+        (other,),
+        jumps=True,
+        names=("gt",),
+    )
 
 
 @st.composite
@@ -149,6 +214,7 @@ def clamp(draw, x, wild):
         if kind == "scalar":
             return _scalar(draw, x.dtype.name, wild)
         return draw(operands(x.dtype.name, broadcast_partner(draw, x.shape), wild))
+
     low, high = bound(), bound()
     if low is None and high is None:
         low = -1.0 if x.dtype.is_float else -1
@@ -162,6 +228,7 @@ def clamp(draw, x, wild):
         lo = next(it) if isinstance(low, Operand) else low
         hi = next(it) if isinstance(high, Operand) else high
         return t.clamp(lo, hi)
+
     return Step("clamp", f"x.clamp({lo_lbl}, {hi_lbl})", fn, ops, jumps=True, names=("maximum", "minimum"))
 
 
@@ -179,13 +246,23 @@ def reduction(draw, x, wild):
     dims = _dims(draw, x.ndim, allow_tuple=op not in ("argmax", "argmin"))
     if op in ("var", "std"):
         c = draw(st.sampled_from([0, 1]))
-        return Step(op, f"x.{op}({dims!r}, keepdim={keepdim}, correction={c})",
-                    lambda t: getattr(t, op)(dims, keepdim=keepdim, correction=c), names=("mean", "div", "sum"),
-                    degree=2)
+        return Step(
+            op,
+            f"x.{op}({dims!r}, keepdim={keepdim}, correction={c})",
+            lambda t: getattr(t, op)(dims, keepdim=keepdim, correction=c),
+            names=("mean", "div", "sum"),
+            degree=2,
+        )
     jumps = op in ("max", "min", "argmax", "argmin", "any", "all")
     names = ("sum", "max", "mean", "div") if op in ("mean", "logsumexp") else ()
-    return Step(op, f"x.{op}({dims!r}, keepdim={keepdim})", lambda t: getattr(t, op)(dims, keepdim=keepdim),
-                jumps=jumps, names=names, degree=1 if op in ("sum", "mean", "logsumexp") else 0)
+    return Step(
+        op,
+        f"x.{op}({dims!r}, keepdim={keepdim})",
+        lambda t: getattr(t, op)(dims, keepdim=keepdim),
+        jumps=jumps,
+        names=names,
+        degree=1 if op in ("sum", "mean", "logsumexp") else 0,
+    )
 
 
 # ---- linear algebra ---------------------------------------------------------------------------
@@ -242,13 +319,16 @@ def norm(draw, x, wild):
         if op == "rms_norm":
             return ember.rms_norm(t, g, eps)
         return ember.layer_norm(t, g, next(it) if beta is not None else None, eps)
+
     def conditioning(inputs):
         # results are (x - mean) * rstd * gamma + beta: rounding of x (and of the output
         # gradient times gamma, backward) is magnified by rstd, large for near-constant rows
         x, params = inputs[0], inputs[1:]
         k = (1.0 + _finite_abs_max(x)) * (1.0 + _rstd_max(x, eps, op == "layer_norm"))
         return k * (1.0 + (_finite_abs_max(params[0]) if gamma is not None else 1.0)) + (
-            _finite_abs_max(params[-1]) if beta is not None else 0.0)
+            _finite_abs_max(params[-1]) if beta is not None else 0.0
+        )
+
     extra = f", {b_lbl}" if op == "layer_norm" else ""
     return Step(op, f"ember.{op}(x, {g_lbl}{extra}, eps={eps})", fn, ops, conditioning=conditioning)
 
@@ -283,8 +363,14 @@ def cross_entropy(draw, x, wild):
     n, c = (math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim else (1, 1)
     targets = draw(index_operand((n,), c))
     s = draw(st.sampled_from([0.0, 0.1, 1.0]))
-    return Step("cross_entropy", f"ember.cross_entropy_per_sample({lbl}, a0, {s})",
-                lambda t, y: ember.cross_entropy_per_sample(mat(t), y, s), (targets,), names=("reshape",), degree=1)
+    return Step(
+        "cross_entropy",
+        f"ember.cross_entropy_per_sample({lbl}, a0, {s})",
+        lambda t, y: ember.cross_entropy_per_sample(mat(t), y, s),
+        (targets,),
+        names=("reshape",),
+        degree=1,
+    )
 
 
 @st.composite
@@ -292,8 +378,13 @@ def embedding(draw, x, wild):
     lbl, mat = _as_matrix(x)
     v = math.prod(x.shape[:-1]) if x.ndim else 1
     ids = draw(index_operand(tuple(draw(st.lists(st.integers(0, 3), max_size=2))), v))
-    return Step("embedding", f"ember.embedding({lbl}, a0)", lambda t, i: ember.embedding(mat(t), i), (ids,),
-                names=("reshape",))
+    return Step(
+        "embedding",
+        f"ember.embedding({lbl}, a0)",
+        lambda t, i: ember.embedding(mat(t), i),
+        (ids,),
+        names=("reshape",),
+    )
 
 
 @st.composite
@@ -312,11 +403,19 @@ def embedding_bag(draw, x, wild):
         ops = (idx, offsets) + ((psw,) if psw is not None else ())
 
         def fn(t, i, o, *w):
-            return ember.embedding_bag(mat(t), i, o, per_sample_weights=w[0] if w else None, mode=mode,
-                                       sparse=sparse)
-        return Step("embedding_bag", f"ember.embedding_bag({lbl}, a0, offsets=a1, "
-                    f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})", fn, ops,
-                    names=("reshape",), degree=1)
+            return ember.embedding_bag(
+                mat(t), i, o, per_sample_weights=w[0] if w else None, mode=mode, sparse=sparse
+            )
+
+        return Step(
+            "embedding_bag",
+            f"ember.embedding_bag({lbl}, a0, offsets=a1, "
+            f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})",
+            fn,
+            ops,
+            names=("reshape",),
+            degree=1,
+        )
     b, length = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     idx = draw(index_operand((b, length), v))
     mask = draw(operands("bool", (b, length), False, layout=False))
@@ -324,11 +423,19 @@ def embedding_bag(draw, x, wild):
     ops = (idx, mask) + ((psw,) if psw is not None else ())
 
     def padded(t, i, m, *w):
-        return ember.embedding_bag(mat(t), i, mask=m, per_sample_weights=w[0] if w else None, mode=mode,
-                                   sparse=sparse)
-    return Step("embedding_bag", f"ember.embedding_bag({lbl}, a0, mask=a1, "
-                f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})", padded, ops,
-                names=("reshape",), degree=1)
+        return ember.embedding_bag(
+            mat(t), i, mask=m, per_sample_weights=w[0] if w else None, mode=mode, sparse=sparse
+        )
+
+    return Step(
+        "embedding_bag",
+        f"ember.embedding_bag({lbl}, a0, mask=a1, "
+        f"per_sample_weights={'a2' if weighted else None}, mode={mode!r}, sparse={sparse})",
+        padded,
+        ops,
+        names=("reshape",),
+        degree=1,
+    )
 
 
 @st.composite
@@ -356,17 +463,28 @@ def attention(draw, x, wild):
     ops = (k, v) + ((mask,) if mask is not None else ())
 
     def fn(t, kk, vv, *m):
-        return ember.attention(as_q(t), kk, vv, mask_pad=m[0] if m else None, scale=scale, quiet=quiet,
-                               dropout_p=p)
-    return Step("attention", f"ember.attention({lbl}, a0, a1, mask_pad={'a2' if mask is not None else None}, "
-                f"scale={scale}, quiet={quiet}, dropout_p={p})", fn, ops, seed=draw(st.integers(0, 2**20)),
-                names=("reshape",), degree=3)
+        return ember.attention(
+            as_q(t), kk, vv, mask_pad=m[0] if m else None, scale=scale, quiet=quiet, dropout_p=p
+        )
+
+    return Step(
+        "attention",
+        f"ember.attention({lbl}, a0, a1, mask_pad={'a2' if mask is not None else None}, "
+        f"scale={scale}, quiet={quiet}, dropout_p={p})",
+        fn,
+        ops,
+        seed=draw(st.integers(0, 2**20)),
+        names=("reshape",),
+        degree=3,
+    )
 
 
 @st.composite
 def dropout(draw, x, wild):
     p = draw(st.sampled_from([0.0, 0.3, 1.0]))
-    return Step("dropout", f"ember.dropout(x, {p})", lambda t: ember.dropout(t, p), seed=draw(st.integers(0, 2**20)))
+    return Step(
+        "dropout", f"ember.dropout(x, {p})", lambda t: ember.dropout(t, p), seed=draw(st.integers(0, 2**20))
+    )
 
 
 # ---- movement: views ----------------------------------------------------------------------------
@@ -402,7 +520,7 @@ def view(draw, x, wild):
             shape = _factor(draw, x.numel, draw(st.integers(1, 4)))
         if shape and x.numel and draw(st.integers(0, 3)) == 0:
             i = draw(st.integers(0, len(shape) - 1))
-            shape = shape[:i] + (-1,) + shape[i + 1:]
+            shape = shape[:i] + (-1,) + shape[i + 1 :]
         return Step("reshape", f"x.reshape({shape})", lambda t: t.reshape(shape), view=True)
     if kind == "unsqueeze":
         d = draw(st.integers(-n - 1, n))
@@ -430,20 +548,32 @@ def view(draw, x, wild):
         key = tuple(key)
         return Step("index", f"x[{_key_str(key)}]", lambda t: t[key], view=True)
     if kind == "flip":
-        dims = tuple(draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=1, max_size=max(n, 1), unique=True)))
+        dims = tuple(
+            draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=1, max_size=max(n, 1), unique=True))
+        )
         return Step("flip", f"x.flip({dims})", lambda t: t.flip(dims), view=True)
     if kind == "permute":
         perm = tuple(draw(st.permutations(range(n))))
         return Step("permute", f"x.permute({perm})", lambda t: t.permute(perm), view=True)
     if kind == "transpose":
         a, b = draw(st.integers(-n, n - 1)), draw(st.integers(-n, n - 1))
-        return Step("transpose", f"x.transpose({a}, {b})", lambda t: t.transpose(a, b), view=True,
-                    names=("swap_dims", "permute"))
+        return Step(
+            "transpose",
+            f"x.transpose({a}, {b})",
+            lambda t: t.transpose(a, b),
+            view=True,
+            names=("swap_dims", "permute"),
+        )
     d = draw(st.integers(0, n - 1))
     start = draw(st.integers(0, x.shape[d]))
     length = draw(st.integers(0, x.shape[d] - start))
-    return Step("narrow", f"x.narrow({d}, {start}, {length})", lambda t: t.narrow(d, start, length), view=True,
-                names=("index",))
+    return Step(
+        "narrow",
+        f"x.narrow({d}, {start}, {length})",
+        lambda t: t.narrow(d, start, length),
+        view=True,
+        names=("index",),
+    )
 
 
 def _key_str(key) -> str:
@@ -453,6 +583,7 @@ def _key_str(key) -> str:
         if isinstance(k, slice):
             return f"{k.start}:{k.stop}:{k.step}"
         return repr(k)
+
     return ", ".join(one(k) for k in key) + ("," if len(key) == 1 else "")
 
 
@@ -472,11 +603,16 @@ def join(draw, x, wild):
     if kind == "stack":
         d = draw(st.integers(-n - 1, n))
         a = draw(operands(name, x.shape, wild))
-        return Step("stack", f"ember.stack([a0, x], {d})", lambda t, o: ember.stack([o, t], d), (a,),
-                    names=("cat", "unsqueeze", "reshape"))
+        return Step(
+            "stack",
+            f"ember.stack([a0, x], {d})",
+            lambda t, o: ember.stack([o, t], d),
+            (a,),
+            names=("cat", "unsqueeze", "reshape"),
+        )
     if kind == "pad":
         pads = tuple(draw(st.lists(st.integers(0, 2), min_size=0, max_size=2 * n)))
-        pads = pads[:len(pads) - len(pads) % 2]
+        pads = pads[: len(pads) - len(pads) % 2]
         value = _scalar(draw, x.dtype.name, wild) if not x.dtype.is_bool else 0
         return Step("pad", f"x.pad({pads}, {value!r})", lambda t: t.pad(pads, value))
     reps = tuple(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n + 1)))
@@ -486,13 +622,18 @@ def join(draw, x, wild):
 @st.composite
 def indexing(draw, x, wild):
     n = x.ndim
-    kinds = ["cast"] + (["int_index", "bool_index", "gather", "index_select", "sort", "topk", "index_put",
-                         "scatter_add"] if n else [])
+    kinds = ["cast"] + (
+        ["int_index", "bool_index", "gather", "index_select", "sort", "topk", "index_put", "scatter_add"]
+        if n
+        else []
+    )
     kinds += ["one_hot"] if x.dtype.is_int else []
     kind = draw(st.sampled_from(kinds))
     if kind == "cast":
         target = draw(st.sampled_from(DTYPES))
-        return Step("cast", f"x.to(ember.{target})", lambda t: t.to(ember.dtype(target)), jumps=target not in FLOATS)
+        return Step(
+            "cast", f"x.to(ember.{target})", lambda t: t.to(ember.dtype(target)), jumps=target not in FLOATS
+        )
     if kind == "one_hot":
         c = draw(st.integers(1, 6))
         return Step("one_hot", f"x.one_hot({c})", lambda t: t.one_hot(c))
@@ -507,7 +648,9 @@ def indexing(draw, x, wild):
         mask = draw(operands("bool", x.shape[:k], False, layout=False))
         return Step("index", "x[a0]", lambda t, m: t[m], (mask,))
     if kind == "gather":
-        shape = tuple(draw(st.integers(0, s)) if i != d else draw(st.integers(0, 3)) for i, s in enumerate(x.shape))
+        shape = tuple(
+            draw(st.integers(0, s)) if i != d else draw(st.integers(0, 3)) for i, s in enumerate(x.shape)
+        )
         idx = draw(index_operand(shape, size))
         return Step("gather", f"x.gather({d}, a0)", lambda t, i: t.gather(d, i), (idx,), names=("index",))
     if kind == "index_select":
@@ -515,28 +658,55 @@ def indexing(draw, x, wild):
         return Step("index_select", f"x.index_select({d}, a0)", lambda t, i: t.index_select(d, i), (idx,))
     if kind == "sort":
         desc, which = draw(st.booleans()), draw(st.sampled_from([0, 1]))
-        return Step("sort", f"x.sort({d}, descending={desc})[{which}]", lambda t: t.sort(d, desc)[which],
-                    jumps=True)
+        return Step(
+            "sort", f"x.sort({d}, descending={desc})[{which}]", lambda t: t.sort(d, desc)[which], jumps=True
+        )
     if kind == "topk":
         k, largest, which = draw(st.integers(0, size)), draw(st.booleans()), draw(st.sampled_from([0, 1]))
-        return Step("topk", f"x.topk({k}, {d}, largest={largest})[{which}]",
-                    lambda t: t.topk(k, d, largest)[which], jumps=True, names=("sort", "gather"))
+        return Step(
+            "topk",
+            f"x.topk({k}, {d}, largest={largest})[{which}]",
+            lambda t: t.topk(k, d, largest)[which],
+            jumps=True,
+            names=("sort", "gather"),
+        )
     if kind == "index_put":
         idx = draw(index_operand((draw(st.integers(0, 4)),), x.shape[0], low=-x.shape[0]))
         values = draw(operands(x.dtype.name, x.shape[1:] if draw(st.booleans()) else (), wild))
         acc = draw(st.booleans())
-        return Step("index_put", f"x.index_put((a0,), a1, accumulate={acc})",
-                    lambda t, i, v: t.index_put((i,), v, accumulate=acc), (idx, values), names=("index",))
-    shape = tuple(draw(st.integers(0, s)) if i != d else draw(st.integers(0, 3)) for i, s in enumerate(x.shape))
+        return Step(
+            "index_put",
+            f"x.index_put((a0,), a1, accumulate={acc})",
+            lambda t, i, v: t.index_put((i,), v, accumulate=acc),
+            (idx, values),
+            names=("index",),
+        )
+    shape = tuple(
+        draw(st.integers(0, s)) if i != d else draw(st.integers(0, 3)) for i, s in enumerate(x.shape)
+    )
     idx = draw(index_operand(shape, size))
     src = draw(operands(x.dtype.name, shape, wild))
-    return Step("scatter_add", f"x.scatter_add({d}, a0, a1)", lambda t, i, s: t.scatter_add(d, i, s), (idx, src))
+    return Step(
+        "scatter_add", f"x.scatter_add({d}, a0, a1)", lambda t, i, s: t.scatter_add(d, i, s), (idx, src)
+    )
 
 
 STEPS = {
-    "unary": unary, "binary": binary, "where": where, "clamp": clamp, "reduction": reduction, "matmul": matmul,
-    "softmax": softmax, "norm": norm, "cross_entropy": cross_entropy, "embedding": embedding,
-    "embedding_bag": embedding_bag, "attention": attention, "dropout": dropout, "view": view, "join": join,
+    "unary": unary,
+    "binary": binary,
+    "where": where,
+    "clamp": clamp,
+    "reduction": reduction,
+    "matmul": matmul,
+    "softmax": softmax,
+    "norm": norm,
+    "cross_entropy": cross_entropy,
+    "embedding": embedding,
+    "embedding_bag": embedding_bag,
+    "attention": attention,
+    "dropout": dropout,
+    "view": view,
+    "join": join,
     "indexing": indexing,
 }
 """Step strategies by family; each takes the current tensor (on ``reference``) and the

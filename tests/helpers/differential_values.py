@@ -8,6 +8,7 @@ non-contiguous inputs: a transposed copy viewed back, or every other element of 
 array (stride 2). An :class:`Operand` is such an array plus its layout; it builds the same
 tensor on every backend.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,8 +31,8 @@ _SPECIALS = {
     "float16": [0.0, -0.0, INF, -INF, NAN, 6.0e4, -6.0e4, 65504.0, 300.0, 6e-8, -6e-8, 1e-5],
     "float32": [0.0, -0.0, INF, -INF, NAN, 1e30, -1e30, 3e38, 1e20, 1e-40, -1e-40, 1.2e-38],
     "float64": [0.0, -0.0, INF, -INF, NAN, 1e30, -1e30, 1e300, 1e20, 1e-310, -1e-310, 2.3e-308],
-    "int32": [0, -1, 2**31 - 1, -2**31, 2**16],
-    "int64": [0, -1, 2**62, -2**63, 2**31],
+    "int32": [0, -1, 2**31 - 1, -(2**31), 2**16],
+    "int64": [0, -1, 2**62, -(2**63), 2**31],
 }
 
 
@@ -41,7 +42,7 @@ def np_dtype(name: str) -> np.dtype:
 
 # The strategies are cached by their (hashable) arguments: building and validating a fresh
 # Hypothesis strategy for every drawn array costs more than drawing from it.
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def elements(name: str, wild: bool):
     """A strategy for one element of dtype ``name`` (every value exactly representable)."""
     if name == "bool":
@@ -57,7 +58,7 @@ def elements(name: str, wild: bool):
     return st.one_of(tame, st.sampled_from(specials))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def arrays(name: str, shape: tuple, wild: bool):
     return hnp.arrays(np_dtype(name), shape, elements=elements(name, wild))
 
@@ -127,14 +128,16 @@ class Operand:
 
     def __repr__(self) -> str:
         body = np.array2string(self.values, separator=", ", threshold=64, precision=8, floatmode="maxprec")
-        view = {"contiguous": "", "transposed": " (transposed view)", "strided": " (stride-2 view)"}[self.layout]
+        view = {"contiguous": "", "transposed": " (transposed view)", "strided": " (stride-2 view)"}[
+            self.layout
+        ]
         return f"{self.dtype}{list(self.values.shape)}{view} {body}".replace("\n", "")
 
     def _repr_pretty_(self, printer, cycle):  # how Hypothesis prints a failing case's draws
         printer.text(repr(self))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def operands(name: str, shape: tuple, wild: bool, layout: bool = True):
     """An Operand of dtype ``name`` and ``shape``, in a random layout when ``layout``."""
     return _operands(name, tuple(shape), wild, layout)
@@ -151,7 +154,7 @@ def _operands(draw, name: str, shape: tuple, wild: bool, layout: bool):
     return Operand(values, draw(st.sampled_from(choices)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def index_operand(shape: tuple, upper: int, low: int = 0, dtype: str | None = None):
     """An int Operand of ``shape`` with values in [low, upper) (0 when that range is empty:
     an invalid index, which every backend must reject alike)."""

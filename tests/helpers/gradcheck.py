@@ -11,6 +11,7 @@ where ``J_i v_i`` (the Jacobian-vector product) comes from central differences
 gradients swapped between inputs are caught) and once along all inputs together (the
 directional derivative along a random direction).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def _directional(fn, args, idx, dirs, eps):
     return (fp - fm) / (2 * eps), np.abs(fp) + np.abs(fm)
 
 
-def gradcheck(fn, *inputs, wrt=None, eps: float = 1e-6, rtol: float = 1e-6, atol: float = 1e-10,
-              seed: int = 0) -> None:
+def gradcheck(
+    fn, *inputs, wrt=None, eps: float = 1e-6, rtol: float = 1e-6, atol: float = 1e-10, seed: int = 0
+) -> None:
     """Assert that the gradients of ``fn`` agree with central differences (dot-product test).
 
     Args:
@@ -54,8 +56,9 @@ def gradcheck(fn, *inputs, wrt=None, eps: float = 1e-6, rtol: float = 1e-6, atol
     wrt = list(wrt)
     assert wrt, "gradcheck: no float64 tensor input to check"
     for i in wrt:
-        assert isinstance(args[i], ember.Tensor) and args[i].dtype is ember.float64, \
+        assert isinstance(args[i], ember.Tensor) and args[i].dtype is ember.float64, (
             f"gradcheck: input {i} must be a float64 tensor, got {getattr(args[i], 'dtype', type(args[i]))}"
+        )
 
     leaves = list(args)
     for i in wrt:
@@ -74,8 +77,9 @@ def gradcheck(fn, *inputs, wrt=None, eps: float = 1e-6, rtol: float = 1e-6, atol
         if g is None:
             g_np = np.zeros(args[i].shape)
         else:
-            assert g.shape == args[i].shape, \
+            assert g.shape == args[i].shape, (
                 f"gradcheck: grad of input {i} has shape {g.shape}, expected {args[i].shape}"
+            )
             assert g.dtype is ember.float64, f"gradcheck: grad of input {i} has dtype {g.dtype}"
             g_np = g.numpy().astype(np.float64)
         analytic[i] = g_np
@@ -95,8 +99,10 @@ def gradcheck(fn, *inputs, wrt=None, eps: float = 1e-6, rtol: float = 1e-6, atol
         roundoff += 1e-12 * float(np.sum(np.abs(jvp * u)))
         err = abs(auto - numeric)
         bound = rtol * max(abs(numeric), abs(auto)) + roundoff + atol
-        assert err <= bound, (f"gradcheck ({label}): <v, J^T u> from backward = {auto!r} but central "
-                              f"differences give <J v, u> = {numeric!r} (|diff| {err:.3e} > {bound:.3e})")
+        assert err <= bound, (
+            f"gradcheck ({label}): <v, J^T u> from backward = {auto!r} but central "
+            f"differences give <J v, u> = {numeric!r} (|diff| {err:.3e} > {bound:.3e})"
+        )
 
 
 def gradcheck_np(fn, device: str, *arrays, **kw) -> None:

@@ -4,6 +4,7 @@ Every function computes in float64 and returns float64; the tests compare float3
 float32 tolerances. ``keep_mask`` re-implements the dropout hash from its specification in
 ember/kernels/backend.py (SplitMix64 finaliser over the flat element index).
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ def sigmoid(x):
 def gelu(x, approximate: bool = False):
     x = np.asarray(x, dtype=np.float64)
     if approximate:
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
 

@@ -1,4 +1,5 @@
 """Comparing ember tensors with NumPy expectations at dtype-appropriate tolerances."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,15 +46,20 @@ def assert_close(actual, expected, rtol: float | None = None, atol: float | None
     got = actual.numpy()
     if actual.dtype.is_float:
         r, a = tol(actual.dtype)
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=r if rtol is None else rtol, atol=a if atol is None else atol,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            got.astype(np.float64),
+            expected.astype(np.float64),
+            rtol=r if rtol is None else rtol,
+            atol=a if atol is None else atol,
+            equal_nan=True,
+        )
     else:
         np.testing.assert_array_equal(got, expected)
 
 
-def away_from(rng: np.random.Generator, shape, points=(0.0,), gap: float = 0.1, scale: float = 1.0,
-              dtype=np.float64) -> np.ndarray:
+def away_from(
+    rng: np.random.Generator, shape, points=(0.0,), gap: float = 0.1, scale: float = 1.0, dtype=np.float64
+) -> np.ndarray:
     """Normal samples kept at least ``gap`` away from each of ``points`` (kinks of an op)."""
     x = rng.standard_normal(shape) * scale
     for p in points:

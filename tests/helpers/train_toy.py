@@ -1,5 +1,6 @@
 """A small classifier on generated blobs, trained through ember.train by the training tests
 (in-process and as a subprocess: ``python -m helpers.train_toy DIR [options]``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -63,17 +64,23 @@ def loaders(n_train: int = 96, n_valid: int = 48, batch_size: int = 16, shuffle:
     if shuffle is not None:
         builder = builder.shuffle(shuffle)
     valid_builder = DataLoaderBuilder(ToyBatcher()).batch_size(batch_size)
-    return builder.build(InMemDataset(blobs(n_train, 0))), valid_builder.build(InMemDataset(blobs(n_valid, 1)))
+    return builder.build(InMemDataset(blobs(n_train, 0))), valid_builder.build(
+        InMemDataset(blobs(n_valid, 1))
+    )
 
 
-def training(directory, epochs: int = 3, batch_size: int = 16, renderer=None, **loader_kw) -> SupervisedTraining:
+def training(
+    directory, epochs: int = 3, batch_size: int = 16, renderer=None, **loader_kw
+) -> SupervisedTraining:
     train, valid = loaders(batch_size=batch_size, **loader_kw)
-    out = (SupervisedTraining(directory, train, valid)
-           .metrics(AccuracyMetric(), LossMetric())
-           .metric_train_numeric(LearningRateMetric())
-           .with_default_checkpointers()
-           .num_epochs(epochs)
-           .summary())
+    out = (
+        SupervisedTraining(directory, train, valid)
+        .metrics(AccuracyMetric(), LossMetric())
+        .metric_train_numeric(LearningRateMetric())
+        .with_default_checkpointers()
+        .num_epochs(epochs)
+        .summary()
+    )
     if renderer is not None:
         out = out.renderer(renderer)
     return out
@@ -115,6 +122,7 @@ class _SlowCheckpoint:
     def install(self) -> None:
         import ember.train.checkpoint.file_checkpointer as fc
         from ember.record.atomic import atomic_writer
+
         marker = self.marker
 
         def slow_write(path, data):
@@ -123,7 +131,8 @@ class _SlowCheckpoint:
                 handle.flush()
                 open(marker, "w").close()
                 time.sleep(30)
-                handle.write(data[len(data) // 2:])
+                handle.write(data[len(data) // 2 :])
+
         fc.atomic_write_bytes = slow_write
 
 

@@ -1,5 +1,6 @@
 """The scalar argument checks shared by the kernels, the composed defaults and the optimizer
 configs (``ember.kernels.arg_checks``): one wording for one mistake, everywhere."""
+
 from __future__ import annotations
 
 import math
@@ -19,14 +20,17 @@ def test_finite_scalar_accepts_real_numbers_as_float():
     assert finite_scalar("op", "eps", 0.0, minimum=0.0) == 0.0
 
 
-@pytest.mark.parametrize("value,error,message", [
-    (math.nan, ValueError, r"^Adam: `beta_1` must be finite, got nan$"),
-    (math.inf, ValueError, r"^Adam: `beta_1` must be finite, got inf$"),
-    (True, TypeError, r"^Adam: `beta_1` must be a number, got True$"),
-    ("0.9", TypeError, r"^Adam: `beta_1` must be a number, got '0.9'$"),
-    (None, TypeError, r"^Adam: `beta_1` must be a number, got None$"),
-    (np.array(0.9), TypeError, r"must be a number"),
-])
+@pytest.mark.parametrize(
+    "value,error,message",
+    [
+        (math.nan, ValueError, r"^Adam: `beta_1` must be finite, got nan$"),
+        (math.inf, ValueError, r"^Adam: `beta_1` must be finite, got inf$"),
+        (True, TypeError, r"^Adam: `beta_1` must be a number, got True$"),
+        ("0.9", TypeError, r"^Adam: `beta_1` must be a number, got '0.9'$"),
+        (None, TypeError, r"^Adam: `beta_1` must be a number, got None$"),
+        (np.array(0.9), TypeError, r"must be a number"),
+    ],
+)
 def test_finite_scalar_names_the_op_and_argument(value, error, message):
     with pytest.raises(error, match=message):
         finite_scalar("Adam", "beta_1", value)
@@ -49,8 +53,11 @@ def test_per_tensor_broadcasts_a_scalar_and_checks_lists():
     assert out.dtype == np.float64 and out.tolist() == [0.1, float(np.float32(0.2))]
     assert per_tensor("op", "lr", 0.1, 0).shape == (0,)
     np.testing.assert_array_equal(per_tensor("op", "flags", [True, False], 2), [1.0, 0.0])
-    with pytest.raises(ValueError, match=r"^op: `lr` must be a scalar or hold one value per tensor "
-                                         r"\(3\), got shape \(2,\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^op: `lr` must be a scalar or hold one value per tensor "
+        r"\(3\), got shape \(2,\)$",
+    ):
         per_tensor("op", "lr", [0.1, 0.2], 3)
     with pytest.raises(ValueError, match=r"^op: `lr` must be finite, got \[0.1, nan\]$"):
         per_tensor("op", "lr", [0.1, math.nan], 2)

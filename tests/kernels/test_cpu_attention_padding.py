@@ -2,6 +2,7 @@
 the results must be those of the full computation, including where leaving them out would not
 be exact (rows whose scores sit near the -1e4 fill, non-finite padded values, infinite queries),
 where the kernel takes every key."""
+
 from __future__ import annotations
 
 import numpy as np

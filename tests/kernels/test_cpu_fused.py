@@ -5,6 +5,7 @@ on small shapes whose last dimension is not a multiple of the SIMD width. The Nu
 oracles below compute in float64 and are written independently of the kernels; a few
 gradients are also checked by central differences so the oracles are not trusted blindly.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,11 +29,13 @@ from ember.kernels.cpu import (
 )
 
 # The kernels' public functions under one name, e.g. K.softmax(x).
-K = SimpleNamespace(**{
-    name: getattr(module, name)
-    for module in (activations, attention, cross_entropy, dropout, embedding, norms, softmax)
-    for name in module.__all__
-})
+K = SimpleNamespace(
+    **{
+        name: getattr(module, name)
+        for module in (activations, attention, cross_entropy, dropout, embedding, norms, softmax)
+        for name in module.__all__
+    }
+)
 attention_module = attention
 
 DTYPES = [np.float32, np.float64]
@@ -306,6 +309,7 @@ def test_layer_norm_gradient_by_central_differences(rng):
     dy, direction = data(rng, x.shape, np.float64), data(rng, x.shape, np.float64)
     _, mean, rstd = K.layer_norm(x, gamma, beta, 1e-5)
     dx, _, _ = K.layer_norm_backward(dy, x, mean, rstd, gamma)
+
     def loss(z):
         return (K.layer_norm(z, gamma, beta, 1e-5)[0] * dy).sum()
 
@@ -437,6 +441,7 @@ def test_cross_entropy_gradient_by_central_differences(rng):
     dloss, direction = data(rng, 4, np.float64), data(rng, (4, 6), np.float64)
     _, lse = K.cross_entropy(logits, targets, 0.2)
     grad = K.cross_entropy_backward(logits, targets, lse, dloss, 0.2)
+
     def loss(z):
         return (K.cross_entropy(z, targets, 0.2)[0] * dloss).sum()
 
@@ -630,8 +635,12 @@ def test_attention_gradient_by_central_differences(rng):
         direction = data(rng, inputs[name].shape, np.float64)
 
         def loss(z, name=name, inputs=inputs):
-            return (K.attention(**{**inputs, name: z}, mask_pad=mask, scale=0.9, quiet=True,
-                                dropout_p=0.3, seed=5)[0] * dout).sum()
+            return (
+                K.attention(
+                    **{**inputs, name: z}, mask_pad=mask, scale=0.9, quiet=True, dropout_p=0.3, seed=5
+                )[0]
+                * dout
+            ).sum()
 
         numeric = central_difference(loss, inputs[name], direction)
         assert abs((grad * direction).sum() - numeric) < 1e-7, name

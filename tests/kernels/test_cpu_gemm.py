@@ -1,5 +1,6 @@
 """ember's split GEMM: NumPy's results for every shape, layout and dtype, BLAS's thread setting
 left as it was, errors raised in the caller."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -33,7 +34,9 @@ def test_transposed_and_strided_operands():
     x = rng.standard_normal((3000, 128)).astype(np.float32)
     dout = rng.standard_normal((3000, 512)).astype(np.float32)
     np.testing.assert_allclose(gemm.matmul(x.T, dout), x.T @ dout, rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(gemm.matmul(dout[:, ::2], x[:512:2]), dout[:, ::2] @ x[:512:2], rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        gemm.matmul(dout[:, ::2], x[:512:2]), dout[:, ::2] @ x[:512:2], rtol=1e-4, atol=1e-3
+    )
 
 
 def test_batched_and_broadcast_products():
@@ -49,16 +52,22 @@ def test_batched_and_broadcast_products():
 
 def test_blas_threads_are_restored():
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    before = [c.num_threads for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers]
+    before = [
+        c.num_threads for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    ]
     gemm.matmul(np.ones((600, 600)), np.ones((600, 600)))
-    after = [c.num_threads for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers]
+    after = [
+        c.num_threads for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    ]
     assert after == before
 
 
 def test_shape_errors_are_numpys_and_leave_the_pool_usable():
     with pytest.raises(ValueError, match="matmul"):
         gemm.matmul(np.ones((600, 600)), np.ones((500, 600)))
-    np.testing.assert_array_equal(gemm.matmul(np.ones((600, 600)), np.ones((600, 2))), np.full((600, 2), 600.0))
+    np.testing.assert_array_equal(
+        gemm.matmul(np.ones((600, 600)), np.ones((600, 2))), np.full((600, 2), 600.0)
+    )
 
 
 def test_concurrent_callers_get_their_own_results():

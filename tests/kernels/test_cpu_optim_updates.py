@@ -16,6 +16,7 @@ Burn / PyTorch differences (only agreeing configurations are compared with torch
 * Burn stores β, ε and momentum as f32 and computes the bias corrections in f32; ember
   computes scalars in float64.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -135,10 +136,16 @@ def lr_at(k):
     return 0.05 / (1 + 0.1 * k)  # a changing rate, like a scheduler would give
 
 
-@pytest.mark.parametrize("mu,damp,nesterov,wd", [
-    (0.0, 0.0, False, 0.0), (0.0, 0.0, False, 0.01), (0.9, 0.1, False, 0.01),
-    (0.9, 0.1, True, 0.0), (0.8, 0.0, True, 0.05),
-])
+@pytest.mark.parametrize(
+    "mu,damp,nesterov,wd",
+    [
+        (0.0, 0.0, False, 0.0),
+        (0.0, 0.0, False, 0.01),
+        (0.9, 0.1, False, 0.01),
+        (0.9, 0.1, True, 0.0),
+        (0.8, 0.0, True, 0.05),
+    ],
+)
 def test_sgd_matches_numpy(mu, damp, nesterov, wd):
     params, rng = make_group(1)
     ref = [p.copy() for p in params]
@@ -147,10 +154,11 @@ def test_sgd_matches_numpy(mu, damp, nesterov, wd):
     bufs = [np.zeros_like(p) for p in params] if use_momentum else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.sgd_update(params, grads, bufs, lr_at(k), wd, mu, damp, nesterov,
-                      first_step_flags=(k == 0))
-        ref = [ref_sgd(p, g, s, lr_at(k), wd, mu, damp, nesterov, use_momentum)
-               for p, g, s in zip(ref, grads, states)]
+        uk.sgd_update(params, grads, bufs, lr_at(k), wd, mu, damp, nesterov, first_step_flags=(k == 0))
+        ref = [
+            ref_sgd(p, g, s, lr_at(k), wd, mu, damp, nesterov, use_momentum)
+            for p, g, s in zip(ref, grads, states)
+        ]
     close(params, ref)
 
 
@@ -164,16 +172,17 @@ def test_adam_matches_numpy(amsgrad, wd):
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.999, 1e-5, wd,
-                       decoupled=False, steps=k + 1)
-        ref = [ref_adam(p, g, s, lr_at(k), 0.9, 0.999, 1e-5, wd, amsgrad)
-               for p, g, s in zip(ref, grads, states)]
+        uk.adam_update(
+            params, grads, m, v, vmax, lr_at(k), 0.9, 0.999, 1e-5, wd, decoupled=False, steps=k + 1
+        )
+        ref = [
+            ref_adam(p, g, s, lr_at(k), 0.9, 0.999, 1e-5, wd, amsgrad) for p, g, s in zip(ref, grads, states)
+        ]
     close(params, ref)
     close(m, [s["m"] for s in states])
 
 
-@pytest.mark.parametrize("amsgrad,cautious", [(False, False), (True, False), (False, True),
-                                              (True, True)])
+@pytest.mark.parametrize("amsgrad,cautious", [(False, False), (True, False), (False, True), (True, True)])
 def test_adamw_matches_numpy(amsgrad, cautious):
     params, rng = make_group(3)
     ref = [p.copy() for p in params]
@@ -183,10 +192,25 @@ def test_adamw_matches_numpy(amsgrad, cautious):
     wd = 0.5  # large so that the decay (and the cautious mask) matters at 1e-12
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.99, 1e-5, wd,
-                       decoupled=True, cautious=cautious, steps=k + 1)
-        ref = [ref_adamw(p, g, s, lr_at(k), 0.9, 0.99, 1e-5, wd, amsgrad, cautious)
-               for p, g, s in zip(ref, grads, states)]
+        uk.adam_update(
+            params,
+            grads,
+            m,
+            v,
+            vmax,
+            lr_at(k),
+            0.9,
+            0.99,
+            1e-5,
+            wd,
+            decoupled=True,
+            cautious=cautious,
+            steps=k + 1,
+        )
+        ref = [
+            ref_adamw(p, g, s, lr_at(k), 0.9, 0.99, 1e-5, wd, amsgrad, cautious)
+            for p, g, s in zip(ref, grads, states)
+        ]
     close(params, ref)
 
 
@@ -198,16 +222,25 @@ def test_cautious_decay_skips_disagreeing_signs():
     outs = {}
     for cautious in (False, True):
         q = p.copy()
-        uk.adam_update([q], [g], [np.zeros(4)], [np.zeros(4)], None, 0.1, weight_decay=0.5,
-                       decoupled=True, cautious=cautious)
+        uk.adam_update(
+            [q],
+            [g],
+            [np.zeros(4)],
+            [np.zeros(4)],
+            None,
+            0.1,
+            weight_decay=0.5,
+            decoupled=True,
+            cautious=cautious,
+        )
         outs[cautious] = q
     decay = 0.1 * 0.5 * p  # lr * wd * theta, skipped by cautious where signs differ
-    np.testing.assert_allclose(outs[False] - outs[True], -decay * np.array([0, 1, 1, 0]),
-                               atol=1e-15)
+    np.testing.assert_allclose(outs[False] - outs[True], -decay * np.array([0, 1, 1, 0]), atol=1e-15)
 
 
-@pytest.mark.parametrize("centered,mu,wd", [(False, 0.0, 0.0), (True, 0.0, 0.01),
-                                            (False, 0.9, 0.0), (True, 0.9, 0.01)])
+@pytest.mark.parametrize(
+    "centered,mu,wd", [(False, 0.0, 0.0), (True, 0.0, 0.01), (False, 0.9, 0.0), (True, 0.9, 0.01)]
+)
 def test_rmsprop_matches_numpy(centered, mu, wd):
     params, rng = make_group(4)
     ref = [p.copy() for p in params]
@@ -218,8 +251,10 @@ def test_rmsprop_matches_numpy(centered, mu, wd):
     for k in range(STEPS):
         grads = grads_for(rng, params)
         uk.rmsprop_update(params, grads, s, ga, bufs, lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
-        ref = [ref_rmsprop(p, g, st, lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
-               for p, g, st in zip(ref, grads, states)]
+        ref = [
+            ref_rmsprop(p, g, st, lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
+            for p, g, st in zip(ref, grads, states)
+        ]
     close(params, ref)
 
 
@@ -232,8 +267,7 @@ def test_adagrad_matches_numpy(lr_decay, wd):
     for k in range(STEPS):
         grads = grads_for(rng, params)
         uk.adagrad_update(params, grads, sums, lr_at(k), lr_decay, 1e-5, wd, steps=k + 1)
-        ref = [ref_adagrad(p, g, st, lr_at(k), lr_decay, 1e-5, wd)
-               for p, g, st in zip(ref, grads, states)]
+        ref = [ref_adagrad(p, g, st, lr_at(k), lr_decay, 1e-5, wd) for p, g, st in zip(ref, grads, states)]
     close(params, ref)
 
 
@@ -246,8 +280,7 @@ def test_lion_matches_numpy(wd):
     for k in range(STEPS):
         grads = grads_for(rng, params)
         uk.lion_update(params, grads, m, lr_at(k) / 10, 0.9, 0.99, wd)
-        ref = [ref_lion(p, g, st, lr_at(k) / 10, 0.9, 0.99, wd)
-               for p, g, st in zip(ref, grads, states)]
+        ref = [ref_lion(p, g, st, lr_at(k) / 10, 0.9, 0.99, wd) for p, g, st in zip(ref, grads, states)]
     close(params, ref)
     close(m, [st["m"] for st in states])
 
@@ -273,8 +306,10 @@ def test_per_tensor_lr_and_steps():
             ref[0] = ref_adam(ref[0], grads[0], states[0], 0.01, 0.9, 0.999, 1e-5, 0.0, False)
             continue
         uk.adam_update(params, grads, m, v, None, [0.01, 0.002], steps=[k + 1, k - 1])
-        ref = [ref_adam(ref[0], grads[0], states[0], 0.01, 0.9, 0.999, 1e-5, 0.0, False),
-               ref_adam(ref[1], grads[1], states[1], 0.002, 0.9, 0.999, 1e-5, 0.0, False)]
+        ref = [
+            ref_adam(ref[0], grads[0], states[0], 0.01, 0.9, 0.999, 1e-5, 0.0, False),
+            ref_adam(ref[1], grads[1], states[1], 0.002, 0.9, 0.999, 1e-5, 0.0, False),
+        ]
     close(params, ref)
 
 
@@ -287,8 +322,7 @@ def test_packed_tables_equal_lists():
     for k in range(3):
         grads = grads_for(rng, params)
         uk.adam_update(params, grads, m1, v1, None, 0.01, steps=k + 1)
-        uk.adam_update(tp, uk.pack_arrays(grads, writeable=False), tm, tv, None, 0.01,
-                       steps=k + 1)
+        uk.adam_update(tp, uk.pack_arrays(grads, writeable=False), tm, tv, None, 0.01, steps=k + 1)
     close(twin, params, tol=0)
 
 
@@ -302,14 +336,15 @@ def test_non_contiguous_gradient_is_read_correctly():
 def test_float32_kernels_track_float64():
     params64, rng = make_group(9)
     params32 = [p.astype(np.float32) for p in params64]
-    state = {dt: ([np.zeros_like(p) for p in ps], [np.zeros_like(p) for p in ps])
-             for dt, ps in ((32, params32), (64, params64))}
+    state = {
+        dt: ([np.zeros_like(p) for p in ps], [np.zeros_like(p) for p in ps])
+        for dt, ps in ((32, params32), (64, params64))
+    }
     for k in range(STEPS):
         grads = grads_for(rng, params64)
         for dt, ps in ((32, params32), (64, params64)):
             gs = [g.astype(ps[0].dtype) for g in grads]
-            uk.adam_update(ps, gs, *state[dt], None, 1e-3, weight_decay=1e-2,
-                           decoupled=True, steps=k + 1)
+            uk.adam_update(ps, gs, *state[dt], None, 1e-3, weight_decay=1e-2, decoupled=True, steps=k + 1)
     assert all(p.dtype == np.float32 for p in params32)
     close(params32, params64, tol=2e-5)
 
@@ -327,8 +362,7 @@ def test_empty_group_is_a_no_op():
 def test_rejects_mismatched_inputs():
     p = [np.zeros((2, 3)), np.zeros(4)]
     z = [np.zeros((2, 3)), np.zeros(4)]
-    with pytest.raises(ValueError,
-                       match=r"grads\[1\]` has shape \(5,\) but `params\[1\]` has shape \(4,\)"):
+    with pytest.raises(ValueError, match=r"grads\[1\]` has shape \(5,\) but `params\[1\]` has shape \(4,\)"):
         uk.sgd_update(p, [np.zeros((2, 3)), np.zeros(5)], None, 0.1)
     with pytest.raises(ValueError, match="`grads` has 1 arrays but `params` has 2"):
         uk.sgd_update(p, z[:1], None, 0.1)
@@ -361,8 +395,7 @@ def test_rejects_bad_hyperparameters():
         uk.adam_update(p, g, [np.zeros(3)], [np.zeros(3)], None, 0.1, beta1=1.0)
     with pytest.raises(ValueError, match="`steps` must be integers >= 1"):
         uk.adam_update(p, g, [np.zeros(3)], [np.zeros(3)], None, 0.1, steps=0)
-    with pytest.raises(ValueError,
-                       match=r"`lr` must be a scalar or hold one value per tensor \(1\)"):
+    with pytest.raises(ValueError, match=r"`lr` must be a scalar or hold one value per tensor \(1\)"):
         uk.sgd_update(p, g, None, [0.1, 0.2])
     with pytest.raises(ValueError, match="`lr` must be finite"):
         uk.sgd_update(p, g, None, float("nan"))
@@ -395,8 +428,7 @@ def test_clip_by_norm_per_tensor_is_burns_rule():
     tiny = np.finfo(np.float64).tiny
     for got, g, n in zip(grads, before, norms):
         assert n == pytest.approx(np.linalg.norm(g), rel=1e-12)
-        np.testing.assert_allclose(got, g * min(1.0, 2.0 / (np.linalg.norm(g) + tiny)),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(got, g * min(1.0, 2.0 / (np.linalg.norm(g) + tiny)), rtol=1e-12)
     np.testing.assert_array_equal(grads[2], before[2])
 
 
@@ -453,8 +485,13 @@ def run_torch(torch, seed, make_opt, steps=STEPS):
 @pytest.mark.torch
 @pytest.mark.parametrize("mu,damp,nesterov,wd", [(0.9, 0.1, False, 0.01), (0.9, 0.0, True, 0.01)])
 def test_sgd_matches_torch(mu, damp, nesterov, wd, torch):
-    params, grads_seq, expected = run_torch(torch, 20, lambda ps: torch.optim.SGD(
-        ps, lr=lr_at(0), momentum=mu, dampening=damp, nesterov=nesterov, weight_decay=wd))
+    params, grads_seq, expected = run_torch(
+        torch,
+        20,
+        lambda ps: torch.optim.SGD(
+            ps, lr=lr_at(0), momentum=mu, dampening=damp, nesterov=nesterov, weight_decay=wd
+        ),
+    )
     bufs = [np.zeros_like(p) for p in params]
     for k, grads in enumerate(grads_seq):
         uk.sgd_update(params, grads, bufs, lr_at(k), wd, mu, damp, nesterov, k == 0)
@@ -464,9 +501,13 @@ def test_sgd_matches_torch(mu, damp, nesterov, wd, torch):
 @pytest.mark.torch
 @pytest.mark.parametrize("amsgrad,wd", [(False, 0.0), (True, 0.01)])
 def test_adam_matches_torch(amsgrad, wd, torch):
-    params, grads_seq, expected = run_torch(torch, 21, lambda ps: torch.optim.Adam(
-        ps, lr=lr_at(0), betas=(0.9, 0.999), eps=1e-5, weight_decay=wd, amsgrad=amsgrad,
-        foreach=False))
+    params, grads_seq, expected = run_torch(
+        torch,
+        21,
+        lambda ps: torch.optim.Adam(
+            ps, lr=lr_at(0), betas=(0.9, 0.999), eps=1e-5, weight_decay=wd, amsgrad=amsgrad, foreach=False
+        ),
+    )
     m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k, grads in enumerate(grads_seq):
@@ -477,36 +518,54 @@ def test_adam_matches_torch(amsgrad, wd, torch):
 @pytest.mark.torch
 @pytest.mark.parametrize("amsgrad", [False, True])
 def test_adamw_matches_torch(amsgrad, torch):
-    params, grads_seq, expected = run_torch(torch, 22, lambda ps: torch.optim.AdamW(
-        ps, lr=lr_at(0), betas=(0.9, 0.99), eps=1e-5, weight_decay=0.3, amsgrad=amsgrad,
-        foreach=False))
+    params, grads_seq, expected = run_torch(
+        torch,
+        22,
+        lambda ps: torch.optim.AdamW(
+            ps, lr=lr_at(0), betas=(0.9, 0.99), eps=1e-5, weight_decay=0.3, amsgrad=amsgrad, foreach=False
+        ),
+    )
     m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k, grads in enumerate(grads_seq):
-        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.99, 1e-5, 0.3,
-                       decoupled=True, steps=k + 1)
+        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.99, 1e-5, 0.3, decoupled=True, steps=k + 1)
     close(params, expected, tol=1e-6)
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("centered,mu", [(True, 0.9), (False, 0.0)])
 def test_rmsprop_matches_torch(centered, mu, torch):
-    params, grads_seq, expected = run_torch(torch, 23, lambda ps: torch.optim.RMSprop(
-        ps, lr=lr_at(0) / 10, alpha=0.99, eps=1e-5, weight_decay=0.01, momentum=mu,
-        centered=centered, foreach=False))
+    params, grads_seq, expected = run_torch(
+        torch,
+        23,
+        lambda ps: torch.optim.RMSprop(
+            ps,
+            lr=lr_at(0) / 10,
+            alpha=0.99,
+            eps=1e-5,
+            weight_decay=0.01,
+            momentum=mu,
+            centered=centered,
+            foreach=False,
+        ),
+    )
     s = [np.zeros_like(p) for p in params]
     ga = [np.zeros_like(p) for p in params] if centered else None
     bufs = [np.zeros_like(p) for p in params] if mu else None
     for k, grads in enumerate(grads_seq):
-        uk.rmsprop_update(params, grads, s, ga, bufs, lr_at(k) / 10, 0.99, 1e-5, 0.01, mu,
-                          centered)
+        uk.rmsprop_update(params, grads, s, ga, bufs, lr_at(k) / 10, 0.99, 1e-5, 0.01, mu, centered)
     close(params, expected, tol=1e-6)
 
 
 @pytest.mark.torch
 def test_adagrad_matches_torch(torch):
-    params, grads_seq, expected = run_torch(torch, 24, lambda ps: torch.optim.Adagrad(
-        ps, lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5, foreach=False))
+    params, grads_seq, expected = run_torch(
+        torch,
+        24,
+        lambda ps: torch.optim.Adagrad(
+            ps, lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5, foreach=False
+        ),
+    )
     sums = [np.zeros_like(p) for p in params]
     for k, grads in enumerate(grads_seq):
         uk.adagrad_update(params, grads, sums, lr_at(k), 0.05, 1e-5, 0.01, steps=k + 1)

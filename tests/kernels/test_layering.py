@@ -7,6 +7,7 @@ are resolved against the importing module, and ``importlib.import_module`` /
 ``__import__`` calls with a literal name count too. A forbidden import fails the test with
 its file, line and the rule it breaks.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,10 +18,12 @@ PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2] / "ember"
 
 # (package folder relative to the ember package, the packages it may not import, why)
 RULES = (
-    ("kernels", ("ember.nn", "ember.optim", "ember.train", "ember.data"),
-     "kernels know only arrays: they may not import the layers built on them"),
-    ("tensor", ("ember.nn", "ember.optim"),
-     "the tensor layer sits below modules and optimizers"),
+    (
+        "kernels",
+        ("ember.nn", "ember.optim", "ember.train", "ember.data"),
+        "kernels know only arrays: they may not import the layers built on them",
+    ),
+    ("tensor", ("ember.nn", "ember.optim"), "the tensor layer sits below modules and optimizers"),
 )
 
 
@@ -41,16 +44,19 @@ def imported_names(source: str, module: list[str], is_package: bool) -> list[tup
             if node.level:
                 # a package's own __init__ is the anchor of `from . import x`
                 anchor = module if is_package else module[:-1]
-                base = anchor[:len(anchor) - (node.level - 1)]
+                base = anchor[: len(anchor) - (node.level - 1)]
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module
             found.append((node.lineno, name))
             found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names if alias.name != "*"]
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module",
-                                                                                 "__import__")):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+        ):
             found.append((node.lineno, node.args[0].value))
     return found
 
@@ -66,13 +72,16 @@ def violations(root: pathlib.Path, package: str = "ember", rules=RULES) -> list[
         for path in sorted((root / folder).rglob("*.py")):
             module = _module_name(root, path, package)
             reported = set()  # one line per statement, though `from a import b` gives a and a.b
-            for line, name in imported_names(path.read_text(encoding="utf-8"), module,
-                                             path.name == "__init__.py"):
+            for line, name in imported_names(
+                path.read_text(encoding="utf-8"), module, path.name == "__init__.py"
+            ):
                 hit = next((b for b in banned if _is_within(name, b)), None)
                 if hit is not None and line not in reported:
                     reported.add(line)
-                    problems.append(f"{path.relative_to(root.parent)}:{line} imports {name} "
-                                    f"({package}/{folder} may not import {hit}: {why})")
+                    problems.append(
+                        f"{path.relative_to(root.parent)}:{line} imports {name} "
+                        f"({package}/{folder} may not import {hit}: {why})"
+                    )
     return problems
 
 
@@ -98,10 +107,12 @@ def test_the_checker_finds_every_kind_of_forbidden_import(tmp_path):
     # names that only start like a banned package are allowed
     (cpu / "near.py").write_text("import ember.kernels.optimizer_ops\nimport ember.nnx\n")
     (root / "tensor" / "ops.py").write_text(
-        "import ember.kernels.backend\nclass T:\n    def m(self):\n        import ember.nn.module\n")
+        "import ember.kernels.backend\nclass T:\n    def m(self):\n        import ember.nn.module\n"
+    )
     problems = violations(root)
-    found = {p.split(" imports ")[0].rsplit("/", 1)[-1]: p.split(" imports ")[1].split(" ")[0]
-             for p in problems}
+    found = {
+        p.split(" imports ")[0].rsplit("/", 1)[-1]: p.split(" imports ")[1].split(" ")[0] for p in problems
+    }
     assert found == {
         "top.py:1": "ember.optim.sgd",
         "lazy.py:2": "ember.train",

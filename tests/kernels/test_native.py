@@ -370,9 +370,7 @@ def test_empty_inputs():
     assert y.shape == (0, 3) and y.dtype == np.float32
     y, mean, rstd = native_ops.layer_norm(np.zeros((0, 4)), np.ones(4), None, 1e-5)
     assert y.shape == (0, 4) and mean.shape == (0,) == rstd.shape
-    dx, dg, db = native_ops.layer_norm_backward(
-        np.zeros((0, 4)), np.zeros((0, 4)), mean, rstd, np.ones(4)
-    )
+    dx, dg, db = native_ops.layer_norm_backward(np.zeros((0, 4)), np.zeros((0, 4)), mean, rstd, np.ones(4))
     assert dx.shape == (0, 4)
     np.testing.assert_array_equal(dg, np.zeros(4))
     np.testing.assert_array_equal(db, np.zeros(4))

@@ -1,4 +1,5 @@
 """Shared helpers of the ember.nn tests: float64 central-difference gradient checks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ def cpu_available() -> bool:
     return True
 
 
-def check_grads(fn, tensors, n_dirs: int = 2, eps: float = 1e-6, rtol: float = 1e-4, atol: float = 1e-8,
-                seed: int = 0) -> None:
+def check_grads(
+    fn, tensors, n_dirs: int = 2, eps: float = 1e-6, rtol: float = 1e-4, atol: float = 1e-8, seed: int = 0
+) -> None:
     """Compare the gradients of the scalar ``fn()`` w.r.t. ``tensors`` (float64 leaves that
     require grad, on a NumPy-backed device) with central differences along random directions."""
     out = fn()
@@ -40,8 +42,9 @@ def check_grads(fn, tensors, n_dirs: int = 2, eps: float = 1e-6, rtol: float = 1
                 np.copyto(data, base)
             numeric = (plus - minus) / (2 * eps)
             analytic = float((g * d).sum())
-            assert abs(numeric - analytic) <= atol + rtol * max(abs(numeric), abs(analytic)), \
+            assert abs(numeric - analytic) <= atol + rtol * max(abs(numeric), abs(analytic)), (
                 f"tensor {i} {t.shape}: numeric {numeric} vs analytic {analytic}"
+            )
 
 
 def weighted_sum(y, seed: int = 1):

@@ -2,26 +2,29 @@ import math
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 X = np.linspace(-3, 3, 13).astype(np.float64)
 
 
-@pytest.mark.parametrize("module, expected", [
-    (nn.Relu(), np.maximum(X, 0)),
-    (nn.LeakyRelu(0.2), np.where(X >= 0, X, 0.2 * X)),
-    (nn.LeakyReluConfig().init(), np.where(X >= 0, X, 0.01 * X)),
-    (nn.SiLU(), X / (1 + np.exp(-X))),
-    (nn.Tanh(), np.tanh(X)),
-    (nn.Sigmoid(), 1 / (1 + np.exp(-X))),
-    (nn.Gelu(), X * 0.5 * (1 + np.vectorize(math.erf)(X / math.sqrt(2)))),
-    (nn.Gelu(approximate=True), 0.5 * X * (1 + np.tanh(math.sqrt(2 / math.pi) * (X + 0.044715 * X ** 3)))),
-    (nn.Softmax(), np.exp(X) / np.exp(X).sum()),
-    (nn.Identity(), X),
-])
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        (nn.Relu(), np.maximum(X, 0)),
+        (nn.LeakyRelu(0.2), np.where(X >= 0, X, 0.2 * X)),
+        (nn.LeakyReluConfig().init(), np.where(X >= 0, X, 0.01 * X)),
+        (nn.SiLU(), X / (1 + np.exp(-X))),
+        (nn.Tanh(), np.tanh(X)),
+        (nn.Sigmoid(), 1 / (1 + np.exp(-X))),
+        (nn.Gelu(), X * 0.5 * (1 + np.vectorize(math.erf)(X / math.sqrt(2)))),
+        (nn.Gelu(approximate=True), 0.5 * X * (1 + np.tanh(math.sqrt(2 / math.pi) * (X + 0.044715 * X**3)))),
+        (nn.Softmax(), np.exp(X) / np.exp(X).sum()),
+        (nn.Identity(), X),
+    ],
+)
 def test_activation_values_and_gradients(module, expected):
     x = ember.tensor(X, dtype="float64", device=DEV)
     np.testing.assert_allclose(module(x).numpy(), expected, rtol=1e-6, atol=1e-7)
@@ -67,8 +70,12 @@ def test_dropout_gradient_uses_the_same_mask():
 def test_sequential_and_identity():
     ember.seed(0)
     seq = nn.Sequential(nn.LinearConfig(3, 4).init(DEV), nn.Relu(), nn.LinearConfig(4, 2).init(DEV))
-    assert [p for p, _ in seq.named_parameters()] == ["layers.0.weight", "layers.0.bias", "layers.2.weight",
-                                                      "layers.2.bias"]
+    assert [p for p, _ in seq.named_parameters()] == [
+        "layers.0.weight",
+        "layers.0.bias",
+        "layers.2.weight",
+        "layers.2.bias",
+    ]
     x = ember.randn(5, 3, device=DEV)
     manual = seq[2](seq[1](seq[0](x)))
     np.testing.assert_allclose(seq(x).numpy(), manual.numpy())

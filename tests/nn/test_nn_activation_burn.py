@@ -2,17 +2,18 @@
 against PyTorch (float64, every backend), central differences, Burn's defaults,
 ``ActivationConfig`` by name and from JSON, the parameters of PRelu and SwiGlu (paths and
 records), RRelu's two modes, and stability at extreme inputs."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
 from ember.nn import functional as F
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 # off the kinks of every piecewise function below (0, ±0.5, ±1, ±3, 6 and the thresholds)
 X = np.concatenate([np.linspace(-7.03, 7.01, 29), [-0.77, 0.33, 0.61, 2.2]])
@@ -42,11 +43,18 @@ CASES = [
     ("thresholded_relu", lambda: nn.ThresholdedReluConfig().init(), lambda tf, x: tf.threshold(x, 1.0, 0.0)),
     ("hard_shrink", lambda: nn.HardShrinkConfig().init(), lambda tf, x: tf.hardshrink(x, 0.5)),
     ("soft_shrink", lambda: nn.SoftShrinkConfig(lambd=0.8).init(), lambda tf, x: tf.softshrink(x, 0.8)),
-    ("shrink", lambda: nn.ShrinkConfig(lambd=0.8, bias=0.3).init(),
-     lambda tf, x: (x - x.sign() * 0.3) * (x.abs() > 0.8)),
+    (
+        "shrink",
+        lambda: nn.ShrinkConfig(lambd=0.8, bias=0.3).init(),
+        lambda tf, x: (x - x.sign() * 0.3) * (x.abs() > 0.8),
+    ),
     ("leaky_relu", lambda: nn.LeakyReluConfig(0.2).init(), lambda tf, x: tf.leaky_relu(x, 0.2)),
     ("silu", nn.SiLU, lambda tf, x: tf.silu(x)),
-    ("rrelu_eval", lambda: nn.RReluConfig().init().valid(), lambda tf, x: tf.leaky_relu(x, (1 / 8 + 1 / 3) / 2)),
+    (
+        "rrelu_eval",
+        lambda: nn.RReluConfig().init().valid(),
+        lambda tf, x: tf.leaky_relu(x, (1 / 8 + 1 / 3) / 2),
+    ),
     ("glu", lambda: nn.GLU(-1), lambda tf, x: tf.glu(x, -1)),
 ]
 
@@ -81,19 +89,37 @@ def test_activation_gradients_match_central_differences(name, build, reference):
 def test_torch_kernels_with_float32_constants():
     torch = pytest.importorskip("torch")
     x = ember.tensor(X, dtype="float64", device=DEV)
-    np.testing.assert_allclose(F.hard_sigmoid(x, 1 / 6, 0.5).numpy(),
-                               torch.nn.functional.hardsigmoid(torch.from_numpy(X)).numpy(), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(F.hard_swish(x).numpy(), torch.nn.functional.hardswish(torch.from_numpy(X)).numpy(),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        F.hard_sigmoid(x, 1 / 6, 0.5).numpy(),
+        torch.nn.functional.hardsigmoid(torch.from_numpy(X)).numpy(),
+        rtol=1e-12,
+        atol=1e-15,
+    )
+    np.testing.assert_allclose(
+        F.hard_swish(x).numpy(),
+        torch.nn.functional.hardswish(torch.from_numpy(X)).numpy(),
+        rtol=1e-12,
+        atol=1e-15,
+    )
 
 
 def test_functional_forms_match_the_modules():
     x = ember.tensor(X, dtype="float64", device=DEV)
-    pairs = [(F.elu(x, 1.0), nn.Elu()(x)), (F.celu(x, 1.0), nn.Celu()(x)), (F.selu(x), nn.Selu()(x)),
-             (F.mish(x), nn.Mish()(x)), (F.softsign(x), nn.Softsign()(x)), (F.hard_swish(x), nn.HardSwish()(x)),
-             (F.log_sigmoid(x), nn.LogSigmoid()(x)), (F.relu6(x), nn.Relu6()(x)), (F.tanh(x), nn.Tanh()(x)),
-             (F.hard_sigmoid(x), nn.HardSigmoid()(x)), (F.gelu_approximate(x), nn.Gelu(True)(x)),
-             (F.softplus(x), nn.Softplus()(x)), (F.soft_shrink(x), nn.SoftShrink()(x))]
+    pairs = [
+        (F.elu(x, 1.0), nn.Elu()(x)),
+        (F.celu(x, 1.0), nn.Celu()(x)),
+        (F.selu(x), nn.Selu()(x)),
+        (F.mish(x), nn.Mish()(x)),
+        (F.softsign(x), nn.Softsign()(x)),
+        (F.hard_swish(x), nn.HardSwish()(x)),
+        (F.log_sigmoid(x), nn.LogSigmoid()(x)),
+        (F.relu6(x), nn.Relu6()(x)),
+        (F.tanh(x), nn.Tanh()(x)),
+        (F.hard_sigmoid(x), nn.HardSigmoid()(x)),
+        (F.gelu_approximate(x), nn.Gelu(True)(x)),
+        (F.softplus(x), nn.Softplus()(x)),
+        (F.soft_shrink(x), nn.SoftShrink()(x)),
+    ]
     for got, want in pairs:
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     np.testing.assert_allclose(F.softmin(x).numpy(), np.exp(-X) / np.exp(-X).sum(), rtol=1e-12)
@@ -119,21 +145,38 @@ def test_burn_defaults():
 
 def test_activation_config_covers_burns_enum(tmp_path):
     expected = {
-        "Identity": nn.Identity, "Gelu": nn.Gelu, "GeluApproximate": nn.Gelu, "Relu": nn.Relu,
-        "LeakyRelu": nn.LeakyRelu, "Selu": nn.Selu, "Sigmoid": nn.Sigmoid, "Tanh": nn.Tanh,
-        "HardSigmoid": nn.HardSigmoid, "HardSwish": nn.HardSwish, "Softplus": nn.Softplus, "Softsign": nn.Softsign,
-        "Elu": nn.Elu, "Celu": nn.Celu, "ThresholdedRelu": nn.ThresholdedRelu, "HardShrink": nn.HardShrink,
-        "SoftShrink": nn.SoftShrink, "Shrink": nn.Shrink, "PRelu": nn.PRelu, "silu": nn.SiLU,
+        "Identity": nn.Identity,
+        "Gelu": nn.Gelu,
+        "GeluApproximate": nn.Gelu,
+        "Relu": nn.Relu,
+        "LeakyRelu": nn.LeakyRelu,
+        "Selu": nn.Selu,
+        "Sigmoid": nn.Sigmoid,
+        "Tanh": nn.Tanh,
+        "HardSigmoid": nn.HardSigmoid,
+        "HardSwish": nn.HardSwish,
+        "Softplus": nn.Softplus,
+        "Softsign": nn.Softsign,
+        "Elu": nn.Elu,
+        "Celu": nn.Celu,
+        "ThresholdedRelu": nn.ThresholdedRelu,
+        "HardShrink": nn.HardShrink,
+        "SoftShrink": nn.SoftShrink,
+        "Shrink": nn.Shrink,
+        "PRelu": nn.PRelu,
+        "silu": nn.SiLU,
     }
     for name, cls in expected.items():
         assert type(nn.ActivationConfig(name).init(DEV)) is cls, name
     assert nn.ActivationConfig("gelu-approximate").init().approximate
     # options: the kind's own config, in both spellings, through JSON
-    for config in (nn.ActivationConfig(nn.EluConfig(alpha=0.3)),
-                   nn.ActivationConfig("softplus", options=nn.SoftplusConfig(beta=3.0)),
-                   nn.ActivationConfig(nn.PReluConfig(num_parameters=4, alpha=0.1)),
-                   nn.ActivationConfig(nn.SwiGluConfig(3, 5, bias=True)),
-                   nn.ActivationConfig("leaky_relu", negative_slope=0.3)):
+    for config in (
+        nn.ActivationConfig(nn.EluConfig(alpha=0.3)),
+        nn.ActivationConfig("softplus", options=nn.SoftplusConfig(beta=3.0)),
+        nn.ActivationConfig(nn.PReluConfig(num_parameters=4, alpha=0.1)),
+        nn.ActivationConfig(nn.SwiGluConfig(3, 5, bias=True)),
+        nn.ActivationConfig("leaky_relu", negative_slope=0.3),
+    ):
         loaded = nn.ActivationConfig.load(config.save(tmp_path / "act.json"))
         assert loaded == config
     assert nn.ActivationConfig(nn.EluConfig(alpha=0.3)).init().alpha == 0.3
@@ -157,8 +200,10 @@ def test_prelu_per_channel_matches_torch_and_saves_alpha(tmp_path):
     prelu = nn.PReluConfig(num_parameters=3, alpha=0.25).init(DEV, "float64")
     prelu.alpha.set_value(ember.tensor([0.1, -0.3, 0.7], dtype="float64", device=DEV))
     assert [p for p, _ in prelu.named_parameters()] == ["alpha"]
-    xt, wt = torch.from_numpy(data).requires_grad_(), torch.tensor([0.1, -0.3, 0.7], dtype=torch.float64,
-                                                                   requires_grad=True)
+    xt, wt = (
+        torch.from_numpy(data).requires_grad_(),
+        torch.tensor([0.1, -0.3, 0.7], dtype=torch.float64, requires_grad=True),
+    )
     want = torch.nn.functional.prelu(xt, wt)
     up = rng.standard_normal(data.shape)
     (want * torch.from_numpy(up)).sum().backward()
@@ -171,8 +216,9 @@ def test_prelu_per_channel_matches_torch_and_saves_alpha(tmp_path):
     other = nn.PReluConfig(num_parameters=3).init(DEV, "float64").load_file(prelu.save_file(tmp_path / "p"))
     np.testing.assert_array_equal(other.alpha.numpy(), [0.1, -0.3, 0.7])
     shared = nn.PRelu(nn.Constant(0.5).init((1,), DEV, "float64"))
-    np.testing.assert_allclose(shared(ember.tensor(X, dtype="float64", device=DEV)).numpy(),
-                               np.where(X >= 0, X, 0.5 * X))
+    np.testing.assert_allclose(
+        shared(ember.tensor(X, dtype="float64", device=DEV)).numpy(), np.where(X >= 0, X, 0.5 * X)
+    )
     with pytest.raises(ValueError, match=r"3 slopes need an input whose dim 1 has 3 channels, got \[2, 4\]"):
         prelu(ember.zeros(2, 4, device=DEV))
 
@@ -180,8 +226,12 @@ def test_prelu_per_channel_matches_torch_and_saves_alpha(tmp_path):
 def test_swiglu_matches_its_formula_with_burns_paths(tmp_path):
     ember.seed(2)
     swiglu = nn.SwiGluConfig(4, 3, bias=True).init(DEV, "float64")
-    assert [p for p, _ in swiglu.named_parameters()] == ["linear_inner.weight", "linear_inner.bias",
-                                                         "linear_outer.weight", "linear_outer.bias"]
+    assert [p for p, _ in swiglu.named_parameters()] == [
+        "linear_inner.weight",
+        "linear_inner.bias",
+        "linear_outer.weight",
+        "linear_outer.bias",
+    ]
     data = np.random.default_rng(2).standard_normal((2, 5, 4))
     inner = data @ swiglu.linear_inner.weight.numpy() + swiglu.linear_inner.bias.numpy()
     outer = data @ swiglu.linear_outer.weight.numpy() + swiglu.linear_outer.bias.numpy()
@@ -198,10 +248,12 @@ def test_swiglu_matches_its_formula_with_burns_paths(tmp_path):
 def test_rrelu_samples_slopes_while_training_only():
     ember.seed(4)
     rrelu = nn.RReluConfig(lower=0.1, upper=0.3).init()
-    x = ember.tensor(np.concatenate([-np.ones(2000), np.ones(10)]), dtype="float64", device=DEV).require_grad()
+    x = ember.tensor(
+        np.concatenate([-np.ones(2000), np.ones(10)]), dtype="float64", device=DEV
+    ).require_grad()
     out = rrelu(x)
     slopes = -out.numpy()[:2000]
-    assert 0.1 <= slopes.min() and slopes.max() < 0.3 and abs(slopes.mean() - 0.2) < 0.01
+    assert slopes.min() >= 0.1 and slopes.max() < 0.3 and abs(slopes.mean() - 0.2) < 0.01
     assert len(np.unique(slopes)) > 1000
     np.testing.assert_array_equal(out.numpy()[2000:], 1.0)
     grad = out.sum().backward().get(x).numpy()

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 B, S, D, H = 2, 5, 8, 2
 
@@ -18,6 +18,7 @@ def np_mha(mha, q, k, v, mask_pad=None, mask_attn=None):
     def proj(x, lin):
         y = x @ lin.weight.numpy() + lin.bias.numpy()
         return y.reshape(x.shape[0], x.shape[1], mha.n_heads, mha.d_k).transpose(0, 2, 1, 3)
+
     qh, kh, vh = proj(q, mha.query), proj(k, mha.key), proj(v, mha.value)
     scores = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(mha.d_k)
     if mask_pad is not None:
@@ -66,8 +67,9 @@ def test_cross_attention_lengths_and_custom_min_float():
     mha = nn.MultiHeadAttentionConfig(D, H, dropout=0.0, min_float=-30.0).init(DEV)
     q, kv, pad, _ = _data(1, sq=3, sk=6)
     expected, _ = np_mha(mha, q, kv, kv, pad)
-    np.testing.assert_allclose(mha(t(q), t(kv), t(kv), mask_pad=t(pad)).context.numpy(), expected,
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        mha(t(q), t(kv), t(kv), mask_pad=t(pad)).context.numpy(), expected, rtol=1e-4, atol=1e-5
+    )
 
 
 def test_gradients_fused_and_composed():
@@ -106,8 +108,15 @@ def test_input_validation():
 
 def test_parameter_paths():
     mha = nn.MultiHeadAttentionConfig(D, H, key_bias=False).init(DEV)
-    assert [p for p, _ in mha.named_parameters()] == ["query.weight", "query.bias", "key.weight", "value.weight",
-                                                      "value.bias", "output.weight", "output.bias"]
+    assert [p for p, _ in mha.named_parameters()] == [
+        "query.weight",
+        "query.bias",
+        "key.weight",
+        "value.weight",
+        "value.bias",
+        "output.weight",
+        "output.bias",
+    ]
 
 
 def test_matches_torch_multihead_attention():
@@ -116,16 +125,29 @@ def test_matches_torch_multihead_attention():
     mha = nn.MultiHeadAttentionConfig(D, H, dropout=0.0).init(DEV)
     ref = torch.nn.MultiheadAttention(D, H, dropout=0.0, batch_first=True)
     with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.from_numpy(np.concatenate(
-            [mha.query.weight.numpy().T, mha.key.weight.numpy().T, mha.value.weight.numpy().T])))
-        ref.in_proj_bias.copy_(torch.from_numpy(np.concatenate(
-            [mha.query.bias.numpy(), mha.key.bias.numpy(), mha.value.bias.numpy()])))
+        ref.in_proj_weight.copy_(
+            torch.from_numpy(
+                np.concatenate(
+                    [mha.query.weight.numpy().T, mha.key.weight.numpy().T, mha.value.weight.numpy().T]
+                )
+            )
+        )
+        ref.in_proj_bias.copy_(
+            torch.from_numpy(
+                np.concatenate([mha.query.bias.numpy(), mha.key.bias.numpy(), mha.value.bias.numpy()])
+            )
+        )
         ref.out_proj.weight.copy_(torch.from_numpy(mha.output.weight.numpy().T.copy()))
         ref.out_proj.bias.copy_(torch.from_numpy(mha.output.bias.numpy()))
     q, kv, pad, _ = _data(5)
     # PyTorch fills masked scores with -inf, Burn/ember with -1e4: identical once exp() underflows
-    ctx, w = ref(torch.from_numpy(q), torch.from_numpy(kv), torch.from_numpy(kv),
-                 key_padding_mask=torch.from_numpy(pad), average_attn_weights=False)
+    ctx, w = ref(
+        torch.from_numpy(q),
+        torch.from_numpy(kv),
+        torch.from_numpy(kv),
+        key_padding_mask=torch.from_numpy(pad),
+        average_attn_weights=False,
+    )
     out = mha(t(q), t(kv), t(kv), mask_pad=t(pad), need_weights=True)
     np.testing.assert_allclose(out.context.numpy(), ctx.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.weights.numpy(), w.detach().numpy(), rtol=1e-4, atol=1e-6)
@@ -161,7 +183,9 @@ def test_fused_attention_matches_the_composed_path_at_the_edges(case, quiet):
         ember.seed(8)  # the same dropout mask on both paths (both drop pre-softmax scores)
         out = mha(q, kv, kv, mask_pad=ember.tensor(pad, device="cpu"), need_weights=need_weights).context
         grads = (out * weights).sum().backward()
-        return out.numpy(), [grads.get(t).numpy() for t in [q, kv] + [p.value for _, p in mha.named_parameters()]]
+        return out.numpy(), [
+            grads.get(t).numpy() for t in [q, kv] + [p.value for _, p in mha.named_parameters()]
+        ]
 
     fused, fused_grads = run(False)
     composed, composed_grads = run(True)

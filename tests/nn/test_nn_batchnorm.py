@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 
 def _stats(x):
@@ -19,8 +19,9 @@ def test_train_forward_and_running_update_2d():
     y = bn(ember.tensor(x, device=DEV)).numpy()
     mean, var = _stats(x)
     shape = (1, 3, 1, 1)
-    expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * bn.gamma.numpy().reshape(shape) \
-        + bn.beta.numpy().reshape(shape)
+    expected = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * bn.gamma.numpy().reshape(
+        shape
+    ) + bn.beta.numpy().reshape(shape)
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * mean, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * var, rtol=1e-5)
@@ -35,7 +36,9 @@ def test_valid_uses_running_statistics():
     v = bn.valid()
     z = np.random.default_rng(2).standard_normal((5, 2, 3)).astype(np.float32)
     out = v(ember.tensor(z, device=DEV)).numpy()
-    np.testing.assert_allclose(out, (z - rm[None, :, None]) / np.sqrt(rv[None, :, None] + 1e-5), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        out, (z - rm[None, :, None]) / np.sqrt(rv[None, :, None] + 1e-5), rtol=1e-5, atol=1e-5
+    )
     np.testing.assert_array_equal(v.running_mean.numpy(), rm)  # inference does not update
 
 
@@ -68,8 +71,12 @@ def test_matches_torch_batchnorm():
     bn = nn.BatchNormConfig(3).init_2d(DEV)
     ref = torch.nn.BatchNorm2d(3, eps=1e-5, momentum=0.1)
     x = np.random.default_rng(3).standard_normal((4, 3, 5, 5)).astype(np.float32)
-    np.testing.assert_allclose(bn(ember.tensor(x, device=DEV)).numpy(), ref(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        bn(ember.tensor(x, device=DEV)).numpy(),
+        ref(torch.from_numpy(x)).detach().numpy(),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     np.testing.assert_allclose(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-5, atol=1e-6)
     # PyTorch keeps the unbiased variance in running_var; Burn (and ember) the biased one
     n = 4 * 5 * 5
@@ -78,5 +85,9 @@ def test_matches_torch_batchnorm():
     ref.eval()
     z = np.random.default_rng(4).standard_normal((2, 3, 5, 5)).astype(np.float32)
     ref.running_var.copy_(torch.from_numpy(bn.running_var.numpy()))
-    np.testing.assert_allclose(bn.valid()(ember.tensor(z, device=DEV)).numpy(),
-                               ref(torch.from_numpy(z)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        bn.valid()(ember.tensor(z, device=DEV)).numpy(),
+        ref(torch.from_numpy(z)).detach().numpy(),
+        rtol=1e-4,
+        atol=1e-5,
+    )

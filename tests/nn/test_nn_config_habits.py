@@ -7,6 +7,7 @@ that names the config — never an error from deep inside such as ``'int' object
 iterable``. Where the hint spells out a complete config call, that call is run and must build
 the layer.
 """
+
 from __future__ import annotations
 
 import re
@@ -95,9 +96,13 @@ def config_owner(cls: type) -> type | None:
 
 
 def configured_layers() -> list[str]:
-    return sorted(name for name in nn.__all__
-                  if isinstance(getattr(nn, name), type) and issubclass(getattr(nn, name), nn.Module)
-                  and config_owner(getattr(nn, name)) is not None)
+    return sorted(
+        name
+        for name in nn.__all__
+        if isinstance(getattr(nn, name), type)
+        and issubclass(getattr(nn, name), nn.Module)
+        and config_owner(getattr(nn, name)) is not None
+    )
 
 
 def plain_state(module: nn.Module) -> dict:
@@ -124,8 +129,10 @@ def test_a_pytorch_style_call_builds_the_same_layer_or_names_the_config(name):
         built = eval(f"nn.{name}({call})", {"nn": nn})
     except TypeError as exc:
         message = str(exc)
-        assert re.match(rf"nn\.{name}\(.*\): ember layers are built from their config; use nn\.{config.__name__}\(",
-                        message), message
+        assert re.match(
+            rf"nn\.{name}\(.*\): ember layers are built from their config; use nn\.{config.__name__}\(",
+            message,
+        ), message
         assert ").init()" in message and f"The constructor {name}(" in message, message
         suggested = re.search(rf"use (nn\.{config.__name__}\(.*?\)\.init\(\)), where", message)
         if suggested:  # the user's values fit the config: the call shown must build the layer
@@ -153,7 +160,9 @@ def test_an_int_where_a_pair_goes_names_the_pair_config():
     with pytest.raises(TypeError, match=r"use nn\.Conv2dConfig\(channels, kernel_size, ") as conv:
         nn.Conv2d(3, 8, 3)  # channels are (in, out), not one number per axis: not widened
     assert "(3, 3)" not in str(conv.value)
-    with pytest.raises(TypeError, match=r"Got stride=2 where the constructor takes tuple\[int, int\] \| None"):
+    with pytest.raises(
+        TypeError, match=r"Got stride=2 where the constructor takes tuple\[int, int\] \| None"
+    ):
         nn.AvgPool2d((2, 2), stride=2)
     # what the constructor takes still builds: pairs, lists for pairs, the config's own values
     assert nn.MaxPool2d((3, 3), stride=[2, 2]).stride == (2, 2)

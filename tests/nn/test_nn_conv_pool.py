@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 
 def t(a, dtype=None):
@@ -23,16 +23,26 @@ def np_conv2d(x, w, b, stride, pad, dilation, groups):
         for i in range(oh):
             for j in range(ow):
                 hs, ws = i * stride[0], j * stride[1]
-                patch = x[:, g * cg:(g + 1) * cg, hs:hs + dilation[0] * (kh - 1) + 1:dilation[0],
-                          ws:ws + dilation[1] * (kw - 1) + 1:dilation[1]]
+                patch = x[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    hs : hs + dilation[0] * (kh - 1) + 1 : dilation[0],
+                    ws : ws + dilation[1] * (kw - 1) + 1 : dilation[1],
+                ]
                 out[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3)) + (b[o] if b is not None else 0)
     return out
 
 
 def test_conv2d_matches_naive_numpy():
     ember.seed(0)
-    conv = nn.Conv2dConfig((4, 6), (3, 2), stride=(2, 1), dilation=(1, 2), groups=2,
-                           padding=nn.PaddingConfig2d.Explicit(1, 2, 1, 2)).init(DEV)
+    conv = nn.Conv2dConfig(
+        (4, 6),
+        (3, 2),
+        stride=(2, 1),
+        dilation=(1, 2),
+        groups=2,
+        padding=nn.PaddingConfig2d.Explicit(1, 2, 1, 2),
+    ).init(DEV)
     x = np.random.default_rng(0).standard_normal((2, 4, 7, 6)).astype(np.float32)
     expected = np_conv2d(x, conv.weight.numpy(), conv.bias.numpy(), (2, 1), (1, 2), (1, 2), 2)
     np.testing.assert_allclose(conv(t(x)).numpy(), expected, rtol=1e-4, atol=1e-5)
@@ -88,8 +98,15 @@ def test_conv_config_json_round_trip():
 def _torch_conv(torch, conv, dims):
     cls = torch.nn.Conv1d if dims == 1 else torch.nn.Conv2d
     c_out, c_group = conv.weight.shape[:2]
-    ref = cls(c_group * conv.groups, c_out, conv.weight.shape[2:], stride=conv.stride, dilation=conv.dilation,
-              groups=conv.groups, bias=True)
+    ref = cls(
+        c_group * conv.groups,
+        c_out,
+        conv.weight.shape[2:],
+        stride=conv.stride,
+        dilation=conv.dilation,
+        groups=conv.groups,
+        bias=True,
+    )
     with torch.no_grad():
         ref.weight.copy_(torch.from_numpy(conv.weight.numpy()))
         ref.bias.copy_(torch.from_numpy(conv.bias.numpy()))
@@ -103,11 +120,13 @@ def test_conv_matches_torch_with_gradients(dims):
     if dims == 1:
         conv = nn.Conv1dConfig(4, 6, 3, stride=2, dilation=2, groups=2, padding=(2, 2)).init(DEV)
         x = np.random.default_rng(0).standard_normal((2, 4, 11)).astype(np.float32)
-        pad = lambda a: torch.nn.functional.pad(a, (2, 2))  # noqa: E731
+        pad = lambda a: torch.nn.functional.pad(a, (2, 2))
     else:
-        conv = nn.Conv2dConfig((4, 6), (3, 3), stride=(2, 1), dilation=(1, 2), groups=2, padding=(1, 2)).init(DEV)
+        conv = nn.Conv2dConfig((4, 6), (3, 3), stride=(2, 1), dilation=(1, 2), groups=2, padding=(1, 2)).init(
+            DEV
+        )
         x = np.random.default_rng(0).standard_normal((2, 4, 7, 8)).astype(np.float32)
-        pad = lambda a: torch.nn.functional.pad(a, (2, 2, 1, 1))  # noqa: E731
+        pad = lambda a: torch.nn.functional.pad(a, (2, 2, 1, 1))
     ref = _torch_conv(torch, conv, dims)
     xt = torch.from_numpy(x).requires_grad_()
     yt = ref(pad(xt))
@@ -117,7 +136,9 @@ def test_conv_matches_torch_with_gradients(dims):
     grads = (ye * ye).sum().backward()
     np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(grads.get(xe).numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(grads.get(conv.weight.value).numpy(), ref.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        grads.get(conv.weight.value).numpy(), ref.weight.grad.numpy(), rtol=1e-4, atol=1e-3
+    )
 
 
 def test_pools_match_numpy_and_defaults():
@@ -134,10 +155,13 @@ def test_pools_match_numpy_and_defaults():
 
 def test_pool_gradients():
     x = ember.randn(2, 2, 5, 5, device=DEV, dtype="float64").require_grad()
-    for pool in (nn.MaxPool2dConfig((2, 2), strides=(2, 1), padding=(1, 1)).init(),
-                 nn.AvgPool2dConfig((3, 3), strides=(2, 2), padding=(1, 1), count_include_pad=False,
-                                    ceil_mode=True).init(),
-                 nn.AdaptiveAvgPool2dConfig((3, 2)).init()):
+    for pool in (
+        nn.MaxPool2dConfig((2, 2), strides=(2, 1), padding=(1, 1)).init(),
+        nn.AvgPool2dConfig(
+            (3, 3), strides=(2, 2), padding=(1, 1), count_include_pad=False, ceil_mode=True
+        ).init(),
+        nn.AdaptiveAvgPool2dConfig((3, 2)).init(),
+    ):
         check_grads(lambda: weighted_sum(pool(x)), [x])
 
 
@@ -147,12 +171,15 @@ def test_pools_match_torch(ceil_mode):
     F = torch.nn.functional
     x = np.random.default_rng(3).standard_normal((2, 3, 7, 8)).astype(np.float32)
     xt = torch.from_numpy(x)
-    out = nn.MaxPool2dConfig((3, 2), strides=(2, 2), padding=(1, 1), dilation=(1, 2), ceil_mode=ceil_mode).init()(t(x))
+    out = nn.MaxPool2dConfig(
+        (3, 2), strides=(2, 2), padding=(1, 1), dilation=(1, 2), ceil_mode=ceil_mode
+    ).init()(t(x))
     ref = F.max_pool2d(xt, (3, 2), (2, 2), (1, 1), dilation=(1, 2), ceil_mode=ceil_mode)
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
     for include in (True, False):
-        out = nn.AvgPool2dConfig((3, 3), strides=(2, 3), padding=(1, 1), count_include_pad=include,
-                                 ceil_mode=ceil_mode).init()(t(x))
+        out = nn.AvgPool2dConfig(
+            (3, 3), strides=(2, 3), padding=(1, 1), count_include_pad=include, ceil_mode=ceil_mode
+        ).init()(t(x))
         ref = F.avg_pool2d(xt, 3, (2, 3), 1, ceil_mode=ceil_mode, count_include_pad=include)
         np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
     for size in ((3, 5), (4, 4), (7, 8)):

@@ -1,14 +1,15 @@
 """Cross-attention: Burn's ``CrossAttention`` (grouped key/value heads) against NumPy and
 PyTorch, its gradients, dropout placement and cache; ``MultiHeadAttention`` as cross-attention
 with its autoregressive cache (``forward_cache`` / ``forward_step``)."""
+
 import math
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 B, LQ, LK = 2, 3, 5
 
@@ -21,6 +22,7 @@ def np_cross_attention(ca, query, context, mask=None):
     def proj(x, lin, heads):
         y = x @ lin.weight.numpy() + lin.bias.numpy()
         return y.reshape(x.shape[0], x.shape[1], heads, ca.d_head).transpose(0, 2, 1, 3)
+
     q = proj(query, ca.query, ca.n_heads)
     rep = ca.n_heads // ca.n_heads_kv  # query head j reads key/value head j // rep
     k = np.repeat(proj(context, ca.key, ca.n_heads_kv), rep, axis=1)
@@ -28,7 +30,9 @@ def np_cross_attention(ca, query, context, mask=None):
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(ca.d_head)
     if mask is not None:
         scores = np.where(mask[:, None, None, :], ca.min_float, scores)
-    top = np.maximum(scores.max(-1, keepdims=True), 0.0) if ca.quiet_softmax else scores.max(-1, keepdims=True)
+    top = (
+        np.maximum(scores.max(-1, keepdims=True), 0.0) if ca.quiet_softmax else scores.max(-1, keepdims=True)
+    )
     e = np.exp(scores - top)
     w = e / (e.sum(-1, keepdims=True) + (np.exp(-top) if ca.quiet_softmax else 0.0))
     out = (w @ v).transpose(0, 2, 1, 3).reshape(query.shape[0], query.shape[1], -1)
@@ -60,8 +64,12 @@ def test_cross_attention_matches_numpy(heads, quiet, device):
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5)
     # a custom min_float takes the composed path: the same result
     ca.min_float = -30.0
-    np.testing.assert_allclose(ca(t(query, device=device), t(context, device=device), t(mask, device=device)).numpy(),
-                               np_cross_attention(ca, query, context, mask), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        ca(t(query, device=device), t(context, device=device), t(mask, device=device)).numpy(),
+        np_cross_attention(ca, query, context, mask),
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 def test_cross_attention_matches_torch():
@@ -72,18 +80,27 @@ def test_cross_attention_matches_torch():
 
     def cp(dst, arr):
         dst.copy_(torch.from_numpy(np.ascontiguousarray(arr)))
+
     with torch.no_grad():
         cp(ref.q_proj_weight, ca.query.weight.numpy().T)
         cp(ref.k_proj_weight, ca.key.weight.numpy().T)
         cp(ref.v_proj_weight, ca.value.weight.numpy().T)
-        cp(ref.in_proj_bias, np.concatenate([ca.query.bias.numpy(), ca.key.bias.numpy(), ca.value.bias.numpy()]))
+        cp(
+            ref.in_proj_bias,
+            np.concatenate([ca.query.bias.numpy(), ca.key.bias.numpy(), ca.value.bias.numpy()]),
+        )
         cp(ref.out_proj.weight, ca.output.weight.numpy().T)
         cp(ref.out_proj.bias, ca.output.bias.numpy())
     query, context, mask = _data(2, 8, 6)
-    expected, _ = ref(torch.from_numpy(query), torch.from_numpy(context), torch.from_numpy(context),
-                      key_padding_mask=torch.from_numpy(mask))
-    np.testing.assert_allclose(ca(t(query), t(context), t(mask)).numpy(), expected.detach().numpy(),
-                               rtol=1e-4, atol=1e-5)
+    expected, _ = ref(
+        torch.from_numpy(query),
+        torch.from_numpy(context),
+        torch.from_numpy(context),
+        key_padding_mask=torch.from_numpy(mask),
+    )
+    np.testing.assert_allclose(
+        ca(t(query), t(context), t(mask)).numpy(), expected.detach().numpy(), rtol=1e-4, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("path", ["fused", "composed"])
@@ -134,18 +151,30 @@ def test_cross_attention_cache_init_and_records(tmp_path):
     assert cache.k.shape == (B, 1, LK, 2)
     other_query = np.random.default_rng(6).standard_normal((B, 1, 6)).astype(np.float32)
     again = ca.forward_cache(t(other_query), t(context), t(mask), cache)  # the context's projection is reused
-    np.testing.assert_allclose(again.numpy(), ca(t(other_query), t(context), t(mask)).numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        again.numpy(), ca(t(other_query), t(context), t(mask)).numpy(), rtol=1e-6, atol=1e-7
+    )
     with pytest.raises(ValueError, match=r"context of shape \[2, 5, 8\], got \[2, 4, 8\]"):
         ca.forward_cache(t(query), t(context[:, :4]), None, cache)
     # Burn's initialisation: KaimingUniform with gain 1/sqrt(d_head), i.e. U(±sqrt(3/(d_head·fan_in)))
     bound = math.sqrt(3.0 / (2 * 8))
     assert np.abs(ca.key.weight.numpy()).max() <= bound and np.abs(ca.key.weight.numpy()).max() > 0.5 * bound
     paths = [p for p, _ in ca.named_parameters()]
-    assert paths == ["query.weight", "query.bias", "key.weight", "key.bias", "value.weight", "value.bias",
-                     "output.weight", "output.bias"]
+    assert paths == [
+        "query.weight",
+        "query.bias",
+        "key.weight",
+        "key.bias",
+        "value.weight",
+        "value.bias",
+        "output.weight",
+        "output.bias",
+    ]
     assert [tuple(p.shape) for _, p in ca.named_parameters()][::2] == [(6, 6), (8, 2), (8, 2), (6, 6)]
     loaded = nn.CrossAttentionConfig(6, 8, 3, 1, 2).init(DEV).load_file(ca.save_file(tmp_path / "ca.bpk"))
-    np.testing.assert_array_equal(loaded.valid()(t(query), t(context)).numpy(), ca(t(query), t(context)).numpy())
+    np.testing.assert_array_equal(
+        loaded.valid()(t(query), t(context)).numpy(), ca(t(query), t(context)).numpy()
+    )
     # an empty batch and a single context position
     assert ca(ember.zeros(0, 2, 6, device=DEV), ember.zeros(0, 3, 8, device=DEV)).shape == (0, 2, 6)
     assert ca(t(query), t(context[:, :1])).shape == (B, LQ, 6)
@@ -157,13 +186,20 @@ def test_cross_attention_errors():
     with pytest.raises(ValueError, match="sizes must be positive, got d_head=0"):
         nn.CrossAttentionConfig(32, 32, 4, 2, 0).init(DEV)
     ca = nn.CrossAttentionConfig(6, 8, 2, 2, 3).init(DEV)
-    with pytest.raises(ValueError, match=r"CrossAttention: context must be \[batch, seq, 8\], got \[2, 5, 6\]"):
+    with pytest.raises(
+        ValueError, match=r"CrossAttention: context must be \[batch, seq, 8\], got \[2, 5, 6\]"
+    ):
         ca(ember.zeros(2, 3, 6, device=DEV), ember.zeros(2, 5, 6, device=DEV))
-    with pytest.raises(ValueError, match=r"query \[2, 3, 6\] and context \[1, 5, 8\] must have the same batch"):
+    with pytest.raises(
+        ValueError, match=r"query \[2, 3, 6\] and context \[1, 5, 8\] must have the same batch"
+    ):
         ca(ember.zeros(2, 3, 6, device=DEV), ember.zeros(1, 5, 8, device=DEV))
     with pytest.raises(ValueError, match=r"mask must be a bool tensor \[2, 5\]"):
-        ca(ember.zeros(2, 3, 6, device=DEV), ember.zeros(2, 5, 8, device=DEV), ember.zeros(2, 3, dtype="bool",
-                                                                                           device=DEV))
+        ca(
+            ember.zeros(2, 3, 6, device=DEV),
+            ember.zeros(2, 5, 8, device=DEV),
+            ember.zeros(2, 3, dtype="bool", device=DEV),
+        )
     with pytest.raises(TypeError, match="CrossAttentionConfig"):
         nn.CrossAttention(6, 8, 2, 2, 3)
 
@@ -186,19 +222,24 @@ def test_mha_cross_attention_cache_equals_forward():
     causal_full = mha(x, mask_attn=nn.generate_autoregressive_mask(B, 4, DEV)).context.numpy()
     cache = nn.MhaCache.autoregressive()
     for i in range(1, 5):
-        out = mha.forward_cache(x[:, :i], cache, mask_attn=nn.generate_autoregressive_mask(B, i, DEV),
-                                need_weights=True)
+        out = mha.forward_cache(
+            x[:, :i], cache, mask_attn=nn.generate_autoregressive_mask(B, i, DEV), need_weights=True
+        )
         assert out.weights.shape == (B, 2, 1, i)  # the weights of the new row
         np.testing.assert_allclose(out.context.numpy(), causal_full[:, :i], rtol=1e-5, atol=1e-6)
     cache = nn.MhaCache.autoregressive()
-    steps = [mha.forward_step(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache) for i in range(4)]
-    np.testing.assert_allclose(ember.cat([s.context for s in steps], 1).numpy(), causal_full, rtol=1e-5, atol=1e-6)
+    steps = [mha.forward_step(x[:, i : i + 1], x[:, i : i + 1], x[:, i : i + 1], cache) for i in range(4)]
+    np.testing.assert_allclose(
+        ember.cat([s.context for s in steps], 1).numpy(), causal_full, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_mha_cache_errors():
     mha = nn.MultiHeadAttentionConfig(8, 2).init(DEV).valid()
     x = ember.randn(2, 3, 8, device=DEV)
-    with pytest.raises(ValueError, match=r"MultiHeadAttention: key \[2, 4, 8\] and value \[2, 5, 8\] must match"):
+    with pytest.raises(
+        ValueError, match=r"MultiHeadAttention: key \[2, 4, 8\] and value \[2, 5, 8\] must match"
+    ):
         mha(x, ember.randn(2, 4, 8, device=DEV), ember.randn(2, 5, 8, device=DEV))
     with pytest.raises(ValueError, match=r"MultiHeadAttention: mask_attn must be a bool tensor \[2, 3, 4\]"):
         mha(x, ember.randn(2, 4, 8, device=DEV), mask_attn=nn.generate_autoregressive_mask(2, 3, DEV))
@@ -211,7 +252,9 @@ def test_mha_cache_errors():
         mha.forward_step(x, x, x, step_cache)
         mha.forward_cache(ember.randn(2, 4, 8, device=DEV), step_cache)
     with pytest.raises(ValueError, match=r"forward_step: mask_attn must be a bool tensor \[2, 1, 4\]"):
-        mha.forward_step(x[:, :1], x[:, :1], x[:, :1], cache, mask_attn=nn.generate_autoregressive_mask(2, 4, DEV))
+        mha.forward_step(
+            x[:, :1], x[:, :1], x[:, :1], cache, mask_attn=nn.generate_autoregressive_mask(2, 4, DEV)
+        )
     with pytest.raises(ValueError, match="keys of batch size 2, got new positions of batch size 1"):
         mha.forward_step(x[:1, :1], x[:1, :1], x[:1, :1], cache)
     assert cache.key_length == 3 and cache.length == 3  # refused steps change nothing

@@ -1,14 +1,15 @@
 """nn.CosineSimilarity and nn.PairwiseDistance: NumPy reference on every backend, Burn's
 defaults, PyTorch oracle (forward and gradients), float64 finite differences, broadcasting,
 zero vectors, NaN confined to its row, huge values, errors."""
+
 import math
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 P_VALUES = [0.0, 1.0, 1.5, 2.0, 3.0, 4.0, math.inf, -math.inf]
 
@@ -27,7 +28,7 @@ def np_pairwise(a, b, p=2.0, eps=1e-6):
         return d.max(-1)
     if p == -math.inf:
         return d.min(-1)
-    return (d ** p).sum(-1) ** (1 / p)
+    return (d**p).sum(-1) ** (1 / p)
 
 
 def test_defaults_are_burns():
@@ -56,12 +57,16 @@ def test_any_rank_dim_and_broadcasting():
     a = rng.standard_normal((3, 4, 5))
     b = rng.standard_normal((1, 4, 5))  # one query against a batch
     for dim in (0, 1, -1):
-        out = nn.CosineSimilarityConfig(dim=dim).init()(ember.tensor(a, device=DEV), ember.tensor(b, device=DEV))
+        out = nn.CosineSimilarityConfig(dim=dim).init()(
+            ember.tensor(a, device=DEV), ember.tensor(b, device=DEV)
+        )
         np.testing.assert_allclose(out.numpy(), np_cosine(a, np.broadcast_to(b, a.shape), dim), rtol=1e-12)
     out = nn.PairwiseDistanceConfig(p=3.0).init()(ember.tensor(a, device=DEV), ember.tensor(b, device=DEV))
     assert out.shape == (3, 4)
     np.testing.assert_allclose(out.numpy(), np_pairwise(a, b, 3.0), rtol=1e-12)
-    one = nn.PairwiseDistanceConfig().init()(ember.tensor(a[0, 0], device=DEV), ember.tensor(b[0, 0], device=DEV))
+    one = nn.PairwiseDistanceConfig().init()(
+        ember.tensor(a[0, 0], device=DEV), ember.tensor(b[0, 0], device=DEV)
+    )
     assert one.shape == () and np.isclose(one.item(), np_pairwise(a[0, 0], b[0, 0]))
 
 
@@ -116,11 +121,14 @@ def test_zero_vectors_nan_rows_and_huge_values():
     b = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]], np.float32)
     cos = nn.CosineSimilarityConfig().init()(ember.tensor(a, device=DEV), ember.tensor(b, device=DEV)).numpy()
     assert cos[0] == 0.0 and np.isclose(cos[1], 1.0) and np.isnan(cos[2])  # zero vector: 0, not NaN
-    dist = nn.PairwiseDistanceConfig().init()(ember.tensor(a, device=DEV), ember.tensor(b, device=DEV)).numpy()
+    dist = (
+        nn.PairwiseDistanceConfig().init()(ember.tensor(a, device=DEV), ember.tensor(b, device=DEV)).numpy()
+    )
     assert np.isfinite(dist[:2]).all() and np.isnan(dist[2])
     # the same vectors scaled by 1e18: squares (~1e37) still fit float32, the similarity is scale-free
-    big = nn.CosineSimilarityConfig().init()(ember.tensor(a[1:2] * 1e18, device=DEV),
-                                            ember.tensor(b[1:2] * 1e18, device=DEV))
+    big = nn.CosineSimilarityConfig().init()(
+        ember.tensor(a[1:2] * 1e18, device=DEV), ember.tensor(b[1:2] * 1e18, device=DEV)
+    )
     np.testing.assert_allclose(big.numpy(), [1.0], rtol=1e-5)
     same = nn.PairwiseDistanceConfig().init()(ember.tensor(b, device=DEV), ember.tensor(b, device=DEV))
     np.testing.assert_allclose(same.numpy(), np.full(3, np.sqrt(3) * 1e-6), rtol=1e-4)  # eps on each entry
@@ -130,8 +138,11 @@ def test_zero_vectors_nan_rows_and_huge_values():
 
 def test_errors_name_the_layer_and_shapes():
     cos, dist = nn.CosineSimilarityConfig().init(), nn.PairwiseDistanceConfig().init()
-    with pytest.raises(ValueError, match=r"cosine_similarity: x1 \[2, 3\] and x2 \[2, 4\] must have the same rank "
-                                         r"\(>= 1\) and broadcastable shapes"):
+    with pytest.raises(
+        ValueError,
+        match=r"cosine_similarity: x1 \[2, 3\] and x2 \[2, 4\] must have the same rank "
+        r"\(>= 1\) and broadcastable shapes",
+    ):
         cos(ember.randn(2, 3, device=DEV), ember.randn(2, 4, device=DEV))
     with pytest.raises(ValueError, match=r"pairwise_distance: x1 \[2, 3\] and x2 \[3\]"):
         dist(ember.randn(2, 3, device=DEV), ember.randn(3, device=DEV))

@@ -1,12 +1,13 @@
 """nn.EmbeddingBag / ember.embedding_bag: PyTorch oracle (forward and backward, offsets and
 padded forms, empty bags, per-sample weights), float64 finite differences, cpu against
 reference, row-sparse gradients, records and misuse errors."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import check_grads, weighted_sum
 
 DEVICES = ["reference", "cpu"]
 MODES = ["sum", "mean", "max"]
@@ -77,7 +78,9 @@ def test_padded_form_with_mask_matches_torch(device, mode):
     np.testing.assert_allclose(grad.to_dense().numpy(), ref.weight.grad.numpy(), rtol=1e-6, atol=1e-7)
     # without a mask every position counts (torch's 2-D input)
     out2 = bag(ember.tensor(ids, device=device))
-    np.testing.assert_allclose(out2.numpy(), ref(torch.from_numpy(ids)).detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        out2.numpy(), ref(torch.from_numpy(ids)).detach().numpy(), rtol=1e-6, atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -87,15 +90,18 @@ def test_per_sample_weights_match_torch(device):
     ref = _torch_bag(torch, bag.weight.numpy(), "sum")
     psw = np.random.default_rng(3).uniform(-1, 2, INDICES.shape).astype(np.float32)
     w = ember.tensor(psw, device=device).require_grad()
-    out = bag(ember.tensor(INDICES, device=device), ember.tensor(OFFSETS, device=device), per_sample_weights=w)
+    out = bag(
+        ember.tensor(INDICES, device=device), ember.tensor(OFFSETS, device=device), per_sample_weights=w
+    )
     tw = torch.from_numpy(psw.copy()).requires_grad_()
     ref_out = ref(torch.from_numpy(INDICES), torch.from_numpy(OFFSETS), per_sample_weights=tw)
     np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6, atol=1e-6)
     up = np.random.default_rng(4).standard_normal(out.shape).astype(np.float32)
     grads = (out * ember.tensor(up, device=device)).sum().backward()
     (ref_out * torch.from_numpy(up)).sum().backward()
-    np.testing.assert_allclose(grads.get(bag.weight.value).to_dense().numpy(), ref.weight.grad.numpy(),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        grads.get(bag.weight.value).to_dense().numpy(), ref.weight.grad.numpy(), rtol=1e-6, atol=1e-6
+    )
     np.testing.assert_allclose(grads.get(w).numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -140,12 +146,22 @@ def test_cpu_backend_agrees_with_reference(mode):
     for device in DEVICES:
         w = ember.tensor(weight, device=device).require_grad()
         p = None if psw is None else ember.tensor(psw, device=device).require_grad()
-        out = ember.embedding_bag(w, ember.tensor(ids, device=device), ember.tensor(offsets, device=device),
-                                  per_sample_weights=p, mode=mode, sparse=True)
+        out = ember.embedding_bag(
+            w,
+            ember.tensor(ids, device=device),
+            ember.tensor(offsets, device=device),
+            per_sample_weights=p,
+            mode=mode,
+            sparse=True,
+        )
         grads = (out * ember.tensor(up, device=device)).sum().backward()
         g = grads.get(w)
-        results[device] = (out.numpy(), g.indices.numpy(), g.values.numpy(),
-                           None if p is None else grads.get(p).numpy())
+        results[device] = (
+            out.numpy(),
+            g.indices.numpy(),
+            g.values.numpy(),
+            None if p is None else grads.get(p).numpy(),
+        )
     ref, cpu = results["reference"], results["cpu"]
     np.testing.assert_allclose(cpu[0], ref[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(cpu[1], ref[1])

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 
 def test_embedding_lookup_and_gradient():
@@ -36,7 +36,9 @@ def test_embedding_matches_torch_forward_and_gradient():
     np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6)
     grads = (out * ember.tensor(up, device=DEV)).sum().backward()
     (ref_out * torch.from_numpy(up)).sum().backward()
-    np.testing.assert_allclose(grads.get(emb.weight.value).numpy(), ref.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        grads.get(emb.weight.value).numpy(), ref.weight.grad.numpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_embedding_initializer_is_standard_normal():
@@ -58,8 +60,9 @@ def test_layer_norm_forward_and_gradients():
     ln.beta.set_value(ember.randn(5, device=DEV))
     x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
     y = ln(ember.tensor(x, device=DEV))
-    np.testing.assert_allclose(y.numpy(), _np_layer_norm(x, ln.gamma.numpy(), ln.beta.numpy(), 1e-5),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        y.numpy(), _np_layer_norm(x, ln.gamma.numpy(), ln.beta.numpy(), 1e-5), rtol=1e-5, atol=1e-5
+    )
     params = params64(ln)
     xe = ember.tensor(x, dtype="float64", device=DEV).require_grad()
     check_grads(lambda: weighted_sum(ln(xe)), params + [xe])
@@ -71,8 +74,9 @@ def test_layer_norm_without_bias_and_half_precision():
     x = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float16)
     y = ln(ember.tensor(x, device=DEV))
     assert y.dtype is ember.float16
-    np.testing.assert_allclose(y.numpy().astype(np.float32), _np_layer_norm(x.astype(np.float32), 1, 0, 1e-3),
-                               atol=2e-3)
+    np.testing.assert_allclose(
+        y.numpy().astype(np.float32), _np_layer_norm(x.astype(np.float32), 1, 0, 1e-3), atol=2e-3
+    )
     with pytest.raises(ValueError, match="d_model=4"):
         ln(ember.randn(2, 5, device=DEV))
 
@@ -85,15 +89,19 @@ def test_layer_norm_matches_torch():
     with torch.no_grad():
         ref.weight.copy_(torch.from_numpy(ln.gamma.numpy()))
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
-    np.testing.assert_allclose(ln(ember.tensor(x, device=DEV)).numpy(), ref(torch.from_numpy(x)).detach().numpy(),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ln(ember.tensor(x, device=DEV)).numpy(),
+        ref(torch.from_numpy(x)).detach().numpy(),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_rms_norm_forward_and_gradients():
     rms = nn.RmsNormConfig(4).init(DEV)
     rms.gamma.set_value(ember.randn(4, device=DEV))
     x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
-    expected = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * rms.gamma.numpy()
+    expected = x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-5) * rms.gamma.numpy()
     np.testing.assert_allclose(rms(ember.tensor(x, device=DEV)).numpy(), expected, rtol=1e-5, atol=1e-6)
     params = params64(rms)
     xe = ember.tensor(x, dtype="float64", device=DEV).require_grad()

@@ -2,11 +2,11 @@ import math
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV
 
 import ember
 from ember import nn
 from ember.nn import init
-from nn_gradcheck import DEV
 
 
 def test_constant_ones_zeros():
@@ -33,7 +33,11 @@ def test_kaiming_uniform_default_bound_is_one_over_sqrt_fan_in():
 
 def test_kaiming_normal_and_fan_out_only():
     ember.seed(0)
-    w = init.KaimingNormal(gain=2.0, fan_out_only=True).init_tensor((100, 400), DEV, fan_in=100, fan_out=400).numpy()
+    w = (
+        init.KaimingNormal(gain=2.0, fan_out_only=True)
+        .init_tensor((100, 400), DEV, fan_in=100, fan_out=400)
+        .numpy()
+    )
     assert abs(w.std() - 2.0 / math.sqrt(400)) < 0.01
     w = init.KaimingUniform(gain=1.0).init_tensor((100, 400), DEV, fan_in=100).numpy()
     assert np.abs(w).max() <= math.sqrt(3) / 10

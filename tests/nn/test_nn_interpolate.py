@@ -2,15 +2,22 @@
 linear, cubic; both align_corners; forward and gradients), Burn's Lanczos3 formula in NumPy,
 every backend against reference, Burn's defaults and scale-factor rounding, float64 finite
 differences, NaN/inf reaching only the outputs that use them, empty batch, errors."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
-MODES = [("Nearest", "nearest", None), ("NearestExact", "nearest-exact", None), ("Linear", "bilinear", True),
-         ("Linear", "bilinear", False), ("Cubic", "bicubic", True), ("Cubic", "bicubic", False)]
+MODES = [
+    ("Nearest", "nearest", None),
+    ("NearestExact", "nearest-exact", None),
+    ("Linear", "bilinear", True),
+    ("Linear", "bilinear", False),
+    ("Cubic", "bicubic", True),
+    ("Cubic", "bicubic", False),
+]
 SIZES_2D = [(9, 4), (5, 7), (2, 13), (1, 1)]
 
 
@@ -35,7 +42,9 @@ def test_2d_matches_torch_with_gradients(mode, torch_mode, align):
         ye = layer(xe)
         grad = (ye * ember.tensor(up, device=DEV)).sum().backward().get(xe)
         assert ye.shape == (2, 3) + size
-        np.testing.assert_allclose(ye.numpy(), expected, rtol=1e-12, atol=1e-12, err_msg=f"{mode} {align} {size}")
+        np.testing.assert_allclose(
+            ye.numpy(), expected, rtol=1e-12, atol=1e-12, err_msg=f"{mode} {align} {size}"
+        )
         np.testing.assert_allclose(grad.numpy(), expected_grad, rtol=1e-12, atol=1e-12, err_msg=f"{size}")
 
 
@@ -48,19 +57,24 @@ def test_1d_matches_torch(mode, torch_mode, align):
         layer = nn.Interpolate1dConfig(output_size=size, mode=mode, align_corners=bool(align)).init()
         up = rng.standard_normal((2, 3, size))
         if torch_mode == "bicubic":  # PyTorch has no 1-D cubic: a height-1 image resized in width only
-            expected, expected_grad = _torch_resize(torch, x[:, :, None], (1, size), torch_mode, align, up[:, :, None])
+            expected, expected_grad = _torch_resize(
+                torch, x[:, :, None], (1, size), torch_mode, align, up[:, :, None]
+            )
             expected, expected_grad = expected[:, :, 0], expected_grad[:, :, 0]
         else:
             expected, expected_grad = _torch_resize(torch, x, size, torch_mode.replace("bi", ""), align, up)
         xe = ember.tensor(x, device=DEV).require_grad()
         ye = layer(xe)
         grad = (ye * ember.tensor(up, device=DEV)).sum().backward().get(xe)
-        np.testing.assert_allclose(ye.numpy(), expected, rtol=1e-12, atol=1e-12, err_msg=f"{mode} {align} {size}")
+        np.testing.assert_allclose(
+            ye.numpy(), expected, rtol=1e-12, atol=1e-12, err_msg=f"{mode} {align} {size}"
+        )
         np.testing.assert_allclose(grad.numpy(), expected_grad, rtol=1e-12, atol=1e-12)
 
 
 def np_lanczos3_2d(x, size, align_corners):
     """Burn's reference loop: a 6x6 window, taps outside the image skipped, weights renormalised."""
+
     def weight(t):
         if t == 0:
             return 1.0
@@ -100,10 +114,12 @@ def test_lanczos_matches_burns_formula(align):
     x = np.random.default_rng(2).standard_normal((1, 2, 5, 8))
     for size in ((9, 4), (3, 11), (5, 8)):
         y = nn.Interpolate2dConfig(output_size=size, mode="Lanczos", align_corners=align).init()(
-            ember.tensor(x, device=DEV))
+            ember.tensor(x, device=DEV)
+        )
         np.testing.assert_allclose(y.numpy(), np_lanczos3_2d(x, size, align), rtol=1e-12, atol=1e-12)
     y1 = nn.Interpolate1dConfig(output_size=11, mode="Lanczos", align_corners=align).init()(
-        ember.tensor(x[:, :, 0], device=DEV))
+        ember.tensor(x[:, :, 0], device=DEV)
+    )
     np.testing.assert_allclose(y1.numpy(), np_lanczos3_2d(x[:, :, :1], (1, 11), align)[:, :, 0], rtol=1e-12)
 
 
@@ -121,7 +137,11 @@ def test_burn_defaults_and_scale_factor_rounding():
     x = ember.randn(1, 2, 10, 3, device=DEV)
     # Burn keeps the scale as f32: 10 * f32(0.7) = 6.99999988 truncates to 6
     assert nn.Interpolate2dConfig(scale_factor=(0.7, 2.5)).init()(x).shape == (1, 2, 6, 7)
-    assert nn.Interpolate1dConfig(scale_factor=1.5).init()(ember.randn(2, 1, 5, device=DEV)).shape == (2, 1, 7)
+    assert nn.Interpolate1dConfig(scale_factor=1.5).init()(ember.randn(2, 1, 5, device=DEV)).shape == (
+        2,
+        1,
+        7,
+    )
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 4)
     up = nn.Interpolate1dConfig(output_size=7, mode="Linear").init()(ember.tensor(x, device=DEV))
     np.testing.assert_allclose(up.numpy()[0, 0], np.linspace(0, 3, 7), rtol=1e-6)  # align_corners=True
@@ -144,14 +164,18 @@ def test_inf_and_nan_reach_only_the_outputs_that_use_them():
     x = np.zeros((1, 1, 5), np.float32)
     x[0, 0, 2] = np.inf
     t = ember.tensor(x, device=DEV)
-    lin = nn.Interpolate1dConfig(output_size=9, mode="Linear").init()(t).numpy()[0, 0]  # samples at 0, .5, 1, ...
+    lin = (
+        nn.Interpolate1dConfig(output_size=9, mode="Linear").init()(t).numpy()[0, 0]
+    )  # samples at 0, .5, 1, ...
     assert np.isinf(lin[3:6]).all() and (lin[[0, 1, 2, 6, 7, 8]] == 0).all()
     near = nn.Interpolate1dConfig(output_size=10).init()(t).numpy()[0, 0]
     assert np.isinf(near[4:6]).all() and (np.delete(near, [4, 5]) == 0).all()
     same = nn.Interpolate1dConfig(output_size=5, mode="Cubic").init()(t).numpy()[0, 0]
     assert np.isinf(same[2]) and (np.delete(same, 2) == 0).all()  # integer positions: one non-zero tap
     x[0, 0, 2] = np.nan
-    lanczos = nn.Interpolate1dConfig(output_size=5, mode="Lanczos").init()(ember.tensor(x, device=DEV)).numpy()
+    lanczos = (
+        nn.Interpolate1dConfig(output_size=5, mode="Lanczos").init()(ember.tensor(x, device=DEV)).numpy()
+    )
     assert np.isnan(lanczos[0, 0, 2]) and (np.delete(lanczos[0, 0], 2) == 0).all()
 
 
@@ -172,18 +196,31 @@ def test_errors_name_the_layer_and_shapes():
         nn.Interpolate1dConfig().init()
     with pytest.raises(ValueError, match="Interpolate2d: give exactly one of output_size and scale_factor"):
         nn.Interpolate2dConfig(output_size=(2, 2), scale_factor=(2.0, 2.0)).init()
-    with pytest.raises(ValueError, match=r"Interpolate2d: output_size must be 2 positive int\(s\), got \(0, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"Interpolate2d: output_size must be 2 positive int\(s\), got \(0, 3\)"
+    ):
         nn.Interpolate2dConfig(output_size=(0, 3)).init()
     with pytest.raises(ValueError, match="Interpolate1d: scale_factor must be 1 positive finite number"):
         nn.Interpolate1dConfig(scale_factor=-2.0).init()
-    with pytest.raises(ValueError, match=r"Interpolate1dConfig: mode must be an InterpolateMode \(Nearest, "
-                                         r"NearestExact, Linear, Cubic, Lanczos\) or its name, got 'area'"):
+    with pytest.raises(
+        ValueError,
+        match=r"Interpolate1dConfig: mode must be an InterpolateMode \(Nearest, "
+        r"NearestExact, Linear, Cubic, Lanczos\) or its name, got 'area'",
+    ):
         nn.Interpolate1dConfig(output_size=3, mode="area")
-    with pytest.raises(ValueError, match=r"Interpolate2d: expected a float input \[batch, channels, height, width\], "
-                                         r"got float32 \[2, 3, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"Interpolate2d: expected a float input \[batch, channels, height, width\], "
+        r"got float32 \[2, 3, 4\]",
+    ):
         nn.Interpolate2dConfig(output_size=(2, 2)).init()(ember.randn(2, 3, 4, device=DEV))
-    with pytest.raises(ValueError, match=r"Interpolate1d: scale_factor \[0.1\] turns the input \[1, 1, 5\] into an "
-                                         r"empty output \[0\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"Interpolate1d: scale_factor \[0.1\] turns the input \[1, 1, 5\] into an "
+        r"empty output \[0\]",
+    ):
         nn.Interpolate1dConfig(scale_factor=0.1).init()(ember.randn(1, 1, 5, device=DEV))
-    with pytest.raises(ValueError, match=r"Interpolate1d: cannot resample an empty spatial dim, got input \[1, 2, 0\]"):
+    with pytest.raises(
+        ValueError, match=r"Interpolate1d: cannot resample an empty spatial dim, got input \[1, 2, 0\]"
+    ):
         nn.Interpolate1dConfig(output_size=3).init()(ember.zeros(1, 2, 0, device=DEV))

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, cpu_available, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, cpu_available, params64, weighted_sum
 
 
 def test_forward_matches_numpy_with_leading_dims():
@@ -65,7 +65,9 @@ def test_matches_torch_linear():
     ye = lin(xe)
     grads = (ye * ye).sum().backward()
     np.testing.assert_allclose(ye.numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(grads.get(lin.weight.value).numpy(), ref.weight.grad.numpy().T, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        grads.get(lin.weight.value).numpy(), ref.weight.grad.numpy().T, rtol=1e-4, atol=1e-5
+    )
     np.testing.assert_allclose(grads.get(lin.bias.value).numpy(), ref.bias.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(grads.get(xe).numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
 

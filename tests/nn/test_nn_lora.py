@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV
 
 
 class Classifier(nn.Module):
@@ -59,8 +59,12 @@ def test_gradients_reach_only_the_adapters():
     assert grads.get(model.head.weight.value) is None and grads.get(model.head.bias.value) is None
     # effective weight = base + scale * a @ b
     eff = model.head.weight.val().numpy()
-    np.testing.assert_allclose(eff, model.head.weight.base().numpy() + 2.0 * adapter.a.numpy() @ adapter.b.numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        eff,
+        model.head.weight.base().numpy() + 2.0 * adapter.a.numpy() @ adapter.b.numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_merge_equals_unmerged_output_and_valid_folds():
@@ -116,7 +120,9 @@ def test_lora_record_round_trip(tmp_path):
     assert path.suffix == ".bpk"
     other = Classifier().apply_lora(nn.Lora(2, 4.0))
     other.load_file(path)
-    np.testing.assert_array_equal(other.head.weight.adapter().b.numpy(), model.head.weight.adapter().b.numpy())
+    np.testing.assert_array_equal(
+        other.head.weight.adapter().b.numpy(), model.head.weight.adapter().b.numpy()
+    )
     assert other.head.weight.adapter().a.id == model.head.weight.adapter().a.id
     with ember.no_grad():
         np.testing.assert_allclose(other(IDS).numpy(), model(IDS).numpy(), rtol=1e-6)
@@ -145,4 +151,4 @@ def test_merge_restores_the_trainability_apply_lora_took():
     model.apply_lora(nn.Lora(2, 4.0))
     model.embedding.unfreeze()
     model.merge_lora()
-    assert {path: p.require_grad for path, p in model.named_parameters()} == {path: True for path in before}
+    assert {path: p.require_grad for path, p in model.named_parameters()} == dict.fromkeys(before, True)

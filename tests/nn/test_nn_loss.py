@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads
 
 RNG = np.random.default_rng(0)
 LOGITS = RNG.standard_normal((6, 4))
@@ -44,7 +44,8 @@ def test_cross_entropy_weights_and_smoothing():
     out = nn.CrossEntropyLossConfig(smoothing=a).init(DEV)(t(LOGITS, "float64"), t(TARGETS))
     assert abs(float(out) - (-(y * logp).sum(1)).mean()) < 1e-10
     out = nn.CrossEntropyLossConfig(smoothing=a, weights=list(w), pad_tokens=[3]).init(DEV, "float64")(
-        t(LOGITS, "float64"), t(TARGETS))
+        t(LOGITS, "float64"), t(TARGETS)
+    )
     terms = -(y * logp * w).sum(1)
     terms[TARGETS == 3] = 0
     # Burn divides by the weights of all targets, pads included
@@ -63,8 +64,11 @@ def test_cross_entropy_from_probabilities():
 
 def test_cross_entropy_gradients():
     x = t(LOGITS, "float64").require_grad()
-    for cfg in (nn.CrossEntropyLossConfig(pad_tokens=[2]), nn.CrossEntropyLossConfig(smoothing=0.1),
-                nn.CrossEntropyLossConfig(weights=[1.0, 2.0, 0.5, 1.5], smoothing=0.05)):
+    for cfg in (
+        nn.CrossEntropyLossConfig(pad_tokens=[2]),
+        nn.CrossEntropyLossConfig(smoothing=0.1),
+        nn.CrossEntropyLossConfig(weights=[1.0, 2.0, 0.5, 1.5], smoothing=0.05),
+    ):
         loss = cfg.init(DEV, "float64")
         check_grads(lambda: loss(x, t(TARGETS)), [x])
 
@@ -75,12 +79,15 @@ def test_cross_entropy_matches_torch():
     x, y = torch.from_numpy(LOGITS), torch.from_numpy(TARGETS)
     for smoothing in (0.0, 0.15):
         ref = F.cross_entropy(x, y, label_smoothing=smoothing)
-        ours = nn.CrossEntropyLossConfig(smoothing=smoothing or None).init(DEV)(t(LOGITS, "float64"), t(TARGETS))
+        ours = nn.CrossEntropyLossConfig(smoothing=smoothing or None).init(DEV)(
+            t(LOGITS, "float64"), t(TARGETS)
+        )
         assert abs(float(ours) - float(ref)) < 1e-10
     w = torch.tensor([0.5, 1.0, 2.0, 3.0], dtype=torch.float64)
     ref = F.cross_entropy(x, y, weight=w)
-    ours = nn.CrossEntropyLossConfig(weights=[0.5, 1.0, 2.0, 3.0]).init(DEV, "float64")(t(LOGITS, "float64"),
-                                                                                       t(TARGETS))
+    ours = nn.CrossEntropyLossConfig(weights=[0.5, 1.0, 2.0, 3.0]).init(DEV, "float64")(
+        t(LOGITS, "float64"), t(TARGETS)
+    )
     assert abs(float(ours) - float(ref)) < 1e-10
 
 
@@ -130,15 +137,17 @@ def test_binary_cross_entropy():
     ys = y * (1 - a) + a / 3
     expected = -(ys * np.log(p) + (1 - ys) * np.log(1 - p)) * w
     out = nn.BinaryCrossEntropyLossConfig(weights=list(w), smoothing=a, logits=True).init(DEV, "float64")(
-        t(x, "float64"), t(y))
+        t(x, "float64"), t(y)
+    )
     assert abs(float(out) - expected.mean()) < 1e-10
     # 1-D inputs: weights indexed by the target, smoothing over 2 classes
     x1, y1 = x[:, 0], y[:, 0]
     p1 = p[:, 0]
     ys1 = y1 * 0.8 + 0.1
     expected = -(ys1 * np.log(p1) + (1 - ys1) * np.log(1 - p1)) * np.array([0.5, 2.0])[y1]
-    out = nn.BinaryCrossEntropyLossConfig(weights=[0.5, 2.0], smoothing=0.2, logits=True).init(DEV, "float64")(
-        t(x1, "float64"), t(y1))
+    out = nn.BinaryCrossEntropyLossConfig(weights=[0.5, 2.0], smoothing=0.2, logits=True).init(
+        DEV, "float64"
+    )(t(x1, "float64"), t(y1))
     assert abs(float(out) - expected.mean()) < 1e-10
 
 
@@ -163,7 +172,7 @@ def test_mse_and_huber():
     assert abs(float(mse(t(a, "float64"), t(b, "float64"), nn.Reduction.Sum)) - ((a - b) ** 2).sum()) < 1e-12
     huber = nn.HuberLossConfig(0.7).init()
     r = b - a
-    expected = np.where(np.abs(r) <= 0.7, 0.5 * r ** 2, 0.7 * np.abs(r) - 0.5 * 0.49)
+    expected = np.where(np.abs(r) <= 0.7, 0.5 * r**2, 0.7 * np.abs(r) - 0.5 * 0.49)
     assert abs(float(huber(t(a, "float64"), t(b, "float64"))) - expected.mean()) < 1e-12
     xe = t(a, "float64").require_grad()
     check_grads(lambda: huber(xe, t(b, "float64")) + mse(xe, t(b, "float64")), [xe])

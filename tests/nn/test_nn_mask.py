@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV
 
 import ember
 from ember import nn
 from ember.record.config import Config
-from nn_gradcheck import DEV
 
 SEQS = [[5, 6, 7], [1, 2, 3, 4, 8, 9], [4]]
 

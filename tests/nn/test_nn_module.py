@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, cpu_available
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, cpu_available
 
 
 class Block(nn.Module):
@@ -36,9 +36,18 @@ def test_paths_follow_attributes_lists_and_dicts():
     m = Model()
     paths = [p for p, _ in m.named_parameters()]
     assert paths == [
-        "blocks.0.fc.weight", "blocks.0.fc.bias", "blocks.0.norm.gamma", "blocks.0.norm.beta",
-        "blocks.1.fc.weight", "blocks.1.fc.bias", "blocks.1.norm.gamma", "blocks.1.norm.beta",
-        "heads.cls.weight", "heads.cls.bias", "pair.0", "scale",
+        "blocks.0.fc.weight",
+        "blocks.0.fc.bias",
+        "blocks.0.norm.gamma",
+        "blocks.0.norm.beta",
+        "blocks.1.fc.weight",
+        "blocks.1.fc.bias",
+        "blocks.1.norm.gamma",
+        "blocks.1.norm.beta",
+        "heads.cls.weight",
+        "heads.cls.bias",
+        "pair.0",
+        "scale",
     ]
     assert [p for p, _ in m.named_children()] == ["blocks.0", "blocks.1", "heads.cls"]
     modules = dict(m.named_modules())
@@ -75,6 +84,7 @@ def test_freeze_unfreeze_with_group():
     class Group:
         def matches(self, path, param_id):
             return path.startswith("blocks.1")
+
     m.freeze(Group())
     assert all(not p.require_grad for path, p in m.named_parameters() if path.startswith("blocks.1"))
     assert all(p.require_grad for path, p in m.named_parameters() if not path.startswith("blocks.1"))
@@ -164,13 +174,16 @@ def test_repr_shows_tree_and_counts():
     assert text.startswith("Model {")
     assert "fc: Linear {d_input: 3, d_output: 4, bias: True, params: 16}" in text
     assert "0: Block {" in text and "params: 24" in text and text.endswith("params: 65\n}")
-    assert repr(nn.PositionalEncodingConfig(4).init(DEV)) == \
-        "PositionalEncoding {d_model: 4, max_sequence_size: 5000, max_timescale: 10000, params: 0}"
+    assert (
+        repr(nn.PositionalEncodingConfig(4).init(DEV))
+        == "PositionalEncoding {d_model: 4, max_sequence_size: 5000, max_timescale: 10000, params: 0}"
+    )
 
 
 def test_forward_not_defined():
     class Empty(nn.Module):
         pass
+
     with pytest.raises(NotImplementedError, match="Empty"):
         Empty()(1)
 
@@ -191,7 +204,9 @@ def test_a_tensor_that_requires_grad_is_refused_as_a_module_attribute():
         def __init__(self, value):
             self.w = value
 
-    with pytest.raises(TypeError, match=r"Bare\.w: a tensor that requires grad is not a parameter.*nn\.Param"):
+    with pytest.raises(
+        TypeError, match=r"Bare\.w: a tensor that requires grad is not a parameter.*nn\.Param"
+    ):
         Bare(ember.randn(3, device=DEV).require_grad())
     m = Bare(nn.Param(ember.randn(3, device=DEV).require_grad()))  # wrapped: a parameter
     assert [p for p, _ in m.named_parameters()] == ["w"] and "w" in m.into_record()
@@ -255,6 +270,7 @@ def test_every_layer_with_a_config_gets_the_hint():
 # ---- gradient lookups by key --------------------------------------------------------------------
 def test_gradients_and_gradients_params_lookups():
     from ember.optim import GradientsParams
+
     m = Model()
     m.blocks[0].fc.freeze()
     x = ember.randn(2, 3, device=DEV)

@@ -1,12 +1,13 @@
 """nn.GroupNorm and nn.InstanceNorm: NumPy reference on every backend, float64 finite
 differences, PyTorch oracle (forward and gradients with copied weights), edge cases (empty
 batch, one group, NaN confined to its group, huge and float16 values), errors and records."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
 
 
 def np_group_norm(x, groups, gamma=None, beta=None, eps=1e-5):
@@ -35,13 +36,17 @@ def test_group_and_instance_norm_match_numpy(device, shape):
     _set_affine(gn, rng, device)
     out = gn(ember.tensor(x, device=device))
     assert out.shape == shape and out.dtype == ember.float32
-    np.testing.assert_allclose(out.numpy(), np_group_norm(x, 3, gn.gamma.numpy(), gn.beta.numpy()),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        out.numpy(), np_group_norm(x, 3, gn.gamma.numpy(), gn.beta.numpy()), rtol=1e-4, atol=1e-5
+    )
     inorm = nn.InstanceNormConfig(6, epsilon=1e-3).init(device)
     _set_affine(inorm, rng, device)
-    np.testing.assert_allclose(inorm(ember.tensor(x, device=device)).numpy(),
-                               np_group_norm(x, 6, inorm.gamma.numpy(), inorm.beta.numpy(), eps=1e-3),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        inorm(ember.tensor(x, device=device)).numpy(),
+        np_group_norm(x, 6, inorm.gamma.numpy(), inorm.beta.numpy(), eps=1e-3),
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 def test_defaults_and_non_affine_layers_have_no_parameters():
@@ -53,7 +58,9 @@ def test_defaults_and_non_affine_layers_have_no_parameters():
     plain = nn.GroupNormConfig(2, 4, affine=False).init(DEV)
     assert plain.gamma is None and plain.num_params() == 0 and not plain.affine
     x = np.random.default_rng(1).standard_normal((2, 4, 3)).astype(np.float32)
-    np.testing.assert_allclose(plain(ember.tensor(x, device=DEV)).numpy(), np_group_norm(x, 2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        plain(ember.tensor(x, device=DEV)).numpy(), np_group_norm(x, 2), rtol=1e-4, atol=1e-5
+    )
     inorm = nn.InstanceNormConfig(4).init(DEV)
     assert inorm.affine and inorm.epsilon == 1e-5  # Burn's default; PyTorch's InstanceNorm has affine=False
     assert nn.InstanceNormConfig(4, affine=False).init(DEV).num_params() == 0
@@ -80,9 +87,17 @@ def test_matches_torch_forward_and_gradients(kind):
     if kind == "group":
         layer, ref, shape = nn.GroupNormConfig(2, 6).init(DEV), torch.nn.GroupNorm(2, 6), (3, 6, 4, 2)
     elif kind == "instance1d":
-        layer, ref, shape = nn.InstanceNormConfig(4).init(DEV), torch.nn.InstanceNorm1d(4, affine=True), (2, 4, 7)
+        layer, ref, shape = (
+            nn.InstanceNormConfig(4).init(DEV),
+            torch.nn.InstanceNorm1d(4, affine=True),
+            (2, 4, 7),
+        )
     else:
-        layer, ref, shape = nn.InstanceNormConfig(3).init(DEV), torch.nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 5)
+        layer, ref, shape = (
+            nn.InstanceNormConfig(3).init(DEV),
+            torch.nn.InstanceNorm2d(3, affine=True),
+            (2, 3, 4, 5),
+        )
     _set_affine(layer, rng, DEV)
     layer.to(ember.float64)
     ref = ref.double()
@@ -99,8 +114,12 @@ def test_matches_torch_forward_and_gradients(kind):
     grads = (ye * ember.tensor(up, device=DEV)).sum().backward()
     np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(grads.get(xe).numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(grads.get(layer.gamma.value).numpy(), ref.weight.grad.numpy(), rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(grads.get(layer.beta.value).numpy(), ref.bias.grad.numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(
+        grads.get(layer.gamma.value).numpy(), ref.weight.grad.numpy(), rtol=1e-9, atol=1e-11
+    )
+    np.testing.assert_allclose(
+        grads.get(layer.beta.value).numpy(), ref.bias.grad.numpy(), rtol=1e-9, atol=1e-11
+    )
 
 
 def test_empty_batch_one_group_and_nan_stays_in_its_group():
@@ -127,8 +146,9 @@ def test_huge_and_float16_values_normalise():
     half = (x * 1000).astype(np.float16)
     y = gn(ember.tensor(half, device=DEV))
     assert y.dtype == ember.float16 and np.isfinite(y.numpy()).all()
-    np.testing.assert_allclose(y.numpy().astype(np.float64), np_group_norm(half.astype(np.float64), 2),
-                               rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(
+        y.numpy().astype(np.float64), np_group_norm(half.astype(np.float64), 2), rtol=1e-2, atol=1e-2
+    )
 
 
 def test_errors_name_the_layer_and_shapes():
@@ -139,8 +159,9 @@ def test_errors_name_the_layer_and_shapes():
     with pytest.raises(ValueError, match="InstanceNormConfig: num_channels must be a positive int"):
         nn.InstanceNormConfig(0).init(DEV)
     gn = nn.GroupNormConfig(2, 4).init(DEV)
-    with pytest.raises(ValueError,
-                       match=r"GroupNorm: expected input \[batch, 4, \*spatial\] of rank >= 3, got \[2, 3, 5\]"):
+    with pytest.raises(
+        ValueError, match=r"GroupNorm: expected input \[batch, 4, \*spatial\] of rank >= 3, got \[2, 3, 5\]"
+    ):
         gn(ember.randn(2, 3, 5, device=DEV))
     with pytest.raises(ValueError, match=r"got \[2, 4\]"):
         gn(ember.randn(2, 4, device=DEV))

@@ -1,12 +1,13 @@
 """nn.LocalResponseNorm: NumPy reference of Burn's window (odd and even sizes) on every backend,
 PyTorch oracle for odd sizes (forward and gradients), float64 finite differences, NaN confined
 to its window, errors and config round trip."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 
 def np_lrn(x, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -15,7 +16,7 @@ def np_lrn(x, size, alpha=1e-4, beta=0.75, k=1.0):
     out = np.empty_like(x)
     for ch in range(c):
         lo, hi = max(ch - (size - 1) // 2, 0), min(ch + size // 2, c - 1)
-        window = (x[:, lo:hi + 1] ** 2).sum(1)
+        window = (x[:, lo : hi + 1] ** 2).sum(1)
         out[:, ch] = x[:, ch] / (k + alpha / size * window) ** beta
     return out
 
@@ -54,7 +55,9 @@ def test_matches_torch_for_odd_sizes_with_gradients(size, shape):
 
 
 def test_gradients():
-    x = ember.tensor(np.random.default_rng(8).standard_normal((2, 4, 3)), dtype="float64", device=DEV).require_grad()
+    x = ember.tensor(
+        np.random.default_rng(8).standard_normal((2, 4, 3)), dtype="float64", device=DEV
+    ).require_grad()
     for size in (2, 3):
         lrn = nn.LocalResponseNormConfig(size, alpha=0.7, beta=0.9, k=0.5).init()
         check_grads(lambda: weighted_sum(lrn(x)), [x])
@@ -75,8 +78,11 @@ def test_errors_and_config_round_trip():
     with pytest.raises(ValueError, match="LocalResponseNorm: beta must be a finite number"):
         nn.LocalResponseNorm(3, beta=float("nan"))
     lrn = nn.LocalResponseNormConfig(3).init()
-    with pytest.raises(ValueError, match=r"LocalResponseNorm: expected a float input \[batch, channels, \*spatial\] "
-                                         r"of rank >= 3, got float32 \[4, 5\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"LocalResponseNorm: expected a float input \[batch, channels, \*spatial\] "
+        r"of rank >= 3, got float32 \[4, 5\]",
+    ):
         lrn(ember.randn(4, 5, device=DEV))
     cfg = nn.LocalResponseNormConfig(4, alpha=0.1, beta=0.5, k=2.0)
     assert nn.LocalResponseNormConfig.from_json(cfg.to_json()) == cfg

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV
 
 
 def test_param_id_prints_as_burn_and_parses_back():
@@ -14,7 +14,10 @@ def test_param_id_prints_as_burn_and_parses_back():
     assert int(pid) == 0x0123456789ABCDEF == pid.val()
     # Burn's encoding: base32hex (DNSSEC alphabet) of the little-endian bytes
     import base64
-    assert text == base64.b32hexencode((0x0123456789ABCDEF).to_bytes(8, "little")).decode().rstrip("=").lower()
+
+    assert (
+        text == base64.b32hexencode((0x0123456789ABCDEF).to_bytes(8, "little")).decode().rstrip("=").lower()
+    )
     assert nn.ParamId(0) != nn.ParamId(1)
     assert hash(nn.ParamId(5)) == hash(nn.ParamId(5))
 
@@ -102,7 +105,7 @@ def test_param_works_in_operators_functions_methods_and_indexing():
         "2 - w": (2.0 - w, 2.0 - v),
         "w * 3": (w * 3.0, v * 3.0),
         "w / 2": (w / 2.0, v / 2.0),
-        "w ** 2": (w ** 2, v ** 2),
+        "w ** 2": (w**2, v**2),
         "-w": (-w, -v),
         "abs(w)": (abs(w), np.abs(v)),
         "ndarray + w": (np.ones((3, 4), np.float32) + w, 1.0 + v),

@@ -1,11 +1,12 @@
 """nn.PixelShuffle / nn.PixelUnshuffle: the index formula in NumPy on every backend, PyTorch
 oracle, inverse of each other, gradients (float64 finite differences), empty batch, errors."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 
 def np_pixel_shuffle(x, r):
@@ -31,11 +32,15 @@ def test_shuffle_matches_index_formula_and_unshuffle_inverts_it(device, r):
 def test_match_torch():
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(4).standard_normal((2, 8, 3, 5)).astype(np.float32)
-    np.testing.assert_array_equal(nn.PixelShuffleConfig(2).init()(ember.tensor(x, device=DEV)).numpy(),
-                                  torch.nn.PixelShuffle(2)(torch.from_numpy(x)).numpy())
+    np.testing.assert_array_equal(
+        nn.PixelShuffleConfig(2).init()(ember.tensor(x, device=DEV)).numpy(),
+        torch.nn.PixelShuffle(2)(torch.from_numpy(x)).numpy(),
+    )
     y = np.random.default_rng(5).standard_normal((2, 3, 6, 9)).astype(np.float32)
-    np.testing.assert_array_equal(nn.PixelUnshuffleConfig(3).init()(ember.tensor(y, device=DEV)).numpy(),
-                                  torch.nn.PixelUnshuffle(3)(torch.from_numpy(y)).numpy())
+    np.testing.assert_array_equal(
+        nn.PixelUnshuffleConfig(3).init()(ember.tensor(y, device=DEV)).numpy(),
+        torch.nn.PixelUnshuffle(3)(torch.from_numpy(y)).numpy(),
+    )
 
 
 def test_gradients_and_empty_batch():
@@ -51,14 +56,23 @@ def test_gradients_and_empty_batch():
 
 
 def test_errors_and_config_round_trip():
-    with pytest.raises(ValueError, match=r"PixelShuffle: input channels 6 \(input \[1, 6, 2, 2\]\) must be divisible "
-                                         r"by upscale_factor² = 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"PixelShuffle: input channels 6 \(input \[1, 6, 2, 2\]\) must be divisible "
+        r"by upscale_factor² = 4",
+    ):
         nn.PixelShuffleConfig(2).init()(ember.randn(1, 6, 2, 2, device=DEV))
-    with pytest.raises(ValueError, match=r"PixelUnshuffle: input height and width \(input \[1, 1, 4, 3\]\) must be "
-                                         r"divisible by downscale_factor = 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"PixelUnshuffle: input height and width \(input \[1, 1, 4, 3\]\) must be "
+        r"divisible by downscale_factor = 2",
+    ):
         nn.PixelUnshuffleConfig(2).init()(ember.randn(1, 1, 4, 3, device=DEV))
-    with pytest.raises(ValueError, match=r"PixelShuffle: expected an input \[batch, channels, height, width\], "
-                                         r"got \[4, 2, 2\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"PixelShuffle: expected an input \[batch, channels, height, width\], "
+        r"got \[4, 2, 2\]",
+    ):
         nn.PixelShuffleConfig(2).init()(ember.randn(4, 2, 2, device=DEV))
     with pytest.raises(ValueError, match="PixelShuffle: upscale_factor must be a positive int, got 0"):
         nn.PixelShuffleConfig(0).init()

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, cpu_available
 
 import ember
 from ember import nn
 from ember.record import RecordError, load
-from nn_gradcheck import DEV, cpu_available
 
 
 class Net(nn.Module):
@@ -20,8 +20,15 @@ class Net(nn.Module):
 def test_into_record_is_a_host_snapshot_with_ids():
     net = Net()
     rec = net.into_record()
-    assert list(rec) == ["fc.weight", "fc.bias", "bn.gamma", "bn.beta", "bn.running_mean", "bn.running_var",
-                         "out.weight"]
+    assert list(rec) == [
+        "fc.weight",
+        "fc.bias",
+        "bn.gamma",
+        "bn.beta",
+        "bn.running_mean",
+        "bn.running_var",
+        "out.weight",
+    ]
     entry = rec["fc.weight"]
     assert isinstance(entry.array, np.ndarray) and entry.param_id == net.fc.weight.id
     net.fc.weight.set_value(net.fc.weight.value * 0.0)
@@ -68,7 +75,10 @@ def test_missing_and_unused_are_reported_and_nothing_changes(tmp_path):
     with pytest.raises(RecordError) as info:
         target.load_record(rec)
     msg = str(info.value)
-    assert "missing from the record (1): ['bn.gamma']" in msg and "not in the module (1): ['extra.weight']" in msg
+    assert (
+        "missing from the record (1): ['bn.gamma']" in msg
+        and "not in the module (1): ['extra.weight']" in msg
+    )
     assert "Nothing was loaded" in msg
     np.testing.assert_array_equal(target.fc.weight.numpy(), before)
     target.load_record(nn.ModuleRecord(rec).allow_partial().allow_unused())

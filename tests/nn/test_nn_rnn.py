@@ -2,21 +2,22 @@
 and gradients, float64, every backend), NumPy references for the options PyTorch lacks,
 central differences, Burn's parameter paths and record round trips, edge cases, and an LSTM
 sequence classifier trained through SupervisedTraining."""
+
 from __future__ import annotations
 
 import io
 
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, params64
 
 import ember
 from ember import nn
 from ember.nn.rnn.sequence import unbind_steps
-from nn_gradcheck import DEV, check_grads, params64
 
 B, T, D, H = 3, 5, 4, 6
 LSTM_ORDER = ("input_gate", "forget_gate", "cell_gate", "output_gate")  # PyTorch's i, f, g, o
-GRU_ORDER = ("reset_gate", "update_gate", "new_gate")                   # PyTorch's r, z, n
+GRU_ORDER = ("reset_gate", "update_gate", "new_gate")  # PyTorch's r, z, n
 
 
 def f64(a, device=DEV):
@@ -56,10 +57,15 @@ def _torch_run(torch, module, x, state, upstream):
     out, final = module(xt, (st if st is None or len(st) > 1 else st[0]))
     final = final if isinstance(final, tuple) else (final,)
     loss = (out * torch.from_numpy(upstream[0])).sum() + sum(
-        (f * torch.from_numpy(u)).sum() for f, u in zip(final, upstream[1:]))
+        (f * torch.from_numpy(u)).sum() for f, u in zip(final, upstream[1:])
+    )
     loss.backward()
-    return out.detach().numpy(), [f.detach().numpy() for f in final], xt.grad.numpy(), \
-        None if st is None else [s.grad.numpy() for s in st]
+    return (
+        out.detach().numpy(),
+        [f.detach().numpy() for f in final],
+        xt.grad.numpy(),
+        None if st is None else [s.grad.numpy() for s in st],
+    )
 
 
 def _first(out):
@@ -85,7 +91,11 @@ def test_lstm_matches_torch(device, seq, with_state):
     _copy_to_torch(torch, pairs)
     x = rng.standard_normal((B, seq, D))
     state = [rng.standard_normal((1, B, H)) for _ in range(2)] if with_state else None  # torch: (h, c)
-    upstream = [rng.standard_normal((B, seq, H)), rng.standard_normal((1, B, H)), rng.standard_normal((1, B, H))]
+    upstream = [
+        rng.standard_normal((B, seq, H)),
+        rng.standard_normal((1, B, H)),
+        rng.standard_normal((1, B, H)),
+    ]
     want_out, (want_h, want_c), want_gx, want_gs = _torch_run(torch, ref, x, state, upstream)
 
     xe = f64(x, device).require_grad()
@@ -97,8 +107,9 @@ def test_lstm_matches_torch(device, seq, with_state):
     np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(final.hidden.numpy(), want_h[0], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(final.cell.numpy(), want_c[0], rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final.hidden, final.cell], [upstream[0], upstream[1][0], upstream[2][0]],
-                        device).backward()
+    grads = _ember_loss(
+        out, [final.hidden, final.cell], [upstream[0], upstream[1][0], upstream[2][0]], device
+    ).backward()
     np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
     if with_state:
         np.testing.assert_allclose(grads.get(init.hidden).numpy(), want_gs[0][0], rtol=1e-10, atol=1e-12)
@@ -113,11 +124,16 @@ def test_bilstm_matches_torch(device):
     bilstm = nn.BiLstmConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.LSTM(D, H, batch_first=True, bidirectional=True).double()
     pairs = list(_blocks(bilstm.forward_lstm, LSTM_ORDER, ref)) + list(
-        _blocks(bilstm.reverse, LSTM_ORDER, ref, "_reverse"))
+        _blocks(bilstm.reverse, LSTM_ORDER, ref, "_reverse")
+    )
     _copy_to_torch(torch, pairs)
     x = rng.standard_normal((B, T, D))
     state = [rng.standard_normal((2, B, H)) for _ in range(2)]
-    upstream = [rng.standard_normal((B, T, 2 * H)), rng.standard_normal((2, B, H)), rng.standard_normal((2, B, H))]
+    upstream = [
+        rng.standard_normal((B, T, 2 * H)),
+        rng.standard_normal((2, B, H)),
+        rng.standard_normal((2, B, H)),
+    ]
     want_out, (want_h, want_c), want_gx, want_gs = _torch_run(torch, ref, x, state, upstream)
 
     xe = f64(x, device).require_grad()
@@ -158,7 +174,9 @@ def test_gru_and_bigru_match_torch(device):
 
     bigru = nn.BiGruConfig(D, H, bias=True, batch_first=False).init(device, "float64")
     ref = torch.nn.GRU(D, H, bidirectional=True).double()  # seq first
-    pairs = list(_blocks(bigru.forward_gru, GRU_ORDER, ref)) + list(_blocks(bigru.reverse, GRU_ORDER, ref, "_reverse"))
+    pairs = list(_blocks(bigru.forward_gru, GRU_ORDER, ref)) + list(
+        _blocks(bigru.reverse, GRU_ORDER, ref, "_reverse")
+    )
     _copy_to_torch(torch, pairs)
     x = rng.standard_normal((T, B, D))
     upstream = [rng.standard_normal((T, B, 2 * H)), rng.standard_normal((2, B, H))]
@@ -193,8 +211,12 @@ def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
     _check_param_grads(grads, pairs)
 
     birnn = nn.BiRnnConfig(D, H, bias=False, hidden_activation=activation).init(device, "float64")
-    ref = torch.nn.RNN(D, H, batch_first=True, nonlinearity=nonlinearity, bias=False, bidirectional=True).double()
-    pairs = list(_blocks(birnn.forward_rnn, (None,), ref)) + list(_blocks(birnn.reverse, (None,), ref, "_reverse"))
+    ref = torch.nn.RNN(
+        D, H, batch_first=True, nonlinearity=nonlinearity, bias=False, bidirectional=True
+    ).double()
+    pairs = list(_blocks(birnn.forward_rnn, (None,), ref)) + list(
+        _blocks(birnn.reverse, (None,), ref, "_reverse")
+    )
     _copy_to_torch(torch, pairs)
     h0 = rng.standard_normal((2, B, H))
     upstream = [rng.standard_normal((B, T, 2 * H)), rng.standard_normal((2, B, H))]
@@ -227,7 +249,7 @@ def _lstm_numpy(lstm, x, reverse=False, clip=None, input_forget=False):
     b, t, _ = x.shape
     h = c = np.zeros((b, lstm.d_hidden))
     out = np.zeros((b, t, lstm.d_hidden))
-    for s in (range(t - 1, -1, -1) if reverse else range(t)):
+    for s in range(t - 1, -1, -1) if reverse else range(t):
         i = _sigmoid(_gate(lstm, "input_gate", x[:, s], h))
         f = 1 - i if input_forget else _sigmoid(_gate(lstm, "forget_gate", x[:, s], h))
         o = _sigmoid(_gate(lstm, "output_gate", x[:, s], h))
@@ -265,20 +287,28 @@ def test_gru_reset_before_and_clip_match_numpy():
     for s in range(T):
         z = _sigmoid(_gate(gru, "update_gate", x[:, s], h))
         r = _sigmoid(_gate(gru, "reset_gate", x[:, s], h))
-        n = np.tanh(x[:, s] @ new.input_transform.weight.numpy() + new.input_transform.bias.numpy()
-                    + (r * h) @ new.hidden_transform.weight.numpy() + new.hidden_transform.bias.numpy())
+        n = np.tanh(
+            x[:, s] @ new.input_transform.weight.numpy()
+            + new.input_transform.bias.numpy()
+            + (r * h) @ new.hidden_transform.weight.numpy()
+            + new.hidden_transform.bias.numpy()
+        )
         h = np.clip((1 - z) * n + z * h, -0.5, 0.5)
         want[:, s] = h
     np.testing.assert_allclose(gru(f64(x)).numpy(), want, rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("build", [
-    lambda: nn.LstmConfig(3, 4, bias=True, clip=0.8, input_forget=True).init(DEV),
-    lambda: nn.BiLstmConfig(3, 4, bias=False).init(DEV),
-    lambda: nn.GruConfig(3, 4, bias=True, reset_after=False).init(DEV),
-    lambda: nn.BiGruConfig(3, 4, bias=True).init(DEV),
-    lambda: nn.RnnConfig(3, 4, bias=True, reverse=True).init(DEV),
-], ids=["lstm", "bilstm", "gru_reset_before", "bigru", "rnn_reverse"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: nn.LstmConfig(3, 4, bias=True, clip=0.8, input_forget=True).init(DEV),
+        lambda: nn.BiLstmConfig(3, 4, bias=False).init(DEV),
+        lambda: nn.GruConfig(3, 4, bias=True, reset_after=False).init(DEV),
+        lambda: nn.BiGruConfig(3, 4, bias=True).init(DEV),
+        lambda: nn.RnnConfig(3, 4, bias=True, reverse=True).init(DEV),
+    ],
+    ids=["lstm", "bilstm", "gru_reset_before", "bigru", "rnn_reverse"],
+)
 def test_gradients_match_central_differences(build):
     ember.seed(6)
     layer = build()
@@ -295,28 +325,38 @@ def test_gradients_match_central_differences(build):
 def test_parameter_paths_are_burns():
     lstm = nn.LstmConfig(3, 4, bias=True).init(DEV)
     paths = [p for p, _ in lstm.named_parameters()]
-    assert paths[:4] == ["input_gate.input_transform.weight", "input_gate.input_transform.bias",
-                         "input_gate.hidden_transform.weight", "input_gate.hidden_transform.bias"]
+    assert paths[:4] == [
+        "input_gate.input_transform.weight",
+        "input_gate.input_transform.bias",
+        "input_gate.hidden_transform.weight",
+        "input_gate.hidden_transform.bias",
+    ]
     assert {p.split(".")[0] for p in paths} == {"input_gate", "forget_gate", "output_gate", "cell_gate"}
     assert lstm.input_gate.input_transform.weight.shape == (3, 4)  # Burn's row layout [d_input, d_hidden]
     assert lstm.input_gate.hidden_transform.weight.shape == (4, 4)
     bi = nn.BiLstmConfig(3, 4, bias=False).init(DEV)
-    assert [p for p, _ in bi.named_parameters()][:2] == ["forward.input_gate.input_transform.weight",
-                                                        "forward.input_gate.hidden_transform.weight"]
+    assert [p for p, _ in bi.named_parameters()][:2] == [
+        "forward.input_gate.input_transform.weight",
+        "forward.input_gate.hidden_transform.weight",
+    ]
     assert sum(p.startswith("reverse.") for p, _ in bi.named_parameters()) == 8
     gru = nn.GruConfig(3, 4, bias=True).init(DEV)
     assert {p.split(".")[0] for p, _ in gru.named_parameters()} == {"update_gate", "reset_gate", "new_gate"}
     rnn = nn.BiRnnConfig(3, 4, bias=True).init(DEV)
-    assert [p for p, _ in rnn.named_parameters()][0] == "forward.gate.input_transform.weight"
+    assert next(p for p, _ in rnn.named_parameters()) == "forward.gate.input_transform.weight"
     assert isinstance(bi.forward_lstm, nn.Lstm) and callable(bi.forward)
 
 
-@pytest.mark.parametrize("build", [
-    lambda d: nn.LstmConfig(3, 4, bias=True).init(d),
-    lambda d: nn.BiLstmConfig(3, 4, bias=True).init(d),
-    lambda d: nn.GruConfig(3, 4, bias=True).init(d),
-    lambda d: nn.BiRnnConfig(3, 4, bias=True).init(d),
-], ids=["lstm", "bilstm", "gru", "birnn"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda d: nn.LstmConfig(3, 4, bias=True).init(d),
+        lambda d: nn.BiLstmConfig(3, 4, bias=True).init(d),
+        lambda d: nn.GruConfig(3, 4, bias=True).init(d),
+        lambda d: nn.BiRnnConfig(3, 4, bias=True).init(d),
+    ],
+    ids=["lstm", "bilstm", "gru", "birnn"],
+)
 def test_record_round_trip(tmp_path, device, build):
     ember.seed(7)
     layer = build(device)
@@ -329,12 +369,20 @@ def test_record_round_trip(tmp_path, device, build):
     after, want = _first(other(x)), _first(layer(x))
     assert not np.allclose(_first(before).numpy(), want.numpy())
     np.testing.assert_array_equal(after.numpy(), want.numpy())
-    assert [(p, q.id) for p, q in other.named_parameters()] == [(p, q.id) for p, q in layer.named_parameters()]
+    assert [(p, q.id) for p, q in other.named_parameters()] == [
+        (p, q.id) for p, q in layer.named_parameters()
+    ]
 
 
 def test_configs_round_trip_through_json(tmp_path):
-    config = nn.LstmConfig(3, 4, bias=False, clip=2.0, gate_activation="hard_sigmoid",
-                           hidden_activation=nn.ActivationConfig("leaky_relu", negative_slope=0.2))
+    config = nn.LstmConfig(
+        3,
+        4,
+        bias=False,
+        clip=2.0,
+        gate_activation="hard_sigmoid",
+        hidden_activation=nn.ActivationConfig("leaky_relu", negative_slope=0.2),
+    )
     loaded = nn.LstmConfig.load(config.save(tmp_path / "lstm.json"))
     assert loaded == config and loaded.initializer == nn.XavierNormal(gain=1.0)
     lstm = loaded.init(DEV)
@@ -347,8 +395,9 @@ def test_configs_round_trip_through_json(tmp_path):
 def test_empty_and_single_step_sequences(device):
     ember.seed(9)
     lstm = nn.LstmConfig(D, H, bias=True).init(device, "float64")
-    init = nn.LstmState(ember.randn(2, H, device=device, dtype="float64"),
-                        ember.randn(2, H, device=device, dtype="float64"))
+    init = nn.LstmState(
+        ember.randn(2, H, device=device, dtype="float64"), ember.randn(2, H, device=device, dtype="float64")
+    )
     out, final = lstm(ember.zeros(2, 0, D, device=device, dtype="float64"), init)
     assert out.shape == (2, 0, H)
     np.testing.assert_array_equal(final.hidden.numpy(), init.hidden.numpy())
@@ -381,7 +430,9 @@ def test_unbind_steps_matches_direct_slices():
 
 def test_bad_inputs_raise_clear_errors():
     lstm = nn.LstmConfig(D, H, bias=True).init(DEV)
-    with pytest.raises(ValueError, match=r"Lstm: input must be \[batch, seq_length, d_input=4\].*\[3, 5, 7\]"):
+    with pytest.raises(
+        ValueError, match=r"Lstm: input must be \[batch, seq_length, d_input=4\].*\[3, 5, 7\]"
+    ):
         lstm(ember.zeros(3, 5, 7, device=DEV))
     with pytest.raises(ValueError, match=r"Lstm: input must be"):
         lstm(ember.zeros(5, 4, device=DEV))
@@ -392,7 +443,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(TypeError, match="state must be an LstmState"):
         lstm(ember.zeros(3, 5, 4, device=DEV), ember.zeros(3, H, device=DEV))
     with pytest.raises(ValueError, match=r"BiGru: state must be \[2, 3, 6\]"):
-        nn.BiGruConfig(D, H, bias=True).init(DEV)(ember.zeros(3, 5, 4, device=DEV), ember.zeros(3, H, device=DEV))
+        nn.BiGruConfig(D, H, bias=True).init(DEV)(
+            ember.zeros(3, 5, 4, device=DEV), ember.zeros(3, H, device=DEV)
+        )
     with pytest.raises(ValueError, match="d_input and d_hidden must be positive"):
         nn.GruConfig(0, 3, True).init()
     with pytest.raises(ValueError, match="clip must be positive"):
@@ -423,12 +476,14 @@ class LstmClassifier(nn.Module):
 
     def _output(self, batch):
         from ember.train import ClassificationOutput
+
         x, y = batch
         logits = self(x)
         return ClassificationOutput(self.loss(logits, y), logits, y)
 
     def train_step(self, batch):
         from ember.train import TrainOutput
+
         out = self._output(batch)
         return TrainOutput(self, out.loss.backward(), out)
 
@@ -450,12 +505,19 @@ def test_lstm_sequence_classifier_trains_with_supervised_training(tmp_path):
     from ember.train.logger import read_aggregate
     from ember.train.metric import AccuracyMetric, LossMetric
     from ember.train.renderer import CliMetricsRenderer
-    train = DataLoaderBuilder(SequenceBatcher()).batch_size(16).shuffle(3).build(InMemDataset(_sequences(128, 0)))
+
+    train = (
+        DataLoaderBuilder(SequenceBatcher()).batch_size(16).shuffle(3).build(InMemDataset(_sequences(128, 0)))
+    )
     valid = DataLoaderBuilder(SequenceBatcher()).batch_size(32).build(InMemDataset(_sequences(64, 1)))
     ember.seed(0)
-    result = (SupervisedTraining(tmp_path, train, valid).metrics(AccuracyMetric(), LossMetric()).num_epochs(6)
-              .renderer(CliMetricsRenderer(stream=io.StringIO()))
-              .launch(Learner(LstmClassifier(), AdamConfig().init(), 2e-2)))
+    result = (
+        SupervisedTraining(tmp_path, train, valid)
+        .metrics(AccuracyMetric(), LossMetric())
+        .num_epochs(6)
+        .renderer(CliMetricsRenderer(stream=io.StringIO()))
+        .launch(Learner(LstmClassifier(), AdamConfig().init(), 2e-2))
+    )
     assert result.epochs_trained == 6
     losses = [read_aggregate(tmp_path / "valid" / f"epoch-{e}" / "Loss.log") for e in range(1, 7)]
     accuracy = read_aggregate(tmp_path / "valid" / "epoch-6" / "Accuracy.log")

@@ -1,19 +1,29 @@
 """RotaryEncoding (Burn's): Burn's own expected values, a NumPy reference, the relative-position
 property, float64 gradients, the window shift, records and errors."""
+
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, weighted_sum
 
 # Burn's rope_encoding.rs tests: input, and the output of RotaryEncodingConfig::new(10, 4)
-BURN_INPUT = [[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], [[9.0, 10.0, 11.0, 12.0], [13.0, 14.0, 15.0, 16.0]]]
-BURN_OUTPUT = [[[1.0000, 2.0000, 3.0000, 4.0000], [-2.3473, 7.4492, 6.9197, 8.0696]],
-               [[9.0000, 10.0000, 11.0000, 12.0000], [-4.7567, 18.5034, 14.8393, 16.1492]]]
+BURN_INPUT = [
+    [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]],
+    [[9.0, 10.0, 11.0, 12.0], [13.0, 14.0, 15.0, 16.0]],
+]
+BURN_OUTPUT = [
+    [[1.0000, 2.0000, 3.0000, 4.0000], [-2.3473, 7.4492, 6.9197, 8.0696]],
+    [[9.0000, 10.0000, 11.0000, 12.0000], [-4.7567, 18.5034, 14.8393, 16.1492]],
+]
 # (cos, sin) at position 1 of RotaryEncodingConfig::new(2, 8), one row per frequency (Burn repeats each twice)
-BURN_FREQS_POS1 = [[5.4030e-01, 8.4147e-01], [9.9500e-01, 9.9833e-02], [9.9995e-01, 9.9998e-03],
-                   [9.9999e-01, 9.9999e-04]]
+BURN_FREQS_POS1 = [
+    [5.4030e-01, 8.4147e-01],
+    [9.9500e-01, 9.9833e-02],
+    [9.9995e-01, 9.9998e-03],
+    [9.9999e-01, 9.9999e-04],
+]
 BURN_SCALED_LAST = [1.0000, 2.1361e-04]  # the last row with Llama 3's frequency scaling
 
 
@@ -61,8 +71,9 @@ def _llama3_scaling(freqs):
 def test_frequency_scaling_matches_burn():
     rope = nn.RotaryEncodingConfig(2, 8).init_with_frequency_scaling(_llama3_scaling, DEV)
     np.testing.assert_allclose(rope.freq_complex.numpy()[1, 6:], [BURN_SCALED_LAST] * 2, rtol=1e-3, atol=1e-6)
-    np.testing.assert_allclose(rope.freq_complex.numpy()[1, :6], np.repeat(BURN_FREQS_POS1[:3], 2, axis=0),
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        rope.freq_complex.numpy()[1, :6], np.repeat(BURN_FREQS_POS1[:3], 2, axis=0), rtol=1e-4, atol=1e-6
+    )
     with pytest.raises(ValueError, match=r"scaling must return a tensor \[4\]"):
         nn.RotaryEncodingConfig(2, 8).init_with_frequency_scaling(lambda f: f[:2], DEV)
 
@@ -83,6 +94,7 @@ def test_scores_depend_on_relative_positions_only():
 
     def score(m, n):
         return float((rope.apply(q, m) * rope.apply(k, n)).sum().item())
+
     assert score(5, 2) == pytest.approx(score(12, 9), rel=1e-10)
     assert score(0, 0) == pytest.approx(float((q * k).sum().item()), rel=1e-12)
     assert abs(score(5, 2) - score(5, 3)) > 1e-3
@@ -102,7 +114,9 @@ def test_shift_and_reset_follow_burn():
         small = nn.RotaryEncodingConfig(4, 4).init(DEV)
         small.shift(start)
         assert small.start_offset == start
-        np.testing.assert_allclose(small.apply(x, 0).numpy(), big.apply(x, start).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            small.apply(x, 0).numpy(), big.apply(x, start).numpy(), rtol=1e-5, atol=1e-5
+        )
     small = nn.RotaryEncodingConfig(4, 4).init(DEV)
     small.shift(2)
     small.shift(5)
@@ -119,7 +133,9 @@ def test_shift_and_reset_follow_burn():
 def test_edge_cases_and_records(tmp_path):
     rope = nn.RotaryEncodingConfig(4, 4).init(DEV)
     one = ember.randn(1, 1, 4, device=DEV)
-    np.testing.assert_allclose(rope.apply(one, 0).numpy(), one.numpy(), rtol=1e-6)  # position 0 is the identity
+    np.testing.assert_allclose(
+        rope.apply(one, 0).numpy(), one.numpy(), rtol=1e-6
+    )  # position 0 is the identity
     assert rope.apply(ember.zeros(0, 2, 3, 4, device=DEV), 1).shape == (0, 2, 3, 4)
     assert rope.apply(ember.zeros(2, 0, 4, device=DEV), 4).shape == (2, 0, 4)
     # the tables are constants: no parameters, an empty record, moved and cast by to()
@@ -127,7 +143,9 @@ def test_edge_cases_and_records(tmp_path):
     path = rope.save_file(tmp_path / "rope.bpk")
     nn.RotaryEncodingConfig(4, 4).init(DEV).load_file(path)
     rope.to(ember.float64)
-    assert rope.freq_complex.dtype is ember.float64 and rope.apply(one.to(ember.float64)).dtype is ember.float64
+    assert (
+        rope.freq_complex.dtype is ember.float64 and rope.apply(one.to(ember.float64)).dtype is ember.float64
+    )
     half = rope.apply(one.to(ember.float16))
     assert half.dtype is ember.float16
 
@@ -140,7 +158,9 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="max_sequence_length must be positive"):
         nn.RotaryEncodingConfig(0, 4).init(DEV)
     rope = nn.RotaryEncodingConfig(4, 4).init(DEV)
-    with pytest.raises(ValueError, match=r"last dim of the input \[1, 2, 6\] must be the encoding's d_model 4"):
+    with pytest.raises(
+        ValueError, match=r"last dim of the input \[1, 2, 6\] must be the encoding's d_model 4"
+    ):
         rope(ember.zeros(1, 2, 6, device=DEV))
     with pytest.raises(ValueError, match=r"positions 2\.\.5 exceed the table's max_sequence_length 4"):
         rope.apply(ember.zeros(1, 3, 4, device=DEV), 2)

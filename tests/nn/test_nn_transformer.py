@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from nn_gradcheck import DEV, check_grads, cpu_available, params64, weighted_sum
 
 import ember
 from ember import nn
-from nn_gradcheck import DEV, check_grads, cpu_available, params64, weighted_sum
 
 B, S, D, H, F = 2, 5, 8, 2, 16
 
@@ -23,25 +23,38 @@ def test_parameter_names_follow_burn():
     enc = nn.TransformerEncoderConfig(D, F, H, 2).init(DEV)
     paths = [p for p, _ in enc.named_parameters()]
     assert paths[:2] == ["layers.0.mha.query.weight", "layers.0.mha.query.bias"]
-    for name in ("layers.1.pwff.linear_inner.weight", "layers.1.pwff.linear_outer.bias", "layers.0.norm_1.gamma",
-                 "layers.0.norm_2.beta", "layers.1.mha.output.weight"):
+    for name in (
+        "layers.1.pwff.linear_inner.weight",
+        "layers.1.pwff.linear_outer.bias",
+        "layers.0.norm_1.gamma",
+        "layers.0.norm_2.beta",
+        "layers.1.mha.output.weight",
+    ):
         assert name in paths
     per_layer = 4 * (D * D + D) + (D * F + F) + (F * D + D) + 4 * D
     assert enc.num_params() == 2 * per_layer
 
 
 def _torch_layer(torch, layer, norm_first):
-    ref = torch.nn.TransformerEncoderLayer(D, H, F, dropout=0.0, activation="gelu", layer_norm_eps=1e-5,
-                                           batch_first=True, norm_first=norm_first)
+    ref = torch.nn.TransformerEncoderLayer(
+        D, H, F, dropout=0.0, activation="gelu", layer_norm_eps=1e-5, batch_first=True, norm_first=norm_first
+    )
     mha = layer.mha
 
     def cp(dst, arr):
         dst.copy_(torch.from_numpy(np.ascontiguousarray(arr)))
+
     with torch.no_grad():
-        cp(ref.self_attn.in_proj_weight, np.concatenate([mha.query.weight.numpy().T, mha.key.weight.numpy().T,
-                                                         mha.value.weight.numpy().T]))
-        cp(ref.self_attn.in_proj_bias, np.concatenate([mha.query.bias.numpy(), mha.key.bias.numpy(),
-                                                       mha.value.bias.numpy()]))
+        cp(
+            ref.self_attn.in_proj_weight,
+            np.concatenate(
+                [mha.query.weight.numpy().T, mha.key.weight.numpy().T, mha.value.weight.numpy().T]
+            ),
+        )
+        cp(
+            ref.self_attn.in_proj_bias,
+            np.concatenate([mha.query.bias.numpy(), mha.key.bias.numpy(), mha.value.bias.numpy()]),
+        )
         cp(ref.self_attn.out_proj.weight, mha.output.weight.numpy().T)
         cp(ref.self_attn.out_proj.bias, mha.output.bias.numpy())
         cp(ref.linear1.weight, layer.pwff.linear_inner.weight.numpy().T)
@@ -83,8 +96,9 @@ def test_encoder_matches_torch(norm_first):
 
 def test_layer_with_attention_mask_and_quiet_softmax_gradients():
     ember.seed(2)
-    layer = nn.TransformerEncoderConfig(4, 6, 2, 1, dropout=0.0, quiet_softmax=True,
-                                        norm_first=True).init_layer(DEV)
+    layer = nn.TransformerEncoderConfig(
+        4, 6, 2, 1, dropout=0.0, quiet_softmax=True, norm_first=True
+    ).init_layer(DEV)
     params = params64(layer)
     x = ember.randn(2, 3, 4, device=DEV, dtype="float64").require_grad()
     pad = t(np.array([[False, False, True], [False, False, False]]))
@@ -108,25 +122,28 @@ def test_pwff_matches_formula():
     x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
     h = x @ ff.linear_inner.weight.numpy() + ff.linear_inner.bias.numpy()
     import math
+
     h = h * 0.5 * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
     expected = h @ ff.linear_outer.weight.numpy() + ff.linear_outer.bias.numpy()
     np.testing.assert_allclose(ff(t(x)).numpy(), expected, rtol=1e-4, atol=1e-5)
 
 
-BURN_SINUSOIDS = np.array([
-    [0.00000, 1.00000, 0.00000, 1.00000, 0.00000, 1.00000],
-    [0.84147, 0.54030, 0.04640, 0.99892, 0.00215, 1.00000],
-    [0.90930, -0.41615, 0.09270, 0.99569, 0.00431, 0.99999],
-    [0.14112, -0.98999, 0.13880, 0.99032, 0.00646, 0.99998],
-    [-0.75680, -0.65364, 0.18460, 0.98281, 0.00862, 0.99996],
-    [-0.95892, 0.28366, 0.23000, 0.97319, 0.01077, 0.99994],
-    [-0.27942, 0.96017, 0.27491, 0.96147, 0.01293, 0.99992],
-    [0.65699, 0.75390, 0.31922, 0.94768, 0.01508, 0.99989],
-    [0.98936, -0.14550, 0.36285, 0.93185, 0.01723, 0.99985],
-    [0.41212, -0.91113, 0.40570, 0.91401, 0.01939, 0.99981],
-    [-0.54402, -0.83907, 0.44767, 0.89420, 0.02154, 0.99977],
-    [-0.99999, 0.00443, 0.48868, 0.87246, 0.02370, 0.99972],
-])
+BURN_SINUSOIDS = np.array(
+    [
+        [0.00000, 1.00000, 0.00000, 1.00000, 0.00000, 1.00000],
+        [0.84147, 0.54030, 0.04640, 0.99892, 0.00215, 1.00000],
+        [0.90930, -0.41615, 0.09270, 0.99569, 0.00431, 0.99999],
+        [0.14112, -0.98999, 0.13880, 0.99032, 0.00646, 0.99998],
+        [-0.75680, -0.65364, 0.18460, 0.98281, 0.00862, 0.99996],
+        [-0.95892, 0.28366, 0.23000, 0.97319, 0.01077, 0.99994],
+        [-0.27942, 0.96017, 0.27491, 0.96147, 0.01293, 0.99992],
+        [0.65699, 0.75390, 0.31922, 0.94768, 0.01508, 0.99989],
+        [0.98936, -0.14550, 0.36285, 0.93185, 0.01723, 0.99985],
+        [0.41212, -0.91113, 0.40570, 0.91401, 0.01939, 0.99981],
+        [-0.54402, -0.83907, 0.44767, 0.89420, 0.02154, 0.99977],
+        [-0.99999, 0.00443, 0.48868, 0.87246, 0.02370, 0.99972],
+    ]
+)
 
 
 def test_sinusoids_match_burn_values():

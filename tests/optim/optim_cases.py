@@ -1,5 +1,6 @@
 """Shared fixtures of the optimizer tests: a small model, a fixed gradient field, and NumPy
 transcriptions (float64) of every optimizer's update formula."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,13 @@ import ember
 from ember import nn
 from ember.optim import GradientsParams
 
-SHAPES = {"enc.lin.weight": (4, 3), "enc.lin.bias": (3,), "conv.weight": (2, 3), "conv.bias": (2,),
-          "head": (5,)}
+SHAPES = {
+    "enc.lin.weight": (4, 3),
+    "enc.lin.bias": (3,),
+    "conv.weight": (2, 3),
+    "conv.bias": (2,),
+    "head": (5,),
+}
 
 
 class Block(nn.Module):
@@ -29,6 +35,7 @@ class Tiny(nn.Module):
     def __init__(self, values: dict, device: str, dtype):
         def param(path):
             return nn.Param(ember.tensor(values[path], dtype=dtype, device=device))
+
         self.enc = Encoder(Block(param("enc.lin.weight"), param("enc.lin.bias")))
         self.conv = Block(param("conv.weight"), param("conv.bias"))
         self.head = param("head")
@@ -41,7 +48,9 @@ def initial_values(seed: int = 0) -> dict:
 
 def _field(seed: int = 1) -> dict:
     rng = np.random.default_rng(seed)
-    return {path: (rng.uniform(0.5, 2.0, shape), rng.uniform(-1.0, 1.0, shape)) for path, shape in SHAPES.items()}
+    return {
+        path: (rng.uniform(0.5, 2.0, shape), rng.uniform(-1.0, 1.0, shape)) for path, shape in SHAPES.items()
+    }
 
 
 FIELD = _field()
@@ -85,8 +94,20 @@ def ref_sgd(p, g, st, lr, t, weight_decay=0.0, momentum=None, dampening=0.1, nes
     return p - lr * g
 
 
-def ref_adam(p, g, st, lr, t, beta_1=0.9, beta_2=0.999, eps=1e-5, weight_decay=0.0, amsgrad=False,
-             decoupled=False, cautious=False):
+def ref_adam(
+    p,
+    g,
+    st,
+    lr,
+    t,
+    beta_1=0.9,
+    beta_2=0.999,
+    eps=1e-5,
+    weight_decay=0.0,
+    amsgrad=False,
+    decoupled=False,
+    cautious=False,
+):
     if not decoupled:
         g = g + weight_decay * p
     m = beta_1 * st.get("m", 0.0) + (1.0 - beta_1) * g
@@ -95,7 +116,7 @@ def ref_adam(p, g, st, lr, t, beta_1=0.9, beta_2=0.999, eps=1e-5, weight_decay=0
     if amsgrad:
         v = np.maximum(st.get("vmax", 0.0), v)
         st["vmax"] = v
-    update = (m / (1.0 - beta_1 ** t)) / (np.sqrt(v / (1.0 - beta_2 ** t)) + eps)
+    update = (m / (1.0 - beta_1**t)) / (np.sqrt(v / (1.0 - beta_2**t)) + eps)
     if decoupled:
         if cautious:
             p = p - lr * weight_decay * p * ((p >= 0) == (m >= 0))
@@ -152,8 +173,9 @@ def ref_trajectory(update, steps: int, lrs, grad_scale: float = 1.0, clip=None, 
     return out
 
 
-def ember_trajectory(optim, steps: int, lrs, device: str = "cpu", dtype=ember.float64, grad_scale: float = 1.0,
-                     model=None):
+def ember_trajectory(
+    optim, steps: int, lrs, device: str = "cpu", dtype=ember.float64, grad_scale: float = 1.0, model=None
+):
     model = model or Tiny(initial_values(), device, dtype)
     out = []
     for k in range(steps):
@@ -166,5 +188,6 @@ def assert_trajectories_close(got, want, rtol=1e-10, atol=1e-12):
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
         for path in w:
-            np.testing.assert_allclose(g[path], w[path], rtol=rtol, atol=atol,
-                                       err_msg=f"step {k + 1}, parameter {path}")
+            np.testing.assert_allclose(
+                g[path], w[path], rtol=rtol, atol=atol, err_msg=f"step {k + 1}, parameter {path}"
+            )

@@ -1,5 +1,6 @@
 """Learning-rate schedulers vs their closed formulas (burn-reference §2), Burn's own test
 sequences, argument validation, and exact resume from a saved state."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -105,8 +106,7 @@ def test_constant_and_plain_float():
 @pytest.mark.parametrize("reduction", ["Prod", "Avg", "Sum"])
 def test_composed_reductions(reduction):
     config = ComposedLrSchedulerConfig(
-        [LinearLrSchedulerConfig(0.9, 0.1, 300), CosineAnnealingLrSchedulerConfig(0.5, 400),
-         0.25],
+        [LinearLrSchedulerConfig(0.9, 0.1, 300), CosineAnnealingLrSchedulerConfig(0.5, 400), 0.25],
         reduction=reduction,
     )
     got = run(config.init())
@@ -121,31 +121,37 @@ def test_sequential_warmup_then_cosine():
         milestones=[100],
     )
     got = run(config.init())
-    expected = [linear(k, 1e-5, 1e-2, 100) if k <= 100 else cosine(k - 100, 1e-2, 900, 0.0)
-                for k in range(1, K + 1)]
+    expected = [
+        linear(k, 1e-5, 1e-2, 100) if k <= 100 else cosine(k - 100, 1e-2, 900, 0.0) for k in range(1, K + 1)
+    ]
     assert_sequence(got, expected)
 
 
 def test_sequential_three_stages_matches_burn():
     config = SequentialLrSchedulerConfig(
-        [LinearLrSchedulerConfig(0.1, 0.3, 2), ExponentialLrSchedulerConfig(0.5, 0.5),
-         CosineAnnealingLrSchedulerConfig(0.8, 2)],
+        [
+            LinearLrSchedulerConfig(0.1, 0.3, 2),
+            ExponentialLrSchedulerConfig(0.5, 0.5),
+            CosineAnnealingLrSchedulerConfig(0.8, 2),
+        ],
         milestones=[2, 5],
     )
-    assert_sequence(run(config.init(), 8), [0.1, 0.2, 0.5, 0.25, 0.125, 0.8, 0.4, 0.0],
-                    abs_=1e-10)
+    assert_sequence(run(config.init(), 8), [0.1, 0.2, 0.5, 0.25, 0.125, 0.8, 0.4, 0.0], abs_=1e-10)
 
 
 # --- Burn's own unit-test sequences ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("config,expected", [
-    (LinearLrSchedulerConfig(0.9, 0.5, 4), [0.9, 0.8, 0.7, 0.6, 0.5, 0.5]),
-    (LinearLrSchedulerConfig(0.01, 0.04, 3), [0.01, 0.02, 0.03, 0.04, 0.04]),
-    (CosineAnnealingLrSchedulerConfig(0.5, 2, min_lr=0.1), [0.5, 0.3, 0.1, 0.3, 0.5]),
-    (ExponentialLrSchedulerConfig(0.8, 0.1), [0.8, 0.08, 0.008, 0.0008, 0.00008]),
-    (StepLrSchedulerConfig(0.5, 3, gamma=0.1), [0.5] * 3 + [0.05] * 3 + [0.005] * 3),
-])
+@pytest.mark.parametrize(
+    "config,expected",
+    [
+        (LinearLrSchedulerConfig(0.9, 0.5, 4), [0.9, 0.8, 0.7, 0.6, 0.5, 0.5]),
+        (LinearLrSchedulerConfig(0.01, 0.04, 3), [0.01, 0.02, 0.03, 0.04, 0.04]),
+        (CosineAnnealingLrSchedulerConfig(0.5, 2, min_lr=0.1), [0.5, 0.3, 0.1, 0.3, 0.5]),
+        (ExponentialLrSchedulerConfig(0.8, 0.1), [0.8, 0.08, 0.008, 0.0008, 0.00008]),
+        (StepLrSchedulerConfig(0.5, 3, gamma=0.1), [0.5] * 3 + [0.05] * 3 + [0.005] * 3),
+    ],
+)
 def test_burn_sequences(config, expected):
     assert_sequence(run(config.init(), len(expected)), expected, abs_=1e-10)
 
@@ -153,53 +159,85 @@ def test_burn_sequences(config, expected):
 # --- validation ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config,error,pattern", [
-    (LinearLrSchedulerConfig(0.0, 0.5, 10), ValueError,
-     r"LinearLrSchedulerConfig: `initial_lr` must be in \(0, 1\], got 0.0"),
-    (LinearLrSchedulerConfig(1.5, 0.5, 10), ValueError,
-     r"`initial_lr` must be in \(0, 1\], got 1.5"),
-    (LinearLrSchedulerConfig(0.5, -0.5, 10), ValueError,
-     r"`final_lr` must be in \[0, 1\], got -0.5"),
-    (LinearLrSchedulerConfig(0.5, 1.5, 10), ValueError, r"`final_lr` must be in \[0, 1\], got 1.5"),
-    (LinearLrSchedulerConfig(0.9, 0.1, 0), ValueError,
-     r"`num_iters` must be an integer >= 1, got 0"),
-    (LinearLrSchedulerConfig(0.9, 0.1, 2.5), TypeError, r"`num_iters` must be an integer, got 2.5"),
-    (LinearLrSchedulerConfig(float("nan"), 0.1, 3), ValueError, r"`initial_lr` must be finite"),
-    (CosineAnnealingLrSchedulerConfig(0.0, 10), ValueError,
-     r"CosineAnnealingLrSchedulerConfig: `initial_lr` must be in \(0, 1\], got 0.0"),
-    (CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=0.6), ValueError,
-     r"`min_lr` must be in \[0, 0.5\], got 0.6"),
-    (CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=-0.1), ValueError, r"`min_lr` must be in"),
-    (CosineAnnealingLrSchedulerConfig(0.5, 0), ValueError, r"`num_iters` must be an integer >= 1"),
-    (ExponentialLrSchedulerConfig(0.5, 0.0), ValueError,
-     r"ExponentialLrSchedulerConfig: `gamma` must be in \(0, 1\], got 0.0"),
-    (ExponentialLrSchedulerConfig(0.5, 1.5), ValueError, r"`gamma` must be in \(0, 1\], got 1.5"),
-    (ExponentialLrSchedulerConfig(2.0, 0.5), ValueError, r"`initial_lr` must be in \(0, 1\]"),
-    (NoamLrSchedulerConfig(1.0, warmup_steps=0), ValueError,
-     r"NoamLrSchedulerConfig: `warmup_steps` must be an integer >= 1, got 0"),
-    (NoamLrSchedulerConfig(1.0, model_size=0), ValueError, r"`model_size` must be an integer >= 1"),
-    (NoamLrSchedulerConfig("1.0"), TypeError, r"`factor` must be a real number, got '1.0'"),
-    (StepLrSchedulerConfig(1.0, 0), ValueError,
-     r"StepLrSchedulerConfig: `step_size` must be an integer >= 1, got 0"),
-    (StepLrSchedulerConfig(1.0, True), TypeError, r"`step_size` must be an integer, got True"),
-    (ComposedLrSchedulerConfig([]), ValueError, r"at least one scheduler"),
-    (ComposedLrSchedulerConfig([0.1], reduction="max"), ValueError,
-     r"`reduction` must be one of \['Avg', 'Sum', 'Prod'\], got 'max'"),
-    (ComposedLrSchedulerConfig([LinearLrSchedulerConfig(0.1, 0.2, 0)]), ValueError,
-     r"LinearLrSchedulerConfig: `num_iters`"),
-    (ComposedLrSchedulerConfig(["fast"]), TypeError, r"as_scheduler: expected a learning rate"),
-    (SequentialLrSchedulerConfig([], []), ValueError, r"at least one scheduler"),
-    (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [2]), ValueError,
-     r"`milestones` must hold one less entry than `schedulers` \(2\), got 1"),
-    (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [0, 2]), ValueError,
-     r"`milestones` must be > 0 and strictly increasing, got \[0, 2\]"),
-    (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [2, 2]), ValueError, r"strictly increasing"),
-    (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [3, 2]), ValueError, r"strictly increasing"),
-    (SequentialLrSchedulerConfig([0.1, 0.2], [1.5]), TypeError,
-     r"`milestones\[0\]` must be an integer"),
-    (SequentialLrSchedulerConfig([LinearLrSchedulerConfig(0.1, 0.2, 0)], []), ValueError,
-     r"`num_iters` must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "config,error,pattern",
+    [
+        (
+            LinearLrSchedulerConfig(0.0, 0.5, 10),
+            ValueError,
+            r"LinearLrSchedulerConfig: `initial_lr` must be in \(0, 1\], got 0.0",
+        ),
+        (LinearLrSchedulerConfig(1.5, 0.5, 10), ValueError, r"`initial_lr` must be in \(0, 1\], got 1.5"),
+        (LinearLrSchedulerConfig(0.5, -0.5, 10), ValueError, r"`final_lr` must be in \[0, 1\], got -0.5"),
+        (LinearLrSchedulerConfig(0.5, 1.5, 10), ValueError, r"`final_lr` must be in \[0, 1\], got 1.5"),
+        (LinearLrSchedulerConfig(0.9, 0.1, 0), ValueError, r"`num_iters` must be an integer >= 1, got 0"),
+        (LinearLrSchedulerConfig(0.9, 0.1, 2.5), TypeError, r"`num_iters` must be an integer, got 2.5"),
+        (LinearLrSchedulerConfig(float("nan"), 0.1, 3), ValueError, r"`initial_lr` must be finite"),
+        (
+            CosineAnnealingLrSchedulerConfig(0.0, 10),
+            ValueError,
+            r"CosineAnnealingLrSchedulerConfig: `initial_lr` must be in \(0, 1\], got 0.0",
+        ),
+        (
+            CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=0.6),
+            ValueError,
+            r"`min_lr` must be in \[0, 0.5\], got 0.6",
+        ),
+        (CosineAnnealingLrSchedulerConfig(0.5, 10, min_lr=-0.1), ValueError, r"`min_lr` must be in"),
+        (CosineAnnealingLrSchedulerConfig(0.5, 0), ValueError, r"`num_iters` must be an integer >= 1"),
+        (
+            ExponentialLrSchedulerConfig(0.5, 0.0),
+            ValueError,
+            r"ExponentialLrSchedulerConfig: `gamma` must be in \(0, 1\], got 0.0",
+        ),
+        (ExponentialLrSchedulerConfig(0.5, 1.5), ValueError, r"`gamma` must be in \(0, 1\], got 1.5"),
+        (ExponentialLrSchedulerConfig(2.0, 0.5), ValueError, r"`initial_lr` must be in \(0, 1\]"),
+        (
+            NoamLrSchedulerConfig(1.0, warmup_steps=0),
+            ValueError,
+            r"NoamLrSchedulerConfig: `warmup_steps` must be an integer >= 1, got 0",
+        ),
+        (NoamLrSchedulerConfig(1.0, model_size=0), ValueError, r"`model_size` must be an integer >= 1"),
+        (NoamLrSchedulerConfig("1.0"), TypeError, r"`factor` must be a real number, got '1.0'"),
+        (
+            StepLrSchedulerConfig(1.0, 0),
+            ValueError,
+            r"StepLrSchedulerConfig: `step_size` must be an integer >= 1, got 0",
+        ),
+        (StepLrSchedulerConfig(1.0, True), TypeError, r"`step_size` must be an integer, got True"),
+        (ComposedLrSchedulerConfig([]), ValueError, r"at least one scheduler"),
+        (
+            ComposedLrSchedulerConfig([0.1], reduction="max"),
+            ValueError,
+            r"`reduction` must be one of \['Avg', 'Sum', 'Prod'\], got 'max'",
+        ),
+        (
+            ComposedLrSchedulerConfig([LinearLrSchedulerConfig(0.1, 0.2, 0)]),
+            ValueError,
+            r"LinearLrSchedulerConfig: `num_iters`",
+        ),
+        (ComposedLrSchedulerConfig(["fast"]), TypeError, r"as_scheduler: expected a learning rate"),
+        (SequentialLrSchedulerConfig([], []), ValueError, r"at least one scheduler"),
+        (
+            SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [2]),
+            ValueError,
+            r"`milestones` must hold one less entry than `schedulers` \(2\), got 1",
+        ),
+        (
+            SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [0, 2]),
+            ValueError,
+            r"`milestones` must be > 0 and strictly increasing, got \[0, 2\]",
+        ),
+        (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [2, 2]), ValueError, r"strictly increasing"),
+        (SequentialLrSchedulerConfig([0.1, 0.2, 0.3], [3, 2]), ValueError, r"strictly increasing"),
+        (SequentialLrSchedulerConfig([0.1, 0.2], [1.5]), TypeError, r"`milestones\[0\]` must be an integer"),
+        (
+            SequentialLrSchedulerConfig([LinearLrSchedulerConfig(0.1, 0.2, 0)], []),
+            ValueError,
+            r"`num_iters` must be an integer >= 1",
+        ),
+    ],
+)
 def test_invalid_arguments(config, error, pattern):
     with pytest.raises(error, match=pattern):
         config.init()
@@ -222,6 +260,7 @@ def test_step_warns_on_unusual_values(caplog):
 
 # --- state: exact resume ---------------------------------------------------------------------
 
+
 class Group:
     """Stand-in for ember.nn.ParamGroup: match by path substring and/or ids."""
 
@@ -230,7 +269,8 @@ class Group:
 
     def matches(self, path, param_id):
         return param_id in self.ids or (
-            self.substring is not None and path is not None and self.substring in path)
+            self.substring is not None and path is not None and self.substring in path
+        )
 
 
 def configs():
@@ -242,14 +282,24 @@ def configs():
         "noam": NoamLrSchedulerConfig(3.0, warmup_steps=5, model_size=16),
         "step": StepLrSchedulerConfig(0.4, 2),
         "composed": ComposedLrSchedulerConfig(
-            [LinearLrSchedulerConfig(0.5, 0.1, 5), NoamLrSchedulerConfig(1.0, warmup_steps=3),
-             0.5], reduction=SchedulerReduction.Avg),
+            [LinearLrSchedulerConfig(0.5, 0.1, 5), NoamLrSchedulerConfig(1.0, warmup_steps=3), 0.5],
+            reduction=SchedulerReduction.Avg,
+        ),
         "sequential": SequentialLrSchedulerConfig(
-            [LinearLrSchedulerConfig(0.1, 0.3, 2), ExponentialLrSchedulerConfig(0.5, 0.5),
-             CosineAnnealingLrSchedulerConfig(0.8, 2)], milestones=[2, 5]),
+            [
+                LinearLrSchedulerConfig(0.1, 0.3, 2),
+                ExponentialLrSchedulerConfig(0.5, 0.5),
+                CosineAnnealingLrSchedulerConfig(0.8, 2),
+            ],
+            milestones=[2, 5],
+        ),
         "nested": SequentialLrSchedulerConfig(
-            [ComposedLrSchedulerConfig([StepLrSchedulerConfig(0.5, 2), 0.5]),
-             CosineAnnealingLrSchedulerConfig(0.3, 4)], milestones=[3]),
+            [
+                ComposedLrSchedulerConfig([StepLrSchedulerConfig(0.5, 2), 0.5]),
+                CosineAnnealingLrSchedulerConfig(0.3, 4),
+            ],
+            milestones=[3],
+        ),
     }
 
 
@@ -269,8 +319,12 @@ def test_save_load_continues_identically(name, save_at):
 def test_state_keys_follow_burn_records():
     seq = configs()["sequential"].init()
     run(seq, 3)
-    assert seq.state() == {"step": 3, "0.remaining_iters": 1, "1.previous_lr": 0.5,
-                           "2.current_iter": 2**64 - 1}
+    assert seq.state() == {
+        "step": 3,
+        "0.remaining_iters": 1,
+        "1.previous_lr": 0.5,
+        "2.current_iter": 2**64 - 1,
+    }
     assert configs()["noam"].init().state() == {"step": 0.0}
     assert configs()["step"].init().state() == {"iter_idx": -1}
     assert set(configs()["composed"].init().state()) == {"0.remaining_iters", "1.step"}
@@ -285,8 +339,7 @@ def test_load_state_rejects_mismatches():
     with pytest.raises(ValueError, match=r"ConstantLr.load_state: .*unexpected \['x'\]"):
         ConstantLr(0.1).load_state({"x": 1})
     composed = configs()["composed"].init()
-    with pytest.raises(ValueError,
-                       match=r"unexpected key '3.step' \(this scheduler has 3 children"):
+    with pytest.raises(ValueError, match=r"unexpected key '3.step' \(this scheduler has 3 children"):
         composed.load_state({"0.remaining_iters": 1, "1.step": 2.0, "3.step": 1.0})
 
 
@@ -315,8 +368,12 @@ def test_config_builders_and_dataclass():
     noam = NoamLrSchedulerConfig(1.0).with_warmup_steps(10).with_model_size(8)
     assert (noam.warmup_steps, noam.model_size) == (10, 8)
     assert StepLrSchedulerConfig(0.1, 2).with_gamma(0.5).gamma == 0.5
-    composed = ComposedLrSchedulerConfig().linear(LinearLrSchedulerConfig(0.9, 0.5, 4)).constant(
-        2.0).with_reduction("sum")
+    composed = (
+        ComposedLrSchedulerConfig()
+        .linear(LinearLrSchedulerConfig(0.9, 0.5, 4))
+        .constant(2.0)
+        .with_reduction("sum")
+    )
     assert run(composed.init(), 2) == pytest.approx([2.9, 2.8])
 
 
@@ -345,14 +402,16 @@ def test_module_scheduler_groups_last_match_wins():
     assert lrs.lr_for(Param()) == 0.1
     assert lrs.lr_for(7) == 0.3
     lrs = scheduler.step()  # every group advanced
-    assert lrs.rates == pytest.approx([linear(2, 0.001, 0.0001, 4), 0.1,
-                                       linear(2, 0.5, 0.05, 4), 0.3])
+    assert lrs.rates == pytest.approx([linear(2, 0.001, 0.0001, 4), 0.1, linear(2, 0.5, 0.05, 4), 0.3])
 
 
 def test_module_scheduler_state_roundtrip():
     def make():
-        return ModuleLrSchedulerConfig(LinearLrSchedulerConfig(0.01, 0.001, 9)).with_group(
-            Group(ids=[1]), CosineAnnealingLrSchedulerConfig(0.1, 5)).init()
+        return (
+            ModuleLrSchedulerConfig(LinearLrSchedulerConfig(0.01, 0.001, 9))
+            .with_group(Group(ids=[1]), CosineAnnealingLrSchedulerConfig(0.1, 5))
+            .init()
+        )
 
     original = make()
     for _ in range(5):
@@ -379,9 +438,10 @@ def test_module_scheduler_rejects_bad_group_and_adapts_inputs():
 
 def test_nested_config_json_roundtrip():
     config = SequentialLrSchedulerConfig(
-        [LinearLrSchedulerConfig(1e-5, 1e-2, 100),
-         ComposedLrSchedulerConfig([CosineAnnealingLrSchedulerConfig(1e-2, 900), 0.5],
-                                   reduction="avg")],
+        [
+            LinearLrSchedulerConfig(1e-5, 1e-2, 100),
+            ComposedLrSchedulerConfig([CosineAnnealingLrSchedulerConfig(1e-2, 900), 0.5], reduction="avg"),
+        ],
         milestones=[100],
     )
     if not hasattr(config, "to_json"):

@@ -1,5 +1,6 @@
 """Gradient clipping (Value, per-tensor Norm, GlobalNorm), GradientsParams and gradient
 accumulation."""
+
 from __future__ import annotations
 
 import functools
@@ -7,17 +8,23 @@ import math
 
 import numpy as np
 import pytest
+from optim_cases import assert_trajectories_close, ember_trajectory, lr_at, ref_adam, ref_sgd, ref_trajectory
 
 import ember
 from ember import nn
 from ember.nn import ParamGroup
-from ember.optim import (AdamConfig, GradientClipping, GradientClippingConfig, GradientsAccumulator,
-                         GradientsParams, SgdConfig)
-from optim_cases import assert_trajectories_close, ember_trajectory, lr_at, ref_adam, ref_sgd, ref_trajectory
+from ember.optim import (
+    AdamConfig,
+    GradientClipping,
+    GradientClippingConfig,
+    GradientsAccumulator,
+    GradientsParams,
+    SgdConfig,
+)
 
 STEPS = 10
 LRS = [lr_at(k) for k in range(STEPS)]
-TINY64 = 2.0 ** -1022
+TINY64 = 2.0**-1022
 
 
 def _clip_value(t, grads):
@@ -54,8 +61,11 @@ def test_clipped_trajectory_matches_numpy(device, name, clipping, clip):
 
 def test_per_group_clipping_and_config_clipping(device):
     """The all() group clips per tensor (from the config); the conv group clips globally."""
-    optim = AdamConfig(grad_clipping=GradientClippingConfig.Norm(0.5)).init().with_group(
-        ParamGroup.from_predicate("conv"), AdamConfig(), GradientClippingConfig.GlobalNorm(0.7))
+    optim = (
+        AdamConfig(grad_clipping=GradientClippingConfig.Norm(0.5))
+        .init()
+        .with_group(ParamGroup.from_predicate("conv"), AdamConfig(), GradientClippingConfig.GlobalNorm(0.7))
+    )
     assert optim.has_gradient_clipping() and optim.grad_clipping() == GradientClipping.Norm(0.5)
     got, _ = ember_trajectory(optim, STEPS, LRS, device, grad_scale=2.0)
 
@@ -64,6 +74,7 @@ def test_per_group_clipping_and_config_clipping(device):
         out = _clip_global(0.7, {p: g for p, g in grads.items() if p in conv})
         out.update(_clip_norm(0.5, {p: g for p, g in grads.items() if p not in conv}))
         return out
+
     want = ref_trajectory(ref_adam, STEPS, LRS, grad_scale=2.0, clip=clip)
     assert_trajectories_close(got, want)
 
@@ -78,6 +89,7 @@ def test_global_norm_agrees_with_torch_clip_grad_norm():
     torch.nn.utils.clip_grad_norm_(ts, 0.9)
     backend = ember.Device("cpu").backend
     from ember.optim.clipping import clip_buckets
+
     (out,) = clip_buckets(GradientClipping.GlobalNorm(0.9), [(backend, [a.copy() for a in arrays])])
     for o, t in zip(out, ts):  # PyTorch adds 1e-6 to the norm, ember the smallest normal number
         np.testing.assert_allclose(o, t.grad.numpy(), rtol=2e-6)
@@ -107,7 +119,9 @@ def test_clipping_config_validation_and_json(tmp_path):
     assert '"GlobalNorm"' in path.read_text()
     assert AdamConfig.load(path) == config
     assert SgdConfig().with_grad_clipping(GradientClippingConfig.Norm(1.0)).gradient_clipping.max_norm == 1.0
-    assert AdamConfig().with_gradient_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
+    assert (
+        AdamConfig().with_gradient_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
+    )
 
 
 # ---- GradientsParams ----------------------------------------------------------------------

@@ -1,18 +1,34 @@
 """ModuleOptimizer routing: parameter groups (last match wins), per-group optimizers and learning
 rates, frozen parameters, state reset by with_group, errors; and ParamGroup matching rules."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 import pytest
+from optim_cases import (
+    Tiny,
+    assert_trajectories_close,
+    gradient,
+    grads_for,
+    initial_values,
+    lr_at,
+    model_values,
+    ref_adam,
+    ref_sgd,
+)
 
 import ember
 from ember.nn import ParamGroup, ParamGroupError
-from ember.optim import (AdamConfig, GradientsParams, LinearLrSchedulerConfig, ModuleLearningRate,
-                         ModuleLrScheduler, SgdConfig)
-from optim_cases import (Tiny, assert_trajectories_close, gradient, grads_for, initial_values, lr_at,
-                         model_values, ref_adam, ref_sgd)
+from ember.optim import (
+    AdamConfig,
+    GradientsParams,
+    LinearLrSchedulerConfig,
+    ModuleLearningRate,
+    ModuleLrScheduler,
+    SgdConfig,
+)
 
 STEPS = 8
 LRS = [lr_at(k) for k in range(STEPS)]
@@ -44,12 +60,16 @@ def test_param_group_matching_rules():
     both = ParamGroup.from_predicates(["enc", "bias"])
     assert both.matches("enc.lin.bias", pid) and not both.matches("enc.lin.weight", pid)
     either = ParamGroup.from_any_predicates(["conv", "head"])
-    assert either.matches("conv.bias", pid) and either.matches("head", pid) and not either.matches("enc.x", pid)
+    assert (
+        either.matches("conv.bias", pid) and either.matches("head", pid) and not either.matches("enc.x", pid)
+    )
     assert not ParamGroup.from_any_predicates([]).matches("enc", pid)
     rx = ParamGroup.from_regexes([r"^enc\.", r"weight$"])
     assert rx.matches("enc.lin.weight", pid) and not rx.matches("xenc.lin.weight", pid)
     anyrx = ParamGroup.from_any_regexes([r"^conv", r"^head$"])
-    assert anyrx.matches("head", pid) and anyrx.matches("conv.weight", pid) and not anyrx.matches("heads", pid)
+    assert (
+        anyrx.matches("head", pid) and anyrx.matches("conv.weight", pid) and not anyrx.matches("heads", pid)
+    )
     fused = ParamGroup.from_path("head").fuse(ParamGroup.from_ids([pid]))
     assert fused.matches("head", 1) and fused.matches("other", pid) and not fused.matches("other", 1)
     enc_no_bias = ParamGroup.from_predicate("enc").exclude(ParamGroup.from_predicate("bias"))
@@ -81,15 +101,18 @@ def test_param_group_errors_and_module_ids():
 
 
 def test_last_matching_group_wins_per_group_optimizer(device):
-    optim = (AdamConfig().init()
-             .with_group(ParamGroup.from_predicate("enc"), SgdConfig(), None)
-             .with_group(ParamGroup.from_path("enc.lin.bias"), AdamConfig(beta_1=0.5), None))
+    optim = (
+        AdamConfig()
+        .init()
+        .with_group(ParamGroup.from_predicate("enc"), SgdConfig(), None)
+        .with_group(ParamGroup.from_path("enc.lin.bias"), AdamConfig(beta_1=0.5), None)
+    )
     model = Tiny(initial_values(), device, ember.float64)
     got = []
     for k in range(STEPS):
         model = optim.step(LRS[k], model, grads_for(model))
         got.append(model_values(model))
-    routes = {p: ref_adam for p in initial_values()}
+    routes = dict.fromkeys(initial_values(), ref_adam)
     routes["enc.lin.weight"] = ref_sgd
     routes["enc.lin.bias"] = functools.partial(ref_adam, beta_1=0.5)
     assert_trajectories_close(got, _mixed_reference(routes, lambda path, k: LRS[k]))
@@ -100,7 +123,8 @@ def test_last_matching_group_wins_per_group_optimizer(device):
 
 def test_per_group_learning_rate_from_module_scheduler(device):
     sched = ModuleLrScheduler(LinearLrSchedulerConfig(0.1, 0.01, 5)).with_group(
-        ParamGroup.from_predicate("conv"), 0.02)
+        ParamGroup.from_predicate("conv"), 0.02
+    )
     optim = SgdConfig().init()
     model = Tiny(initial_values(), device, ember.float64)
     got, rates = [], []
@@ -111,8 +135,9 @@ def test_per_group_learning_rate_from_module_scheduler(device):
         got.append(model_values(model))
     base = [r.base() for r in rates]
     assert base[0] == pytest.approx(0.1) and base[-1] == pytest.approx(0.01)
-    want = _mixed_reference({p: ref_sgd for p in initial_values()},
-                            lambda path, k: 0.02 if "conv" in path else base[k])
+    want = _mixed_reference(
+        dict.fromkeys(initial_values(), ref_sgd), lambda path, k: 0.02 if "conv" in path else base[k]
+    )
     assert_trajectories_close(got, want)
 
 
@@ -120,7 +145,7 @@ def test_frozen_and_gradless_parameters_are_untouched(device):
     model = Tiny(initial_values(), device, ember.float64)
     model.conv.weight.set_require_grad(False)
     optim = AdamConfig().init()
-    for k in range(3):
+    for _step in range(3):
         grads = grads_for(model, skip=("head",))  # no gradient for head
         grads.register(model.conv.weight.id, ember.ones(2, 3, dtype=ember.float64, device=device))
         model = optim.step(0.1, model, grads)
@@ -156,8 +181,9 @@ def test_gradient_of_other_dtype_and_device_is_converted():
     before = model.head.numpy().copy()
     SgdConfig().init().step(0.5, model, grads)
     assert model.head.value.dtype == ember.float32 and model.head.device == ember.Device("cpu")
-    np.testing.assert_allclose(model.head.numpy(), before - 0.5 * gradient("head", before.astype(np.float64)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        model.head.numpy(), before - 0.5 * gradient("head", before.astype(np.float64)), rtol=1e-6
+    )
 
 
 def test_step_errors():
@@ -171,7 +197,9 @@ def test_step_errors():
         optim.step(float("nan"), model, grads_for(model))
     bad = GradientsParams()
     bad.register(model.head.id, ember.ones(4, dtype=ember.float64, device="reference"))
-    with pytest.raises(ValueError, match=r"gradient of 'head' has shape \[4\] but the parameter has shape \[5\]"):
+    with pytest.raises(
+        ValueError, match=r"gradient of 'head' has shape \[4\] but the parameter has shape \[5\]"
+    ):
         optim.step(0.1, model, bad)
     with pytest.raises(TypeError, match="optimizer config"):
         optim.with_group(ParamGroup.all(), "adam")
@@ -189,17 +217,21 @@ def test_module_learning_rate_constant_and_groups():
     after = model_values(model)
     for path in before:
         rate = 0.3 if path == "head" else 0.1
-        np.testing.assert_allclose(after[path], before[path] - rate * gradient(path, before[path]), rtol=1e-13)
+        np.testing.assert_allclose(
+            after[path], before[path] - rate * gradient(path, before[path]), rtol=1e-13
+        )
 
 
 def test_cpu_runs_one_fused_kernel_per_group_and_reuses_packed_arrays(monkeypatch):
     from ember.kernels.cpu import optim_updates
+
     calls = []
     real = optim_updates.adam_update
 
     def spy(params, grads, m, v, vmax, *args, **kwargs):
         calls.append((params, m, v))
         return real(params, grads, m, v, vmax, *args, **kwargs)
+
     monkeypatch.setattr(optim_updates, "adam_update", spy)
     model = Tiny(initial_values(), "cpu", ember.float32)
     optim = AdamConfig().init().with_group(ParamGroup.from_predicate("conv"), AdamConfig(beta_1=0.5), None)

@@ -1,17 +1,24 @@
 """The parameter-group example of Burn's learner documentation (burn-book/src/building-blocks/
 learner.md), transcribed to ember's Python API and run on a small model with a ``conv`` part."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from optim_cases import ref_adam
 
 import ember
 from ember import nn
 from ember.nn import ParamGroup
-from ember.optim import (AdamWConfig, ComposedLrSchedulerConfig, CosineAnnealingLrSchedulerConfig, GradientsParams,
-                         LinearLrSchedulerConfig, ModuleLrScheduler)
-from optim_cases import ref_adam
+from ember.optim import (
+    AdamWConfig,
+    ComposedLrSchedulerConfig,
+    CosineAnnealingLrSchedulerConfig,
+    GradientsParams,
+    LinearLrSchedulerConfig,
+    ModuleLrScheduler,
+)
 
 
 class ConvNet(nn.Module):
@@ -71,8 +78,18 @@ def test_burn_learner_example_runs_with_group_rates_and_cautious_adamw():
         model = optim.step(lrs, model, grads)
         for path, p in model.named_parameters():
             rate = _conv_lr(k) if "conv" in path else _base_lr(k)
-            values[path] = ref_adam(values[path], seen[path], states[path], rate, k, weight_decay=5e-5,
-                                    decoupled=True, cautious=True)
-            np.testing.assert_allclose(p.numpy(), values[path], rtol=1e-12, atol=1e-15, err_msg=f"{path} @ {k}")
+            values[path] = ref_adam(
+                values[path],
+                seen[path],
+                states[path],
+                rate,
+                k,
+                weight_decay=5e-5,
+                decoupled=True,
+                cautious=True,
+            )
+            np.testing.assert_allclose(
+                p.numpy(), values[path], rtol=1e-12, atol=1e-15, err_msg=f"{path} @ {k}"
+            )
     # the two groups' rates differ by more than 10x here, so a routing mistake would show above
     assert _base_lr(5) / _conv_lr(5) > 10

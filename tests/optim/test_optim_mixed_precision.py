@@ -1,5 +1,6 @@
 """Mixed precision: float16 compute copy, float32 master weights and optimizer state, dynamic
 loss scaling that skips overflowing steps and counts them."""
+
 import numpy as np
 import pytest
 
@@ -22,7 +23,9 @@ class MLP(nn.Module):
 
 def _data(device):
     rng = np.random.default_rng(0)
-    return ember.tensor(rng.standard_normal((32, 8)), device=device), ember.tensor(rng.integers(0, 3, 32), device=device)
+    return ember.tensor(rng.standard_normal((32, 8)), device=device), ember.tensor(
+        rng.integers(0, 3, 32), device=device
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -30,7 +33,7 @@ def test_dtypes_of_compute_copy_master_and_optimizer_state(device):
     ember.seed(0)
     master = MLP(device)
     optim = AdamConfig().init()
-    mp = MixedPrecision(optim, master, DynamicLossScalerConfig(init_scale=2.0 ** 8).init())
+    mp = MixedPrecision(optim, master, DynamicLossScalerConfig(init_scale=2.0**8).init())
     x, y = _data(device)
     master = mp.step(1e-3, nn.CrossEntropyLossConfig().init()(mp.model(x.half()), y))
     assert all(p.dtype is ember.float16 for _, p in mp.model.named_parameters())
@@ -49,16 +52,16 @@ def test_overflowing_steps_are_skipped_counted_and_leave_the_master_alone(device
     ember.seed(0)
     master = MLP(device)
     before = {path: p.val().numpy().copy() for path, p in master.named_parameters()}
-    mp = MixedPrecision(AdamConfig().init(), master, DynamicLossScalerConfig(init_scale=2.0 ** 40).init())
+    mp = MixedPrecision(AdamConfig().init(), master, DynamicLossScalerConfig(init_scale=2.0**40).init())
     x, y = _data(device)
     loss_fn = nn.CrossEntropyLossConfig().init()
     master = mp.step(1e-2, loss_fn(mp.model(x.half()), y))
-    assert mp.skipped_steps == 1 and mp.scaler.scale == 2.0 ** 39
+    assert mp.skipped_steps == 1 and mp.scaler.scale == 2.0**39
     for path, p in master.named_parameters():
         np.testing.assert_array_equal(p.val().numpy(), before[path])
     for _ in range(40):
         master = mp.step(1e-2, loss_fn(mp.model(x.half()), y))
-    assert 1 < mp.skipped_steps < 41 and mp.scaler.scale < 2.0 ** 40
+    assert 1 < mp.skipped_steps < 41 and mp.scaler.scale < 2.0**40
     assert any(not np.array_equal(p.val().numpy(), before[path]) for path, p in master.named_parameters())
 
 
@@ -95,7 +98,12 @@ def test_scale_grows_after_the_growth_interval_and_configs_are_validated():
     restored = DynamicLossScalerConfig().init()
     restored.load_state(scaler.state())
     assert restored.state() == scaler.state()
-    for bad in (dict(init_scale=0.0), dict(growth_factor=1.0), dict(backoff_factor=1.5), dict(growth_interval=0)):
+    for bad in (
+        dict(init_scale=0.0),
+        dict(growth_factor=1.0),
+        dict(backoff_factor=1.5),
+        dict(growth_interval=0),
+    ):
         with pytest.raises(ValueError, match="DynamicLossScalerConfig"):
             DynamicLossScalerConfig(**bad).init()
     with pytest.raises(TypeError, match="float32"):

@@ -1,18 +1,33 @@
 """Optimizer and scheduler state records: Burn's layout, save -> load -> resume equality."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from optim_cases import Tiny, grads_for, initial_values, model_values
 
 import ember
 from ember import record
 from ember.nn import ParamGroup
-from ember.optim import (AdaGradConfig, AdamConfig, AdamWConfig, ComposedLrSchedulerConfig,
-                         CosineAnnealingLrSchedulerConfig, LinearLrSchedulerConfig, LionConfig, ModuleLrScheduler,
-                         ModuleOptimizer, MomentumConfig, OptimizerRecord, RmsPropConfig, SgdConfig,
-                         load_scheduler_state, save_scheduler_state, scheduler_state_from_bytes,
-                         scheduler_state_to_bytes)
-from optim_cases import Tiny, grads_for, initial_values, model_values
+from ember.optim import (
+    AdaGradConfig,
+    AdamConfig,
+    AdamWConfig,
+    ComposedLrSchedulerConfig,
+    CosineAnnealingLrSchedulerConfig,
+    LinearLrSchedulerConfig,
+    LionConfig,
+    ModuleLrScheduler,
+    ModuleOptimizer,
+    MomentumConfig,
+    OptimizerRecord,
+    RmsPropConfig,
+    SgdConfig,
+    load_scheduler_state,
+    save_scheduler_state,
+    scheduler_state_from_bytes,
+    scheduler_state_to_bytes,
+)
 
 CONFIGS = {
     "adam-amsgrad": AdamConfig(amsgrad=True),
@@ -25,15 +40,20 @@ CONFIGS = {
 
 
 def _optimizer(config) -> ModuleOptimizer:
-    return config.init().with_group(ParamGroup.from_predicate("conv"), SgdConfig(momentum=MomentumConfig()), None)
+    return config.init().with_group(
+        ParamGroup.from_predicate("conv"), SgdConfig(momentum=MomentumConfig()), None
+    )
 
 
 def _scheduler() -> ModuleLrScheduler:
-    base = (ComposedLrSchedulerConfig()
-            .cosine(CosineAnnealingLrSchedulerConfig(1.0, 30))
-            .linear(LinearLrSchedulerConfig(0.01, 0.05, 15)))
-    return ModuleLrScheduler(base.init()).with_group(ParamGroup.from_predicate("conv"),
-                                                     LinearLrSchedulerConfig(0.02, 0.001, 12))
+    base = (
+        ComposedLrSchedulerConfig()
+        .cosine(CosineAnnealingLrSchedulerConfig(1.0, 30))
+        .linear(LinearLrSchedulerConfig(0.01, 0.05, 15))
+    )
+    return ModuleLrScheduler(base.init()).with_group(
+        ParamGroup.from_predicate("conv"), LinearLrSchedulerConfig(0.02, 0.001, 12)
+    )
 
 
 def _run(model, optim, sched, steps):
@@ -70,7 +90,9 @@ def test_record_layout_is_burns(tmp_path):
         model = optim.step(1e-2, model, grads_for(model))
     rec = optim.to_record()
     wid, hid = int(model.enc.lin.weight.id), int(model.head.id)
-    assert {f"{wid}.momentum.moment_1", f"{wid}.momentum.moment_2", f"{wid}.momentum.max_moment_2"} <= set(rec.tensors)
+    assert {f"{wid}.momentum.moment_1", f"{wid}.momentum.moment_2", f"{wid}.momentum.max_moment_2"} <= set(
+        rec.tensors
+    )
     assert not any(name.startswith(f"{hid}.") for name in rec.tensors)  # plain SGD: no tensors
     assert rec.scalars[f"{hid}.__rank"] == 1 and f"{hid}.momentum.time" not in rec.scalars
     assert rec.scalars[f"{wid}.__rank"] == 2 and rec.scalars[f"{wid}.momentum.time"] == 3
@@ -94,7 +116,7 @@ def test_rmsprop_record_holds_burns_derived_average():
     hid = int(model.head.id)
     s = rec.tensors[f"{hid}.square_avg.square_avg"]
     ga = rec.tensors[f"{hid}.centered.grad_avg"]
-    np.testing.assert_allclose(rec.tensors[f"{hid}.centered.avg"], s - ga ** 2, rtol=1e-15)
+    np.testing.assert_allclose(rec.tensors[f"{hid}.centered.avg"], s - ga**2, rtol=1e-15)
     assert f"{hid}.momentum.buf" in rec.tensors
     # loading ignores the derived leaf and restores the rest
     state = RmsPropConfig(centered=True).init().load_record(rec).state_of(hid)
@@ -108,7 +130,9 @@ def test_loaded_state_is_routed_by_path_and_incomplete_state_restarts():
     rec = optim.to_record()
     wid = int(model.enc.lin.weight.id)
     del rec.tensors[f"{wid}.momentum.moment_2"]
-    loaded = AdamConfig().init().with_group(ParamGroup.from_predicate("conv"), SgdConfig(), None).load_record(rec)
+    loaded = (
+        AdamConfig().init().with_group(ParamGroup.from_predicate("conv"), SgdConfig(), None).load_record(rec)
+    )
     assert loaded.state_of(wid) is None  # a required leaf is missing: starts afresh, as Burn
     assert loaded.state_of(model.head.id)["steps"] == 1
     # conv.* are routed to the SGD group by their recorded path: its state has no tensors

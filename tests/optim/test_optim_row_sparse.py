@@ -1,14 +1,25 @@
 """Row-sparse gradients (ember.RowSparse) through GradientsParams, accumulation, clipping,
 every optimizer (against the dense update, and lazy Adam against torch.optim.SparseAdam)
 and optimizer records."""
+
 import numpy as np
 import pytest
 
 import ember
 from ember import nn, optim
-from ember.optim import (AdaGradConfig, AdamConfig, AdamWConfig, GradientClippingConfig, GradientsAccumulator,
-                         GradientsParams, LionConfig, MomentumConfig, RmsPropConfig, SgdConfig,
-                         WeightDecayConfig)
+from ember.optim import (
+    AdaGradConfig,
+    AdamConfig,
+    AdamWConfig,
+    GradientClippingConfig,
+    GradientsAccumulator,
+    GradientsParams,
+    LionConfig,
+    MomentumConfig,
+    RmsPropConfig,
+    SgdConfig,
+    WeightDecayConfig,
+)
 
 DEVICES = ["reference", "cpu"]
 N, D = 40, 6
@@ -175,8 +186,15 @@ def _single(param, grad):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("clip", [GradientClippingConfig.Value(0.4), GradientClippingConfig.Norm(1.5),
-                                  GradientClippingConfig.GlobalNorm(2.0)], ids=["value", "norm", "global"])
+@pytest.mark.parametrize(
+    "clip",
+    [
+        GradientClippingConfig.Value(0.4),
+        GradientClippingConfig.Norm(1.5),
+        GradientClippingConfig.GlobalNorm(2.0),
+    ],
+    ids=["value", "norm", "global"],
+)
 def test_clipping_of_sparse_gradients_equals_dense(device, clip):
     rng = np.random.default_rng(7)
     rows = _rows(rng)
@@ -192,8 +210,9 @@ def test_clipping_of_sparse_gradients_equals_dense(device, clip):
     sp = _grads(table, rows, _grad_values(table, rows), True, device).get(table.weight)
     clipped = clip.init().clip_gradient(sp)
     assert isinstance(clipped, ember.RowSparse)
-    np.testing.assert_allclose(clipped.to_dense().numpy(), clip.init().clip_gradient(sp.to_dense()).numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        clipped.to_dense().numpy(), clip.init().clip_gradient(sp.to_dense()).numpy(), rtol=1e-6
+    )
     assert sp.norm() == pytest.approx(float(np.linalg.norm(sp.to_dense().numpy())), rel=1e-6)
 
 
@@ -211,8 +230,9 @@ def test_optimizer_record_round_trip_of_lazy_state(device, name, tmp_path):
     resumed = OPTIMIZERS[name].init().load(path)
     for rows in row_sets[3:]:
         table = opt.step(0.05, table, _grads(table, rows, _grad_values(table, rows), True, device))
-        resumed_table = resumed.step(0.05, resumed_table,
-                                     _grads(resumed_table, rows, _grad_values(resumed_table, rows), True, device))
+        resumed_table = resumed.step(
+            0.05, resumed_table, _grads(resumed_table, rows, _grad_values(resumed_table, rows), True, device)
+        )
     np.testing.assert_array_equal(resumed_table.weight.numpy(), table.weight.numpy())
     if name != "sgd_momentum_decay":  # SGD keeps no step counter (Burn's record layout)
         assert resumed.state_of(table.weight)["steps"] == 5
@@ -236,12 +256,16 @@ def test_cpu_step_is_in_place_and_validates_rows():
         backend.sparse_sgd_update(array, np.array([3], np.int64), values, None, 0.1)
 
 
-@pytest.mark.parametrize("config", [AdamConfig(), AdamWConfig(amsgrad=True), SgdConfig(momentum=MomentumConfig())],
-                         ids=["adam", "adamw_amsgrad", "sgd_momentum"])
+@pytest.mark.parametrize(
+    "config",
+    [AdamConfig(), AdamWConfig(amsgrad=True), SgdConfig(momentum=MomentumConfig())],
+    ids=["adam", "adamw_amsgrad", "sgd_momentum"],
+)
 def test_cpu_train_step_allocates_what_the_batch_touches_not_the_table(config):
     """Forward, backward and optimizer step on a 100,000 x 16 table (6.4 MB) touching ~1,000
     rows: no [n, d] temporary anywhere on the path (NumPy reports its allocations to tracemalloc)."""
     import tracemalloc
+
     n, d = 100_000, 16
     ember.seed(10)
     bag = nn.EmbeddingBagConfig(n, d).init("cpu")
@@ -307,7 +331,9 @@ def test_mixed_precision_with_sparse_table():
 
     master = Model()
     before = master.bag.weight.numpy().copy()
-    mp = optim.MixedPrecision(AdamConfig().init(), master, optim.DynamicLossScalerConfig(init_scale=8.0).init())
+    mp = optim.MixedPrecision(
+        AdamConfig().init(), master, optim.DynamicLossScalerConfig(init_scale=8.0).init()
+    )
     out = mp.model.bag(ember.tensor([1, 4, 4], device="cpu"), ember.tensor([0, 1], device="cpu"))
     master = mp.step(0.01, out.float().square().sum())
     after = master.bag.weight.numpy()

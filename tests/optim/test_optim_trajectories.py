@@ -1,63 +1,130 @@
 """Each optimizer's 20-step parameter trajectory against a NumPy transcription of its formula
 (float64) and, where the formulas agree, against torch.optim; on every backend."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 import pytest
+from optim_cases import (
+    assert_trajectories_close,
+    ember_trajectory,
+    gradient,
+    initial_values,
+    lr_at,
+    ref_adagrad,
+    ref_adam,
+    ref_lion,
+    ref_rmsprop,
+    ref_sgd,
+    ref_trajectory,
+)
 
 import ember
-from ember.optim import (AdaGradConfig, AdamConfig, AdamWConfig, LionConfig, MomentumConfig, RmsPropConfig,
-                         SgdConfig, WeightDecayConfig)
-from optim_cases import (assert_trajectories_close, ember_trajectory, gradient, initial_values, lr_at,
-                         ref_adagrad, ref_adam, ref_lion, ref_rmsprop, ref_sgd, ref_trajectory)
+from ember.optim import (
+    AdaGradConfig,
+    AdamConfig,
+    AdamWConfig,
+    LionConfig,
+    MomentumConfig,
+    RmsPropConfig,
+    SgdConfig,
+    WeightDecayConfig,
+)
 
 STEPS = 20
 LRS = [lr_at(k) for k in range(STEPS)]
 
 # (id, config, NumPy reference, torch factory or None where Burn's formula has no torch twin)
 CASES = [
-    ("sgd", SgdConfig(), functools.partial(ref_sgd),
-     lambda ps: __import__("torch").optim.SGD(ps, lr=0.1)),
-    ("sgd-wd-momentum", SgdConfig(WeightDecayConfig(0.05), MomentumConfig()),
-     functools.partial(ref_sgd, weight_decay=0.05, momentum=0.9, dampening=0.1),
-     lambda ps: __import__("torch").optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.05)),
+    ("sgd", SgdConfig(), functools.partial(ref_sgd), lambda ps: __import__("torch").optim.SGD(ps, lr=0.1)),
+    (
+        "sgd-wd-momentum",
+        SgdConfig(WeightDecayConfig(0.05), MomentumConfig()),
+        functools.partial(ref_sgd, weight_decay=0.05, momentum=0.9, dampening=0.1),
+        lambda ps: __import__("torch").optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.05),
+    ),
     # PyTorch rejects Nesterov with dampening; compare Burn's default dampening to NumPy only
-    ("sgd-nesterov-damp", SgdConfig(momentum=MomentumConfig(0.8, 0.1, True)),
-     functools.partial(ref_sgd, momentum=0.8, dampening=0.1, nesterov=True), None),
-    ("sgd-nesterov", SgdConfig(momentum=MomentumConfig(0.8, 0.0, True)),
-     functools.partial(ref_sgd, momentum=0.8, dampening=0.0, nesterov=True),
-     lambda ps: __import__("torch").optim.SGD(ps, lr=0.1, momentum=0.8, nesterov=True)),
-    ("adam", AdamConfig(), functools.partial(ref_adam),
-     lambda ps: __import__("torch").optim.Adam(ps, lr=0.1, eps=1e-5)),
-    ("adam-amsgrad-l2", AdamConfig(beta_1=0.8, beta_2=0.95, amsgrad=True, weight_decay=WeightDecayConfig(0.1)),
-     functools.partial(ref_adam, beta_1=0.8, beta_2=0.95, amsgrad=True, weight_decay=0.1),
-     lambda ps: __import__("torch").optim.Adam(ps, lr=0.1, betas=(0.8, 0.95), eps=1e-5, weight_decay=0.1,
-                                               amsgrad=True)),
-    ("adamw", AdamWConfig(weight_decay=0.3), functools.partial(ref_adam, weight_decay=0.3, decoupled=True),
-     lambda ps: __import__("torch").optim.AdamW(ps, lr=0.1, eps=1e-5, weight_decay=0.3)),
-    ("adamw-amsgrad", AdamWConfig(weight_decay=0.3, amsgrad=True),
-     functools.partial(ref_adam, weight_decay=0.3, decoupled=True, amsgrad=True),
-     lambda ps: __import__("torch").optim.AdamW(ps, lr=0.1, eps=1e-5, weight_decay=0.3, amsgrad=True)),
+    (
+        "sgd-nesterov-damp",
+        SgdConfig(momentum=MomentumConfig(0.8, 0.1, True)),
+        functools.partial(ref_sgd, momentum=0.8, dampening=0.1, nesterov=True),
+        None,
+    ),
+    (
+        "sgd-nesterov",
+        SgdConfig(momentum=MomentumConfig(0.8, 0.0, True)),
+        functools.partial(ref_sgd, momentum=0.8, dampening=0.0, nesterov=True),
+        lambda ps: __import__("torch").optim.SGD(ps, lr=0.1, momentum=0.8, nesterov=True),
+    ),
+    (
+        "adam",
+        AdamConfig(),
+        functools.partial(ref_adam),
+        lambda ps: __import__("torch").optim.Adam(ps, lr=0.1, eps=1e-5),
+    ),
+    (
+        "adam-amsgrad-l2",
+        AdamConfig(beta_1=0.8, beta_2=0.95, amsgrad=True, weight_decay=WeightDecayConfig(0.1)),
+        functools.partial(ref_adam, beta_1=0.8, beta_2=0.95, amsgrad=True, weight_decay=0.1),
+        lambda ps: __import__("torch").optim.Adam(
+            ps, lr=0.1, betas=(0.8, 0.95), eps=1e-5, weight_decay=0.1, amsgrad=True
+        ),
+    ),
+    (
+        "adamw",
+        AdamWConfig(weight_decay=0.3),
+        functools.partial(ref_adam, weight_decay=0.3, decoupled=True),
+        lambda ps: __import__("torch").optim.AdamW(ps, lr=0.1, eps=1e-5, weight_decay=0.3),
+    ),
+    (
+        "adamw-amsgrad",
+        AdamWConfig(weight_decay=0.3, amsgrad=True),
+        functools.partial(ref_adam, weight_decay=0.3, decoupled=True, amsgrad=True),
+        lambda ps: __import__("torch").optim.AdamW(ps, lr=0.1, eps=1e-5, weight_decay=0.3, amsgrad=True),
+    ),
     # cautious weight decay (arXiv:2510.12402) has no PyTorch twin
-    ("adamw-cautious", AdamWConfig(weight_decay=0.5, cautious_weight_decay=True),
-     functools.partial(ref_adam, weight_decay=0.5, decoupled=True, cautious=True), None),
-    ("rmsprop", RmsPropConfig(), functools.partial(ref_rmsprop),
-     lambda ps: __import__("torch").optim.RMSprop(ps, lr=0.1, alpha=0.99, eps=1e-5, momentum=0.9)),
-    ("rmsprop-centered-wd", RmsPropConfig(alpha=0.9, momentum=0.0, centered=True, weight_decay=WeightDecayConfig(0.1)),
-     functools.partial(ref_rmsprop, alpha=0.9, momentum=0.0, centered=True, weight_decay=0.1),
-     lambda ps: __import__("torch").optim.RMSprop(ps, lr=0.1, alpha=0.9, eps=1e-5, centered=True,
-                                                  weight_decay=0.1)),
-    ("adagrad", AdaGradConfig(), functools.partial(ref_adagrad),
-     lambda ps: __import__("torch").optim.Adagrad(ps, lr=0.1, eps=1e-5)),
-    ("adagrad-decay-wd", AdaGradConfig(lr_decay=0.1, weight_decay=WeightDecayConfig(0.2)),
-     functools.partial(ref_adagrad, lr_decay=0.1, weight_decay=0.2),
-     lambda ps: __import__("torch").optim.Adagrad(ps, lr=0.1, lr_decay=0.1, eps=1e-5, weight_decay=0.2)),
+    (
+        "adamw-cautious",
+        AdamWConfig(weight_decay=0.5, cautious_weight_decay=True),
+        functools.partial(ref_adam, weight_decay=0.5, decoupled=True, cautious=True),
+        None,
+    ),
+    (
+        "rmsprop",
+        RmsPropConfig(),
+        functools.partial(ref_rmsprop),
+        lambda ps: __import__("torch").optim.RMSprop(ps, lr=0.1, alpha=0.99, eps=1e-5, momentum=0.9),
+    ),
+    (
+        "rmsprop-centered-wd",
+        RmsPropConfig(alpha=0.9, momentum=0.0, centered=True, weight_decay=WeightDecayConfig(0.1)),
+        functools.partial(ref_rmsprop, alpha=0.9, momentum=0.0, centered=True, weight_decay=0.1),
+        lambda ps: __import__("torch").optim.RMSprop(
+            ps, lr=0.1, alpha=0.9, eps=1e-5, centered=True, weight_decay=0.1
+        ),
+    ),
+    (
+        "adagrad",
+        AdaGradConfig(),
+        functools.partial(ref_adagrad),
+        lambda ps: __import__("torch").optim.Adagrad(ps, lr=0.1, eps=1e-5),
+    ),
+    (
+        "adagrad-decay-wd",
+        AdaGradConfig(lr_decay=0.1, weight_decay=WeightDecayConfig(0.2)),
+        functools.partial(ref_adagrad, lr_decay=0.1, weight_decay=0.2),
+        lambda ps: __import__("torch").optim.Adagrad(ps, lr=0.1, lr_decay=0.1, eps=1e-5, weight_decay=0.2),
+    ),
     # Lion is in neither Burn nor PyTorch: checked against the paper's formula only
     ("lion", LionConfig(), functools.partial(ref_lion), None),
-    ("lion-wd", LionConfig(beta_1=0.95, beta_2=0.98, weight_decay=0.5),
-     functools.partial(ref_lion, beta_1=0.95, beta_2=0.98, weight_decay=0.5), None),
+    (
+        "lion-wd",
+        LionConfig(beta_1=0.95, beta_2=0.98, weight_decay=0.5),
+        functools.partial(ref_lion, beta_1=0.95, beta_2=0.98, weight_decay=0.5),
+        None,
+    ),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -70,8 +137,11 @@ def test_trajectory_matches_numpy_formula(device, name, config, reference, _):
     assert_trajectories_close(got, want)
 
 
-@pytest.mark.parametrize("name, config, reference, make_torch", [c for c in CASES if c[3] is not None],
-                         ids=[c[0] for c in CASES if c[3] is not None])
+@pytest.mark.parametrize(
+    "name, config, reference, make_torch",
+    [c for c in CASES if c[3] is not None],
+    ids=[c[0] for c in CASES if c[3] is not None],
+)
 def test_trajectory_matches_torch(name, config, reference, make_torch):
     torch = pytest.importorskip("torch")
     values = initial_values()
@@ -91,7 +161,9 @@ def test_trajectory_matches_torch(name, config, reference, make_torch):
 
 def test_float32_cpu_matches_reference_backend():
     got, _ = ember_trajectory(AdamWConfig(weight_decay=0.1).init(), STEPS, LRS, "cpu", dtype=ember.float32)
-    want, _ = ember_trajectory(AdamWConfig(weight_decay=0.1).init(), STEPS, LRS, "reference", dtype=ember.float32)
+    want, _ = ember_trajectory(
+        AdamWConfig(weight_decay=0.1).init(), STEPS, LRS, "reference", dtype=ember.float32
+    )
     for g, w in zip(got, want):
         for path in w:
             assert g[path].dtype == np.float64  # model_values widens; the params themselves are float32
@@ -111,6 +183,7 @@ def test_lr_passed_at_each_step_is_used(device):
 
 def test_parameters_stay_leaves_with_their_ids_and_arrays(device):
     from optim_cases import Tiny, grads_for
+
     model = Tiny(initial_values(), device, ember.float32)
     before = {path: (p.id, p.value, p.value._data) for path, p in model.named_parameters()}
     optim = AdamConfig().init()

@@ -6,14 +6,16 @@ commit 2c06be35 (a 1,044,776-byte file written by Burn's ``burn_pack::Writer``).
 rebuilds a container with that exact head and synthetic tensor data, and checks that ember
 reads every descriptor and writes the head back byte for byte.
 """
+
 from pathlib import Path
 
 import numpy as np
 
 import ember.record as rec
 
-HEAD = bytes.fromhex((Path(__file__).parent / "fixtures" / "burn_mnist_model_head.hex")
-                     .read_text().replace("\n", ""))
+HEAD = bytes.fromhex(
+    (Path(__file__).parent / "fixtures" / "burn_mnist_model_head.hex").read_text().replace("\n", "")
+)
 FILE_SIZE = 1_044_776  # the original file's size
 EXPECTED = {  # name -> (shape, param_id), as Burn wrote them
     "conv1.conv.weight": ((64, 1, 3, 3), 10777079075451239370),

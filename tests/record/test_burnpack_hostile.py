@@ -1,4 +1,5 @@
 """Malformed and hostile burnpack input: clear RecordErrors, no large allocations."""
+
 import struct
 import tracemalloc
 
@@ -60,8 +61,13 @@ def test_too_many_tensors_checked_before_decoding_entries(tmp_path):
 
 def test_huge_declared_array_length_is_refused_without_allocating():
     # An unknown field holding an array that claims 2**32 - 1 items.
-    blob = bytes.fromhex("a2") + cbor2.dumps("tensors") + bytes.fromhex("a0") \
-        + cbor2.dumps("junk") + bytes.fromhex("9affffffff")
+    blob = (
+        bytes.fromhex("a2")
+        + cbor2.dumps("tensors")
+        + bytes.fromhex("a0")
+        + cbor2.dumps("junk")
+        + bytes.fromhex("9affffffff")
+    )
     _load_bounded(_pack(blob), "declares 4294967295 entries")
 
 
@@ -73,8 +79,7 @@ def test_offsets_past_end_of_file(tmp_path):
 
 def test_shape_and_byte_length_mismatch(tmp_path):
     meta = {"tensors": {"layer.weight": _tensor(shape=[3], offsets=[0, 8])}}
-    _load_bounded(_pack(meta, bytes(8)), r"tensor 'layer.weight'.*\[3\].*needs 12 bytes",
-                  tmp_path)
+    _load_bounded(_pack(meta, bytes(8)), r"tensor 'layer.weight'.*\[3\].*needs 12 bytes", tmp_path)
 
 
 def test_tensor_over_the_size_limit():
@@ -88,50 +93,61 @@ def test_shape_product_overflowing_64_bits():
     _load_bounded(_pack(meta, bytes(8)), "tensor 'w'.*needs")
 
 
-@pytest.mark.parametrize("desc, match", [
-    (_tensor(offsets=[8, 0]), "end before they start"),
-    (_tensor(offsets=[-1, 7]), "data offset must be an unsigned 64-bit"),
-    (_tensor(offsets=[0.0, 8.0]), "data offset must be an unsigned"),
-    (_tensor(offsets=[0, 8, 16]), "data_offsets must be a pair"),
-    (_tensor(shape=[-2]), "shape dimension"),
-    ({"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}, "shape must be a list"),
-    (_tensor(dtype="F128"), "unknown dtype 'F128'"),
-    (_tensor(dtype={"QFloat": {}}), "quantized"),
-    (_tensor(param_id=-3), "param_id"),
-    ({"dtype": "F32", "shape": [2]}, "missing 'data_offsets'"),
-    ([1, 2], "descriptor must be a map"),
-])
+@pytest.mark.parametrize(
+    "desc, match",
+    [
+        (_tensor(offsets=[8, 0]), "end before they start"),
+        (_tensor(offsets=[-1, 7]), "data offset must be an unsigned 64-bit"),
+        (_tensor(offsets=[0.0, 8.0]), "data offset must be an unsigned"),
+        (_tensor(offsets=[0, 8, 16]), "data_offsets must be a pair"),
+        (_tensor(shape=[-2]), "shape dimension"),
+        ({"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}, "shape must be a list"),
+        (_tensor(dtype="F128"), "unknown dtype 'F128'"),
+        (_tensor(dtype={"QFloat": {}}), "quantized"),
+        (_tensor(param_id=-3), "param_id"),
+        ({"dtype": "F32", "shape": [2]}, "missing 'data_offsets'"),
+        ([1, 2], "descriptor must be a map"),
+    ],
+)
 def test_bad_descriptor_fields(desc, match):
     err = _load_bounded(_pack({"tensors": {"t0": desc}}, bytes(8)), match)
     assert "tensor 't0'" in str(err)
 
 
-@pytest.mark.parametrize("data, match", [
-    (b"NRUB\x01", "only 5 bytes"),
-    (struct.pack("<IHI", 0xDEADBEEF, 1, 0), "not a burnpack file"),
-    (struct.pack("<IHI", 0x4255524E, 2, 0), "version 2 is newer"),
-    (_pack(cbor2.dumps([1, 2])), "must be a CBOR map"),
-    (_pack({"metadata": {}}), "no 'tensors' field"),
-    (_pack({"tensors": {}, "metadata": {"k": 1}}), "'metadata' must map text to text"),
-    (_pack({"tensors": {}, "scalars": {"s": {"Int": 1.5}}}), "scalar 's'"),
-    (_pack({"tensors": {}, "scalars": {"s": {"Big": 1}}}), "scalar 's'"),
-    (_pack({"tensors": {}, "scalars": {"s": {"Int": 2**63}}}), "scalar 's'"),
-    (_pack(cbor2.dumps({"tensors": {}}) + b"\x00"), "stray bytes"),
-    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1636162")),
-     "truncated CBOR"),  # a 3-byte key with 2 bytes left
-    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1fe00")),
-     "reserved additional information"),
-    (_pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1617880")),
-     "descriptor must be a map"),
-])
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (b"NRUB\x01", "only 5 bytes"),
+        (struct.pack("<IHI", 0xDEADBEEF, 1, 0), "not a burnpack file"),
+        (struct.pack("<IHI", 0x4255524E, 2, 0), "version 2 is newer"),
+        (_pack(cbor2.dumps([1, 2])), "must be a CBOR map"),
+        (_pack({"metadata": {}}), "no 'tensors' field"),
+        (_pack({"tensors": {}, "metadata": {"k": 1}}), "'metadata' must map text to text"),
+        (_pack({"tensors": {}, "scalars": {"s": {"Int": 1.5}}}), "scalar 's'"),
+        (_pack({"tensors": {}, "scalars": {"s": {"Big": 1}}}), "scalar 's'"),
+        (_pack({"tensors": {}, "scalars": {"s": {"Int": 2**63}}}), "scalar 's'"),
+        (_pack(cbor2.dumps({"tensors": {}}) + b"\x00"), "stray bytes"),
+        (
+            _pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1636162")),
+            "truncated CBOR",
+        ),  # a 3-byte key with 2 bytes left
+        (
+            _pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1fe00")),
+            "reserved additional information",
+        ),
+        (
+            _pack(bytes.fromhex("a1") + cbor2.dumps("tensors") + bytes.fromhex("a1617880")),
+            "descriptor must be a map",
+        ),
+    ],
+)
 def test_bad_container(data, match):
     _load_bounded(data, match)
 
 
 def test_deep_nesting_is_refused_without_recursion_error():
     deep = bytes.fromhex("81") * 10_000 + b"\x00"  # [[[[...0...]]]] in an unknown field
-    blob = bytes.fromhex("a2") + cbor2.dumps("tensors") + bytes.fromhex("a0") \
-        + cbor2.dumps("junk") + deep
+    blob = bytes.fromhex("a2") + cbor2.dumps("tensors") + bytes.fromhex("a0") + cbor2.dumps("junk") + deep
     _load_bounded(_pack(blob), "nesting deeper than 128")
 
 
@@ -143,7 +159,7 @@ def test_duplicate_tensor_names_are_refused():
 
 def test_truncated_data_section(tmp_path):
     good = rec.to_bytes({"w": np.arange(512, dtype=np.float32)})
-    _load_bounded(good[:len(good) // 2], "tensor 'w'.*past the end", tmp_path)
+    _load_bounded(good[: len(good) // 2], "tensor 'w'.*past the end", tmp_path)
 
 
 def test_tiny_and_empty_files(tmp_path):
@@ -155,68 +171,104 @@ def test_tiny_and_empty_files(tmp_path):
 
 def test_indefinite_lengths_and_unknown_fields_are_accepted():
     # Burn never writes these, but its ciborium reader accepts them; so does ember.
-    blob = (bytes.fromhex("bf") + cbor2.dumps("future") + cbor2.dumps({"x": [1, 2.5]})
-            + cbor2.dumps("tensors") + bytes.fromhex("bf") + cbor2.dumps("w")
-            + cbor2.dumps(_tensor(extra_field=True)) + bytes.fromhex("ff")
-            + bytes.fromhex("ff"))
+    blob = (
+        bytes.fromhex("bf")
+        + cbor2.dumps("future")
+        + cbor2.dumps({"x": [1, 2.5]})
+        + cbor2.dumps("tensors")
+        + bytes.fromhex("bf")
+        + cbor2.dumps("w")
+        + cbor2.dumps(_tensor(extra_field=True))
+        + bytes.fromhex("ff")
+        + bytes.fromhex("ff")
+    )
     loaded = rec.from_bytes(_pack(blob, np.float32([1, 2]).tobytes()))
     np.testing.assert_array_equal(loaded["w"].numpy(), [1, 2])
 
 
 def test_burn_read_only_dtypes():
-    meta = {"tensors": {"f": _tensor(dtype="Flex32"),
-                        "b8": _tensor(dtype={"Bool": "U8"}, shape=[2], offsets=[256, 258]),
-                        "b32": _tensor(dtype={"Bool": "U32"}, shape=[2], offsets=[512, 520])}}
-    data = (np.float32([1, 2]).tobytes() + bytes(248) + b"\x01\x00" + bytes(254)
-            + np.uint32([0, 7]).tobytes())
+    meta = {
+        "tensors": {
+            "f": _tensor(dtype="Flex32"),
+            "b8": _tensor(dtype={"Bool": "U8"}, shape=[2], offsets=[256, 258]),
+            "b32": _tensor(dtype={"Bool": "U32"}, shape=[2], offsets=[512, 520]),
+        }
+    }
+    data = np.float32([1, 2]).tobytes() + bytes(248) + b"\x01\x00" + bytes(254) + np.uint32([0, 7]).tobytes()
     loaded = rec.from_bytes(_pack(meta, data))
     np.testing.assert_array_equal(loaded["f"].numpy(), [1, 2])
     assert loaded["b8"].numpy().tolist() == [True, False]
     assert loaded["b32"].numpy().tolist() == [False, True]
     assert loaded["b32"].dtype == np.bool_
-    assert rec.to_bytes(loaded.tensors) == rec.to_bytes(rec.from_bytes(
-        rec.to_bytes(loaded.tensors)).tensors)  # re-saved with their original dtypes
+    assert rec.to_bytes(loaded.tensors) == rec.to_bytes(
+        rec.from_bytes(rec.to_bytes(loaded.tensors)).tensors
+    )  # re-saved with their original dtypes
 
 
 # ---- byte ranges shared by two tensors; shapes NumPy cannot represent --------------------------
-@pytest.mark.parametrize("tensors, match", [
-    ({"a": _tensor(shape=[4], offsets=[0, 16]), "b": _tensor(shape=[2], offsets=[8, 16])},
-     r"tensor 'b': data_offsets \(8, 16\) overlap those of tensor 'a', which reach 16"),
-    ({"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[0, 8])},
-     r"tensor 'b': data_offsets \(0, 8\) overlap those of tensor 'a'"),
-    ({"big": _tensor(shape=[64], offsets=[0, 256]), "c": _tensor(shape=[1], offsets=[4, 8]),
-      "d": _tensor(shape=[2], offsets=[252, 260])},
-     r"tensor 'c': data_offsets \(4, 8\) overlap those of tensor 'big', which reach 256"),
-])
+@pytest.mark.parametrize(
+    "tensors, match",
+    [
+        (
+            {"a": _tensor(shape=[4], offsets=[0, 16]), "b": _tensor(shape=[2], offsets=[8, 16])},
+            r"tensor 'b': data_offsets \(8, 16\) overlap those of tensor 'a', which reach 16",
+        ),
+        (
+            {"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[0, 8])},
+            r"tensor 'b': data_offsets \(0, 8\) overlap those of tensor 'a'",
+        ),
+        (
+            {
+                "big": _tensor(shape=[64], offsets=[0, 256]),
+                "c": _tensor(shape=[1], offsets=[4, 8]),
+                "d": _tensor(shape=[2], offsets=[252, 260]),
+            },
+            r"tensor 'c': data_offsets \(4, 8\) overlap those of tensor 'big', which reach 256",
+        ),
+    ],
+)
 def test_overlapping_tensors_are_refused(tmp_path, tensors, match):
     _load_bounded(_pack({"tensors": tensors}, bytes(512)), match, tmp_path)
 
 
 def test_adjacent_and_empty_tensors_are_not_overlaps():
-    meta = {"tensors": {"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[8, 16]),
-                        "inside": _tensor(shape=[0], offsets=[4, 4]),
-                        "at_end": _tensor(shape=[0, 3], offsets=[16, 16])}}
+    meta = {
+        "tensors": {
+            "a": _tensor(shape=[2], offsets=[0, 8]),
+            "b": _tensor(shape=[2], offsets=[8, 16]),
+            "inside": _tensor(shape=[0], offsets=[4, 4]),
+            "at_end": _tensor(shape=[0, 3], offsets=[16, 16]),
+        }
+    }
     loaded = rec.from_bytes(_pack(meta, np.float32([1, 2, 3, 4]).tobytes()))
     assert loaded["b"].numpy().tolist() == [3, 4] and loaded["inside"].shape == (0,)
     assert loaded["at_end"].shape == (0, 3)
 
 
-@pytest.mark.parametrize("shape, offsets, match", [
-    ([1] * 65, [0, 4], "shape has 65 dimensions, more than the 64"),
-    ([0] * 65, [0, 0], "shape has 65 dimensions, more than the 64"),
-    ([0, 2**63], [0, 0], r"shape \[0, 9223372036854775808\] cannot be represented"),
-    ([2**64 - 1, 0], [0, 0], r"shape \[18446744073709551615, 0\] cannot be represented"),
-    ([0, 2**61], [0, 0], r"shape \[.*\] cannot be represented"),              # 2**63 bytes of float32
-    ([0, 2**31, 2**31], [0, 0], r"shape \[.*\] cannot be represented"),
-])
+@pytest.mark.parametrize(
+    "shape, offsets, match",
+    [
+        ([1] * 65, [0, 4], "shape has 65 dimensions, more than the 64"),
+        ([0] * 65, [0, 0], "shape has 65 dimensions, more than the 64"),
+        ([0, 2**63], [0, 0], r"shape \[0, 9223372036854775808\] cannot be represented"),
+        ([2**64 - 1, 0], [0, 0], r"shape \[18446744073709551615, 0\] cannot be represented"),
+        ([0, 2**61], [0, 0], r"shape \[.*\] cannot be represented"),  # 2**63 bytes of float32
+        ([0, 2**31, 2**31], [0, 0], r"shape \[.*\] cannot be represented"),
+    ],
+)
 def test_shapes_numpy_cannot_represent_are_record_errors(tmp_path, shape, offsets, match):
-    err = _load_bounded(_pack({"tensors": {"w": _tensor(shape=shape, offsets=offsets)}}, bytes(8)),
-                        "tensor 'w': " + match, tmp_path)
+    err = _load_bounded(
+        _pack({"tensors": {"w": _tensor(shape=shape, offsets=offsets)}}, bytes(8)),
+        "tensor 'w': " + match,
+        tmp_path,
+    )
     assert type(err) is rec.RecordError
 
 
 def test_the_largest_representable_empty_shape_loads():
     loaded = rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[0, 2**60], offsets=[0, 0])}}, bytes(8)))
     assert loaded["w"].shape == (0, 2**60) and loaded["w"].numpy().size == 0
-    assert rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[1] * 64, offsets=[0, 4])}},
-                                bytes(8)))["w"].ndim == 64
+    assert (
+        rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[1] * 64, offsets=[0, 4])}}, bytes(8)))["w"].ndim
+        == 64
+    )

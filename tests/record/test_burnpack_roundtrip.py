@@ -1,4 +1,5 @@
 """Round trips through burnpack files and bytes, and the reader/writer APIs around them."""
+
 import os
 
 import numpy as np
@@ -10,8 +11,19 @@ import ember.record as rec
 def _all_dtype_arrays():
     rng = np.random.default_rng(0)
     out = {}
-    for name in ["float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                 "uint64", "uint32", "uint16", "uint8"]:
+    for name in [
+        "float64",
+        "float32",
+        "float16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint64",
+        "uint32",
+        "uint16",
+        "uint8",
+    ]:
         info = np.finfo(name) if np.dtype(name).kind == "f" else np.iinfo(name)
         arr = rng.integers(-100, 100, size=(3, 5)).astype(name)
         arr.flat[0] = info.max
@@ -23,8 +35,12 @@ def _all_dtype_arrays():
 
 def test_file_round_trip_every_dtype(tmp_path):
     arrays = _all_dtype_arrays()
-    path = rec.save(tmp_path / "all", arrays, metadata={"producer": "ember"},
-                    scalars={"epoch": 3, "lr": 1e-3, "done": True})
+    path = rec.save(
+        tmp_path / "all",
+        arrays,
+        metadata={"producer": "ember"},
+        scalars={"epoch": 3, "lr": 1e-3, "done": True},
+    )
     assert path == tmp_path / "all.bpk" and path.exists()
     loaded = rec.load(tmp_path / "all")  # no extension: .bpk is tried
     assert list(loaded) == list(arrays)  # file order == write order
@@ -50,17 +66,25 @@ def test_bytes_round_trip_matches_file(tmp_path):
 
 
 def test_loaded_record_saves_back_byte_identical(tmp_path):
-    data = rec.to_bytes({"z": np.arange(3.0), "a": rec.TensorRecord(np.ones(2), param_id=5),
-                         "bf": rec.TensorRecord(np.array([1.5, -2.0]), dtype="bfloat16")},
-                        {"m": "x"}, {"rank": rec.UInt(1), "loss": 0.25, "step": -1})
+    data = rec.to_bytes(
+        {
+            "z": np.arange(3.0),
+            "a": rec.TensorRecord(np.ones(2), param_id=5),
+            "bf": rec.TensorRecord(np.array([1.5, -2.0]), dtype="bfloat16"),
+        },
+        {"m": "x"},
+        {"rank": rec.UInt(1), "loss": 0.25, "step": -1},
+    )
     loaded = rec.from_bytes(data)
     assert rec.to_bytes(loaded.tensors, loaded.metadata, loaded.scalars) == data
     assert isinstance(loaded.scalars["rank"], rec.UInt)
 
 
 def test_param_ids_from_mapping_record_and_view():
-    data = rec.to_bytes({"a": np.zeros(1), "b": rec.TensorRecord(np.zeros(1), param_id=9),
-                         "c": np.zeros(1)}, param_ids={"a": 2**64 - 1, "b": 10})
+    data = rec.to_bytes(
+        {"a": np.zeros(1), "b": rec.TensorRecord(np.zeros(1), param_id=9), "c": np.zeros(1)},
+        param_ids={"a": 2**64 - 1, "b": 10},
+    )
     loaded = rec.from_bytes(data)
     assert loaded.param_ids == {"a": 2**64 - 1, "b": 10}  # the mapping wins over the record
     assert loaded["c"].param_id is None
@@ -76,16 +100,22 @@ def test_bfloat16_storage_and_conversion():
     assert view.array.dtype == np.uint16  # raw bit patterns, zero-copy
     np.testing.assert_array_equal(view.numpy(), values)
     np.testing.assert_array_equal(np.asarray(view), values)
-    rounded = rec.from_bytes(rec.to_bytes({"w": rec.TensorRecord(np.float32([1.00390625]),
-                                                                 dtype="bfloat16")}))
+    rounded = rec.from_bytes(
+        rec.to_bytes({"w": rec.TensorRecord(np.float32([1.00390625]), dtype="bfloat16")})
+    )
     assert rounded["w"].numpy()[0] == 1.0  # ties to even
 
 
 def test_odd_inputs_zero_d_empty_noncontiguous_bigendian_lists():
     base = np.arange(12, dtype=np.float32).reshape(3, 4)
-    tensors = {"scalar": np.float64(2.5), "empty": np.zeros((0, 3), np.int32),
-               "transposed": base.T, "big_endian": np.arange(4, dtype=">i4"),
-               "nested_list": [[1, 2], [3, 4]], "cast": rec.TensorRecord(base, dtype="float16")}
+    tensors = {
+        "scalar": np.float64(2.5),
+        "empty": np.zeros((0, 3), np.int32),
+        "transposed": base.T,
+        "big_endian": np.arange(4, dtype=">i4"),
+        "nested_list": [[1, 2], [3, 4]],
+        "cast": rec.TensorRecord(base, dtype="float16"),
+    }
     loaded = rec.from_bytes(rec.to_bytes(tensors))
     assert loaded["scalar"].shape == () and loaded["scalar"].numpy() == 2.5
     assert loaded["empty"].shape == (0, 3) and loaded["empty"].numpy().size == 0
@@ -133,8 +163,7 @@ class FakeDeviceTensor:
 
 def test_tensor_likes_are_materialized_only_while_writing():
     t = FakeDeviceTensor(np.arange(6, dtype=np.int64).reshape(2, 3))
-    data = rec.to_bytes({"t": t, "bf": rec.TensorRecord(FakeDeviceTensor(np.ones(2)),
-                                                        dtype="bfloat16")})
+    data = rec.to_bytes({"t": t, "bf": rec.TensorRecord(FakeDeviceTensor(np.ones(2)), dtype="bfloat16")})
     assert t.calls == 1
     loaded = rec.from_bytes(data)
     np.testing.assert_array_equal(loaded["t"].numpy(), np.arange(6).reshape(2, 3))
@@ -159,19 +188,25 @@ def test_ember_tensor_values():
     np.testing.assert_array_equal(back.numpy(), [1, 2, 3])
 
 
-@pytest.mark.parametrize("tensors, kwargs, match", [
-    ({"o": np.array([object()])}, {}, "'o'"),
-    ({"c": np.zeros(2, np.complex64)}, {}, "tensor 'c'.*complex64"),
-    ({1: np.zeros(1)}, {}, "names must be str"),
-    ({"a": rec.TensorRecord(np.zeros(1), param_id=-1)}, {}, "param_id"),
-    ({"a": np.zeros(1)}, {"param_ids": {"b": 1}}, r"not saved: \['b'\]"),
-    ({"v": rec.from_bytes(rec.to_bytes({"v": np.ones(1)}))["v"]}, {"param_ids": {"v": True}},
-     "tensor 'v': param_id"),
-    ({"a": rec.TensorRecord(np.zeros(1), dtype="complex64")}, {}, "tensor 'a'.*complex64"),
-    ({"a": np.zeros(1)}, {"metadata": {"k": 1}}, "metadata must map str -> str"),
-    ({"a": np.zeros(1)}, {"scalars": {"s": "text"}}, "scalar 's'"),
-    ({"a": np.zeros(1)}, {"scalars": {"s": 2**64}}, "does not fit in 64 bits"),
-])
+@pytest.mark.parametrize(
+    "tensors, kwargs, match",
+    [
+        ({"o": np.array([object()])}, {}, "'o'"),
+        ({"c": np.zeros(2, np.complex64)}, {}, "tensor 'c'.*complex64"),
+        ({1: np.zeros(1)}, {}, "names must be str"),
+        ({"a": rec.TensorRecord(np.zeros(1), param_id=-1)}, {}, "param_id"),
+        ({"a": np.zeros(1)}, {"param_ids": {"b": 1}}, r"not saved: \['b'\]"),
+        (
+            {"v": rec.from_bytes(rec.to_bytes({"v": np.ones(1)}))["v"]},
+            {"param_ids": {"v": True}},
+            "tensor 'v': param_id",
+        ),
+        ({"a": rec.TensorRecord(np.zeros(1), dtype="complex64")}, {}, "tensor 'a'.*complex64"),
+        ({"a": np.zeros(1)}, {"metadata": {"k": 1}}, "metadata must map str -> str"),
+        ({"a": np.zeros(1)}, {"scalars": {"s": "text"}}, "scalar 's'"),
+        ({"a": np.zeros(1)}, {"scalars": {"s": 2**64}}, "does not fit in 64 bits"),
+    ],
+)
 def test_invalid_inputs_raise_record_error(tensors, kwargs, match):
     with pytest.raises(rec.RecordError, match=match):
         rec.to_bytes(tensors, **kwargs)

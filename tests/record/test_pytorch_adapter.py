@@ -1,4 +1,5 @@
 """The PyTorch adapter: names and layouts between PyTorch state_dicts and ember's."""
+
 import numpy as np
 import pytest
 
@@ -9,23 +10,41 @@ from ember.record import PyTorchAdapter
 def _hand_state_dict():
     """What torch would give for Embedding(10,4) -> Linear(4,3) -> LayerNorm(3) -> BN1d(3)."""
     rng = np.random.default_rng(2)
-    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
     return {
         "tok_emb.weight": f(10, 4),
-        "fc.weight": f(3, 4), "fc.bias": f(3),
-        "ln.weight": f(3), "ln.bias": f(3),
-        "bn.weight": f(3), "bn.bias": f(3), "bn.running_mean": f(3),
-        "bn.running_var": np.abs(f(3)), "bn.num_batches_tracked": np.array(7, np.int64),
-        "conv.weight": f(5, 3, 2), "conv.bias": f(5),
+        "fc.weight": f(3, 4),
+        "fc.bias": f(3),
+        "ln.weight": f(3),
+        "ln.bias": f(3),
+        "bn.weight": f(3),
+        "bn.bias": f(3),
+        "bn.running_mean": f(3),
+        "bn.running_var": np.abs(f(3)),
+        "bn.num_batches_tracked": np.array(7, np.int64),
+        "conv.weight": f(5, 3, 2),
+        "conv.bias": f(5),
     }
 
 
 def test_default_rules_on_a_hand_built_state_dict():
     sd = _hand_state_dict()
     out = PyTorchAdapter().to_ember(sd)
-    assert sorted(out) == sorted([
-        "tok_emb.weight", "fc.weight", "fc.bias", "ln.gamma", "ln.beta", "bn.gamma",
-        "bn.beta", "bn.running_mean", "bn.running_var", "conv.weight", "conv.bias"])
+    assert sorted(out) == sorted(
+        [
+            "tok_emb.weight",
+            "fc.weight",
+            "fc.bias",
+            "ln.gamma",
+            "ln.beta",
+            "bn.gamma",
+            "bn.beta",
+            "bn.running_mean",
+            "bn.running_var",
+            "conv.weight",
+            "conv.bias",
+        ]
+    )
     np.testing.assert_array_equal(out["fc.weight"], sd["fc.weight"].T)  # [out,in] -> [in,out]
     np.testing.assert_array_equal(out["tok_emb.weight"], sd["tok_emb.weight"])  # not a Linear
     np.testing.assert_array_equal(out["conv.weight"], sd["conv.weight"])  # same layout
@@ -39,14 +58,19 @@ def test_default_rules_on_a_hand_built_state_dict():
         if key != "bn.num_batches_tracked":
             np.testing.assert_array_equal(back[key], sd[key])
     assert back["bn.num_batches_tracked"] == 0 and back["bn.num_batches_tracked"].dtype == np.int64
-    assert "bn.num_batches_tracked" not in PyTorchAdapter(
-        add_num_batches_tracked=False).to_pytorch(out)
+    assert "bn.num_batches_tracked" not in PyTorchAdapter(add_num_batches_tracked=False).to_pytorch(out)
 
 
 def test_explicit_selectors():
-    sd = {"proj.weight": np.zeros((3, 2)), "table.weight": np.zeros((5, 2)),
-          "prelu.weight": np.zeros(3), "norm.weight": np.zeros(3), "norm.bias": np.zeros(3),
-          "bn.weight": np.zeros(3), "bn.running_mean": np.zeros(3)}
+    sd = {
+        "proj.weight": np.zeros((3, 2)),
+        "table.weight": np.zeros((5, 2)),
+        "prelu.weight": np.zeros(3),
+        "norm.weight": np.zeros(3),
+        "norm.bias": np.zeros(3),
+        "bn.weight": np.zeros(3),
+        "bn.running_mean": np.zeros(3),
+    }
     out = PyTorchAdapter(embeddings={"table"}, norms=lambda path: path == "norm").to_ember(sd)
     assert out["proj.weight"].shape == (2, 3)
     assert out["table.weight"].shape == (5, 2)
@@ -67,13 +91,11 @@ def test_top_level_keys_and_collisions():
 
 
 def test_adapter_keeps_bfloat16_bits_through_files(tmp_path):
-    sd = {"fc.weight": rec.TensorRecord(np.arange(6, dtype=np.float32).reshape(2, 3),
-                                        dtype="bfloat16")}
+    sd = {"fc.weight": rec.TensorRecord(np.arange(6, dtype=np.float32).reshape(2, 3), dtype="bfloat16")}
     path = rec.save_safetensors(tmp_path / "m.safetensors", sd)
     loaded = rec.load_safetensors(path, adapter="pytorch")
     assert loaded["fc.weight"].dtype_name == "bfloat16"
-    np.testing.assert_array_equal(loaded["fc.weight"].numpy(),
-                                  np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    np.testing.assert_array_equal(loaded["fc.weight"].numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).T)
 
 
 def test_torch_oracle_round_trip(tmp_path):
@@ -87,8 +109,8 @@ def test_torch_oracle_round_trip(tmp_path):
             super().__init__()
             self.tok_emb = torch.nn.Embedding(10, 4)
             self.blocks = torch.nn.ModuleList(
-                [torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
-                 for _ in range(2)])
+                [torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4)) for _ in range(2)]
+            )
             self.bn = torch.nn.BatchNorm1d(4)
             self.head = torch.nn.Linear(4, 3)
 

@@ -1,4 +1,5 @@
 """Atomic writes: a failure mid-write leaves no file (or the old file) and no scratch file."""
+
 import os
 
 import numpy as np
@@ -67,8 +68,7 @@ def test_safetensors_and_config_saves_are_atomic(tmp_path, monkeypatch):
     class Small(rec.Config):
         n: int = 1
 
-    monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (_ for _ in ()).throw(
-        OSError("no rename")))
+    monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError("no rename")))
     with pytest.raises(OSError):
         rec.save_safetensors(tmp_path / "m.safetensors", {"w": np.ones(2)})
     with pytest.raises(OSError):
@@ -119,8 +119,12 @@ def _writer_mid_save(path):
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", _SLOW_SAVE, str(path)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_SAVE, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = child.stdout.readline()
     if line.strip() != "writing":
         child.kill()
@@ -141,7 +145,9 @@ def _dead_pid() -> int:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     return int(done.stdout)
 
 
@@ -194,11 +200,13 @@ def test_an_unreaped_killed_writer_counts_as_gone(tmp_path):
 def test_only_the_destinations_stale_scratch_files_are_removed(tmp_path):
     dead = _dead_pid()
     stale = tmp_path / f"m.bpk.{dead}-3.tmp"
-    keep = [tmp_path / f"other.bpk.{dead}-0.tmp",      # another destination's
-            tmp_path / f"m.bpk.{os.getpid()}-7.tmp",   # this process: a live writer
-            tmp_path / "m.bpk.x-1.tmp",                # not a scratch name
-            tmp_path / f"m.bpk.{dead}-3.tmp.bak",
-            tmp_path / f"m.bpk.{1}-0.tmp"]             # init: alive
+    keep = [
+        tmp_path / f"other.bpk.{dead}-0.tmp",  # another destination's
+        tmp_path / f"m.bpk.{os.getpid()}-7.tmp",  # this process: a live writer
+        tmp_path / "m.bpk.x-1.tmp",  # not a scratch name
+        tmp_path / f"m.bpk.{dead}-3.tmp.bak",
+        tmp_path / f"m.bpk.{1}-0.tmp",
+    ]  # init: alive
     for p in [stale] + keep:
         p.write_bytes(b"partial")
     link = tmp_path / f"m.bpk.{dead}-4.tmp"

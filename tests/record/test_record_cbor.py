@@ -1,4 +1,5 @@
 """The CBOR codec against cbor2 as an independent oracle."""
+
 import math
 
 import cbor2
@@ -8,10 +9,19 @@ from hypothesis import strategies as st
 
 from ember.record.cbor import CborError, Decoder, encode
 
-scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
-           | st.floats(allow_nan=False) | st.text(max_size=8) | st.binary(max_size=8))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(st.text(max_size=4), inner, max_size=4), max_leaves=20)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -45,14 +55,17 @@ def test_decoder_reads_what_other_encoders_may_write():
     assert Decoder(bytes.fromhex("c11a514b67b0")).item() == 1363896240  # tag dropped
 
 
-@pytest.mark.parametrize("hexdata, match", [
-    ("7f01ff", "malformed indefinite-length string"),
-    ("62ff", "truncated"),
-    ("a18001", "unhashable"),
-    ("f8ff", "unsupported CBOR simple value"),
-    ("ff", "unexpected break"),
-    ("1f", "invalid indefinite length"),
-])
+@pytest.mark.parametrize(
+    "hexdata, match",
+    [
+        ("7f01ff", "malformed indefinite-length string"),
+        ("62ff", "truncated"),
+        ("a18001", "unhashable"),
+        ("f8ff", "unsupported CBOR simple value"),
+        ("ff", "unexpected break"),
+        ("1f", "invalid indefinite length"),
+    ],
+)
 def test_malformed_input(hexdata, match):
     with pytest.raises(CborError, match=match):
         Decoder(bytes.fromhex(hexdata)).item()

@@ -1,9 +1,10 @@
 """Config: dataclass configs saved as pretty JSON, loaded back strictly."""
+
 import enum
 import json
 from dataclasses import field
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 
@@ -42,7 +43,7 @@ class ExperimentConfig(Config):
     heads: list[EncoderConfig] = field(default_factory=list)
     kernel: tuple[int, int] = (3, 3)
     sizes: tuple[int, ...] = ()
-    max_seq: Optional[int] = None
+    max_seq: int | None = None
     weight_decay: float | None = 5e-5
     class_names: dict[str, int] = field(default_factory=dict)
     by_id: dict[int, str] = field(default_factory=dict)
@@ -59,9 +60,16 @@ def _full_config() -> ExperimentConfig:
     return ExperimentConfig(
         EncoderConfig(128, 4, norm_first=True),
         heads=[EncoderConfig(8, 1, activation=Activation.RELU)],
-        kernel=(5, 7), sizes=(1, 2, 3), max_seq=256, weight_decay=None,
-        class_names={"World": 0}, by_id={3: "x"}, init=Normal(std=0.02),
-        artifact_dir=Path("/tmp/a"), mode="eval")
+        kernel=(5, 7),
+        sizes=(1, 2, 3),
+        max_seq=256,
+        weight_decay=None,
+        class_names={"World": 0},
+        by_id={3: "x"},
+        init=Normal(std=0.02),
+        artifact_dir=Path("/tmp/a"),
+        mode="eval",
+    )
 
 
 def test_save_load_round_trip_with_nesting_enums_tuples(tmp_path):
@@ -85,7 +93,7 @@ def test_json_form_is_pretty_and_str_is_the_json(tmp_path):
     assert data["encoder"]["activation"] == "GELU"  # enum by member name, like serde
     assert data["kernel"] == [5, 7] and data["weight_decay"] is None
     assert data["init"] == {"Normal": {"mean": 0.0, "std": 0.02}}  # externally tagged
-    assert list(data) == [f for f in ExperimentConfig.__dataclass_fields__]
+    assert list(data) == list(ExperimentConfig.__dataclass_fields__)
 
 
 def test_with_methods_exist_for_every_field_and_copy():
@@ -125,8 +133,11 @@ def test_unknown_key_names_key_and_class(tmp_path):
 def test_missing_key_names_key_and_class():
     data = json.loads(_full_config().to_json())
     del data["encoder"]["n_heads"]
-    with pytest.raises(ConfigError, match=r"ExperimentConfig.encoder: missing key 'n_heads' "
-                                          r"for EncoderConfig"):
+    with pytest.raises(
+        ConfigError,
+        match=r"ExperimentConfig.encoder: missing key 'n_heads' "
+        r"for EncoderConfig",
+    ):
         ExperimentConfig.from_dict(data)
     del data["max_seq"]
     data["encoder"]["n_heads"] = 2
@@ -137,17 +148,20 @@ def test_missing_key_names_key_and_class():
         EncoderConfig.from_dict({"n_heads": 1}, fill_defaults=True)  # no default to fill
 
 
-@pytest.mark.parametrize("path, value, match", [
-    (("encoder", "d_model"), "128", r"encoder.d_model: expected int, got a string"),
-    (("encoder", "d_model"), 1.5, "expected int"),
-    (("encoder", "norm_first"), 1, "expected bool"),
-    (("encoder", "activation"), "SWISH", r"Activation member name \['GELU', 'RELU'\]"),
-    (("kernel",), [1, 2, 3], "expected a list of 2 items"),
-    (("mode",), "test", r"expected one of \['train', 'eval'\]"),
-    (("init",), {"Uniform": {}}, "unknown key 'Uniform' for Initializer"),
-    (("by_id",), {"x": "y"}, "dict key 'x' is not an int"),
-    (("encoder",), [1], "expected an object for EncoderConfig"),
-])
+@pytest.mark.parametrize(
+    "path, value, match",
+    [
+        (("encoder", "d_model"), "128", r"encoder.d_model: expected int, got a string"),
+        (("encoder", "d_model"), 1.5, "expected int"),
+        (("encoder", "norm_first"), 1, "expected bool"),
+        (("encoder", "activation"), "SWISH", r"Activation member name \['GELU', 'RELU'\]"),
+        (("kernel",), [1, 2, 3], "expected a list of 2 items"),
+        (("mode",), "test", r"expected one of \['train', 'eval'\]"),
+        (("init",), {"Uniform": {}}, "unknown key 'Uniform' for Initializer"),
+        (("by_id",), {"x": "y"}, "dict key 'x' is not an int"),
+        (("encoder",), [1], "expected an object for EncoderConfig"),
+    ],
+)
 def test_wrong_types_are_reported_with_their_location(path, value, match):
     data = json.loads(_full_config().to_json())
     target = data
@@ -159,14 +173,16 @@ def test_wrong_types_are_reported_with_their_location(path, value, match):
 
 
 def test_int_is_accepted_for_float_fields():
-    config = EncoderConfig.from_dict({"d_model": 1, "n_heads": 1, "dropout": 0,
-                                      "activation": "GELU", "norm_first": False})
+    config = EncoderConfig.from_dict(
+        {"d_model": 1, "n_heads": 1, "dropout": 0, "activation": "GELU", "norm_first": False}
+    )
     assert config.dropout == 0.0 and isinstance(config.dropout, float)
 
 
 def test_reserved_field_names_and_unstorable_values():
     with pytest.raises(TypeError, match="field name 'save'"):
-        class Bad(Config):  # noqa: F841
+
+        class Bad(Config):
             save: int = 1
 
     class Holder(Config):

@@ -1,4 +1,5 @@
 """safetensors files: round trips, interop with the safetensors package, bfloat16, errors."""
+
 import numpy as np
 import pytest
 import safetensors
@@ -9,9 +10,22 @@ import ember.record as rec
 
 def _arrays():
     rng = np.random.default_rng(1)
-    out = {name: rng.integers(-50, 50, size=(2, 3)).astype(name) for name in
-           ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64",
-            "uint32", "uint16", "uint8"]}
+    out = {
+        name: rng.integers(-50, 50, size=(2, 3)).astype(name)
+        for name in [
+            "float64",
+            "float32",
+            "float16",
+            "int64",
+            "int32",
+            "int16",
+            "int8",
+            "uint64",
+            "uint32",
+            "uint16",
+            "uint8",
+        ]
+    }
     out["bool"] = rng.random(5) > 0.5
     out["scalar"] = np.float32(3.5)
     return out
@@ -54,9 +68,10 @@ def test_bytes_api_matches_files(tmp_path):
 
 def test_bfloat16_both_ways(tmp_path):
     values = np.array([[1.0, -0.5], [2.0, 1024.0]], np.float32)
-    path = rec.save_safetensors(tmp_path / "bf.safetensors",
-                                {"w": rec.TensorRecord(values, dtype="bfloat16"),
-                                 "f": np.ones(2, np.float32)})
+    path = rec.save_safetensors(
+        tmp_path / "bf.safetensors",
+        {"w": rec.TensorRecord(values, dtype="bfloat16"), "f": np.ones(2, np.float32)},
+    )
     with safetensors.safe_open(str(path), framework="np") as handle:
         assert handle.get_slice("w").get_dtype() == "BF16"
     loaded = rec.load_safetensors(path)
@@ -82,8 +97,9 @@ def test_torch_bfloat16_file_if_torch_present(tmp_path):
 
 def test_unsupported_dtype_names_the_tensor(tmp_path):
     raw = np.zeros(4, np.uint8)
-    spec = safetensors.TensorSpec(dtype="float8_e4m3fn", shape=[4], data_ptr=raw.ctypes.data,
-                                  data_len=raw.nbytes)
+    spec = safetensors.TensorSpec(
+        dtype="float8_e4m3fn", shape=[4], data_ptr=raw.ctypes.data, data_len=raw.nbytes
+    )
     path = tmp_path / "f8.safetensors"
     safetensors.serialize_file({"fp8_w": spec}, str(path))
     with pytest.raises(rec.RecordError, match="tensor 'fp8_w'.*F8_E4M3"):
@@ -91,14 +107,14 @@ def test_unsupported_dtype_names_the_tensor(tmp_path):
 
 
 def test_remap_on_load_and_save(tmp_path):
-    path = rec.save_safetensors(tmp_path / "m.safetensors", {"enc.w": np.ones(1)},
-                                remap=[(r"^enc\.", "model.encoder.")])
+    path = rec.save_safetensors(
+        tmp_path / "m.safetensors", {"enc.w": np.ones(1)}, remap=[(r"^enc\.", "model.encoder.")]
+    )
     assert list(stnp.load_file(str(path))) == ["model.encoder.w"]
     loaded = rec.load_safetensors(path, remap=[(r"^model\.", "")])
     assert list(loaded) == ["encoder.w"]
     with pytest.raises(rec.RecordError, match="remap sends"):
-        rec.safetensors_to_bytes({"a.x": np.ones(1), "b.x": np.ones(1)},
-                                 remap=[(r"^\w\.", "")])
+        rec.safetensors_to_bytes({"a.x": np.ones(1), "b.x": np.ones(1)}, remap=[(r"^\w\.", "")])
 
 
 def test_errors(tmp_path):
@@ -124,12 +140,15 @@ def _raw_safetensors(name, dtype, shape, nbytes):
 
 
 @pytest.mark.parametrize("dtype", ["F32", "BF16"])
-@pytest.mark.parametrize("shape, match", [
-    ([1] * 65, "shape has 65 dimensions, more than the 64"),
-    ([0] * 65, "shape has 65 dimensions, more than the 64"),
-    ([0, 2**63], r"shape \[0, 9223372036854775808\] cannot be represented"),
-    ([0, 2**62], r"shape \[.*\] cannot be represented"),
-])
+@pytest.mark.parametrize(
+    "shape, match",
+    [
+        ([1] * 65, "shape has 65 dimensions, more than the 64"),
+        ([0] * 65, "shape has 65 dimensions, more than the 64"),
+        ([0, 2**63], r"shape \[0, 9223372036854775808\] cannot be represented"),
+        ([0, 2**62], r"shape \[.*\] cannot be represented"),
+    ],
+)
 def test_shapes_numpy_cannot_represent_are_record_errors(tmp_path, dtype, shape, match):
     itemsize = 4 if dtype == "F32" else 2
     data = _raw_safetensors("w", dtype, shape, itemsize if 0 not in shape else 0)

@@ -28,13 +28,20 @@ def test_the_harness_tells_every_outcome_apart(tmp_path):
     # zeros asserted below would prove nothing.
     work = tmp_path / "work"
     work.mkdir()
-    tallies = run({"canary": 7}, jobs=1, batch=7, timeout=6.0, memory_constant=16 << 20, workdir=str(work),
-                  findings_dir=tmp_path)
+    tallies = run(
+        {"canary": 7},
+        jobs=1,
+        batch=7,
+        timeout=6.0,
+        memory_constant=16 << 20,
+        workdir=str(work),
+        findings_dir=tmp_path,
+    )
     counts = tallies["canary"].counts
     # The memory canary is judged by the child's peak RSS, which in some environments an earlier
     # transient peak hides (it then counts as correct): that outcome is not asserted here.
     told = ("clean",) + tuple(name for name in BAD if name != "memory")
-    assert {name: counts[name] for name in told} == {name: 1 for name in told}, format_table(tallies)
+    assert {name: counts[name] for name in told} == dict.fromkeys(told, 1), format_table(tallies)
     assert counts["correct"] + counts["memory"] == 2, format_table(tallies)
     found = {f.outcome: f.index for f in tallies["canary"].findings if f.outcome != "memory"}
     assert found == {"silent": 2, "unclear": 3, "crash": 4, "hang": 5}
@@ -49,8 +56,8 @@ def test_ten_thousand_mutated_files_load_correctly_or_fail_cleanly():
     assert sum(t.inputs for t in tallies.values()) >= 10_000
     for name, tally in tallies.items():
         assert tally.inputs == CI_INPUTS[name], table
-        assert {key: tally.counts[key] for key in BAD} == dict.fromkeys(BAD, 0), (
-            f"{name}: " + "; ".join(f"#{f.index} {f.outcome}: {f.detail} [{f.note}]" for f in tally.findings[:10])
+        assert {key: tally.counts[key] for key in BAD} == dict.fromkeys(BAD, 0), f"{name}: " + "; ".join(
+            f"#{f.index} {f.outcome}: {f.detail} [{f.note}]" for f in tally.findings[:10]
         )
         # The mutations reach both sides: some files are refused, some still load.
         assert tally.counts["clean"] > 0 and tally.counts["correct"] > 0, table

@@ -15,18 +15,33 @@ import ember.record as rec
 
 def burnpack(meta_blob: bytes, data: bytes) -> bytes:
     start = -(-(10 + len(meta_blob)) // 256) * 256
-    return struct.pack("<IHI", 0x4255524E, 1, len(meta_blob)) + meta_blob + bytes(start - 10 - len(meta_blob)) + data
+    return (
+        struct.pack("<IHI", 0x4255524E, 1, len(meta_blob))
+        + meta_blob
+        + bytes(start - 10 - len(meta_blob))
+        + data
+    )
 
 
 def test_bpk_descriptor_that_repeats_a_field_is_refused(tmp_path):
     # A map whose "data_offsets" appears twice: the reader kept the second one silently.
-    descriptor = (b"\xa4" + cbor2.dumps("dtype") + cbor2.dumps("F32") + cbor2.dumps("shape") + cbor2.dumps([2])
-                  + cbor2.dumps("data_offsets") + cbor2.dumps([0, 8]) + cbor2.dumps("data_offsets")
-                  + cbor2.dumps([256, 264]))
+    descriptor = (
+        b"\xa4"
+        + cbor2.dumps("dtype")
+        + cbor2.dumps("F32")
+        + cbor2.dumps("shape")
+        + cbor2.dumps([2])
+        + cbor2.dumps("data_offsets")
+        + cbor2.dumps([0, 8])
+        + cbor2.dumps("data_offsets")
+        + cbor2.dumps([256, 264])
+    )
     blob = b"\xa1" + cbor2.dumps("tensors") + b"\xa1" + cbor2.dumps("w") + descriptor
     path = tmp_path / "repeat.bpk"
     path.write_bytes(burnpack(blob, bytes(264)))
-    with pytest.raises(rec.RecordError, match=r"repeat.bpk.*malformed CBOR metadata: map key 'data_offsets' appears twice"):
+    with pytest.raises(
+        rec.RecordError, match=r"repeat.bpk.*malformed CBOR metadata: map key 'data_offsets' appears twice"
+    ):
         rec.load(path)
 
 

@@ -169,7 +169,9 @@ def test_no_process_or_file_survives_a_main_process_killed_while_workers_are_in_
         workers = [int(pid) for pid in child.stdout.readline().split()]
         assert len(workers) == 2, child.stderr.read()
         # Both workers have entered get() (each writes a marker first).
-        assert wait_until(lambda: len(list(markers.iterdir())) == 2, timeout=60, step=0.05), child.stderr.read()
+        assert wait_until(lambda: len(list(markers.iterdir())) == 2, timeout=60, step=0.05), (
+            child.stderr.read()
+        )
         descendants = psutil.Process(child.pid).children(recursive=True)
         assert set(workers) <= {p.pid for p in descendants}
         if start_method == "forkserver":

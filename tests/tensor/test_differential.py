@@ -16,14 +16,15 @@ database). Longer runs:
 spreads that many programs over the tests in the same proportions, and
 ``EMBER_DIFFERENTIAL_SEED=<int>`` draws another set of programs (reproducible by its seed).
 """
+
 from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
 from helpers.differential import check_random_program
 from helpers.differential_values import FLOATS
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 
 # Programs per test in CI; EMBER_DIFFERENTIAL_EXAMPLES rescales them to that total.
 CI_EXAMPLES = {"elementwise": 600, "reduction": 400, "nn": 600, "attention": 250, "movement": 550}
@@ -36,44 +37,66 @@ def differential(name: str):
     n = CI_EXAMPLES[name]
     if _TOTAL > 0:
         n = max(1, round(_TOTAL * n / sum(CI_EXAMPLES.values())))
-    config = settings(max_examples=n, deadline=None, database=None, derandomize=_SEED is None,
-                      phases=[Phase.explicit, Phase.generate, Phase.shrink],
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                             HealthCheck.filter_too_much])
+    config = settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        derandomize=_SEED is None,
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
 
     def apply(test):
         test = config(test)
         return seed(int(_SEED))(test) if _SEED is not None else test
+
     return apply
 
 
 @differential("elementwise")
 @given(data=st.data())
 def test_elementwise_programs(other_device, data):
-    check_random_program(data, other_device, {"unary": 4, "binary": 4, "where": 1, "clamp": 1, "view": 2,
-                                              "reduction": 1})
+    check_random_program(
+        data, other_device, {"unary": 4, "binary": 4, "where": 1, "clamp": 1, "view": 2, "reduction": 1}
+    )
 
 
 @differential("reduction")
 @given(data=st.data())
 def test_reduction_and_matmul_programs(other_device, data):
-    check_random_program(data, other_device, {"reduction": 4, "matmul": 2, "view": 2, "unary": 1, "binary": 1,
-                                              "join": 1})
+    check_random_program(
+        data, other_device, {"reduction": 4, "matmul": 2, "view": 2, "unary": 1, "binary": 1, "join": 1}
+    )
 
 
 @differential("nn")
 @given(data=st.data())
 def test_nn_composite_programs(other_device, data):
-    check_random_program(data, other_device, {"softmax": 3, "norm": 3, "unary": 1, "cross_entropy": 2,
-                                              "embedding": 1, "embedding_bag": 1, "dropout": 1, "view": 3,
-                                              "binary": 1}, dtypes=FLOATS * 4 + ("int64",), min_dims=1)
+    check_random_program(
+        data,
+        other_device,
+        {
+            "softmax": 3,
+            "norm": 3,
+            "unary": 1,
+            "cross_entropy": 2,
+            "embedding": 1,
+            "embedding_bag": 1,
+            "dropout": 1,
+            "view": 3,
+            "binary": 1,
+        },
+        dtypes=FLOATS * 4 + ("int64",),
+        min_dims=1,
+    )
 
 
 @differential("attention")
 @given(data=st.data())
 def test_attention_programs(other_device, data):
-    check_random_program(data, other_device, {"attention": 3, "view": 1, "softmax": 1}, max_steps=3,
-                         dtypes=FLOATS, min_dims=2)
+    check_random_program(
+        data, other_device, {"attention": 3, "view": 1, "softmax": 1}, max_steps=3, dtypes=FLOATS, min_dims=2
+    )
 
 
 @differential("movement")

@@ -2,6 +2,7 @@
 VJP rule and saves what the table says, every op its reference implementation, dtype rule,
 Tensor methods and top-level functions, and the generated sources (op_methods.py,
 op_functions.py) are what the table generates."""
+
 from __future__ import annotations
 
 import ast
@@ -34,8 +35,9 @@ def _leaf(values, dtype=ember.float64):
 # ---- the generated sources -----------------------------------------------------------------------
 def test_generated_sources_are_what_the_table_generates():
     for path, text in op_codegen.outputs().items():
-        assert path.read_text(encoding="utf-8") == text, \
+        assert path.read_text(encoding="utf-8") == text, (
             f"{path.name} is stale: run python ember/tensor/op_codegen.py and commit the result"
+        )
 
 
 def test_codegen_writes_atomically_and_check_reports_stale_files(tmp_path, monkeypatch, capsys):
@@ -49,14 +51,21 @@ def test_codegen_writes_atomically_and_check_reports_stale_files(tmp_path, monke
     capsys.readouterr()
     assert op_codegen.main(["--check"]) == 1
     assert "op_functions.py is stale: run python ember/tensor/op_codegen.py" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["op_functions.py", "op_methods.py"]  # no temp files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "op_functions.py",
+        "op_methods.py",
+    ]  # no temp files left
 
 
 def test_codegen_refuses_functions_without_docstring_or_with_foreign_annotations():
-    undocumented = table.BY_NAME["sum"]._replace(function="ops.indexing.narrow_index", methods=("narrow_index",))
+    undocumented = table.BY_NAME["sum"]._replace(
+        function="ops.indexing.narrow_index", methods=("narrow_index",)
+    )
     with pytest.raises(ValueError, match=r"ops.indexing.narrow_index \(op 'sum'\) has no docstring"):
         op_codegen._form(undocumented, "narrow_index", True)
-    with pytest.raises(ValueError, match=r"annotation 'Device' of tensor._to_device\(device\) uses \['Device'\]"):
+    with pytest.raises(
+        ValueError, match=r"annotation 'Device' of tensor._to_device\(device\) uses \['Device'\]"
+    ):
         op_codegen.signature("tensor._to_device")
     with pytest.raises(ValueError, match="defines no function 'no_such_op'"):
         op_codegen.signature("ops.movement.no_such_op")
@@ -64,12 +73,20 @@ def test_codegen_refuses_functions_without_docstring_or_with_foreign_annotations
 
 def test_the_table_is_data_and_well_formed():
     tree = ast.parse(Path(table.__file__).read_text())
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
-        {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
     assert imported <= {"__future__", "typing"}, f"op_table.py must import nothing heavy, imports {imported}"
     assert len(table.BY_NAME) == len(OPS), "op names must be unique"
-    kinds = {table.UNARY, table.BINARY, table.REDUCE, table.ARG_REDUCE, table.PRIMITIVE, table.FUSED,
-             table.COMPOSED}
+    kinds = {
+        table.UNARY,
+        table.BINARY,
+        table.REDUCE,
+        table.ARG_REDUCE,
+        table.PRIMITIVE,
+        table.FUSED,
+        table.COMPOSED,
+    }
     for op in OPS:
         assert op.kind in kinds and op.grad in (table.RULE, table.THROUGH, table.NONE), op
         assert op.dtype in table.DTYPE_RULES, op
@@ -119,7 +136,9 @@ _RECORDING = {
     "softmax": lambda x, d: x.softmax(-1),
     "log_softmax": lambda x, d: x.log_softmax(-1),
     "gelu": lambda x, d: x.gelu(),
-    "layer_norm": lambda x, d: ember.layer_norm(x, ember.ones(3, device=d) * 1.5, ember.zeros(3, device=d) + 0.5),
+    "layer_norm": lambda x, d: ember.layer_norm(
+        x, ember.ones(3, device=d) * 1.5, ember.zeros(3, device=d) + 0.5
+    ),
     "rms_norm": lambda x, d: ember.rms_norm(x, ember.ones(3, device=d) * 1.5),
     "cross_entropy": lambda x, d: ember.cross_entropy_per_sample(x, _ints([0, 2], d), 0.1),
     "embedding": lambda x, d: ember.embedding(x, _ints([1, 0, 1], d)),
@@ -169,9 +188,12 @@ def test_every_backend_agrees_with_the_reference_on_each_rule_op(op, other_devic
     its entry in _RECORDING)."""
     want, want_grad = _forward_backward(op, DEV)
     got, got_grad = _forward_backward(op, other_device)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9, err_msg=f"{op.name} forward on {other_device}")
-    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-6, atol=1e-9,
-                               err_msg=f"{op.name} backward on {other_device}")
+    np.testing.assert_allclose(
+        got, want, rtol=1e-6, atol=1e-9, err_msg=f"{op.name} forward on {other_device}"
+    )
+    np.testing.assert_allclose(
+        got_grad, want_grad, rtol=1e-6, atol=1e-9, err_msg=f"{op.name} backward on {other_device}"
+    )
 
 
 # ---- backends ----------------------------------------------------------------------------------------
@@ -193,28 +215,37 @@ def _run_primitive(backend, kind, name, arrays):
     return backend.arg_reduce(name, arrays[0], 1, False)
 
 
-_PRIMITIVE_OPS = [(kind, name) for kind, names in ((table.UNARY, contract.UNARY_OPS),
-                                                     (table.BINARY, contract.BINARY_OPS),
-                                                     (table.REDUCE, contract.REDUCE_OPS),
-                                                     (table.ARG_REDUCE, table.names(table.ARG_REDUCE)))
-                  for name in names]
+_PRIMITIVE_OPS = [
+    (kind, name)
+    for kind, names in (
+        (table.UNARY, contract.UNARY_OPS),
+        (table.BINARY, contract.BINARY_OPS),
+        (table.REDUCE, contract.REDUCE_OPS),
+        (table.ARG_REDUCE, table.names(table.ARG_REDUCE)),
+    )
+    for name in names
+]
 
 
 def test_backend_op_lists_are_the_tables_and_the_reference_computes_every_op():
-    assert contract.UNARY_OPS == table.names(table.UNARY) and "exp" in contract.UNARY_OPS
-    assert contract.BINARY_OPS == table.names(table.BINARY) and contract.REDUCE_OPS == table.names(table.REDUCE)
+    assert table.names(table.UNARY) == contract.UNARY_OPS and "exp" in contract.UNARY_OPS
+    assert (
+        table.names(table.BINARY) == contract.BINARY_OPS and table.names(table.REDUCE) == contract.REDUCE_OPS
+    )
     ref = ReferenceBackend(0)
     for kind, name in _PRIMITIVE_OPS:
         out = _run_primitive(ref, kind, name, _primitive_arrays(kind, name))
         assert out.shape == ((2,) if kind in (table.REDUCE, table.ARG_REDUCE) else (2, 3)), name
     for op in OPS:
         for method in op.backend:
-            assert callable(getattr(ReferenceBackend, method, None)), \
+            assert callable(getattr(ReferenceBackend, method, None)), (
                 f"{op.name}: the reference backend has no {method!r}"
+            )
 
 
 def test_every_backend_agrees_with_the_reference_on_the_op_lists(other_device):
     from ember.tensor.device import as_device
+
     ref, other = ReferenceBackend(0), as_device(other_device).backend
     for kind, name in _PRIMITIVE_OPS:
         arrays = _primitive_arrays(kind, name)
@@ -250,8 +281,11 @@ def _expected_dtype(op, given):
 
 
 _DTYPE_CALLS = {"cumsum": lambda t: t.cumsum(0)}
-_DTYPE_OPS = [op for op in OPS
-              if op.kind in ELEMENTWISE + (table.REDUCE, table.ARG_REDUCE) or op.function.startswith("ops.reduction.")]
+_DTYPE_OPS = [
+    op
+    for op in OPS
+    if op.kind in ELEMENTWISE + (table.REDUCE, table.ARG_REDUCE) or op.function.startswith("ops.reduction.")
+]
 
 
 @pytest.mark.parametrize("given", [_F32, _I32, _BOOL], ids=str)
@@ -261,9 +295,9 @@ def test_dtype_rules(op, given):
     if op.name in _DTYPE_CALLS:
         call = _DTYPE_CALLS[op.name]
     elif op.kind == table.BINARY:
-        call = lambda t: getattr(t, op.methods[0])(t)  # noqa: E731
+        call = lambda t: getattr(t, op.methods[0])(t)
     else:
-        call = lambda t: getattr(t, op.methods[0])()  # noqa: E731
+        call = lambda t: getattr(t, op.methods[0])()
     want = _expected_dtype(op, given)
     if want is TypeError:
         with pytest.raises(TypeError, match=op.name):
@@ -281,13 +315,17 @@ def test_every_op_has_the_methods_and_functions_the_table_lists():
         for name in op.written:
             assert name in vars(Tensor), f"{op.name}: tensor.py writes no {name!r}"
         for name in op.top_level:
-            assert callable(getattr(ember, name, None)) and name in ember.__all__, f"{op.name}: no ember.{name}"
+            assert callable(getattr(ember, name, None)) and name in ember.__all__, (
+                f"{op.name}: no ember.{name}"
+            )
 
 
 def test_methods_are_real_definitions_with_signatures_and_docstrings():
     assert "def exp(self) -> Tensor:" in inspect.getsource(Tensor.exp)
-    assert str(inspect.signature(Tensor.sum)) == \
-        "(self, dim: 'int | tuple | list | None' = None, keepdim: 'bool' = False) -> 'Tensor'"
+    assert (
+        str(inspect.signature(Tensor.sum))
+        == "(self, dim: 'int | tuple | list | None' = None, keepdim: 'bool' = False) -> 'Tensor'"
+    )
     text = pydoc.render_doc(Tensor.argmax, renderer=pydoc.plaintext)
     assert "argmax(self, dim: 'int | None' = None, keepdim: 'bool' = False)" in text
     assert "Index of the maximum along ``dim``" in text
@@ -304,13 +342,30 @@ _MASK = [[True, False, False], [False, True, False]]
 
 # Arguments after the tensor, for the ops whose top-level function and method take more than it.
 _ARGS = {
-    "reshape": (3, 2), "permute": (1, 0), "swap_dims": (0, 1), "unsqueeze": (0,), "squeeze": (None,),
-    "narrow": (1, 0, 2), "flip": (0,), "split": (1, 0), "chunk": (2, 1), "pad": ((1, 1),),
-    "gather": (1, ember.tensor(_IDX, device=DEV)), "take_along_dim": (ember.tensor(_IDX, device=DEV), 1),
+    "reshape": (3, 2),
+    "permute": (1, 0),
+    "swap_dims": (0, 1),
+    "unsqueeze": (0,),
+    "squeeze": (None,),
+    "narrow": (1, 0, 2),
+    "flip": (0,),
+    "split": (1, 0),
+    "chunk": (2, 1),
+    "pad": ((1, 1),),
+    "gather": (1, ember.tensor(_IDX, device=DEV)),
+    "take_along_dim": (ember.tensor(_IDX, device=DEV), 1),
     "scatter_add": (1, ember.tensor(_IDX, device=DEV), ember.ones(2, 1, device=DEV)),
-    "index_select": (1, ember.tensor([0, 2], device=DEV)), "index_put": ((0,), 5.0), "topk": (2,),
-    "cumsum": (1,), "clamp": (-1.0, 1.0), "mask_fill": (ember.tensor(_MASK, device=DEV), 0.0),
-    "one_hot": (3,), "sum": (1,), "argmax": (1,), "argmin": (0,), "logsumexp": (1,),
+    "index_select": (1, ember.tensor([0, 2], device=DEV)),
+    "index_put": ((0,), 5.0),
+    "topk": (2,),
+    "cumsum": (1,),
+    "clamp": (-1.0, 1.0),
+    "mask_fill": (ember.tensor(_MASK, device=DEV), 0.0),
+    "one_hot": (3,),
+    "sum": (1,),
+    "argmax": (1,),
+    "argmin": (0,),
+    "logsumexp": (1,),
 }
 
 
@@ -333,7 +388,9 @@ def test_top_level_functions_equal_the_methods(op):
     want = getattr(t, op.methods[0])(*args)
     assert type(got) is type(want) and len(_arrays(got)) == len(_arrays(want))
     for g, w in zip(_arrays(got), _arrays(want), strict=True):
-        np.testing.assert_array_equal(g, w, err_msg=f"ember.{op.top_level[0]} and Tensor.{op.methods[0]} differ")
+        np.testing.assert_array_equal(
+            g, w, err_msg=f"ember.{op.top_level[0]} and Tensor.{op.methods[0]} differ"
+        )
 
 
 def test_argmax_and_friends_as_functions():
@@ -362,10 +419,43 @@ def test_top_level_functions_take_params_and_differentiate_them():
 
 
 def test_the_top_level_functions_of_before_the_table_remain():
-    before = ["argsort", "attention", "cat", "chunk", "clamp", "cross_entropy_per_sample", "dropout", "embedding",
-              "embedding_bag", "flatten", "gather", "gelu", "index_put", "index_select", "layer_norm", "leaky_relu",
-              "log_softmax", "logsumexp", "mask_fill", "matmul", "one_hot", "pad", "quiet_softmax", "relu",
-              "rms_norm", "scatter_add", "sigmoid", "silu", "softmax", "softplus", "sort", "split", "stack",
-              "take_along_dim", "topk", "where"]
+    before = [
+        "argsort",
+        "attention",
+        "cat",
+        "chunk",
+        "clamp",
+        "cross_entropy_per_sample",
+        "dropout",
+        "embedding",
+        "embedding_bag",
+        "flatten",
+        "gather",
+        "gelu",
+        "index_put",
+        "index_select",
+        "layer_norm",
+        "leaky_relu",
+        "log_softmax",
+        "logsumexp",
+        "mask_fill",
+        "matmul",
+        "one_hot",
+        "pad",
+        "quiet_softmax",
+        "relu",
+        "rms_norm",
+        "scatter_add",
+        "sigmoid",
+        "silu",
+        "softmax",
+        "softplus",
+        "sort",
+        "split",
+        "stack",
+        "take_along_dim",
+        "topk",
+        "where",
+    ]
     assert set(before) <= set(ember.__all__)
     assert len(ember.__all__) == len(set(ember.__all__))

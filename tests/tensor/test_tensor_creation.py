@@ -1,4 +1,5 @@
 """Creation functions, seeded random numbers, dtypes, promotion and casts, on every backend."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -96,12 +97,16 @@ def test_conversions(device):
 
 
 # ---- seeded random numbers --------------------------------------------------------------------
-@pytest.mark.parametrize("make", [
-    lambda d: ember.rand(4, 5, device=d),
-    lambda d: ember.randn(4, 5, dtype=ember.float64, device=d),
-    lambda d: ember.randint(0, 10, (4, 5), device=d),
-    lambda d: ember.bernoulli(0.3, (4, 5), device=d),
-], ids=["rand", "randn", "randint", "bernoulli"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: ember.rand(4, 5, device=d),
+        lambda d: ember.randn(4, 5, dtype=ember.float64, device=d),
+        lambda d: ember.randint(0, 10, (4, 5), device=d),
+        lambda d: ember.bernoulli(0.3, (4, 5), device=d),
+    ],
+    ids=["rand", "randn", "randint", "bernoulli"],
+)
 def test_random_same_seed_same_numbers(device, make):
     ember.seed(123)
     a = make(device)
@@ -148,22 +153,29 @@ def test_dtype_lookup():
     assert ember.dtype("float32") is ember.float32
     assert ember.dtype("f64") is ember.float64
     assert ember.dtype(np.int32) is ember.int32
-    assert ember.dtype(float) is ember.float32 and ember.dtype(int) is ember.int64 and ember.dtype(bool) is ember.bool_
+    assert (
+        ember.dtype(float) is ember.float32
+        and ember.dtype(int) is ember.int64
+        and ember.dtype(bool) is ember.bool_
+    )
     assert ember.bool is ember.bool_
     assert ember.dtype_from_numpy(np.dtype(np.uint8)) is ember.int32
     with pytest.raises(TypeError, match="dtype"):
         ember.dtype("complex64")
 
 
-@pytest.mark.parametrize("a_dt,b_dt,expected", [
-    (ember.int64, ember.float32, ember.float32),
-    (ember.int32, ember.float64, ember.float64),
-    (ember.int32, ember.int64, ember.int64),
-    (ember.float32, ember.float64, ember.float64),
-    (ember.float16, ember.float32, ember.float32),
-    (ember.bool_, ember.int32, ember.int32),
-    (ember.bool_, ember.float16, ember.float16),
-])
+@pytest.mark.parametrize(
+    "a_dt,b_dt,expected",
+    [
+        (ember.int64, ember.float32, ember.float32),
+        (ember.int32, ember.float64, ember.float64),
+        (ember.int32, ember.int64, ember.int64),
+        (ember.float32, ember.float64, ember.float64),
+        (ember.float16, ember.float32, ember.float32),
+        (ember.bool_, ember.int32, ember.int32),
+        (ember.bool_, ember.float16, ember.float16),
+    ],
+)
 def test_tensor_tensor_promotion(device, a_dt, b_dt, expected):
     a = ember.ones(3, dtype=a_dt, device=device)
     b = ember.ones(3, dtype=b_dt, device=device)
@@ -252,6 +264,7 @@ def test_default_device_and_device_objects(device):
 
 def test_pickle_roundtrip_for_worker_transport(device):
     import pickle
+
     t = ember.tensor([[1.5, -2.0]], dtype=ember.float64, device=device)
     back = pickle.loads(pickle.dumps(t))
     assert back.device == device and back.dtype is ember.float64
@@ -263,7 +276,13 @@ def test_float16_basics(device):
     x = np.array([[0.5, -1.25, 2.0], [3.0, 0.125, -0.75]], dtype=np.float16)
     t = ember.tensor(x, device=device)
     assert t.dtype is ember.float16
-    for got, want in ((t + t, x + x), (t * 2, x * 2), (t.exp(), np.exp(x)), (t.sum(1), x.sum(1)),
-                      (t @ t.T, x @ x.T), (t.max(0), x.max(0))):
+    for got, want in (
+        (t + t, x + x),
+        (t * 2, x * 2),
+        (t.exp(), np.exp(x)),
+        (t.sum(1), x.sum(1)),
+        (t @ t.T, x @ x.T),
+        (t.max(0), x.max(0)),
+    ):
         assert got.dtype is ember.float16
         assert_close(got, want.astype(np.float64))

@@ -3,6 +3,7 @@ fused kernels included, and dropout masks bit for bit (they share one counter-ba
 
 Shapes/dtypes are few on purpose: each distinct (dtype, rank) compiles new Numba code.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,12 +38,15 @@ def _agree(other, fn, arrays, dtype, scale=1.0):
     want, want_g = _run("reference", fn, arrays, dtype)
     got, got_g = _run(other, fn, arrays, dtype)
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale, err_msg="forward differs from reference")
+    np.testing.assert_allclose(
+        got, want, rtol=rtol, atol=atol * scale, err_msg="forward differs from reference"
+    )
     for i, (g, w) in enumerate(zip(got_g, want_g)):
         assert (g is None) == (w is None)
         if g is not None:
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * scale,
-                                       err_msg=f"gradient of input {i} differs from reference")
+            np.testing.assert_allclose(
+                g, w, rtol=rtol, atol=atol * scale, err_msg=f"gradient of input {i} differs from reference"
+            )
 
 
 def _rng():
@@ -55,60 +59,122 @@ FUSED = {
     "log_softmax": (lambda x: ember.log_softmax(x, -1), lambda r: [r.standard_normal((4, 3, 17)) * 3]),
     "quiet_softmax": (lambda x: ember.quiet_softmax(x, -1), lambda r: [r.standard_normal((4, 3, 17))]),
     "layer_norm": (lambda x: ember.layer_norm(x), lambda r: [r.standard_normal((4, 3, 32)) * 2 + 1]),
-    "layer_norm_affine": (lambda x, g, b: ember.layer_norm(x, g, b),
-                          lambda r: [r.standard_normal((4, 3, 32)) + 1, r.standard_normal(32), r.standard_normal(32)]),
+    "layer_norm_affine": (
+        lambda x, g, b: ember.layer_norm(x, g, b),
+        lambda r: [r.standard_normal((4, 3, 32)) + 1, r.standard_normal(32), r.standard_normal(32)],
+    ),
     "rms_norm": (lambda x: ember.rms_norm(x), lambda r: [r.standard_normal((4, 3, 32))]),
-    "rms_norm_gamma": (lambda x, g: ember.rms_norm(x, g),
-                       lambda r: [r.standard_normal((4, 3, 32)), r.standard_normal(32)]),
+    "rms_norm_gamma": (
+        lambda x, g: ember.rms_norm(x, g),
+        lambda r: [r.standard_normal((4, 3, 32)), r.standard_normal(32)],
+    ),
     "gelu": (lambda x: ember.gelu(x), lambda r: [r.standard_normal((4, 3, 32)) * 3]),
     "gelu_tanh": (lambda x: ember.gelu(x, "tanh"), lambda r: [r.standard_normal((4, 3, 32)) * 3]),
     "erf": (lambda x: x.erf(), lambda r: [r.standard_normal((4, 3, 32)) * 2]),
-    "cross_entropy": (lambda z, t: ember.cross_entropy_per_sample(z, t),
-                      lambda r: [r.standard_normal((9, 7)) * 3, r.integers(0, 7, 9)]),
-    "cross_entropy_smooth": (lambda z, t: ember.cross_entropy_per_sample(z, t, 0.1),
-                             lambda r: [r.standard_normal((9, 7)) * 3, r.integers(0, 7, 9)]),
-    "embedding": (lambda w, i: ember.embedding(w, i),
-                  lambda r: [r.standard_normal((11, 8)), r.integers(0, 11, (3, 5))]),
-    "attention": (lambda q, k, v: ember.attention(q, k, v),
-                  lambda r: [r.standard_normal((2, 2, 3, 8)), r.standard_normal((2, 2, 5, 8)),
-                             r.standard_normal((2, 2, 5, 8))]),
-    "attention_mask": (lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m),
-                       lambda r: [r.standard_normal((2, 2, 3, 8)), r.standard_normal((2, 2, 5, 8)),
-                                  r.standard_normal((2, 2, 5, 8)), MASK]),
-    "attention_quiet_mask": (lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
-                             lambda r: [r.standard_normal((2, 2, 3, 8)), r.standard_normal((2, 2, 5, 8)),
-                                        r.standard_normal((2, 2, 5, 8)), MASK]),
-    "attention_long": (lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
-                       lambda r: [r.standard_normal((2, 2, 70, 8)), r.standard_normal((2, 2, 70, 8)),
-                                  r.standard_normal((2, 2, 70, 8)), np.arange(140).reshape(2, 70) % 9 == 0]),
+    "cross_entropy": (
+        lambda z, t: ember.cross_entropy_per_sample(z, t),
+        lambda r: [r.standard_normal((9, 7)) * 3, r.integers(0, 7, 9)],
+    ),
+    "cross_entropy_smooth": (
+        lambda z, t: ember.cross_entropy_per_sample(z, t, 0.1),
+        lambda r: [r.standard_normal((9, 7)) * 3, r.integers(0, 7, 9)],
+    ),
+    "embedding": (
+        lambda w, i: ember.embedding(w, i),
+        lambda r: [r.standard_normal((11, 8)), r.integers(0, 11, (3, 5))],
+    ),
+    "attention": (
+        lambda q, k, v: ember.attention(q, k, v),
+        lambda r: [
+            r.standard_normal((2, 2, 3, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+        ],
+    ),
+    "attention_mask": (
+        lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m),
+        lambda r: [
+            r.standard_normal((2, 2, 3, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+            MASK,
+        ],
+    ),
+    "attention_quiet_mask": (
+        lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
+        lambda r: [
+            r.standard_normal((2, 2, 3, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+            r.standard_normal((2, 2, 5, 8)),
+            MASK,
+        ],
+    ),
+    "attention_long": (
+        lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
+        lambda r: [
+            r.standard_normal((2, 2, 70, 8)),
+            r.standard_normal((2, 2, 70, 8)),
+            r.standard_normal((2, 2, 70, 8)),
+            np.arange(140).reshape(2, 70) % 9 == 0,
+        ],
+    ),
     # non-contiguous and broadcast (stride-0) inputs, as multi-head attention produces them
-    "softmax_broadcast": (lambda x: ember.softmax(x.expand(3, 4, 17), -1), lambda r: [r.standard_normal((1, 4, 17))]),
-    "layer_norm_strided": (lambda x, g, b: ember.layer_norm(x.transpose(0, 2), g, b),
-                           lambda r: [r.standard_normal((32, 3, 4)), r.standard_normal(32), r.standard_normal(32)]),
+    "softmax_broadcast": (
+        lambda x: ember.softmax(x.expand(3, 4, 17), -1),
+        lambda r: [r.standard_normal((1, 4, 17))],
+    ),
+    "layer_norm_strided": (
+        lambda x, g, b: ember.layer_norm(x.transpose(0, 2), g, b),
+        lambda r: [r.standard_normal((32, 3, 4)), r.standard_normal(32), r.standard_normal(32)],
+    ),
     "rms_norm_strided": (lambda x: ember.rms_norm(x[:, ::2]), lambda r: [r.standard_normal((4, 6, 32))]),
-    "gelu_strided": (lambda x: ember.gelu(x.T, "tanh") + ember.gelu(x.T), lambda r: [r.standard_normal((32, 12)) * 2]),
-    "cross_entropy_strided": (lambda z, t: ember.cross_entropy_per_sample(z.T, t, 0.2),
-                              lambda r: [r.standard_normal((7, 9)) * 3, r.integers(0, 7, 9)]),
-    "embedding_strided_ids": (lambda w, i: ember.embedding(w, i.T),
-                              lambda r: [r.standard_normal((11, 8)), r.integers(0, 11, (5, 3))]),
-    "attention_heads_split": (lambda q, k, v, m: ember.attention(q.swap_dims(1, 2), k.swap_dims(1, 2),
-                                                                 v.swap_dims(1, 2), mask_pad=m),
-                              lambda r: [r.standard_normal((2, 3, 2, 8)), r.standard_normal((2, 5, 2, 8)),
-                                         r.standard_normal((2, 5, 2, 8)), MASK]),
+    "gelu_strided": (
+        lambda x: ember.gelu(x.T, "tanh") + ember.gelu(x.T),
+        lambda r: [r.standard_normal((32, 12)) * 2],
+    ),
+    "cross_entropy_strided": (
+        lambda z, t: ember.cross_entropy_per_sample(z.T, t, 0.2),
+        lambda r: [r.standard_normal((7, 9)) * 3, r.integers(0, 7, 9)],
+    ),
+    "embedding_strided_ids": (
+        lambda w, i: ember.embedding(w, i.T),
+        lambda r: [r.standard_normal((11, 8)), r.integers(0, 11, (5, 3))],
+    ),
+    "attention_heads_split": (
+        lambda q, k, v, m: ember.attention(
+            q.swap_dims(1, 2), k.swap_dims(1, 2), v.swap_dims(1, 2), mask_pad=m
+        ),
+        lambda r: [
+            r.standard_normal((2, 3, 2, 8)),
+            r.standard_normal((2, 5, 2, 8)),
+            r.standard_normal((2, 5, 2, 8)),
+            MASK,
+        ],
+    ),
 }
 
 PRIMITIVES = {
-    "arith": (lambda a, b: (a * b + a / (b.abs() + 1) - b ** 2).exp(),
-              lambda r: [r.standard_normal((3, 1, 5)), r.standard_normal((4, 5)) * 0.5]),
-    "unary_chain": (lambda a: a.tanh().sigmoid().log1p().sqrt() + a.sin() * a.cos() + ember.silu(a) + ember.softplus(a),
-                    lambda r: [r.standard_normal((6, 7))]),
-    "reductions": (lambda a: a.sum(1) + a.mean(1) + a.var(1) + a.max(1) + a.logsumexp(1) + a.std(1),
-                   lambda r: [r.standard_normal((5, 9))]),
+    "arith": (
+        lambda a, b: (a * b + a / (b.abs() + 1) - b**2).exp(),
+        lambda r: [r.standard_normal((3, 1, 5)), r.standard_normal((4, 5)) * 0.5],
+    ),
+    "unary_chain": (
+        lambda a: a.tanh().sigmoid().log1p().sqrt() + a.sin() * a.cos() + ember.silu(a) + ember.softplus(a),
+        lambda r: [r.standard_normal((6, 7))],
+    ),
+    "reductions": (
+        lambda a: a.sum(1) + a.mean(1) + a.var(1) + a.max(1) + a.logsumexp(1) + a.std(1),
+        lambda r: [r.standard_normal((5, 9))],
+    ),
     "matmul": (lambda a, b: a @ b, lambda r: [r.standard_normal((2, 3, 16)), r.standard_normal((16, 4))]),
-    "indexing": (lambda a, i: a.gather(1, i) + a[:, 1:5] + a.index_select(1, i[0]),
-                 lambda r: [r.standard_normal((3, 6)), r.integers(0, 6, (3, 4))]),
-    "movement": (lambda a: ember.cat([a.T, a.flip(1).T], 0).pad((1, 1)).cumsum(0),
-                 lambda r: [r.standard_normal((3, 4))]),
+    "indexing": (
+        lambda a, i: a.gather(1, i) + a[:, 1:5] + a.index_select(1, i[0]),
+        lambda r: [r.standard_normal((3, 6)), r.integers(0, 6, (3, 4))],
+    ),
+    "movement": (
+        lambda a: ember.cat([a.T, a.flip(1).T], 0).pad((1, 1)).cumsum(0),
+        lambda r: [r.standard_normal((3, 4))],
+    ),
 }
 
 
@@ -152,11 +218,17 @@ def test_dropout_masks_bit_identical(other_device, dtype):
 @pytest.mark.parametrize("quiet", [False, True], ids=["softmax", "quiet"])
 def test_attention_dropout_agrees(other_device, quiet, dtype):
     r = _rng()
-    arrays = [r.standard_normal((2, 2, 3, 8)), r.standard_normal((2, 2, 5, 8)), r.standard_normal((2, 2, 5, 8)), MASK]
+    arrays = [
+        r.standard_normal((2, 2, 3, 8)),
+        r.standard_normal((2, 2, 5, 8)),
+        r.standard_normal((2, 2, 5, 8)),
+        MASK,
+    ]
 
     def fn(q, k, v, m):
         ember.seed(1234)
         return ember.attention(q, k, v, mask_pad=m, quiet=quiet, dropout_p=0.2)
+
     _agree(other_device, fn, arrays, dtype)
 
 

@@ -5,6 +5,7 @@ here against an independent NumPy transcription (helpers/npref.keep_mask); backw
 regenerate the very mask the forward used. Attention follows Burn's MHA: dropout on the
 pre-softmax scores, -1e4 fill of padded keys, optional quiet softmax.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,6 +66,7 @@ def test_dropout_gradcheck(device, rng):
     def fn(t):
         ember.seed(5)  # the same mask on every evaluation
         return ember.dropout(t, 0.35) * t
+
     gradcheck_np(fn, device, rng.standard_normal((5, 6)))
 
 
@@ -96,9 +98,11 @@ ATTN = {
 
 
 def _qkv(rng, dtype=np.float64, scale=1.0):
-    return (rng.standard_normal((B, H, SQ, D)).astype(dtype) * scale,
-            rng.standard_normal((B, H, SK, D)).astype(dtype) * scale,
-            rng.standard_normal((B, H, SK, D)).astype(dtype))
+    return (
+        rng.standard_normal((B, H, SQ, D)).astype(dtype) * scale,
+        rng.standard_normal((B, H, SK, D)).astype(dtype) * scale,
+        rng.standard_normal((B, H, SK, D)).astype(dtype),
+    )
 
 
 def _kw(case, device):
@@ -136,8 +140,14 @@ def test_attention_dropout_forward(device, backend, rng, quiet, dtype):
     q, k, v = _qkv(rng, dtype.numpy)
     p, seed = 0.3, 987654321
     scale = 1 / math.sqrt(D)
-    out, _ = backend.attention(*(ember.tensor(a, device=device)._data for a in (q, k, v)),
-                               ember.tensor(MASK, device=device)._data, scale, quiet, p, seed)
+    out, _ = backend.attention(
+        *(ember.tensor(a, device=device)._data for a in (q, k, v)),
+        ember.tensor(MASK, device=device)._data,
+        scale,
+        quiet,
+        p,
+        seed,
+    )
     got = np.asarray(backend.to_host(out))
     want = npref.attention(q, k, v, mask_pad=MASK, quiet=quiet, dropout_p=p, seed=seed)
     rtol, atol = (1e-5, 1e-6) if dtype is ember.float32 else (1e-10, 1e-12)
@@ -162,6 +172,7 @@ def test_attention_dropout_gradients(device, rng, quiet):
     def fn(q, k, v):
         ember.seed(21)  # the same dropout mask on every evaluation
         return ember.attention(q, k, v, mask_pad=mask, quiet=quiet, dropout_p=0.25)
+
     gradcheck_np(fn, device, *_qkv(rng))
 
 
@@ -193,7 +204,9 @@ def test_attention_sq_differs_from_sk_and_mask_grad_zero(device, rng):
 def test_attention_gradients_of_fully_masked_rows_are_float32_exact(other_device, rng, sk):
     # cpu recomputed the weights as exp(s - lse) with a float32 lse = -1e4 + log(Sk), which one
     # float32 holds to ~5e-4 only: dv of such rows was off by up to 4.5e-4 (relative)
-    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, sk, 4), (1, 2, sk, 4)))
+    q, k, v = (
+        rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, sk, 4), (1, 2, sk, 4))
+    )
     mask = np.ones((1, sk), dtype=bool)
     dout = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
     grads = {}

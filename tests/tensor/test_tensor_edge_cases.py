@@ -1,6 +1,7 @@
 """Edge-case inputs on every backend: masked (-inf) logits, clamp at its bounds, huge and
 infinite activations, empty normalised axes, empty arg-reductions and shapes no array can
 have. Each op agrees with ``reference`` or raises the same clear ember error everywhere."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,12 @@ def _softmax(x):
 
 @pytest.mark.parametrize("dtype", HALF_AND_UP, ids=str)
 def test_cross_entropy_with_minus_inf_logits(device, dtype):
-    out, g = _grad(lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device)),
-                   LOGITS, device, dtype)
+    out, g = _grad(
+        lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device)),
+        LOGITS,
+        device,
+        dtype,
+    )
     p = _softmax(LOGITS)
     want = -np.log(p[np.arange(3), TARGETS])  # [0.3133, 0, 1.3133]
     want_g = p - np.eye(3)[TARGETS]
@@ -46,8 +51,12 @@ def test_cross_entropy_with_minus_inf_logits(device, dtype):
 def test_cross_entropy_smoothing_with_minus_inf_logits(device, smoothing):
     # smoothing puts target mass on the -inf classes: the loss is +inf (as in PyTorch), never NaN,
     # and the gradient stays p - (1 - s) onehot - s / C
-    out, g = _grad(lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device), smoothing),
-                   LOGITS, device, ember.float32)
+    out, g = _grad(
+        lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device), smoothing),
+        LOGITS,
+        device,
+        ember.float32,
+    )
     np.testing.assert_array_equal(out.numpy(), [INF, INF, INF])
     want_g = _softmax(LOGITS) - (1 - smoothing) * np.eye(3)[TARGETS] - smoothing / 3
     np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-6, atol=1e-6)
@@ -57,9 +66,13 @@ def test_cross_entropy_with_minus_inf_logits_matches_torch(device):
     torch = pytest.importorskip("torch")
     x = torch.tensor(LOGITS, requires_grad=True)
     ref = torch.nn.functional.cross_entropy(x, torch.from_numpy(TARGETS), reduction="none")
-    ref_g, = torch.autograd.grad(ref.sum(), x)
-    out, g = _grad(lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device)),
-                   LOGITS, device, ember.float64)
+    (ref_g,) = torch.autograd.grad(ref.sum(), x)
+    out, g = _grad(
+        lambda z: ember.cross_entropy_per_sample(z, ember.tensor(TARGETS, device=device)),
+        LOGITS,
+        device,
+        ember.float64,
+    )
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(g.numpy(), ref_g.numpy(), rtol=1e-12, atol=1e-12)
 
@@ -69,10 +82,12 @@ def test_clamp_gradient_is_one_at_its_bounds(device):
     _, g = _grad(lambda t: t.clamp(0, 1), [0.0, 0.5, 1.0], device)
     np.testing.assert_array_equal(g.numpy(), [1.0, 1.0, 1.0])  # PyTorch and Burn: [1, 1, 1]
     x = [-1.0, 0.0, 0.5, 1.0, 2.0]
-    for fn, want in ((lambda t: t.clamp(0, 1), [0, 1, 1, 1, 0]),
-                     (lambda t: t.clamp_min(0.0), [0, 1, 1, 1, 1]),
-                     (lambda t: t.clamp_max(1.0), [1, 1, 1, 1, 0]),
-                     (lambda t: ember.clamp(t, 1.0, 1.0), [0, 0, 0, 1, 0])):
+    for fn, want in (
+        (lambda t: t.clamp(0, 1), [0, 1, 1, 1, 0]),
+        (lambda t: t.clamp_min(0.0), [0, 1, 1, 1, 1]),
+        (lambda t: t.clamp_max(1.0), [1, 1, 1, 1, 0]),
+        (lambda t: ember.clamp(t, 1.0, 1.0), [0, 0, 0, 1, 0]),
+    ):
         _, g = _grad(fn, x, device)
         np.testing.assert_array_equal(g.numpy(), want)
 
@@ -116,8 +131,12 @@ def test_gelu_at_huge_and_infinite_inputs(other_device, dtype, approximate):
 # ---- empty normalised axes -------------------------------------------------------------------
 EMPTY_AXIS = {
     "layer_norm": (lambda x: ember.layer_norm(x), (3, 0)),
-    "layer_norm_affine": (lambda x: ember.layer_norm(x, ember.ones(0, device=x.device, dtype=x.dtype),
-                                                     ember.zeros(0, device=x.device, dtype=x.dtype)), (3, 0)),
+    "layer_norm_affine": (
+        lambda x: ember.layer_norm(
+            x, ember.ones(0, device=x.device, dtype=x.dtype), ember.zeros(0, device=x.device, dtype=x.dtype)
+        ),
+        (3, 0),
+    ),
     "rms_norm": (lambda x: ember.rms_norm(x, ember.ones(0, device=x.device, dtype=x.dtype)), (2, 3, 0)),
     "softmax": (lambda x: ember.softmax(x), (3, 0)),
     "softmax_dim0": (lambda x: ember.softmax(x, 0), (0, 3)),
@@ -125,11 +144,19 @@ EMPTY_AXIS = {
     "quiet_softmax": (lambda x: ember.quiet_softmax(x), (3, 0)),
     "logsumexp": (lambda x: x.logsumexp(1), (3, 0)),
     "attention_no_keys": (lambda x: ember.attention(x[:, :, :3], x[:, :, 3:], x[:, :, 3:]), (1, 2, 3, 4)),
-    "attention_no_keys_quiet": (lambda x: ember.attention(x[:, :, :3], x[:, :, 3:], x[:, :, 3:], quiet=True),
-                                (1, 2, 3, 4)),
-    "attention_no_keys_masked": (lambda x: ember.attention(
-        x[:, :, :3], x[:, :, 3:], x[:, :, 3:], mask_pad=ember.zeros(1, 0, dtype=ember.bool_, device=x.device)),
-        (1, 2, 3, 4)),
+    "attention_no_keys_quiet": (
+        lambda x: ember.attention(x[:, :, :3], x[:, :, 3:], x[:, :, 3:], quiet=True),
+        (1, 2, 3, 4),
+    ),
+    "attention_no_keys_masked": (
+        lambda x: ember.attention(
+            x[:, :, :3],
+            x[:, :, 3:],
+            x[:, :, 3:],
+            mask_pad=ember.zeros(1, 0, dtype=ember.bool_, device=x.device),
+        ),
+        (1, 2, 3, 4),
+    ),
     "attention_head_dim_0": (lambda x: ember.attention(x, x, x), (1, 2, 3, 0)),
 }
 
@@ -156,7 +183,9 @@ def test_empty_normalised_axis(device, name, dtype):
 def test_arg_reductions_of_empty_tensors_raise_a_clear_error(device, op):
     x = ember.zeros(0, 3, device=device)
     for kwargs in ({}, {"keepdim": True}, {"dim": 0}):
-        with pytest.raises(ValueError, match=rf"^{op}: cannot take {op} (of an empty tensor|over an empty dim)"):
+        with pytest.raises(
+            ValueError, match=rf"^{op}: cannot take {op} (of an empty tensor|over an empty dim)"
+        ):
             getattr(x, op)(**kwargs)
     assert getattr(x, op)(1).shape == (0,)  # the other dim is not empty: an empty answer
 
@@ -187,7 +216,9 @@ TOO_MANY_DIMS = {
 
 @pytest.mark.parametrize("op", list(HUGE_SHAPES))
 def test_shapes_too_big_for_any_array_raise_a_clear_error(device, op):
-    with pytest.raises(ValueError, match=rf"^{op}: shape \[.*\] of \w+ holds \d+ elements .*more than any array"):
+    with pytest.raises(
+        ValueError, match=rf"^{op}: shape \[.*\] of \w+ holds \d+ elements .*more than any array"
+    ):
         HUGE_SHAPES[op](device)
 
 

@@ -1,6 +1,7 @@
 """Element-wise ops on every backend: arithmetic operators with broadcasting and scalars,
 comparisons, logical ops, unary math and activations, where / mask_fill / clamp.
 Forward against NumPy; gradients against central differences (float64)."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ BINARY = {
     "sub": (lambda a, b: a - b, np.subtract),
     "mul": (lambda a, b: a * b, np.multiply),
     "div": (lambda a, b: a / b, np.true_divide),
-    "pow": (lambda a, b: a ** b, np.power),
+    "pow": (lambda a, b: a**b, np.power),
     "maximum": (lambda a, b: a.maximum(b), np.maximum),
     "minimum": (lambda a, b: a.minimum(b), np.minimum),
 }
@@ -82,8 +83,16 @@ def test_int_arithmetic_python_semantics(device):
     a = np.array([7, -7, 7, -7, 0, 5], dtype=np.int64)
     b = np.array([2, 2, -2, -2, 3, 1], dtype=np.int64)
     ta, tb = ember.tensor(a, device=device), ember.tensor(b, device=device)
-    for got, want in ((ta + tb, a + b), (ta - tb, a - b), (ta * tb, a * b), (ta // tb, a // b),
-                      (ta % tb, a % b), (ta ** 2, a ** 2), (-ta, -a), (abs(ta), np.abs(a))):
+    for got, want in (
+        (ta + tb, a + b),
+        (ta - tb, a - b),
+        (ta * tb, a * b),
+        (ta // tb, a // b),
+        (ta % tb, a % b),
+        (ta**2, a**2),
+        (-ta, -a),
+        (abs(ta), np.abs(a)),
+    ):
         assert got.dtype is ember.int64
         np.testing.assert_array_equal(got.numpy(), want)
     q = ta / tb
@@ -97,11 +106,20 @@ def test_scalars_on_either_side(device, rng, dtype):
     t = ember.tensor(x, device=device)
     xd = x.astype(np.float64)
     cases = [
-        (t + 2, xd + 2), (2 + t, 2 + xd), (t - 1.5, xd - 1.5), (1.5 - t, 1.5 - xd),
-        (t * 3, xd * 3), (3 * t, 3 * xd), (t / 4, xd / 4), (4 / t, 4 / xd),
-        (t ** 2, xd ** 2), (2 ** t, 2 ** xd), (t ** 0.5, xd ** 0.5),
+        (t + 2, xd + 2),
+        (2 + t, 2 + xd),
+        (t - 1.5, xd - 1.5),
+        (1.5 - t, 1.5 - xd),
+        (t * 3, xd * 3),
+        (3 * t, 3 * xd),
+        (t / 4, xd / 4),
+        (4 / t, 4 / xd),
+        (t**2, xd**2),
+        (2**t, 2**xd),
+        (t**0.5, xd**0.5),
         (t // 0.3, np.floor_divide(x, dtype.numpy.type(0.3))),
-        (-t, -xd), (+t, xd),
+        (-t, -xd),
+        (+t, xd),
     ]
     for got, want in cases:
         assert_close(got, want, dtype=dtype)
@@ -109,12 +127,19 @@ def test_scalars_on_either_side(device, rng, dtype):
 
 def test_scalar_gradients(device, rng):
     x = np.abs(rng.standard_normal((2, 3))) + 0.5
-    for fn in (lambda t: 2.0 - t, lambda t: 3.0 / t, lambda t: 2.0 ** t, lambda t: t ** 3.0,
-               lambda t: t * 4 + 1, lambda t: -t, lambda t: (t - 0.2) * (t + 0.1)):
+    for fn in (
+        lambda t: 2.0 - t,
+        lambda t: 3.0 / t,
+        lambda t: 2.0**t,
+        lambda t: t**3.0,
+        lambda t: t * 4 + 1,
+        lambda t: -t,
+        lambda t: (t - 0.2) * (t + 0.1),
+    ):
         gradcheck_np(fn, device, x)
     neg = -x  # integer powers of negative bases are defined
-    assert_close(ember.tensor(neg, device=device) ** 3, neg ** 3, dtype=ember.float64)
-    gradcheck_np(lambda t: t ** 3 + t ** 2.0, device, neg)
+    assert_close(ember.tensor(neg, device=device) ** 3, neg**3, dtype=ember.float64)
+    gradcheck_np(lambda t: t**3 + t**2.0, device, neg)
 
 
 def test_operands_from_lists_and_arrays(device):
@@ -128,10 +153,22 @@ def test_comparisons(device, rng):
     a = rng.integers(-2, 3, (3, 4)).astype(np.float32)
     b = rng.integers(-2, 3, (4,)).astype(np.float32)
     ta, tb = ember.tensor(a, device=device), ember.tensor(b, device=device)
-    for got, want in ((ta == tb, a == b), (ta != tb, a != b), (ta < tb, a < b), (ta <= tb, a <= b),
-                      (ta > tb, a > b), (ta >= tb, a >= b), (ta > 0, a > 0), (0 < ta, 0 < a),
-                      (1.0 >= ta, 1.0 >= a), (ta.equal(tb), a == b), (ta.greater(tb), a > b),
-                      (ta.greater_equal(tb), a >= b), (ta.lower(tb), a < b), (ta.lower_equal(tb), a <= b)):
+    for got, want in (
+        (ta == tb, a == b),
+        (ta != tb, a != b),
+        (ta < tb, a < b),
+        (ta <= tb, a <= b),
+        (ta > tb, a > b),
+        (ta >= tb, a >= b),
+        (ta > 0, a > 0),
+        (ta > 0, a > 0),
+        (ta <= 1.0, a <= 1.0),
+        (ta.equal(tb), a == b),
+        (ta.greater(tb), a > b),
+        (ta.greater_equal(tb), a >= b),
+        (ta.lower(tb), a < b),
+        (ta.lower_equal(tb), a <= b),
+    ):
         assert got.dtype is ember.bool_
         np.testing.assert_array_equal(got.numpy(), want)
     ti = ember.tensor(a.astype(np.int64), device=device)
@@ -142,9 +179,17 @@ def test_logical_ops(device):
     a = np.array([[True, False, True, False]])
     b = np.array([[True], [False]])
     ta, tb = ember.tensor(a, device=device), ember.tensor(b, device=device)
-    for got, want in ((ta & tb, a & b), (ta | tb, a | b), (ta ^ tb, a ^ b), (~ta, ~a),
-                      (ta & True, a & True), (False | ta, False | a), (True ^ ta, True ^ a),
-                      (ta.logical_and(tb), a & b), (ta.logical_not(), ~a)):
+    for got, want in (
+        (ta & tb, a & b),
+        (ta | tb, a | b),
+        (ta ^ tb, a ^ b),
+        (~ta, ~a),
+        (ta & True, a & True),
+        (False | ta, False | a),
+        (True ^ ta, True ^ a),
+        (ta.logical_and(tb), a & b),
+        (ta.logical_not(), ~a),
+    ):
         assert got.dtype is ember.bool_
         np.testing.assert_array_equal(got.numpy(), want)
     with pytest.raises(TypeError, match="bool"):
@@ -184,18 +229,33 @@ UNARY = {
     "relu": (lambda t: ember.relu(t), lambda x: np.maximum(x, 0), lambda r, s: away_from(r, s)),
     "silu": (lambda t: ember.silu(t), lambda x: x * npref.sigmoid(x), lambda r, s: r.standard_normal(s) * 2),
     "softplus": (lambda t: ember.softplus(t), npref.softplus, lambda r, s: r.standard_normal(s) * 3),
-    "softplus_beta": (lambda t: t.softplus(beta=2.0, threshold=5.0), lambda x: npref.softplus(x, 2.0, 5.0),
-                      lambda r, s: away_from(r, s, points=(2.5,), scale=2)),
-    "leaky_relu": (lambda t: ember.leaky_relu(t, 0.1), lambda x: np.where(x >= 0, x, 0.1 * x),
-                   lambda r, s: away_from(r, s)),
+    "softplus_beta": (
+        lambda t: t.softplus(beta=2.0, threshold=5.0),
+        lambda x: npref.softplus(x, 2.0, 5.0),
+        lambda r, s: away_from(r, s, points=(2.5,), scale=2),
+    ),
+    "leaky_relu": (
+        lambda t: ember.leaky_relu(t, 0.1),
+        lambda x: np.where(x >= 0, x, 0.1 * x),
+        lambda r, s: away_from(r, s),
+    ),
     "reciprocal": (lambda t: t.reciprocal(), lambda x: 1 / x, lambda r, s: away_from(r, s, gap=0.3)),
     "square": (lambda t: t.square(), np.square, lambda r, s: r.standard_normal(s)),
-    "clamp": (lambda t: ember.clamp(t, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7),
-              lambda r, s: away_from(r, s, points=(-0.5, 0.7), gap=0.05)),
-    "clamp_min": (lambda t: t.clamp_min(0.2), lambda x: np.maximum(x, 0.2),
-                  lambda r, s: away_from(r, s, points=(0.2,), gap=0.05)),
-    "clamp_max": (lambda t: t.clamp(max=-0.1), lambda x: np.minimum(x, -0.1),
-                  lambda r, s: away_from(r, s, points=(-0.1,), gap=0.05)),
+    "clamp": (
+        lambda t: ember.clamp(t, -0.5, 0.7),
+        lambda x: np.clip(x, -0.5, 0.7),
+        lambda r, s: away_from(r, s, points=(-0.5, 0.7), gap=0.05),
+    ),
+    "clamp_min": (
+        lambda t: t.clamp_min(0.2),
+        lambda x: np.maximum(x, 0.2),
+        lambda r, s: away_from(r, s, points=(0.2,), gap=0.05),
+    ),
+    "clamp_max": (
+        lambda t: t.clamp(max=-0.1),
+        lambda x: np.minimum(x, -0.1),
+        lambda r, s: away_from(r, s, points=(-0.1,), gap=0.05),
+    ),
 }
 
 
@@ -217,8 +277,12 @@ def test_unary_gradients(device, rng, name):
 def test_non_differentiable_unary(device):
     x = np.array([-1.5, -0.5, 0.0, 0.4, 2.5, 3.7], dtype=np.float32)
     t = ember.tensor(x, device=device)
-    for got, want in ((t.sign(), np.sign(x)), (t.floor(), np.floor(x)), (t.ceil(), np.ceil(x)),
-                      (t.round(), np.round(x))):
+    for got, want in (
+        (t.sign(), np.sign(x)),
+        (t.floor(), np.floor(x)),
+        (t.ceil(), np.ceil(x)),
+        (t.round(), np.round(x)),
+    ):
         assert got.dtype is ember.float32
         np.testing.assert_array_equal(got.numpy(), want)
     special = ember.tensor([1.0, math.inf, -math.inf, math.nan], device=device)
@@ -243,7 +307,9 @@ def test_sigmoid_softplus_extremes_are_stable(device):
     assert_close(x.sigmoid(), npref.sigmoid(np.clip(x.numpy(), -700, 700)))
     sp = ember.softplus(x).numpy()
     assert np.all(np.isfinite(sp))
-    np.testing.assert_allclose(sp, [0.0, np.log1p(np.exp(-50.0)), np.log(2.0), 50.0, 1000.0], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(
+        sp, [0.0, np.log1p(np.exp(-50.0)), np.log(2.0), 50.0, 1000.0], rtol=1e-12, atol=1e-300
+    )
 
 
 # ---- where / mask_fill ------------------------------------------------------------------------
@@ -287,8 +353,13 @@ def test_0d_results_stay_arrays_for_the_next_op(device, dtype):
     # "erf: x must be a numpy.ndarray")
     x = ember.tensor(0.5, dtype=dtype, device=device)
     row = ember.tensor([0.5, -1.0], dtype=dtype, device=device)
-    for y, want in (((-x).erf(), math.erf(-0.5)), (x.erf(), math.erf(0.5)), ((x + x).erf(), math.erf(1.0)),
-                    (row[1].erf(), math.erf(-1.0)), (ember.gelu(-x), -0.5 * 0.5 * (1 + math.erf(-0.5 / math.sqrt(2))))):
+    for y, want in (
+        ((-x).erf(), math.erf(-0.5)),
+        (x.erf(), math.erf(0.5)),
+        ((x + x).erf(), math.erf(1.0)),
+        (row[1].erf(), math.erf(-1.0)),
+        (ember.gelu(-x), -0.5 * 0.5 * (1 + math.erf(-0.5 / math.sqrt(2)))),
+    ):
         assert y.shape == () and y.dtype is dtype
         assert isinstance(y.device.backend.to_host(y._data), np.ndarray)
         np.testing.assert_allclose(float(y.item()), want, rtol=2e-3 if dtype is ember.float16 else 1e-6)
@@ -298,6 +369,8 @@ def test_where_checks_all_three_shapes_together(device):
     # found by the differential test: cond [1, 1, 0] broadcasts with x [2, 4, 1] and with
     # other [3, 1, 0], but x and other do not: NumPy's own ValueError named no op
     cond = ember.zeros(1, 1, 0, dtype="bool", device=device)
-    with pytest.raises(ValueError, match=r"where: shapes \[1, 1, 0\] \(condition\), \[2, 4, 1\] and \[3, 1, 0\]"):
+    with pytest.raises(
+        ValueError, match=r"where: shapes \[1, 1, 0\] \(condition\), \[2, 4, 1\] and \[3, 1, 0\]"
+    ):
         ember.where(cond, ember.zeros(2, 4, 1, device=device), ember.zeros(3, 1, 0, device=device))
     assert ember.where(cond, ember.zeros(2, 4, 1, device=device), 1.0).shape == (2, 4, 0)

@@ -1,6 +1,7 @@
 """Invalid input raises clear errors naming the op and what was wrong, on every backend:
 shape / dtype / device mismatches, out-of-range indices (IndexError before any kernel runs),
 out-of-range dims (IndexError)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ import ember
 def f(device):
     def make(*shape, dtype=ember.float32):
         return ember.ones(*shape, dtype=dtype, device=device)
+
     return make
 
 
@@ -133,11 +135,15 @@ def test_device_mismatch(device):
     other = _other(device)
     a = ember.ones(2, 3, device=device)
     b = ember.ones(2, 3, device=other)
-    for fn, op in ((lambda: a + b, "add"), (lambda: a @ b.T, "matmul"), (lambda: ember.cat([a, b]), "cat"),
-                   (lambda: ember.where(a > 0, a, b), "where"),
-                   (lambda: ember.gather(a, 1, ember.zeros(2, 3, dtype=ember.int64, device=other)), "gather"),
-                   (lambda: ember.embedding(a, ember.zeros(2, dtype=ember.int64, device=other)), "embedding"),
-                   (lambda: ember.layer_norm(a, ember.ones(3, device=other)), "layer_norm")):
+    for fn, op in (
+        (lambda: a + b, "add"),
+        (lambda: a @ b.T, "matmul"),
+        (lambda: ember.cat([a, b]), "cat"),
+        (lambda: ember.where(a > 0, a, b), "where"),
+        (lambda: ember.gather(a, 1, ember.zeros(2, 3, dtype=ember.int64, device=other)), "gather"),
+        (lambda: ember.embedding(a, ember.zeros(2, dtype=ember.int64, device=other)), "embedding"),
+        (lambda: ember.layer_norm(a, ember.ones(3, device=other)), "layer_norm"),
+    ):
         with pytest.raises(RuntimeError) as info:
             fn()
         msg = str(info.value)
@@ -147,7 +153,7 @@ def test_device_mismatch(device):
 # ---- out-of-range indices --------------------------------------------------------------------
 def test_out_of_range_indices_raise_index_error(device):
     x = ember.ones(3, 4, device=device)
-    idx = lambda v: ember.tensor(v, device=device)  # noqa: E731
+    idx = lambda v: ember.tensor(v, device=device)
     with pytest.raises(IndexError, match=r"gather.*4"):
         ember.gather(x, 1, idx([[0, 4], [0, 0], [1, 1]]))
     with pytest.raises(IndexError, match="gather"):
@@ -189,18 +195,59 @@ def test_out_of_range_indices_raise_index_error(device):
 
 
 # ---- bad dims ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call", [
-    lambda x: x.sum(2), lambda x: x.mean(-3), lambda x: x.max((0, 5)), lambda x: x.argmax(2),
-    lambda x: x.cumsum(3), lambda x: ember.softmax(x, 2), lambda x: ember.log_softmax(x, -3),
-    lambda x: x.permute(0, 2), lambda x: x.transpose(0, 2), lambda x: x.flatten(0, 4),
-    lambda x: x.squeeze(2), lambda x: x.unsqueeze(4), lambda x: x.flip(2), lambda x: ember.cat([x, x], 2),
-    lambda x: ember.stack([x, x], 4), lambda x: x.split(1, 2), lambda x: x.chunk(2, -3), lambda x: x.narrow(2, 0, 1),
-    lambda x: x.sort(2), lambda x: x.topk(1, 2), lambda x: x.gather(2, x.int()),
-    lambda x: x.index_select(2, ember.tensor([0], device=x.device)),
-    lambda x: ember.scatter_add(x, 2, x.int(), x),
-], ids=["sum", "mean", "max", "argmax", "cumsum", "softmax", "log_softmax", "permute", "transpose", "flatten",
-        "squeeze", "unsqueeze", "flip", "cat", "stack", "split", "chunk", "narrow", "sort", "topk", "gather",
-        "index_select", "scatter_add"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: x.sum(2),
+        lambda x: x.mean(-3),
+        lambda x: x.max((0, 5)),
+        lambda x: x.argmax(2),
+        lambda x: x.cumsum(3),
+        lambda x: ember.softmax(x, 2),
+        lambda x: ember.log_softmax(x, -3),
+        lambda x: x.permute(0, 2),
+        lambda x: x.transpose(0, 2),
+        lambda x: x.flatten(0, 4),
+        lambda x: x.squeeze(2),
+        lambda x: x.unsqueeze(4),
+        lambda x: x.flip(2),
+        lambda x: ember.cat([x, x], 2),
+        lambda x: ember.stack([x, x], 4),
+        lambda x: x.split(1, 2),
+        lambda x: x.chunk(2, -3),
+        lambda x: x.narrow(2, 0, 1),
+        lambda x: x.sort(2),
+        lambda x: x.topk(1, 2),
+        lambda x: x.gather(2, x.int()),
+        lambda x: x.index_select(2, ember.tensor([0], device=x.device)),
+        lambda x: ember.scatter_add(x, 2, x.int(), x),
+    ],
+    ids=[
+        "sum",
+        "mean",
+        "max",
+        "argmax",
+        "cumsum",
+        "softmax",
+        "log_softmax",
+        "permute",
+        "transpose",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "flip",
+        "cat",
+        "stack",
+        "split",
+        "chunk",
+        "narrow",
+        "sort",
+        "topk",
+        "gather",
+        "index_select",
+        "scatter_add",
+    ],
+)
 def test_bad_dims_raise_index_error(device, call):
     x = ember.ones(2, 3, device=device)
     with pytest.raises(IndexError, match="dim"):

@@ -1,5 +1,6 @@
 """float16 through the fused ops on every backend: results close to the float32 computation
 (the fused kernels compute half inputs with float32 accumulation), gradients in float16."""
+
 import numpy as np
 import pytest
 
@@ -12,7 +13,9 @@ OPS = {
     "rms_norm": lambda x: ember.rms_norm(x),
     "gelu": lambda x: ember.gelu(x),
     "gelu_tanh": lambda x: ember.gelu(x, approximate="tanh"),
-    "cross_entropy": lambda x: ember.cross_entropy_per_sample(x, ember.tensor([0, 3, 7, 1, 2, 5], device=x.device)),
+    "cross_entropy": lambda x: ember.cross_entropy_per_sample(
+        x, ember.tensor([0, 3, 7, 1, 2, 5], device=x.device)
+    ),
     "embedding": lambda x: ember.embedding(x, ember.tensor([[1, 2], [5, 1]], device=x.device)),
     "attention": lambda x: ember.attention(*(x.reshape(1, 2, 3, 8),) * 3, quiet=True),
 }
@@ -54,8 +57,11 @@ def _hard_norm_input():
 
 def _hard_attention_input():
     r = np.random.default_rng(3)
-    return [r.standard_normal((2, 2, 5, 16)) * 2, r.standard_normal((2, 2, 7, 16)) * 2,
-            r.standard_normal((2, 2, 7, 16))]
+    return [
+        r.standard_normal((2, 2, 5, 16)) * 2,
+        r.standard_normal((2, 2, 7, 16)) * 2,
+        r.standard_normal((2, 2, 7, 16)),
+    ]
 
 
 FULL_MASK = np.array([[True] * 7, [False, False, True, False, True, True, False]])  # batch 0: all masked
@@ -63,12 +69,16 @@ FULL_MASK = np.array([[True] * 7, [False, False, True, False, True, True, False]
 HARD = {
     "layer_norm_300": (lambda x: ember.layer_norm(x), _hard_norm_input),
     "rms_norm_300": (lambda x: ember.rms_norm(x), _hard_norm_input),
-    "layer_norm_affine_300": (lambda x: ember.layer_norm(x, ember.ones(16, device=x.device) * 0.5,
-                                                         ember.ones(16, device=x.device)), _hard_norm_input),
+    "layer_norm_affine_300": (
+        lambda x: ember.layer_norm(x, ember.ones(16, device=x.device) * 0.5, ember.ones(16, device=x.device)),
+        _hard_norm_input,
+    ),
     "attention": (lambda q, k, v: ember.attention(q, k, v), _hard_attention_input),
     "attention_quiet": (lambda q, k, v: ember.attention(q, k, v, quiet=True), _hard_attention_input),
-    "attention_fully_masked_row": (lambda q, k, v: ember.attention(
-        q, k, v, mask_pad=ember.tensor(FULL_MASK, device=q.device)), _hard_attention_input),
+    "attention_fully_masked_row": (
+        lambda q, k, v: ember.attention(q, k, v, mask_pad=ember.tensor(FULL_MASK, device=q.device)),
+        _hard_attention_input,
+    ),
 }
 
 
@@ -107,8 +117,15 @@ def test_half_hard_cases_agree_with_reference(other_device, name):
 def test_fully_masked_row_averages_the_values(device, dtype, quiet):
     # every score is -1e4: softmax weighs the keys equally (quiet softmax: exp(-1e4) ~ 0)
     q, k, v = (np.asarray(a, np.float16).astype(np.float64) for a in _hard_attention_input())
-    out = ember.attention(*(ember.tensor(a, dtype=dtype, device=device) for a in (q, k, v)),
-                          mask_pad=ember.tensor(FULL_MASK, device=device), quiet=quiet).numpy().astype(np.float64)
+    out = (
+        ember.attention(
+            *(ember.tensor(a, dtype=dtype, device=device) for a in (q, k, v)),
+            mask_pad=ember.tensor(FULL_MASK, device=device),
+            quiet=quiet,
+        )
+        .numpy()
+        .astype(np.float64)
+    )
     want = np.zeros_like(v[0]) if quiet else np.broadcast_to(v[0].mean(axis=1, keepdims=True), v[0].shape)
     rtol = {ember.float16: 2e-3, ember.float32: 1e-5, ember.float64: 1e-12}[dtype]
     np.testing.assert_allclose(out[0], want[:, :5], rtol=rtol, atol=rtol)

@@ -1,5 +1,6 @@
 """Indexing on every backend: basic and advanced ``t[key]``, ``index_put`` / ``t[key] = v``,
 gather, scatter_add, index_select, take_along_dim, one_hot, sort, argsort, topk."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,13 @@ KEYS = {
 
 
 def _make_key(name, device, as_tensor: bool):
-    arrays = {"I": _I, "I1": np.array([4, 0, 0, -5]), "J": np.array([[1, 1], [0, 4]]),
-              "B": _B, "B2": np.arange(20).reshape(4, 5) % 3 == 0}
+    arrays = {
+        "I": _I,
+        "I1": np.array([4, 0, 0, -5]),
+        "J": np.array([[1, 1], [0, 4]]),
+        "B": _B,
+        "B2": np.arange(20).reshape(4, 5) % 3 == 0,
+    }
     out = []
     for k in KEYS[name]:
         if isinstance(k, str):
@@ -73,12 +79,18 @@ def test_single_element_and_int_dtype(device):
     t = ember.arange(12, device=device).reshape(3, 4)
     assert t[1, 2].item() == 6 and t[1, 2].shape == ()
     assert t[-1].numpy().tolist() == [8, 9, 10, 11]
-    assert t[:, ember.tensor([3, 0], dtype=ember.int32, device=device)].numpy().tolist() == [[3, 0], [7, 4], [11, 8]]
+    assert t[:, ember.tensor([3, 0], dtype=ember.int32, device=device)].numpy().tolist() == [
+        [3, 0],
+        [7, 4],
+        [11, 8],
+    ]
     assert t[t > 7].numpy().tolist() == [8, 9, 10, 11]
 
 
 # ---- index_put and setitem ------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["int", "slice_step", "ellipsis", "int_tensor_dim1", "bool_tensor", "list_index"])
+@pytest.mark.parametrize(
+    "name", ["int", "slice_step", "ellipsis", "int_tensor_dim1", "bool_tensor", "list_index"]
+)
 def test_index_put(device, rng, name):
     x = rng.standard_normal(SHAPE)
     np_key = _make_key(name, device, False)
@@ -128,6 +140,7 @@ def test_setitem_is_differentiable_on_non_leaves(device, rng):
         y = a * 2.0
         y[1] = b  # overwrites row 1: a gets no gradient there, b gets it
         return y * a
+
     gradcheck_np(fn, device, rng.standard_normal((3, 4)), rng.standard_normal((4,)))
     leaf = ember.ones(2, dtype=ember.float64, device=device).require_grad()
     with pytest.raises(RuntimeError, match="leaf"):
@@ -163,8 +176,9 @@ def test_scatter_add(device, rng, dtype):
     x = (rng.standard_normal((3, 5)) * 5).astype(dtype.numpy)
     idx = rng.integers(0, 5, (3, 6))  # repeated targets must accumulate
     src = (rng.standard_normal((3, 6)) * 5).astype(dtype.numpy)
-    out = ember.scatter_add(ember.tensor(x, device=device), 1, ember.tensor(idx, device=device),
-                            ember.tensor(src, device=device))
+    out = ember.scatter_add(
+        ember.tensor(x, device=device), 1, ember.tensor(idx, device=device), ember.tensor(src, device=device)
+    )
     want = x.copy()
     for i in range(3):
         for j in range(6):
@@ -173,8 +187,9 @@ def test_scatter_add(device, rng, dtype):
     assert_close(out, want)
     idx0 = rng.integers(0, 3, (4, 5))
     src0 = rng.standard_normal((4, 5)).astype(dtype.numpy)
-    out = ember.tensor(x, device=device).scatter_add(0, ember.tensor(idx0, device=device),
-                                                     ember.tensor(src0, device=device))
+    out = ember.tensor(x, device=device).scatter_add(
+        0, ember.tensor(idx0, device=device), ember.tensor(src0, device=device)
+    )
     want = x.copy()
     for i in range(4):
         for j in range(5):
@@ -184,8 +199,12 @@ def test_scatter_add(device, rng, dtype):
 
 def test_scatter_add_gradient(device, rng):
     idx = ember.tensor(rng.integers(0, 5, (3, 6)), device=device)
-    gradcheck_np(lambda x, s: ember.scatter_add(x, 1, idx, s) ** 2, device,
-                 rng.standard_normal((3, 5)), rng.standard_normal((3, 6)))
+    gradcheck_np(
+        lambda x, s: ember.scatter_add(x, 1, idx, s) ** 2,
+        device,
+        rng.standard_normal((3, 5)),
+        rng.standard_normal((3, 6)),
+    )
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.int64], ids=str)
@@ -201,7 +220,9 @@ def test_index_select(device, rng, dtype):
 def test_index_select_gradient(device, rng):
     idx = ember.tensor([3, 0, 3, 1, 3], device=device)
     gradcheck_np(lambda t: ember.index_select(t, 0, idx), device, rng.standard_normal((4, 3)))
-    gradcheck_np(lambda t: t.index_select(1, ember.tensor([2, 2], device=device)), device, rng.standard_normal((4, 3)))
+    gradcheck_np(
+        lambda t: t.index_select(1, ember.tensor([2, 2], device=device)), device, rng.standard_normal((4, 3))
+    )
 
 
 def test_take_along_dim(device, rng):
@@ -256,7 +277,9 @@ def test_topk(device, rng):
 
 def test_sort_topk_gradients(device, rng):
     x = distinct(rng, (3, 6))
-    gradcheck_np(lambda t: ember.sort(t, 1)[0] * ember.arange(6, dtype=ember.float64, device=device), device, x)
+    gradcheck_np(
+        lambda t: ember.sort(t, 1)[0] * ember.arange(6, dtype=ember.float64, device=device), device, x
+    )
     gradcheck_np(lambda t: ember.sort(t, 0, descending=True)[0], device, x)
     gradcheck_np(lambda t: ember.topk(t, 2)[0] ** 2, device, x)
     t = ember.tensor(x, dtype=ember.float64, device=device).require_grad()

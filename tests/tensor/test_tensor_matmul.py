@@ -1,4 +1,5 @@
 """Matrix multiplication on every backend: 2-D, batched with broadcasting, 1-D operands."""
+
 from __future__ import annotations
 
 import numpy as np

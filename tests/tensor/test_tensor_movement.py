@@ -1,5 +1,6 @@
 """Movement ops on every backend: reshape, permute, transpose, flatten, squeeze/unsqueeze,
 expand, repeat, narrow, flip, cat, stack, split, chunk, pad."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,10 @@ MOVES = {
     "flip": (lambda t: t.flip(0), lambda x: x[::-1]),
     "flip_dims": (lambda t: t.flip((0, 2)), lambda x: x[::-1, :, ::-1]),
     "pad_last": (lambda t: t.pad((1, 2)), lambda x: np.pad(x, ((0, 0), (0, 0), (1, 2)))),
-    "pad_two": (lambda t: ember.pad(t, (0, 1, 2, 0), value=-1.5),
-                lambda x: np.pad(x, ((0, 0), (2, 0), (0, 1)), constant_values=-1.5)),
+    "pad_two": (
+        lambda t: ember.pad(t, (0, 1, 2, 0), value=-1.5),
+        lambda x: np.pad(x, ((0, 0), (2, 0), (0, 1)), constant_values=-1.5),
+    ),
     "pad_all": (lambda t: t.pad((1, 1, 0, 1, 1, 0)), lambda x: np.pad(x, ((1, 0), (0, 1), (1, 1)))),
 }
 

@@ -5,6 +5,7 @@ float32 and float64 tolerances; gradients against central differences at float64
 Shapes and dtypes are kept to a few combinations: every distinct (dtype, rank) compiles a
 new specialisation of the cpu backend's Numba kernels.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,10 +75,22 @@ def _affine(rng, which, d):
 def test_layer_norm_forward(device, rng, which, dtype):
     x = (rng.standard_normal((2, 3, 8)) * 2 + 1).astype(dtype.numpy)
     gamma, beta = _affine(rng, which, 8)
-    out = ember.layer_norm(_t(x, dtype, device), None if gamma is None else _t(gamma, dtype, device),
-                           None if beta is None else _t(beta, dtype, device), eps=1e-5)
-    assert_close(out, npref.layer_norm(x, None if gamma is None else gamma.astype(dtype.numpy),
-                                       None if beta is None else beta.astype(dtype.numpy), 1e-5), dtype=dtype)
+    out = ember.layer_norm(
+        _t(x, dtype, device),
+        None if gamma is None else _t(gamma, dtype, device),
+        None if beta is None else _t(beta, dtype, device),
+        eps=1e-5,
+    )
+    assert_close(
+        out,
+        npref.layer_norm(
+            x,
+            None if gamma is None else gamma.astype(dtype.numpy),
+            None if beta is None else beta.astype(dtype.numpy),
+            1e-5,
+        ),
+        dtype=dtype,
+    )
 
 
 @pytest.mark.parametrize("which", AFFINE)
@@ -123,8 +136,11 @@ def test_gelu_forward(device, rng, approximate, dtype):
     x = (rng.standard_normal((4, 16)) * 3).astype(dtype.numpy)
     out = ember.gelu(_t(x, dtype, device), approximate=approximate)
     assert_close(out, npref.gelu(x, approximate == "tanh"), dtype=dtype)
-    assert_close(_t(x, dtype, device).gelu(approximate=approximate == "tanh"),
-                 npref.gelu(x, approximate == "tanh"), dtype=dtype)
+    assert_close(
+        _t(x, dtype, device).gelu(approximate=approximate == "tanh"),
+        npref.gelu(x, approximate == "tanh"),
+        dtype=dtype,
+    )
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -137,7 +153,7 @@ def _gelu_truth(x, approximate: bool):
     x = np.asarray(x, dtype=np.float64)
     if approximate:
         c = math.sqrt(2 / math.pi)
-        z = c * (x + 0.044715 * x ** 3)
+        z = c * (x + 0.044715 * x**3)
         s, s_neg = npref.sigmoid(2 * z), npref.sigmoid(-2 * z)  # 0.5 (1 ± tanh z)
         return x * s, s + 2 * x * s * s_neg * c * (1 + 3 * 0.044715 * x * x)
     cdf = 0.5 * np.vectorize(math.erfc)(-x / math.sqrt(2))
@@ -163,8 +179,9 @@ def test_gelu_float32_accuracy_over_the_tails(device, approximate):
 def test_cross_entropy_forward(device, rng, smoothing, dtype):
     logits = (rng.standard_normal((6, 5)) * 3).astype(dtype.numpy)
     targets = np.array([0, 4, 2, 2, 1, 3])
-    out = ember.cross_entropy_per_sample(_t(logits, dtype, device), ember.tensor(targets, device=device),
-                                         smoothing=smoothing)
+    out = ember.cross_entropy_per_sample(
+        _t(logits, dtype, device), ember.tensor(targets, device=device), smoothing=smoothing
+    )
     assert out.shape == (6,)
     assert_close(out, npref.cross_entropy(logits, targets, smoothing), dtype=dtype)
 
@@ -172,11 +189,17 @@ def test_cross_entropy_forward(device, rng, smoothing, dtype):
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_cross_entropy_gradients(device, rng, smoothing):
     targets = ember.tensor([0, 4, 2, 2, 1, 3], device=device)
-    gradcheck_np(lambda z: ember.cross_entropy_per_sample(z, targets, smoothing), device,
-                 rng.standard_normal((6, 5)) * 3)
+    gradcheck_np(
+        lambda z: ember.cross_entropy_per_sample(z, targets, smoothing),
+        device,
+        rng.standard_normal((6, 5)) * 3,
+    )
     # through a mean, as a loss is used
-    gradcheck_np(lambda z: ember.cross_entropy_per_sample(z * 2, targets, smoothing).mean(), device,
-                 rng.standard_normal((6, 5)))
+    gradcheck_np(
+        lambda z: ember.cross_entropy_per_sample(z * 2, targets, smoothing).mean(),
+        device,
+        rng.standard_normal((6, 5)),
+    )
 
 
 def test_cross_entropy_int32_targets_and_large_logits(device):
@@ -264,7 +287,9 @@ def test_embedding_bag_max_propagates_nan_as_the_reference(other_device):
     results = {}
     for dev in ("reference", other_device):
         w = ember.tensor(weight, device=dev).require_grad()
-        out = ember.embedding_bag(w, ember.tensor(indices, device=dev), ember.tensor(offsets, device=dev), mode="max")
+        out = ember.embedding_bag(
+            w, ember.tensor(indices, device=dev), ember.tensor(offsets, device=dev), mode="max"
+        )
         results[dev] = out.numpy(), out.backward(ember.ones_like(out)).get(w).numpy()
     for got, want in zip(results[other_device], results["reference"]):
         np.testing.assert_array_equal(got, want)  # NaN where NaN (assert_array_equal matches NaNs)

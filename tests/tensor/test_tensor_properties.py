@@ -1,5 +1,6 @@
 """Hypothesis property tests of shape semantics on every backend: broadcasting of binary ops,
 reduction output shapes, basic indexing shapes and values against NumPy."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,13 +11,20 @@ from hypothesis.extra import numpy as hnp
 import ember
 
 # derandomized: the same examples every run; no "explain" phase (slow, and imports libcst)
-FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-                derandomize=True, phases=[Phase.explicit, Phase.generate, Phase.shrink])
+FAST = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],
+)
 
 
 @FAST
-@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=3),
-       op=st.sampled_from(["add", "sub", "mul", "maximum", "lt", "eq"]))
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=3),
+    op=st.sampled_from(["add", "sub", "mul", "maximum", "lt", "eq"]),
+)
 def test_binary_broadcast_shapes(device, shapes, op):
     sa, sb = shapes.input_shapes
     rng = np.random.default_rng(0)
@@ -25,8 +33,14 @@ def test_binary_broadcast_shapes(device, shapes, op):
     tb = ember.tensor(b, device=device)
     out = getattr(ta, op)(tb)
     assert out.shape == np.broadcast_shapes(sa, sb) == shapes.result_shape
-    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum,
-           "lt": np.less, "eq": np.equal}[op]
+    ref = {
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "maximum": np.maximum,
+        "lt": np.less,
+        "eq": np.equal,
+    }[op]
     np.testing.assert_array_equal(out.numpy(), ref(a, b))
 
 
@@ -47,14 +61,22 @@ def test_broadcast_gradient_shapes(device, shapes):
 def _shape_and_dims(draw):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=3))
     nd = len(shape)
-    dims = draw(st.one_of(st.none(), st.integers(-nd, nd - 1),
-                          st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True).map(tuple)))
+    dims = draw(
+        st.one_of(
+            st.none(),
+            st.integers(-nd, nd - 1),
+            st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True).map(tuple),
+        )
+    )
     return shape, dims
 
 
 @FAST
-@given(case=_shape_and_dims(), keepdim=st.booleans(),
-       op=st.sampled_from(["sum", "mean", "max", "min", "prod", "var", "logsumexp", "any", "all"]))
+@given(
+    case=_shape_and_dims(),
+    keepdim=st.booleans(),
+    op=st.sampled_from(["sum", "mean", "max", "min", "prod", "var", "logsumexp", "any", "all"]),
+)
 def test_reduction_shapes(device, case, keepdim, op):
     shape, dims = case
     x = np.random.default_rng(1).standard_normal(shape)

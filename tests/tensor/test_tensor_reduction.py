@@ -1,4 +1,5 @@
 """Reductions over one or several dims, with and without keepdim, and cumsum, on every backend."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,10 @@ REDUCTIONS = {
     "max": (lambda t, d, k: t.max(d, keepdim=k), lambda x, d, k: x.max(axis=d, keepdims=k)),
     "min": (lambda t, d, k: t.min(d, keepdim=k), lambda x, d, k: x.min(axis=d, keepdims=k)),
     "prod": (lambda t, d, k: t.prod(d, keepdim=k), lambda x, d, k: x.prod(axis=d, keepdims=k)),
-    "logsumexp": (lambda t, d, k: t.logsumexp(d, keepdim=k),
-                  lambda x, d, k: npref.logsumexp(x, axis=tuple(range(x.ndim)) if d is None else d, keepdims=k)),
+    "logsumexp": (
+        lambda t, d, k: t.logsumexp(d, keepdim=k),
+        lambda x, d, k: npref.logsumexp(x, axis=tuple(range(x.ndim)) if d is None else d, keepdims=k),
+    ),
 }
 
 
@@ -68,8 +71,13 @@ def test_max_min_ties_share_gradient(device):
 def test_integer_and_bool_reductions(device):
     xi = np.array([[1, -2, 3], [4, 5, -6]], dtype=np.int64)
     t = ember.tensor(xi, device=device)
-    for got, want in ((t.sum(), xi.sum()), (t.sum(1), xi.sum(1)), (t.prod(0), xi.prod(0)),
-                      (t.max(1, keepdim=True), xi.max(1, keepdims=True)), (t.min(), xi.min())):
+    for got, want in (
+        (t.sum(), xi.sum()),
+        (t.sum(1), xi.sum(1)),
+        (t.prod(0), xi.prod(0)),
+        (t.max(1, keepdim=True), xi.max(1, keepdims=True)),
+        (t.min(), xi.min()),
+    ):
         assert got.dtype is ember.int64
         np.testing.assert_array_equal(got.numpy(), want)
     assert t.mean().dtype is ember.float32
@@ -78,8 +86,12 @@ def test_integer_and_bool_reductions(device):
     tb = ember.tensor(b, device=device)
     s = tb.sum(1)
     assert s.dtype is ember.int64 and s.numpy().tolist() == [2, 3]
-    for got, want in ((tb.all(), b.all()), (tb.all(1), b.all(1)), (tb.any(0, keepdim=True), b.any(0, keepdims=True)),
-                      (tb.any(), b.any())):
+    for got, want in (
+        (tb.all(), b.all()),
+        (tb.all(1), b.all(1)),
+        (tb.any(0, keepdim=True), b.any(0, keepdims=True)),
+        (tb.any(), b.any()),
+    ):
         assert got.dtype is ember.bool_
         np.testing.assert_array_equal(got.numpy(), want)
     f = ember.tensor([[0.0, 1.0], [0.0, 0.0]], device=device)
@@ -95,7 +107,9 @@ def test_argmax_argmin(device, rng, dtype, keepdim):
         am = t.argmax(dim, keepdim=keepdim)
         assert am.dtype is ember.int64
         np.testing.assert_array_equal(am.numpy(), np.argmax(x, axis=dim, keepdims=keepdim))
-        np.testing.assert_array_equal(t.argmin(dim, keepdim=keepdim).numpy(), np.argmin(x, axis=dim, keepdims=keepdim))
+        np.testing.assert_array_equal(
+            t.argmin(dim, keepdim=keepdim).numpy(), np.argmin(x, axis=dim, keepdims=keepdim)
+        )
     flat = t.argmax(keepdim=keepdim)  # over all elements: a flat index
     assert flat.shape == ((1, 1) if keepdim else ())
     assert flat.item() == int(np.argmax(x))
@@ -111,9 +125,13 @@ def test_variance_correction(device, rng):
 
 
 def test_logsumexp_extremes(device):
-    x = ember.tensor([[1000.0, 1000.0], [-1000.0, -1000.0], [-np.inf, 0.0]], dtype=ember.float64, device=device)
+    x = ember.tensor(
+        [[1000.0, 1000.0], [-1000.0, -1000.0], [-np.inf, 0.0]], dtype=ember.float64, device=device
+    )
     assert_close(x.logsumexp(1), np.array([1000 + np.log(2), -1000 + np.log(2), 0.0]))
-    assert_close(ember.logsumexp(x, 1, keepdim=True), np.array([[1000 + np.log(2)], [-1000 + np.log(2)], [0.0]]))
+    assert_close(
+        ember.logsumexp(x, 1, keepdim=True), np.array([[1000 + np.log(2)], [-1000 + np.log(2)], [0.0]])
+    )
     minf = ember.tensor([[-np.inf, -np.inf]], dtype=ember.float64, device=device)
     with np.errstate(divide="ignore"):  # log(0) = -inf is the intended answer
         assert minf.logsumexp(1).numpy().tolist() == [-np.inf]
@@ -153,8 +171,19 @@ def test_empty_reductions(device):
 def test_zero_dim_tensors_accept_dim_0(device):
     """As in PyTorch, a 0-d tensor takes dim 0 / -1 in dim-wise ops and keeps its shape."""
     s = ember.tensor(2.5, dtype=ember.float64, device=device).require_grad()
-    for out in (s.sum(0), s.mean(-1), s.max(0), s.min(0, keepdim=True), s.prod(0), s.logsumexp(0),
-                s.cumsum(0), s.flip(0), s.squeeze(0), ember.softmax(s, 0), ember.log_softmax(s)):
+    for out in (
+        s.sum(0),
+        s.mean(-1),
+        s.max(0),
+        s.min(0, keepdim=True),
+        s.prod(0),
+        s.logsumexp(0),
+        s.cumsum(0),
+        s.flip(0),
+        s.squeeze(0),
+        ember.softmax(s, 0),
+        ember.log_softmax(s),
+    ):
         assert out.shape == ()
     assert s.sum(0).item() == 2.5 and s.cumsum(0).item() == 2.5
     assert ember.softmax(s, 0).item() == 1.0 and ember.log_softmax(s).item() == 0.0

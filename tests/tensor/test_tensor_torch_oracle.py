@@ -5,6 +5,7 @@ Burn and ember fill padded attention scores with -1e4 instead of adding -inf; th
 comparison therefore passes an additive -1e4 mask, which gives the same weights (exp of about
 -1e4 underflows to exactly 0 either way) as long as a row keeps one unpadded key.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,9 @@ def _check(device, ember_fn, torch_fn, *arrays, seed=0):
             t_in.append(torch.tensor(a.astype(np.int64)))
     e_out = ember_fn(*e_in)
     t_out = torch_fn(*t_in)
-    np.testing.assert_allclose(e_out.numpy(), t_out.detach().numpy(), rtol=RTOL, atol=ATOL,
-                               err_msg="forward differs from torch")
+    np.testing.assert_allclose(
+        e_out.numpy(), t_out.detach().numpy(), rtol=RTOL, atol=ATOL, err_msg="forward differs from torch"
+    )
     u = np.random.default_rng(seed).standard_normal(tuple(t_out.shape))
     grads = e_out.backward(ember.tensor(u, dtype=ember.float64, device=device))
     t_grads = torch.autograd.grad(t_out, [t_in[i] for i in diff], torch.tensor(u), allow_unused=True)
@@ -46,8 +48,9 @@ def _check(device, ember_fn, torch_fn, *arrays, seed=0):
         eg = grads.get(e_in[i])
         want = np.zeros(arrays[i].shape) if tg is None else tg.numpy()
         got = np.zeros(arrays[i].shape) if eg is None else eg.numpy()
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11,
-                                   err_msg=f"gradient of input {i} differs from torch")
+        np.testing.assert_allclose(
+            got, want, rtol=1e-9, atol=1e-11, err_msg=f"gradient of input {i} differs from torch"
+        )
 
 
 @pytest.fixture
@@ -57,7 +60,13 @@ def r():
 
 def test_matmul(device, r):
     _check(device, lambda a, b: a @ b, torch.matmul, r.standard_normal((2, 3, 4)), r.standard_normal((4, 5)))
-    _check(device, lambda a, b: a @ b, torch.matmul, r.standard_normal((2, 1, 3, 4)), r.standard_normal((3, 4, 2)))
+    _check(
+        device,
+        lambda a, b: a @ b,
+        torch.matmul,
+        r.standard_normal((2, 1, 3, 4)),
+        r.standard_normal((3, 4, 2)),
+    )
     _check(device, lambda a, b: a @ b, torch.matmul, r.standard_normal(4), r.standard_normal((2, 4, 3)))
 
 
@@ -70,21 +79,36 @@ def test_softmax_log_softmax(device, r, dim):
 
 def test_layer_norm(device, r):
     x, g, b = r.standard_normal((2, 3, 6)) * 2, r.standard_normal(6), r.standard_normal(6)
-    _check(device, lambda t, gg, bb: ember.layer_norm(t, gg, bb, eps=1e-5),
-           lambda t, gg, bb: F.layer_norm(t, (6,), gg, bb, eps=1e-5), x, g, b)
+    _check(
+        device,
+        lambda t, gg, bb: ember.layer_norm(t, gg, bb, eps=1e-5),
+        lambda t, gg, bb: F.layer_norm(t, (6,), gg, bb, eps=1e-5),
+        x,
+        g,
+        b,
+    )
     _check(device, lambda t: ember.layer_norm(t), lambda t: F.layer_norm(t, (6,)), x)
 
 
 def test_rms_norm(device, r):
     x, g = r.standard_normal((3, 6)), r.standard_normal(6)
-    _check(device, lambda t, gg: ember.rms_norm(t, gg, eps=1e-5),
-           lambda t, gg: F.rms_norm(t, (6,), gg, eps=1e-5), x, g)
+    _check(
+        device,
+        lambda t, gg: ember.rms_norm(t, gg, eps=1e-5),
+        lambda t, gg: F.rms_norm(t, (6,), gg, eps=1e-5),
+        x,
+        g,
+    )
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu(device, r, approximate):
-    _check(device, lambda t: ember.gelu(t, approximate), lambda t: F.gelu(t, approximate=approximate),
-           r.standard_normal((4, 8)) * 3)
+    _check(
+        device,
+        lambda t: ember.gelu(t, approximate),
+        lambda t: F.gelu(t, approximate=approximate),
+        r.standard_normal((4, 8)) * 3,
+    )
 
 
 def test_activations(device, r):
@@ -98,16 +122,30 @@ def test_activations(device, r):
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
 def test_cross_entropy(device, r, smoothing):
     logits, targets = r.standard_normal((6, 5)) * 2, np.array([0, 4, 2, 2, 1, 3])
-    _check(device, lambda z, t: ember.cross_entropy_per_sample(z, t, smoothing),
-           lambda z, t: F.cross_entropy(z, t, label_smoothing=smoothing, reduction="none"), logits, targets)
-    _check(device, lambda z, t: ember.cross_entropy_per_sample(z, t, smoothing).mean(),
-           lambda z, t: F.cross_entropy(z, t, label_smoothing=smoothing), logits, targets)
+    _check(
+        device,
+        lambda z, t: ember.cross_entropy_per_sample(z, t, smoothing),
+        lambda z, t: F.cross_entropy(z, t, label_smoothing=smoothing, reduction="none"),
+        logits,
+        targets,
+    )
+    _check(
+        device,
+        lambda z, t: ember.cross_entropy_per_sample(z, t, smoothing).mean(),
+        lambda z, t: F.cross_entropy(z, t, label_smoothing=smoothing),
+        logits,
+        targets,
+    )
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
 def test_attention_vs_sdpa(device, r, masked):
     b, h, sq, sk, d = 2, 3, 4, 5, 8
-    q, k, v = r.standard_normal((b, h, sq, d)), r.standard_normal((b, h, sk, d)), r.standard_normal((b, h, sk, d))
+    q, k, v = (
+        r.standard_normal((b, h, sq, d)),
+        r.standard_normal((b, h, sk, d)),
+        r.standard_normal((b, h, sk, d)),
+    )
     pad = np.zeros((b, sk), dtype=bool)
     if masked:
         pad[0, 3:] = True
@@ -119,13 +157,24 @@ def test_attention_vs_sdpa(device, r, masked):
     def theirs(qq, kk, vv, m):
         additive = torch.where(m[:, None, None, :], -1.0e4, 0.0).to(torch.float64)
         return F.scaled_dot_product_attention(qq, kk, vv, attn_mask=additive if masked else None)
+
     _check(device, ours, theirs, q, k, v, pad)
 
 
 def test_attention_custom_scale_vs_sdpa(device, r):
-    q, k, v = r.standard_normal((1, 2, 3, 4)), r.standard_normal((1, 2, 6, 4)), r.standard_normal((1, 2, 6, 4))
-    _check(device, lambda a, bb, c: ember.attention(a, bb, c, scale=0.7),
-           lambda a, bb, c: F.scaled_dot_product_attention(a, bb, c, scale=0.7), q, k, v)
+    q, k, v = (
+        r.standard_normal((1, 2, 3, 4)),
+        r.standard_normal((1, 2, 6, 4)),
+        r.standard_normal((1, 2, 6, 4)),
+    )
+    _check(
+        device,
+        lambda a, bb, c: ember.attention(a, bb, c, scale=0.7),
+        lambda a, bb, c: F.scaled_dot_product_attention(a, bb, c, scale=0.7),
+        q,
+        k,
+        v,
+    )
 
 
 def test_gather_scatter_index_select(device, r):
@@ -136,8 +185,14 @@ def test_gather_scatter_index_select(device, r):
     _check(device, lambda t, i: t.gather(0, i), lambda t, i: torch.gather(t, 0, i), x, idx0)
     src = r.standard_normal((3, 6))
     sidx = r.integers(0, 5, (3, 6))
-    _check(device, lambda t, i, s: ember.scatter_add(t, 1, i, s),
-           lambda t, i, s: t.scatter_add(1, i, s), x, sidx, src)
+    _check(
+        device,
+        lambda t, i, s: ember.scatter_add(t, 1, i, s),
+        lambda t, i, s: t.scatter_add(1, i, s),
+        x,
+        sidx,
+        src,
+    )
     sel = np.array([4, 0, 4, 2])
     _check(device, lambda t, i: ember.index_select(t, 1, i), lambda t, i: torch.index_select(t, 1, i), x, sel)
 

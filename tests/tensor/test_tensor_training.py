@@ -1,6 +1,7 @@
 """End to end: a two-layer tanh MLP trained by a hand-written SGD loop with ember ops
 (params are leaves; the update builds fresh leaves under no_grad). From identical float64
 initial values and data, every backend follows the reference's loss curve, and the loss falls."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,7 +51,10 @@ def test_trained_parameters_match_reference_exactly_enough(other_device):
     finals = []
     for dev in ("reference", other_device):
         params = [ember.tensor(p, dtype=ember.float64, device=dev).require_grad() for p in init]
-        tx, ty = ember.tensor(x, dtype=ember.float64, device=dev), ember.tensor(y, dtype=ember.float64, device=dev)
+        tx, ty = (
+            ember.tensor(x, dtype=ember.float64, device=dev),
+            ember.tensor(y, dtype=ember.float64, device=dev),
+        )
         for _ in range(10):
             params = mlp.sgd_step(params, mlp.mse(mlp.forward(params, tx), ty).backward(), 0.2)
         finals.append([p.numpy() for p in params])

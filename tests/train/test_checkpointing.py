@@ -1,18 +1,26 @@
 """Checkpointing strategies (Burn's semantics), the background checkpointer, custom
 checkpointers and metric loggers plugged into SupervisedTraining."""
+
 from __future__ import annotations
 
 import io
 
 import pytest
+from helpers import train_toy as toy
 
-from ember.train import (AsyncCheckpointer, CheckpointingAction, ComposedCheckpointingStrategy,
-                         KeepLastNCheckpoints, MetricCheckpointingStrategy, MetricsStore, Split)
+from ember.train import (
+    AsyncCheckpointer,
+    CheckpointingAction,
+    ComposedCheckpointingStrategy,
+    KeepLastNCheckpoints,
+    MetricCheckpointingStrategy,
+    MetricsStore,
+    Split,
+)
 from ember.train.checkpoint import CheckpointerError, FileCheckpointer
 from ember.train.metric import LossMetric
 from ember.train.renderer import CliMetricsRenderer
 from ember.train.store import Direction
-from helpers import train_toy as toy
 
 SAVE = CheckpointingAction.save()
 
@@ -30,7 +38,12 @@ def test_keep_last_n():
 
 
 def test_composed_deletes_only_when_every_strategy_agrees():
-    s = ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(1)).add(KeepLastNCheckpoints(2)).build()
+    s = (
+        ComposedCheckpointingStrategy.builder()
+        .add(KeepLastNCheckpoints(1))
+        .add(KeepLastNCheckpoints(2))
+        .build()
+    )
     store = MetricsStore()
     assert s.checkpointing(1, store) == [SAVE]
     assert s.checkpointing(2, store) == [SAVE]
@@ -53,8 +66,12 @@ def test_metric_strategy_keeps_the_best():
 
 
 def test_default_composition_keeps_last_two_and_the_best():
-    s = (ComposedCheckpointingStrategy.builder().add(KeepLastNCheckpoints(2))
-         .add(MetricCheckpointingStrategy("Loss", direction=Direction.Lowest, split=Split.Train)).build())
+    s = (
+        ComposedCheckpointingStrategy.builder()
+        .add(KeepLastNCheckpoints(2))
+        .add(MetricCheckpointingStrategy("Loss", direction=Direction.Lowest, split=Split.Train))
+        .build()
+    )
     store = _store([0.1, 0.5, 0.6, 0.7, 0.05])
     kept = set()
     for epoch in range(1, 6):
@@ -125,9 +142,12 @@ def test_custom_checkpointers_and_metric_logger(tmp_path):
     model, optim, sched = _MemoryCheckpointer(), _MemoryCheckpointer(), _MemoryCheckpointer()
     logger = _MemoryLogger()
     train, valid = toy.loaders()
-    t = (toy.training(tmp_path, epochs=3, renderer=CliMetricsRenderer(stream=io.StringIO()))
-         .with_custom_checkpointers(model, optim, sched).with_metric_logger(logger)
-         .with_checkpointing_strategy(KeepLastNCheckpoints(1)))
+    t = (
+        toy.training(tmp_path, epochs=3, renderer=CliMetricsRenderer(stream=io.StringIO()))
+        .with_custom_checkpointers(model, optim, sched)
+        .with_metric_logger(logger)
+        .with_checkpointing_strategy(KeepLastNCheckpoints(1))
+    )
     t.launch(toy.learner())
     assert sorted(model.files) == sorted(optim.files) == sorted(sched.files) == [3]
     assert logger.lines[0][:3] == ("train", 1, "Accuracy")

@@ -1,4 +1,5 @@
 """AUROC: exact area with ties, split-level accumulation, Macro/Micro, Burn's N/A per batch."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.train.metric import (AurocInput, AurocMetric, ClassReduction, MetricMetadata, NumericEntry,
-                                roc_auc)
+from ember.train.metric import AurocInput, AurocMetric, ClassReduction, MetricMetadata, NumericEntry, roc_auc
 
 META = MetricMetadata.fake()
 
@@ -26,8 +26,8 @@ def _pairwise_auc(scores, labels):
 def _feed(metric, scores, labels, sizes):
     start = 0
     for size in sizes:
-        entry = metric.update(AurocInput(scores[start:start + size], labels[start:start + size]), META)
-        assert entry.serialized is None          # per-batch value is N/A: no log line
+        entry = metric.update(AurocInput(scores[start : start + size], labels[start : start + size]), META)
+        assert entry.serialized is None  # per-batch value is N/A: no log line
         assert "batch N/A %" in entry.formatted
         start += size
     assert start == len(scores)
@@ -42,7 +42,7 @@ def test_roc_auc_by_hand_with_ties():
 
 def test_binary_over_batches_matches_pairwise_count():
     rng = np.random.default_rng(0)
-    scores = np.round(rng.random((57, 1)), 1)     # rounded: many ties, within and across batches
+    scores = np.round(rng.random((57, 1)), 1)  # rounded: many ties, within and across batches
     labels = rng.random((57, 1)) < 0.4
     metric = AurocMetric.binary()
     _feed(metric, scores, labels, (10, 1, 30, 16))
@@ -73,7 +73,7 @@ def test_multiclass_one_vs_rest(reduction):
 
 def test_macro_skips_undefined_columns_and_undefined_split_is_chance():
     scores = np.array([[0.9, 0.1], [0.2, 0.3], [0.6, 0.8]])
-    labels = np.array([[1, 0], [0, 0], [1, 0]], dtype=bool)     # column 1 has no positive
+    labels = np.array([[1, 0], [0, 0], [1, 0]], dtype=bool)  # column 1 has no positive
     metric = AurocMetric.multilabel()
     metric.update(AurocInput(scores, labels), META)
     assert metric.running_value().current() == pytest.approx(100.0)
@@ -95,7 +95,8 @@ def test_against_sklearn():
     binary = AurocMetric.binary()
     _feed(binary, scores[:, :1], labels[:, :1], (50, 70))
     assert binary.running_value().current() == pytest.approx(
-        100 * sk.roc_auc_score(labels[:, 0], scores[:, 0]), abs=1e-10)
+        100 * sk.roc_auc_score(labels[:, 0], scores[:, 0]), abs=1e-10
+    )
 
 
 def test_clear_and_errors():
@@ -104,7 +105,7 @@ def test_clear_and_errors():
     assert metric.running_value().current() == 100.0
     metric.clear()
     assert math.isnan(metric.running_value().current())
-    assert metric.compute().serialized is None          # no batch: nothing to write
+    assert metric.compute().serialized is None  # no batch: nothing to write
     metric.update(AurocInput(np.array([[0.9], [0.1]]), np.array([[0], [1]])), META)
     assert metric.running_value().current() == 0.0
     with pytest.raises(ValueError, match="2 columns, earlier batches of the split had 1"):

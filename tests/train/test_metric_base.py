@@ -1,27 +1,56 @@
 """format_f64 / format_float / NumericEntry / MetricEntry: Burn's log and display formats."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from ember.train.metric import (LossMetric, MetricEntry, MetricMetadata, NumericEntry, WeightedState,
-                                format_entry, format_f32, format_f64, format_f64_debug, format_float)
+from ember.train.metric import (
+    LossMetric,
+    MetricEntry,
+    MetricMetadata,
+    NumericEntry,
+    WeightedState,
+    format_entry,
+    format_f32,
+    format_f64,
+    format_f64_debug,
+    format_float,
+)
 
 
-@pytest.mark.parametrize("value, text", [
-    (100.0, "100"), (100, "100"), (0.1, "0.1"), (0.5, "0.5"), (1e-7, "0.0000001"),
-    (1e21, "1000000000000000000000"), (1e16, "10000000000000000"), (1.5e16, "15000000000000000"),
-    (float("nan"), "NaN"), (float("inf"), "inf"), (float("-inf"), "-inf"), (-0.0, "-0"), (0.0, "0"),
-    (84.375, "84.375"), (0.30000000000000004, "0.30000000000000004"), (-2.5e-10, "-0.00000000025"),
-    (123456789.125, "123456789.125"), (1e-5, "0.00001"), (-3.0, "-3"),
-    (5e-324, "0." + "0" * 323 + "5"),
-    (1.7976931348623157e308, "17976931348623157" + "0" * 292),
-    # exactly halfway between two shortest candidates: Rust takes the larger magnitude
-    # (rust-lang/rust#130936), Python's repr the even digit
-    (112171935477118.12, "112171935477118.13"), (-581170764721946.2, "-581170764721946.3"),
-    (32461450983719.062, "32461450983719.063"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (100.0, "100"),
+        (100, "100"),
+        (0.1, "0.1"),
+        (0.5, "0.5"),
+        (1e-7, "0.0000001"),
+        (1e21, "1000000000000000000000"),
+        (1e16, "10000000000000000"),
+        (1.5e16, "15000000000000000"),
+        (float("nan"), "NaN"),
+        (float("inf"), "inf"),
+        (float("-inf"), "-inf"),
+        (-0.0, "-0"),
+        (0.0, "0"),
+        (84.375, "84.375"),
+        (0.30000000000000004, "0.30000000000000004"),
+        (-2.5e-10, "-0.00000000025"),
+        (123456789.125, "123456789.125"),
+        (1e-5, "0.00001"),
+        (-3.0, "-3"),
+        (5e-324, "0." + "0" * 323 + "5"),
+        (1.7976931348623157e308, "17976931348623157" + "0" * 292),
+        # exactly halfway between two shortest candidates: Rust takes the larger magnitude
+        # (rust-lang/rust#130936), Python's repr the even digit
+        (112171935477118.12, "112171935477118.13"),
+        (-581170764721946.2, "-581170764721946.3"),
+        (32461450983719.062, "32461450983719.063"),
+    ],
+)
 def test_format_f64_matches_rust_display(value, text):
     assert format_f64(value) == text
 
@@ -35,15 +64,27 @@ def test_format_f64_round_trips_shortest_digits():
 
 def test_format_f64_accepts_numpy_scalars():
     import numpy as np
+
     assert format_f64(np.float32(0.5)) == "0.5"
     assert format_f64(np.float32(0.1)) == "0.10000000149011612"  # f32 widened to f64, as Burn
     assert format_f64(np.int64(7)) == "7"
 
 
-@pytest.mark.parametrize("value, text", [
-    (0.5, "0.5"), (1.0, "1.0"), (100.0, "100.0"), (1e-4, "0.0001"), (1e-5, "1e-5"),
-    (1e16, "1e16"), (1.5e16, "1.5e16"), (-2.5e-7, "-2.5e-7"), (0.0, "0.0"), (float("nan"), "NaN"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.5, "0.5"),
+        (1.0, "1.0"),
+        (100.0, "100.0"),
+        (1e-4, "0.0001"),
+        (1e-5, "1e-5"),
+        (1e16, "1e16"),
+        (1.5e16, "1.5e16"),
+        (-2.5e-7, "-2.5e-7"),
+        (0.0, "0.0"),
+        (float("nan"), "NaN"),
+    ],
+)
 def test_format_f64_debug_matches_rust_debug(value, text):
     assert format_f64_debug(value) == text
 
@@ -56,12 +97,28 @@ def test_format_f32_uses_f32_shortest_digits():
     assert format_f32(1e40) == "inf"
 
 
-@pytest.mark.parametrize("value, precision, text", [
-    (84.375, 2, "84.38"), (0.5012, 2, "0.50"), (0.1, 2, "1.00e-1"), (0.05, 2, "5.00e-2"),
-    (0.0, 2, "0.00e0"), (12345.678, 2, "12345.68"), (0.001234, 2, "1.23e-3"), (0.011, 3, "0.011"),
-    (0.01, 3, "1.000e-2"), (float("nan"), 2, "NaN"), (float("inf"), 2, "inf"), (-5.0, 2, "-5.00"),
-    (-0.05, 2, "-5.00e-2"), (1e-12, 2, "1.00e-12"), (0.25, 1, "2.5e-1"), (2.5, 0, "2e0"), (25.0, 0, "25"),
-])
+@pytest.mark.parametrize(
+    "value, precision, text",
+    [
+        (84.375, 2, "84.38"),
+        (0.5012, 2, "0.50"),
+        (0.1, 2, "1.00e-1"),
+        (0.05, 2, "5.00e-2"),
+        (0.0, 2, "0.00e0"),
+        (12345.678, 2, "12345.68"),
+        (0.001234, 2, "1.23e-3"),
+        (0.011, 3, "0.011"),
+        (0.01, 3, "1.000e-2"),
+        (float("nan"), 2, "NaN"),
+        (float("inf"), 2, "inf"),
+        (-5.0, 2, "-5.00"),
+        (-0.05, 2, "-5.00e-2"),
+        (1e-12, 2, "1.00e-12"),
+        (0.25, 1, "2.5e-1"),
+        (2.5, 0, "2e0"),
+        (25.0, 0, "25"),
+    ],
+)
 def test_format_float(value, precision, text):
     assert format_float(value, precision) == text
 
@@ -72,15 +129,18 @@ def test_format_entry_layout():
     assert format_entry("N/A", "N/A", "%") == "epoch N/A % - batch N/A %"
 
 
-@pytest.mark.parametrize("entry, line", [
-    (NumericEntry.Value(0.5), "0.5"),
-    (NumericEntry.Value(12.0), "12"),
-    (NumericEntry.Aggregated(84.375, 32), "84.375,32"),
-    (NumericEntry.Aggregated(0.0001, 1), "0.0001,1"),
-    (NumericEntry.Final(100.0), "100,final"),
-    (NumericEntry.Final(1e-7), "0.0000001,final"),
-    (NumericEntry.Aggregated(0.0, 0), "0,0"),
-])
+@pytest.mark.parametrize(
+    "entry, line",
+    [
+        (NumericEntry.Value(0.5), "0.5"),
+        (NumericEntry.Value(12.0), "12"),
+        (NumericEntry.Aggregated(84.375, 32), "84.375,32"),
+        (NumericEntry.Aggregated(0.0001, 1), "0.0001,1"),
+        (NumericEntry.Final(100.0), "100,final"),
+        (NumericEntry.Final(1e-7), "0.0000001,final"),
+        (NumericEntry.Aggregated(0.0, 0), "0,0"),
+    ],
+)
 def test_numeric_entry_round_trip(entry, line):
     assert entry.serialize() == line
     back = NumericEntry.deserialize(line)

@@ -1,4 +1,5 @@
 """Loss, Accuracy, Top-K accuracy, Perplexity and Hamming score against NumPy, padding included."""
+
 from __future__ import annotations
 
 import math
@@ -7,9 +8,20 @@ import numpy as np
 import pytest
 
 import ember
-from ember.train.metric import (AccuracyInput, AccuracyMetric, HammingScore, HammingScoreInput, LossInput,
-                                LossMetric, MetricMetadata, NumericEntry, PerplexityInput, PerplexityMetric,
-                                TopKAccuracyInput, TopKAccuracyMetric)
+from ember.train.metric import (
+    AccuracyInput,
+    AccuracyMetric,
+    HammingScore,
+    HammingScoreInput,
+    LossInput,
+    LossMetric,
+    MetricMetadata,
+    NumericEntry,
+    PerplexityInput,
+    PerplexityMetric,
+    TopKAccuracyInput,
+    TopKAccuracyMetric,
+)
 
 META = MetricMetadata.fake()
 
@@ -55,8 +67,8 @@ def test_accuracy_against_numpy():
 
 def test_accuracy_with_pad_token_weights_by_unpadded_samples():
     metric = AccuracyMetric().with_pad_token(0)
-    logits = np.eye(3)[[1, 2, 2, 0, 0]]               # predicts 1, 2, 2, 0, 0
-    targets = np.array([1, 2, 1, 0, 0])               # two pads: 2 right out of 3
+    logits = np.eye(3)[[1, 2, 2, 0, 0]]  # predicts 1, 2, 2, 0, 0
+    targets = np.array([1, 2, 1, 0, 0])  # two pads: 2 right out of 3
     entry = metric.update(AccuracyInput(logits, targets), META)
     assert entry.serialized == f"{NumericEntry.Aggregated(200 / 3, 3).serialize()}"
     assert entry.serialized.endswith(",3")
@@ -160,8 +172,8 @@ def test_hamming_score_threshold_and_sigmoid():
 
 def test_hamming_score_weights_batches_by_size():
     metric = HammingScore()
-    metric.update(HammingScoreInput(np.array([[1.0, 1.0]]), np.array([[1, 1]])), META)       # 100 %, B=1
-    metric.update(HammingScoreInput(np.zeros((3, 2)), np.ones((3, 2), dtype=int)), META)   # 0 %, B=3
+    metric.update(HammingScoreInput(np.array([[1.0, 1.0]]), np.array([[1, 1]])), META)  # 100 %, B=1
+    metric.update(HammingScoreInput(np.zeros((3, 2)), np.ones((3, 2), dtype=int)), META)  # 0 %, B=3
     assert metric.running_value().current() == pytest.approx(25.0)
 
 

@@ -1,12 +1,21 @@
 """Precision, recall and F-beta: names, decision rules, Macro/Micro, split-level counts."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import ember
-from ember.train.metric import (ClassReduction, ConfusionStatsInput, DecisionRule, FBetaScoreMetric,
-                                MetricMetadata, NumericEntry, PrecisionMetric, RecallMetric)
+from ember.train.metric import (
+    ClassReduction,
+    ConfusionStatsInput,
+    DecisionRule,
+    FBetaScoreMetric,
+    MetricMetadata,
+    NumericEntry,
+    PrecisionMetric,
+    RecallMetric,
+)
 
 META = MetricMetadata.fake()
 MACRO, MICRO = ClassReduction.Macro, ClassReduction.Micro
@@ -32,7 +41,7 @@ def _reference(kind, pred, actual, reduction, beta=1.0):
     elif kind == "recall":
         scores = _ratio(tp, tp + fn, 0.0)
     else:
-        b2 = beta ** 2
+        b2 = beta**2
         scores = _ratio((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, np.nan)
     scores = scores[~np.isnan(scores)]
     return float(scores.mean()) if scores.size else 0.0
@@ -59,7 +68,7 @@ def test_names_follow_burn():
 
 def test_binary_threshold_by_hand():
     scores = np.array([[0.9], [0.6], [0.4], [0.2], [0.7]])
-    labels = np.array([[1], [0], [1], [0], [1]], dtype=bool)   # predicted: 1 1 0 0 1
+    labels = np.array([[1], [0], [1], [0], [1]], dtype=bool)  # predicted: 1 1 0 0 1
     # tp = 2, fp = 1, fn = 1
     p, r, f = PrecisionMetric.binary(0.5), RecallMetric.binary(0.5), FBetaScoreMetric.binary(1.0, 0.5)
     for m in (p, r, f):
@@ -72,14 +81,15 @@ def test_binary_threshold_by_hand():
 
 def test_fbeta_beta_weights_recall():
     scores = np.array([[0.9], [0.8], [0.1], [0.2]])
-    labels = np.array([[1], [0], [1], [1]])   # tp 1, fp 1, fn 2
+    labels = np.array([[1], [0], [1], [1]])  # tp 1, fp 1, fn 2
     f2 = FBetaScoreMetric.binary(2.0, 0.5)
     f2.update(ConfusionStatsInput(scores, labels), META)
     assert f2.value().current() == pytest.approx(100 * 5 * 1 / (5 * 1 + 4 * 2 + 1))
 
 
-@pytest.mark.parametrize("kind, cls", [("precision", PrecisionMetric), ("recall", RecallMetric),
-                                        ("fbeta", FBetaScoreMetric)])
+@pytest.mark.parametrize(
+    "kind, cls", [("precision", PrecisionMetric), ("recall", RecallMetric), ("fbeta", FBetaScoreMetric)]
+)
 @pytest.mark.parametrize("reduction", [MACRO, MICRO])
 def test_split_value_equals_the_concatenated_data(kind, cls, reduction):
     rng = np.random.default_rng(7)
@@ -88,7 +98,8 @@ def test_split_value_equals_the_concatenated_data(kind, cls, reduction):
     for scores, targets in batches:
         metric.update(ConfusionStatsInput(scores, np.eye(4, dtype=bool)[targets]), META)
         assert metric.value().current() == pytest.approx(
-            _reference(kind, _top1_mask(scores), np.eye(4, dtype=bool)[targets], reduction))
+            _reference(kind, _top1_mask(scores), np.eye(4, dtype=bool)[targets], reduction)
+        )
     all_scores = np.concatenate([s for s, _ in batches])
     all_targets = np.concatenate([t for _, t in batches])
     expected = _reference(kind, _top1_mask(all_scores), np.eye(4, dtype=bool)[all_targets], reduction)
@@ -99,11 +110,11 @@ def test_split_value_is_not_the_mean_of_batch_values():
     # Burn #5514: averaging per-batch values weights a 1-sample batch like a 9-sample one.
     metric = PrecisionMetric.binary(0.5)
     big_scores = np.array([[0.9]] * 9)
-    big_labels = np.array([[1]] * 9)                  # precision 100 %
-    small_scores, small_labels = np.array([[0.9]]), np.array([[0]])   # precision 0 %
+    big_labels = np.array([[1]] * 9)  # precision 100 %
+    small_scores, small_labels = np.array([[0.9]]), np.array([[0]])  # precision 0 %
     metric.update(ConfusionStatsInput(big_scores, big_labels), META)
     metric.update(ConfusionStatsInput(small_scores, small_labels), META)
-    assert metric.running_value().current() == pytest.approx(90.0)   # 9 tp / 10 predicted
+    assert metric.running_value().current() == pytest.approx(90.0)  # 9 tp / 10 predicted
     assert metric.running_value().current() != pytest.approx((100.0 + 0.0) / 2)
 
 
@@ -114,7 +125,9 @@ def test_macro_and_micro_differ_and_match_definitions():
     macro, micro = PrecisionMetric.multiclass(1, MACRO), PrecisionMetric.multiclass(1, MICRO)
     for m in (macro, micro):
         m.update(ConfusionStatsInput(pred, actual), META)
-    assert macro.value().current() == pytest.approx((75.0 + 0.0 + 25.0) / 3)   # a never-predicted class scores 0
+    assert macro.value().current() == pytest.approx(
+        (75.0 + 0.0 + 25.0) / 3
+    )  # a never-predicted class scores 0
     assert micro.value().current() == pytest.approx(100 * 4 / 8)
 
 
@@ -143,9 +156,11 @@ def test_multilabel_threshold_against_sklearn():
             r.update(ConfusionStatsInput(scores[lo:hi], labels[lo:hi]), META)
         pred = scores > 0.6
         assert p.running_value().current() == pytest.approx(
-            100 * metrics.precision_score(labels, pred, average=average, zero_division=0))
+            100 * metrics.precision_score(labels, pred, average=average, zero_division=0)
+        )
         assert r.running_value().current() == pytest.approx(
-            100 * metrics.recall_score(labels, pred, average=average, zero_division=0))
+            100 * metrics.recall_score(labels, pred, average=average, zero_division=0)
+        )
 
 
 def test_top_k_rule_predicts_k_classes():
@@ -153,7 +168,7 @@ def test_top_k_rule_predicts_k_classes():
     actual = np.array([[0, 1, 0], [1, 0, 0]], dtype=bool)
     r = RecallMetric.multiclass(2, MICRO)
     r.update(ConfusionStatsInput(scores, actual), META)
-    assert r.value().current() == pytest.approx(50.0)   # sample 0 hit in its top 2, sample 1 not
+    assert r.value().current() == pytest.approx(50.0)  # sample 0 hit in its top 2, sample 1 not
     with pytest.raises(ValueError, match="top_k=4 exceeds the 3 classes"):
         RecallMetric.multiclass(4).update(ConfusionStatsInput(scores, actual), META)
 

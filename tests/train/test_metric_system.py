@@ -1,4 +1,5 @@
 """Learning rate, iteration speed and the system metrics (CPU use / memory, Cuda)."""
+
 from __future__ import annotations
 
 import copy
@@ -6,9 +7,16 @@ import sys
 
 import pytest
 
-from ember.train.metric import (CpuMemory, CpuUse, CudaMetric, IterationSpeedMetric, LearningRateMetric,
-                                MetricMetadata, NumericEntry)
-from ember.train.metric import system
+from ember.train.metric import (
+    CpuMemory,
+    CpuUse,
+    CudaMetric,
+    IterationSpeedMetric,
+    LearningRateMetric,
+    MetricMetadata,
+    NumericEntry,
+    system,
+)
 
 
 class _Clock:
@@ -40,7 +48,7 @@ def test_iteration_speed_counts_from_first_update():
     assert entry.serialized == "2.5,1" and metric.unit == "iter/sec"
     assert entry.formatted == "epoch 1.25 iter/sec - batch 2.50 iter/sec"
     metric.clear()
-    assert metric.update(None, MetricMetadata.fake(iteration=1)).serialized == "0,1"   # clock restarted
+    assert metric.update(None, MetricMetadata.fake(iteration=1)).serialized == "0,1"  # clock restarted
     assert metric.running_value().current() == 0.0
 
 
@@ -50,7 +58,7 @@ def test_cpu_use_refreshes_at_most_every_200ms(monkeypatch):
     clock = _Clock()
     metric = CpuUse(clock=clock)
     entry = metric.update(None, MetricMetadata.fake())
-    assert entry.serialized == "0.00" and entry.formatted == "CPU Usage: 0.00 %"   # too soon to refresh
+    assert entry.serialized == "0.00" and entry.formatted == "CPU Usage: 0.00 %"  # too soon to refresh
     clock.now += 0.25
     entry = metric.update(None, MetricMetadata.fake())
     assert entry.serialized == "30.00" and metric.value() == NumericEntry.Value(30.0)
@@ -95,12 +103,20 @@ def test_cuda_metric_without_gpu_is_unavailable(monkeypatch):
 
 def test_cuda_metric_reads_ember_cuda(monkeypatch):
     import ember.cuda
+
     monkeypatch.setattr(system, "gpu_visible", lambda: True)
     monkeypatch.setattr(ember.cuda, "is_available", lambda: True)
     monkeypatch.setattr(ember.cuda, "device_count", lambda: 1)
-    monkeypatch.setattr(ember.cuda, "memory_stats", lambda i: {"free_bytes": 60_000_000_000,
-                                                                "total_bytes": 80_000_000_000,
-                                                                "used_bytes": 0, "pool_bytes": 0})
+    monkeypatch.setattr(
+        ember.cuda,
+        "memory_stats",
+        lambda i: {
+            "free_bytes": 60_000_000_000,
+            "total_bytes": 80_000_000_000,
+            "used_bytes": 0,
+            "pool_bytes": 0,
+        },
+    )
     entry = CudaMetric().update(None, MetricMetadata.fake())
     assert entry.formatted == " GPU #0 - Memory 20.00/80.00 Gb"
     assert entry.serialized == "20/80 "

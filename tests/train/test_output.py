@@ -1,16 +1,34 @@
 """Output types: sync() detaches, adapt() feeds Burn's metric inputs, clear errors otherwise."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import ember
-from ember.train.metric import (AccuracyInput, AccuracyMetric, AurocInput, AurocMetric, ConfusionStatsInput,
-                                HammingScore, HammingScoreInput, LossInput, LossMetric, MetricMetadata,
-                                PerplexityInput, PerplexityMetric, PrecisionMetric, TopKAccuracyInput,
-                                TopKAccuracyMetric)
-from ember.train.output import (ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput,
-                                SequenceOutput)
+from ember.train.metric import (
+    AccuracyInput,
+    AccuracyMetric,
+    AurocInput,
+    AurocMetric,
+    ConfusionStatsInput,
+    HammingScore,
+    HammingScoreInput,
+    LossInput,
+    LossMetric,
+    MetricMetadata,
+    PerplexityInput,
+    PerplexityMetric,
+    PrecisionMetric,
+    TopKAccuracyInput,
+    TopKAccuracyMetric,
+)
+from ember.train.output import (
+    ClassificationOutput,
+    MultiLabelClassificationOutput,
+    RegressionOutput,
+    SequenceOutput,
+)
 
 META = MetricMetadata.fake()
 
@@ -19,7 +37,9 @@ def _classification(c=3):
     logits = ember.tensor([[2.0, 0.5, 0.1], [0.1, 0.2, 3.0], [1.0, 2.0, 0.0], [0.3, 0.1, 0.2]])[:, :c]
     logits = logits.require_grad()
     loss = (logits * logits).mean()
-    return ClassificationOutput(loss, logits * 1.0, ember.tensor([0, 2, 0, 1]) if c > 1 else ember.tensor([1, 0, 1, 0]))
+    return ClassificationOutput(
+        loss, logits * 1.0, ember.tensor([0, 2, 0, 1]) if c > 1 else ember.tensor([1, 0, 1, 0])
+    )
 
 
 def test_sync_detaches_every_tensor():
@@ -48,26 +68,28 @@ def test_classification_adaptors():
     conf = out.adapt(ConfusionStatsInput)
     np.testing.assert_array_equal(conf.targets.numpy(), np.eye(3, dtype=bool)[[0, 2, 0, 1]])
     np.testing.assert_array_equal(out.adapt(AurocInput).targets.numpy(), conf.targets.numpy())
-    assert AccuracyMetric().update(out, META).serialized == "50,4"   # rows 0 and 1 right
+    assert AccuracyMetric().update(out, META).serialized == "50,4"  # rows 0 and 1 right
     assert PrecisionMetric.multiclass(1).update(out, META).serialized.endswith(",4")
 
 
 def test_binary_classification_uses_labels_as_the_single_column():
-    out = ClassificationOutput(ember.tensor(0.3), ember.tensor([[0.9], [0.2], [0.7], [0.4]]),
-                               ember.tensor([1, 0, 0, 1]))
+    out = ClassificationOutput(
+        ember.tensor(0.3), ember.tensor([[0.9], [0.2], [0.7], [0.4]]), ember.tensor([1, 0, 0, 1])
+    )
     conf = out.adapt(ConfusionStatsInput)
     np.testing.assert_array_equal(conf.targets.numpy(), [[True], [False], [False], [True]])
     precision = PrecisionMetric.binary(0.5)
     precision.update(out, META)
-    assert precision.value().current() == pytest.approx(50.0)   # predicted 1, 0, 1, 0
+    assert precision.value().current() == pytest.approx(50.0)  # predicted 1, 0, 1, 0
     auroc = AurocMetric.binary()
     auroc.update(out, META)
     assert auroc.running_value().current() == pytest.approx(75.0)
 
 
 def test_multilabel_adaptors():
-    out = MultiLabelClassificationOutput(ember.tensor(0.1), ember.tensor([[0.9, 0.2], [0.3, 0.8]]),
-                                         ember.tensor([[1, 0], [1, 1]]))
+    out = MultiLabelClassificationOutput(
+        ember.tensor(0.1), ember.tensor([[0.9, 0.2], [0.3, 0.8]]), ember.tensor([[1, 0], [1, 1]])
+    )
     assert isinstance(out.adapt(HammingScoreInput), HammingScoreInput)
     assert out.adapt(ConfusionStatsInput).targets.dtype == ember.bool
     hamming = HammingScore()
@@ -80,7 +102,7 @@ def test_multilabel_adaptors():
 def test_sequence_flattens_for_token_metrics():
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(2, 3, 5)).astype(np.float32)
-    targets = np.array([[1, 4, 0], [2, 0, 0]])                   # 0 = pad
+    targets = np.array([[1, 4, 0], [2, 0, 0]])  # 0 = pad
     out = SequenceOutput(ember.tensor(0.7), ember.tensor(logits), ember.tensor(targets))
     flat = out.adapt(AccuracyInput)
     assert flat.outputs.shape == (6, 5) and flat.targets.shape == (6,)
@@ -106,7 +128,9 @@ def test_adapt_errors_name_the_output_and_the_metric():
     with pytest.raises(TypeError, match="LossMetric .*needs LossInput.*has no adapt"):
         LossMetric().update(object(), META)
     with pytest.raises(TypeError, match="SequenceOutput cannot be adapted to ConfusionStatsInput"):
-        SequenceOutput(ember.tensor(0.1), ember.zeros(1, 2, 3), ember.tensor([[0, 1]])).adapt(ConfusionStatsInput)
+        SequenceOutput(ember.tensor(0.1), ember.zeros(1, 2, 3), ember.tensor([[0, 1]])).adapt(
+            ConfusionStatsInput
+        )
 
 
 def test_user_outputs_can_implement_adapt():
@@ -133,7 +157,9 @@ def test_shapes_are_checked():
     with pytest.raises(ValueError, match="MultiLabelClassificationOutput: output"):
         MultiLabelClassificationOutput(ember.tensor(0.1), ember.zeros(4, 2), ember.zeros(4, 3))
     with pytest.raises(IndexError):
-        ClassificationOutput(ember.tensor(0.1), ember.zeros(2, 2), ember.tensor([0, 5])).adapt(ConfusionStatsInput)
+        ClassificationOutput(ember.tensor(0.1), ember.zeros(2, 2), ember.tensor([0, 5])).adapt(
+            ConfusionStatsInput
+        )
 
 
 def test_numpy_outputs_work_too():

@@ -17,8 +17,8 @@ import pytest
 from ember.data.progress import Progress
 from ember.train.renderer import (
     CliMetricsRenderer,
-    MetricState,
     MetricsRenderer,
+    MetricState,
     TrainingProgress,
     default_renderer,
     format_duration,
@@ -81,13 +81,30 @@ def fake_run(
                 acc = 50.0 + 10.0 * epoch + 10.0 * done / n
                 losses.append(loss)
                 running = sum(losses) / len(losses)
-                update(MetricState("Loss", f"epoch {format_number(running)} - batch "
-                                   f"{format_number(loss)}", loss, running, None, False))
-                update(MetricState("Accuracy", f"epoch {format_number(acc)} % - batch "
-                                   f"{format_number(acc)} %", acc, acc, "%", True))
+                update(
+                    MetricState(
+                        "Loss",
+                        f"epoch {format_number(running)} - batch {format_number(loss)}",
+                        loss,
+                        running,
+                        None,
+                        False,
+                    )
+                )
+                update(
+                    MetricState(
+                        "Accuracy",
+                        f"epoch {format_number(acc)} % - batch {format_number(acc)} %",
+                        acc,
+                        acc,
+                        "%",
+                        True,
+                    )
+                )
                 if split == "train":
-                    update(MetricState("Learning Rate", "epoch 1.00e-4 - batch 1.00e-4",
-                                       1e-4, 1e-4, None, False))
+                    update(
+                        MetricState("Learning Rate", "epoch 1.00e-4 - batch 1.00e-4", 1e-4, 1e-4, None, False)
+                    )
                 update(MetricState("Device", "GPU 1.5/80.0 GB", None, None))
                 render(TrainingProgress(Progress(done, n), epoch, epochs, iteration, split))
                 if during is not None:
@@ -168,7 +185,10 @@ def test_cli_progress_lines_parse_and_are_throttled():
     # Metrics in the order they were updated, with their display strings.
     metrics = train1[-1]["metrics"].split(" | ")[1:]
     assert [m.split(" epoch")[0].split(" GPU")[0] for m in metrics] == [
-        "Loss", "Accuracy", "Learning Rate", "Device"
+        "Loss",
+        "Accuracy",
+        "Learning Rate",
+        "Device",
     ]
     assert "Accuracy epoch 70.00 % - batch 70.00 %" in metrics
     valid1 = [m for m in progress if m["split"] == "valid" and m["epoch"] == "1"]
@@ -248,8 +268,14 @@ def test_renderers_satisfy_the_protocol():
 
 
 def make_console(height: int = 60) -> Console:
-    return Console(file=io.StringIO(), force_terminal=True, width=120, height=height,
-                   record=True, color_system="truecolor")
+    return Console(
+        file=io.StringIO(),
+        force_terminal=True,
+        width=120,
+        height=height,
+        record=True,
+        color_system="truecolor",
+    )
 
 
 def run_tui(console: Console, **kwargs) -> TuiMetricsRenderer:
@@ -262,7 +288,7 @@ def run_tui(console: Console, **kwargs) -> TuiMetricsRenderer:
 def last_frame(text: str) -> str:
     """The last dashboard frame printed in a recorded console's text."""
     start = text.rindex("╭─ ember training")
-    end = text.index("\n", text.index("╰──", text.rindex("│ training")) )
+    end = text.index("\n", text.index("╰──", text.rindex("│ training")))
     return text[start:end]
 
 
@@ -295,8 +321,7 @@ def test_tui_final_frame_persists_and_summary_follows():
 def test_tui_refreshes_at_most_the_set_rate():
     console = make_console()
     clock = FakeClock()
-    renderer = TuiMetricsRenderer(console=console, auto_refresh=False, clock=clock,
-                                  refresh_per_second=8)
+    renderer = TuiMetricsRenderer(console=console, auto_refresh=False, clock=clock, refresh_per_second=8)
     calls = []
     original = renderer.dashboard
 

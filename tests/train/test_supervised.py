@@ -1,6 +1,7 @@
 """SupervisedTraining end to end on a small generated problem: artifacts and their format,
 exact aggregates, determinism, resume after SIGKILL and after an interrupt, checkpoints
 that survive a kill mid-write, early stopping, gradient accumulation, the summary."""
+
 from __future__ import annotations
 
 import io
@@ -12,15 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import train_toy as toy
 
 import ember
 from ember.optim import GradientsParams, SgdConfig
-from ember.train import (Direction, DistributedDataParallel, Learner, MetricEarlyStoppingStrategy, Split,
-                         SupervisedTraining)
+from ember.train import (
+    Direction,
+    DistributedDataParallel,
+    Learner,
+    MetricEarlyStoppingStrategy,
+    Split,
+    SupervisedTraining,
+)
 from ember.train.logger import read_aggregate
-from ember.train.metric import AccuracyMetric, LossMetric
+from ember.train.metric import LossMetric
 from ember.train.renderer import CliMetricsRenderer
-from helpers import train_toy as toy
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 N_BATCHES = 96 // 16
@@ -78,7 +85,11 @@ def test_summary_matches_logs(tmp_path):
     assert row.max_value == pytest.approx(max(per_epoch)) and row.max_epoch == int(np.argmax(per_epoch)) + 1
     text = str(result.summary)
     assert "Learner Summary" in text and "| Split | Metric" in text and "Total Epochs: 3" in text
-    assert [r.name for r in result.summary.metrics if r.split == "train"] == ["Accuracy", "Learning Rate", "Loss"]
+    assert [r.name for r in result.summary.metrics if r.split == "train"] == [
+        "Accuracy",
+        "Learning Rate",
+        "Loss",
+    ]
 
 
 def test_training_learns_and_is_deterministic(tmp_path):
@@ -92,10 +103,19 @@ def test_training_learns_and_is_deterministic(tmp_path):
 
 
 def _run_toy(directory, *args, check=True, timeout=240):
-    env = dict(os.environ, PYTHONPATH=str(TESTS_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               EMBER_RENDERER="cli")
-    return subprocess.run([sys.executable, "-m", "helpers.train_toy", str(directory), *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, check=check)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(TESTS_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        EMBER_RENDERER="cli",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "helpers.train_toy", str(directory), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
@@ -129,10 +149,20 @@ def assert_same_weights(a, b):
 def test_kill_during_checkpoint_write_leaves_complete_files(tmp_path):
     marker = tmp_path / "writing"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "helpers.train_toy", str(tmp_path / "run"), "--epochs", "2",
-         "--slow-checkpoint-marker", str(marker)],
+        [
+            sys.executable,
+            "-m",
+            "helpers.train_toy",
+            str(tmp_path / "run"),
+            "--epochs",
+            "2",
+            "--slow-checkpoint-marker",
+            str(marker),
+        ],
         env=dict(os.environ, PYTHONPATH=str(TESTS_DIR), EMBER_RENDERER="cli"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 180
         while not marker.exists():
@@ -167,7 +197,9 @@ def test_interrupt_then_resume_equals_uninterrupted(tmp_path):
     assert (tmp_path / "stopped" / "checkpoint" / "training-2.bpk").exists()
     assert "checkpoint(2)" in (tmp_path / "stopped" / "experiment.log").read_text()
     assert len(lines(tmp_path / "stopped" / "train" / "epoch-2" / "Loss.log")) == 3 + 1
-    resumed = toy.training(tmp_path / "stopped", epochs=3, renderer=quiet()).checkpoint(2).launch(toy.learner())
+    resumed = (
+        toy.training(tmp_path / "stopped", epochs=3, renderer=quiet()).checkpoint(2).launch(toy.learner())
+    )
     full = run(tmp_path / "full", epochs=3)
     for (path, a), (_, b) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
         np.testing.assert_array_equal(a.value.numpy(), b.value.numpy(), err_msg=path)
@@ -190,8 +222,10 @@ def test_ctrl_c_checkpoints_and_says_how_to_resume(tmp_path):
 def test_early_stopping_stops_at_the_right_epoch(tmp_path):
     # lr 0: nothing changes, so the valid loss never improves on epoch 1
     t = toy.training(tmp_path, epochs=6, renderer=quiet()).early_stopping(
-        MetricEarlyStoppingStrategy(LossMetric(), direction=Direction.Lowest, split=Split.Valid,
-                                    no_improvement_since=2))
+        MetricEarlyStoppingStrategy(
+            LossMetric(), direction=Direction.Lowest, split=Split.Valid, no_improvement_since=2
+        )
+    )
     result = t.launch(toy.learner(lr=0.0, dropout=0.0))
     assert result.epochs_trained == 3
     assert not (tmp_path / "train" / "epoch-4").exists()
@@ -202,8 +236,13 @@ def test_gradient_accumulation_sums_like_one_big_batch(tmp_path):
     model = toy.ToyClassifier(dropout=0.0)
     manual = model.clone()
     train, _ = toy.loaders(n_train=32, batch_size=8, shuffle=None)
-    t = (SupervisedTraining(tmp_path, train, None).metrics(LossMetric()).grads_accumulation(4)
-         .with_plots(False).renderer(quiet()))
+    t = (
+        SupervisedTraining(tmp_path, train, None)
+        .metrics(LossMetric())
+        .grads_accumulation(4)
+        .with_plots(False)
+        .renderer(quiet())
+    )
     trained = t.launch(Learner(model, SgdConfig().init(), 0.1)).model
     batches = list(train)
     grads = None
@@ -239,10 +278,16 @@ def test_clear_errors(tmp_path):
         SupervisedTraining(tmp_path, train, valid).checkpoint(1).launch(toy.learner())
     with pytest.raises(NotImplementedError, match="DistributedDataParallel"):
         SupervisedTraining(tmp_path, train, valid).with_training_strategy(DistributedDataParallel()).launch(
-            toy.learner())
+            toy.learner()
+        )
     with pytest.raises(FileNotFoundError, match="available: none"):
-        (SupervisedTraining(tmp_path / "empty", train, valid).with_default_checkpointers().checkpoint(4)
-         .renderer(quiet()).launch(toy.learner()))
+        (
+            SupervisedTraining(tmp_path / "empty", train, valid)
+            .with_default_checkpointers()
+            .checkpoint(4)
+            .renderer(quiet())
+            .launch(toy.learner())
+        )
     with pytest.raises(ValueError, match="already registered"):
         SupervisedTraining(tmp_path, train, valid).metrics(LossMetric()).metric_train_numeric(LossMetric())
     with pytest.raises(TypeError, match="numeric"):

@@ -13,4 +13,4 @@ from .runner import Finding, Tally, run
 from .table import format_table
 from .targets import FORMATS, TARGETS
 
-__all__ = ["FORMATS", "Finding", "TARGETS", "Tally", "format_table", "run"]
+__all__ = ["FORMATS", "TARGETS", "Finding", "Tally", "format_table", "run"]

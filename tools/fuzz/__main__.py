@@ -24,10 +24,17 @@ def _split(total: int, names: list[str]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.fuzz", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", type=int, default=10_000, help="inputs in all (split evenly over the targets)")
-    parser.add_argument("--target", default="all", help=f"'all' ({', '.join(FORMATS)}) or a comma-separated list of {sorted(TARGETS)}")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.fuzz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--inputs", type=int, default=10_000, help="inputs in all (split evenly over the targets)"
+    )
+    parser.add_argument(
+        "--target",
+        default="all",
+        help=f"'all' ({', '.join(FORMATS)}) or a comma-separated list of {sorted(TARGETS)}",
+    )
     parser.add_argument("--seed", type=int, default=0, help="selects the inputs (default 0)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="child processes")
     parser.add_argument("--batch", type=int, default=250, help="inputs per task sent to a child")
@@ -35,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--findings", default=None, help="directory to write the inputs of findings to")
     parser.add_argument("--report-every", type=float, default=60.0, help="seconds between progress tables")
     args = parser.parse_args(argv)
-    names = list(FORMATS) if args.target == "all" else [n.strip() for n in args.target.split(",") if n.strip()]
+    names = (
+        list(FORMATS) if args.target == "all" else [n.strip() for n in args.target.split(",") if n.strip()]
+    )
     unknown = [n for n in names if n not in TARGETS]
     if unknown or not names:
         parser.error(f"unknown target(s) {unknown}; expected 'all' or some of {sorted(TARGETS)}")
@@ -51,9 +60,16 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     started = time.monotonic()
-    tallies = run(_split(args.inputs, names), seed=args.seed, jobs=args.jobs, batch=args.batch,
-                  timeout=args.timeout, findings_dir=args.findings, report=progress,
-                  report_every=args.report_every)
+    tallies = run(
+        _split(args.inputs, names),
+        seed=args.seed,
+        jobs=args.jobs,
+        batch=args.batch,
+        timeout=args.timeout,
+        findings_dir=args.findings,
+        report=progress,
+        report_every=args.report_every,
+    )
     elapsed = time.monotonic() - started
     done = sum(tally.inputs for tally in tallies.values())
     print(format_table(tallies, elapsed))

@@ -120,7 +120,7 @@ def _encode_into(out: list[bytes], value: Any) -> None:
             out.append(b"\x7f")
             data = inner.encode("utf-8")
             for start in range(0, len(data), 3):  # split on byte boundaries: may cut a char
-                out.append(_head(3, len(data[start:start + 3])) + data[start:start + 3])
+                out.append(_head(3, len(data[start : start + 3])) + data[start : start + 3])
         elif isinstance(inner, bytes):
             out.append(b"\x5f" + _head(2, len(inner)) + inner)
         elif isinstance(inner, (list, tuple)):
@@ -152,7 +152,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n > len(self.data) - self.pos:
             raise CborFormatError(f"truncated: {n} bytes wanted at {self.pos}")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "INTERESTING_INTS",
@@ -22,8 +23,34 @@ __all__ = [
 ]
 
 INTERESTING_INTS = (
-    0, 1, 2, 3, 7, 8, 255, 256, 257, 4095, 4096, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1,
-    2**32, 2**53, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30, -1, -2, -(2**31), -(2**63),
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    255,
+    256,
+    257,
+    4095,
+    4096,
+    65535,
+    65536,
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+    2**32,
+    2**53,
+    2**62,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    2**64,
+    10**30,
+    -1,
+    -2,
+    -(2**31),
+    -(2**63),
     -(2**63) - 1,
 )
 _INTERESTING_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0x18, 0x19, 0x1A, 0x1B, 0x1F, 0x20, 0x3F)
@@ -44,7 +71,7 @@ def _set_bytes(rng: random.Random, data: bytearray, start: int, end: int) -> str
     position = rng.randrange(start, end)
     width = min(rng.choice((1, 1, 2, 4, 8)), end - position)
     value = rng.choice(_INTERESTING_BYTES) if rng.random() < 0.5 else rng.randrange(256)
-    data[position:position + width] = bytes([value]) * width
+    data[position : position + width] = bytes([value]) * width
     return f"set {width} byte(s) at {position} to 0x{value:02x}"
 
 
@@ -58,7 +85,7 @@ def _insert_bytes(rng: random.Random, data: bytearray, start: int, end: int) -> 
 def _delete_bytes(rng: random.Random, data: bytearray, start: int, end: int) -> str:
     position = rng.randrange(start, end)
     width = min(rng.choice((1, 1, 2, 8, 64)), end - position)
-    del data[position:position + width]
+    del data[position : position + width]
     return f"delete {width} byte(s) at {position}"
 
 
@@ -66,17 +93,24 @@ def _copy_chunk(rng: random.Random, data: bytearray, start: int, end: int) -> st
     source = rng.randrange(start, end)
     target = rng.randrange(start, end)
     width = min(rng.choice((2, 4, 16, 64)), end - source, end - target)
-    data[target:target + width] = data[source:source + width]
+    data[target : target + width] = data[source : source + width]
     return f"copy {width} byte(s) from {source} to {target}"
 
 
 _BYTE_OPS: tuple[Callable[..., str], ...] = (
-    _flip_bits, _flip_bits, _set_bytes, _set_bytes, _insert_bytes, _delete_bytes, _copy_chunk,
+    _flip_bits,
+    _flip_bits,
+    _set_bytes,
+    _set_bytes,
+    _insert_bytes,
+    _delete_bytes,
+    _copy_chunk,
 )
 
 
-def havoc(rng: random.Random, data: bytes, start: int = 0, end: int | None = None,
-          rounds: int | None = None) -> tuple[bytes, str]:
+def havoc(
+    rng: random.Random, data: bytes, start: int = 0, end: int | None = None, rounds: int | None = None
+) -> tuple[bytes, str]:
     """One to a few byte-level mutations inside `[start, end)` of `data`."""
     out = bytearray(data)
     end = len(out) if end is None else min(end, len(out))
@@ -129,8 +163,17 @@ def _replacement(rng: random.Random, old: Any, vocabulary: tuple) -> Any:
     if isinstance(old, bool):
         return rng.choice((not old, 0, 1, None, "true"))
     if isinstance(old, int) and roll < 0.6:
-        return rng.choice((old + 1, old - 1, old * 2, old + 256, old - 256, old ^ (1 << rng.randrange(64)),
-                           rng.choice(INTERESTING_INTS)))
+        return rng.choice(
+            (
+                old + 1,
+                old - 1,
+                old * 2,
+                old + 256,
+                old - 256,
+                old ^ (1 << rng.randrange(64)),
+                rng.choice(INTERESTING_INTS),
+            )
+        )
     if isinstance(old, str) and roll < 0.6:
         return rng.choice(vocabulary + ("", old + old, old[:-1], old.lower(), "\u00e9" + old))
     if isinstance(old, list) and roll < 0.6:
@@ -154,8 +197,25 @@ def _replacement(rng: random.Random, old: Any, vocabulary: tuple) -> Any:
         else:
             mutated[rng.choice(vocabulary + ("extra", ""))] = rng.choice((0, "x", [], {}))
         return mutated
-    return rng.choice((None, 0, -1, 1.5, float("nan"), float("inf"), "", "x", b"\x00", [], {}, [0],
-                       {"a": 1}, rng.choice(INTERESTING_INTS), rng.choice(vocabulary)))
+    return rng.choice(
+        (
+            None,
+            0,
+            -1,
+            1.5,
+            float("nan"),
+            float("inf"),
+            "",
+            "x",
+            b"\x00",
+            [],
+            {},
+            [0],
+            {"a": 1},
+            rng.choice(INTERESTING_INTS),
+            rng.choice(vocabulary),
+        )
+    )
 
 
 def mutate_tree(rng: random.Random, tree: Any, vocabulary: tuple = ()) -> tuple[Any, str]:
@@ -193,8 +253,26 @@ def _page_size(data: bytes) -> int:
 
 # Fields of SQLite's 100-byte database header worth damaging: (offset, width).
 _HEADER_FIELDS = (
-    (16, 2), (18, 1), (19, 1), (20, 1), (21, 1), (22, 1), (23, 1), (24, 4), (28, 4), (32, 4),
-    (36, 4), (40, 4), (44, 4), (48, 4), (52, 4), (56, 4), (60, 4), (64, 4), (68, 4), (92, 4),
+    (16, 2),
+    (18, 1),
+    (19, 1),
+    (20, 1),
+    (21, 1),
+    (22, 1),
+    (23, 1),
+    (24, 4),
+    (28, 4),
+    (32, 4),
+    (36, 4),
+    (40, 4),
+    (44, 4),
+    (48, 4),
+    (52, 4),
+    (56, 4),
+    (60, 4),
+    (64, 4),
+    (68, 4),
+    (92, 4),
     (96, 4),
 )
 
@@ -238,11 +316,11 @@ def sqlite_page_damage(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     if kind == 5:  # a cell: pointer array entry or the start of the cell (sizes, rowid, header)
         number = rng.randrange(pages)
         base = number * size + _page_header_offset(number)
-        cells = int.from_bytes(out[base + 3:base + 5], "big")
+        cells = int.from_bytes(out[base + 3 : base + 5], "big")
         header = 12 if out[base] in (0x02, 0x05) else 8
         if cells and rng.random() < 0.5:
             slot = base + header + 2 * rng.randrange(min(cells, (size - header) // 2))
-            pointer = int.from_bytes(out[slot:slot + 2], "big")
+            pointer = int.from_bytes(out[slot : slot + 2], "big")
             if 0 < pointer < size - 8 and rng.random() < 0.7:
                 cell = number * size + pointer + rng.randrange(8)
                 out[cell] ^= 1 << rng.randrange(8)
@@ -256,11 +334,12 @@ def sqlite_page_damage(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         offset, width = rng.choice(_HEADER_FIELDS)
         value = rng.choice((0, 1, 2, 0xFF, rng.randrange(1 << (8 * width)), pages, pages + 1, pages - 1))
         value &= (1 << (8 * width)) - 1
-        out[offset:offset + width] = value.to_bytes(width, "big")
+        out[offset : offset + width] = value.to_bytes(width, "big")
         return bytes(out), f"set database header field at {offset} ({width} bytes) to {value}"
     if kind == 7:
-        cut = rng.choice((rng.randrange(1, pages) * size if pages > 1 else size // 2,
-                          rng.randrange(len(data))))
+        cut = rng.choice(
+            (rng.randrange(1, pages) * size if pages > 1 else size // 2, rng.randrange(len(data)))
+        )
         return bytes(out[:cut]), f"truncate to {cut} of {len(data)} bytes"
     if kind == 8:
         extra = rng.choice((bytes(size), data[page(rng.randrange(pages))], bytes(rng.randrange(1, 100))))

@@ -21,13 +21,37 @@ from . import cbor_model
 __all__ = ["BURN_DTYPES", "align", "bpk_problems", "dtype_key", "safetensors_problems"]
 
 BURN_DTYPES = {
-    "F64": "<f8", "F32": "<f4", "Flex32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8",
-    "I32": "<i4", "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
-    ("Bool", "Native"): "?", ("Bool", "U8"): "u1", ("Bool", "U32"): "<u4",
+    "F64": "<f8",
+    "F32": "<f4",
+    "Flex32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U64": "<u8",
+    "U32": "<u4",
+    "U16": "<u2",
+    "U8": "u1",
+    ("Bool", "Native"): "?",
+    ("Bool", "U8"): "u1",
+    ("Bool", "U32"): "<u4",
 }
 _SAFETENSORS_DTYPES = {
-    "F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
-    "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U64": "<u8",
+    "U32": "<u4",
+    "U16": "<u2",
+    "U8": "u1",
+    "BOOL": "?",
 }
 
 
@@ -35,8 +59,16 @@ def _is_uint(value: Any) -> bool:
     return type(value) is int and 0 <= value < 1 << 64
 
 
-def _check_tensor(record: Any, name: str, storage: str | None, shape: Any, offsets: Any,
-                  data: bytes, data_start: int, problems: list[str]) -> tuple[int, int] | None:
+def _check_tensor(
+    record: Any,
+    name: str,
+    storage: str | None,
+    shape: Any,
+    offsets: Any,
+    data: bytes,
+    data_start: int,
+    problems: list[str],
+) -> tuple[int, int] | None:
     """Compare one loaded tensor with its declaration; returns its byte range."""
     if storage is None:
         problems.append(f"{name}: accepted although its dtype is unknown")
@@ -50,8 +82,10 @@ def _check_tensor(record: Any, name: str, storage: str | None, shape: Any, offse
     start, end = offsets
     dtype = np.dtype(storage)
     if end - start != math.prod(shape) * dtype.itemsize or data_start + end > len(data):
-        problems.append(f"{name}: accepted with offsets {offsets} that do not fit shape {shape} "
-                        f"{storage} in a {len(data)}-byte file")
+        problems.append(
+            f"{name}: accepted with offsets {offsets} that do not fit shape {shape} "
+            f"{storage} in a {len(data)}-byte file"
+        )
         return None
     view = record.tensors[name]
     array = view.array
@@ -59,7 +93,7 @@ def _check_tensor(record: Any, name: str, storage: str | None, shape: Any, offse
         problems.append(f"{name}: shape {view.shape}, declared {shape}")
     if array.dtype != dtype:
         problems.append(f"{name}: dtype {array.dtype}, declared {storage}")
-    if array.tobytes() != data[data_start + start:data_start + end]:
+    if array.tobytes() != data[data_start + start : data_start + end]:
         problems.append(f"{name}: its bytes are not the file's bytes {start}..{end}")
     values = view.numpy()  # what users call: must work and keep the shape
     if values.shape != tuple(shape):
@@ -91,7 +125,7 @@ def bpk_problems(record: Any, data: bytes) -> list[str]:
     if magic != 0x4255524E:
         return [f"accepted magic 0x{magic:08X}"]
     try:
-        meta = cbor_model.decode(data[10:10 + size])
+        meta = cbor_model.decode(data[10 : 10 + size])
     except cbor_model.CborFormatError as error:
         return [f"accepted metadata the oracle cannot parse: {error}"]
     if not isinstance(meta, dict) or not isinstance(meta.get("tensors"), dict):
@@ -107,19 +141,24 @@ def bpk_problems(record: Any, data: bytes) -> list[str]:
             problems.append(f"{name}: accepted a descriptor that is not a map")
             continue
         storage = BURN_DTYPES.get(dtype_key(desc.get("dtype")))
-        span = _check_tensor(record, name, storage, desc.get("shape"), desc.get("data_offsets"), data,
-                             data_start, problems)
+        span = _check_tensor(
+            record, name, storage, desc.get("shape"), desc.get("data_offsets"), data, data_start, problems
+        )
         if span is not None:
             ranges[name] = span
         if record.tensors[name].param_id != desc.get("param_id"):
-            problems.append(f"{name}: param_id {record.tensors[name].param_id}, declared {desc.get('param_id')!r}")
+            problems.append(
+                f"{name}: param_id {record.tensors[name].param_id}, declared {desc.get('param_id')!r}"
+            )
     _check_disjoint(ranges, problems)
     if record.metadata != (meta.get("metadata") or {}):
         problems.append("metadata differs from the file's")
     for key, value in (meta.get("scalars") or {}).items():
         loaded = record.scalars.get(key)
         ((_variant, raw),) = value.items() if isinstance(value, dict) and len(value) == 1 else ((None, None),)
-        if loaded is None or not (loaded == raw or (isinstance(raw, float) and math.isnan(raw) and math.isnan(loaded))):
+        if loaded is None or not (
+            loaded == raw or (isinstance(raw, float) and math.isnan(raw) and math.isnan(loaded))
+        ):
             problems.append(f"scalar {key!r}: {loaded!r}, declared {value!r:.60}")
     return problems
 
@@ -136,8 +175,11 @@ def safetensors_problems(record: Any, data: bytes) -> list[str]:
     if 8 + size > len(data):
         return [f"accepted a header length {size} past the end of a {len(data)}-byte file"]
     try:
-        header = json.loads(data[8:8 + size].decode("utf-8"), object_pairs_hook=_no_duplicates,
-                            parse_constant=_refuse_constant)
+        header = json.loads(
+            data[8 : 8 + size].decode("utf-8"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_refuse_constant,
+        )
     except ValueError as error:
         return [f"accepted a header the oracle cannot parse: {error}"]
     if not isinstance(header, dict):
@@ -153,8 +195,9 @@ def safetensors_problems(record: Any, data: bytes) -> list[str]:
             problems.append(f"{name}: accepted an entry that is not an object")
             continue
         storage = _SAFETENSORS_DTYPES.get(desc.get("dtype")) if isinstance(desc.get("dtype"), str) else None
-        span = _check_tensor(record, name, storage, desc.get("shape"), desc.get("data_offsets"), data,
-                             data_start, problems)
+        span = _check_tensor(
+            record, name, storage, desc.get("shape"), desc.get("data_offsets"), data, data_start, problems
+        )
         if span is not None:
             ranges[name] = span
     _check_disjoint(ranges, problems)

@@ -26,10 +26,10 @@ import signal
 import tempfile
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable
 
 from .targets import OUTCOMES, TARGETS, make_target, write_input
 
@@ -151,14 +151,24 @@ class _Worker:
 class _Campaign:
     """The parent's side: a queue of batches, the children working on them, the tallies."""
 
-    def __init__(self, names: list[str], inputs: dict[str, int], batch: int, seed: int,
-                 workdir: str | None, timeout: float, memory_constant: int) -> None:
+    def __init__(
+        self,
+        names: list[str],
+        inputs: dict[str, int],
+        batch: int,
+        seed: int,
+        workdir: str | None,
+        timeout: float,
+        memory_constant: int,
+    ) -> None:
         self.names, self.seed, self.workdir = names, seed, workdir
         self.timeout, self.memory_constant = timeout, memory_constant
         self.tallies = {name: Tally() for name in inputs}
         self.queue: deque = deque()
-        chunks = {name: deque((name, s, min(batch, inputs[name] - s)) for s in range(0, inputs[name], batch))
-                  for name in names}
+        chunks = {
+            name: deque((name, s, min(batch, inputs[name] - s)) for s in range(0, inputs[name], batch))
+            for name in names
+        }
         while any(chunks.values()):  # interleave the targets, so every one progresses
             for name in names:
                 if chunks[name]:
@@ -173,8 +183,11 @@ class _Campaign:
         parent_end, child_end = self.context.Pipe()
         progress = self.context.RawValue("q", -1)
         process = self.context.Process(
-            target=_child, name="ember-fuzz-child", daemon=True,
-            args=(child_end, progress, self.names, self.seed, self.workdir, self.memory_constant))
+            target=_child,
+            name="ember-fuzz-child",
+            daemon=True,
+            args=(child_end, progress, self.names, self.seed, self.workdir, self.memory_constant),
+        )
         process.start()
         child_end.close()
         self.workers.append(_Worker(process, parent_end, progress))
@@ -233,8 +246,10 @@ class _Campaign:
         if not worker.process.is_alive():
             worker.process.join()
             if not worker.ready:
-                raise RuntimeError(f"a fuzz child failed to start (exit code {worker.process.exitcode}); "
-                                   "its stderr shows why")
+                raise RuntimeError(
+                    f"a fuzz child failed to start (exit code {worker.process.exitcode}); "
+                    "its stderr shows why"
+                )
             if worker.task is not None:
                 self.lose(worker, "crash", f"child exited with {worker.process.exitcode}")
             return False  # crashed, or left as it said it would
@@ -331,7 +346,9 @@ def _write_findings(tallies: dict[str, Tally], seed: int, directory: Path) -> No
     targets = {}
     with open(directory / "findings.txt", "a") as log:
         for finding in findings:
-            target = targets.get(finding.target) or targets.setdefault(finding.target, make_target(finding.target))
+            target = targets.get(finding.target) or targets.setdefault(
+                finding.target, make_target(finding.target)
+            )
             _, data, note = target.make_input(seed, finding.index)
             name = f"{finding.target}-seed{seed}-{finding.index}-{finding.outcome}{target.suffix}"
             (directory / name).write_bytes(data)

@@ -97,9 +97,35 @@ def _error_verdict(error: BaseException, path: Path, expected: type) -> Verdict:
 # -- burnpack (.bpk) ---------------------------------------------------------------------------
 
 _BPK_VOCABULARY = (
-    "tensors", "metadata", "scalars", "dtype", "shape", "data_offsets", "param_id", "Int", "UInt",
-    "Float", "Bool", "F64", "F32", "F16", "BF16", "Flex32", "I64", "I32", "I16", "I8", "U64",
-    "U32", "U16", "U8", "Native", "QFloat", "a.weight", "a.bias", "emb",
+    "tensors",
+    "metadata",
+    "scalars",
+    "dtype",
+    "shape",
+    "data_offsets",
+    "param_id",
+    "Int",
+    "UInt",
+    "Float",
+    "Bool",
+    "F64",
+    "F32",
+    "F16",
+    "BF16",
+    "Flex32",
+    "I64",
+    "I32",
+    "I16",
+    "I8",
+    "U64",
+    "U32",
+    "U16",
+    "U8",
+    "Native",
+    "QFloat",
+    "a.weight",
+    "a.bias",
+    "emb",
 )
 
 
@@ -125,8 +151,12 @@ class BurnpackTarget(Target):
         }
         ids = {"a.weight": 11, "a.bias": 12, "emb": 2**63}
         return [
-            to_bytes(many, {"note": "seed", "k": "v"},
-                     {"step": 3, "lr": 0.125, "flag": True, "rank": UInt(2)}, param_ids=ids),
+            to_bytes(
+                many,
+                {"note": "seed", "k": "v"},
+                {"step": 3, "lr": 0.125, "flag": True, "rank": UInt(2)},
+                param_ids=ids,
+            ),
             to_bytes({"w": rng.standard_normal((40, 40)).astype(np.float32)}),
             to_bytes({}, {"only": "metadata"}, {"n": -4}),
         ]
@@ -134,7 +164,7 @@ class BurnpackTarget(Target):
     @staticmethod
     def _split(data: bytes) -> tuple[int, bytes, bytes]:
         size = int.from_bytes(data[6:10], "little")
-        return size, data[10:10 + size], data[align(10 + size):]
+        return size, data[10 : 10 + size], data[align(10 + size) :]
 
     def _mutate(self, rng: random.Random, data: bytes) -> tuple[bytes, str]:
         roll = rng.random()
@@ -151,8 +181,19 @@ class BurnpackTarget(Target):
             elif field == 1:
                 out[4:6] = rng.choice((0, 2, 0xFFFF, rng.randrange(65536))).to_bytes(2, "little")
             else:
-                value = rng.choice((size + 1, size - 1, 0, len(data), len(data) - 9, size + 256,
-                                    2**32 - 1, 100 * 1024 * 1024 + 1, rng.randrange(2**32)))
+                value = rng.choice(
+                    (
+                        size + 1,
+                        size - 1,
+                        0,
+                        len(data),
+                        len(data) - 9,
+                        size + 256,
+                        2**32 - 1,
+                        100 * 1024 * 1024 + 1,
+                        rng.randrange(2**32),
+                    )
+                )
                 out[6:10] = (value % 2**32).to_bytes(4, "little")
             return bytes(out), f"header field {('magic', 'version', 'metadata size')[field]}"
         if roll < 0.6:
@@ -168,8 +209,9 @@ class BurnpackTarget(Target):
             return data + bytes(rng.randrange(1, 600)), "extend with zeros"
         return havoc(rng, data)
 
-    def _mutate_metadata(self, rng: random.Random, data: bytes, blob: bytes,
-                         section: bytes) -> tuple[bytes, str]:
+    def _mutate_metadata(
+        self, rng: random.Random, data: bytes, blob: bytes, section: bytes
+    ) -> tuple[bytes, str]:
         tree = cbor_model.decode(blob)
         kind = rng.random()
         tensors = tree.get("tensors", {})
@@ -179,14 +221,19 @@ class BurnpackTarget(Target):
             desc = tensors[name]
             action = rng.randrange(6)
             if action == 0:  # a dtype of the same width: must load, reporting the new dtype
-                width = {1: ["I8", "U8"], 2: ["F16", "BF16", "I16", "U16"], 4: ["F32", "I32", "U32", "Flex32"],
-                         8: ["F64", "I64", "U64"]}
+                width = {
+                    1: ["I8", "U8"],
+                    2: ["F16", "BF16", "I16", "U16"],
+                    4: ["F32", "I32", "U32", "Flex32"],
+                    8: ["F64", "I64", "U64"],
+                }
                 current = np.dtype(BURN_DTYPES.get(dtype_key(desc["dtype"]), "u1")).itemsize
                 desc["dtype"] = rng.choice(width.get(current, ["U8"]) + [{"Bool": "U8"}, {"Bool": "Native"}])
             elif action == 1:  # a shape with the same element count
                 count = math.prod(desc["shape"])
-                desc["shape"] = rng.choice(([count], [1, count], [count, 1], list(reversed(desc["shape"])), [],
-                                            [0, count]))
+                desc["shape"] = rng.choice(
+                    ([count], [1, count], [count, 1], list(reversed(desc["shape"])), [], [0, count])
+                )
             elif action == 2 and len(names) > 1:  # overlap another tensor
                 other = tensors[rng.choice([n for n in names if n != name])]
                 desc["data_offsets"] = list(other["data_offsets"])
@@ -218,7 +265,7 @@ class BurnpackTarget(Target):
 
         try:
             record = load(path)
-        except Exception as error:  # noqa: BLE001 - classified below
+        except Exception as error:  # classified below
             return _error_verdict(error, path, RecordError)
         try:
             problems = bpk_problems(record, data)
@@ -251,6 +298,7 @@ def _odd_encoding(rng: random.Random, tree: dict) -> tuple[bytes, str]:
     if action == 2:  # indefinite lengths everywhere
         return _indefinite(tree), "indefinite-length encoding"
     if action == 3:  # integers on wider arguments, or tags around values
+
         def widen(value: Any) -> Any:
             if isinstance(value, dict):
                 return {k: widen(v) for k, v in value.items()}
@@ -261,17 +309,22 @@ def _odd_encoding(rng: random.Random, tree: dict) -> tuple[bytes, str]:
             if isinstance(value, str) and rng.random() < 0.3:
                 return cbor_model.Tagged(rng.choice((0, 1, 24, 55799)), value)
             return value
+
         return cbor_model.encode(widen(tree)), "wide integers and tags"
     if action == 4:  # a non-text key
         top = cbor_model.Pairs(tuple(tree.items()) + ((rng.choice((1, b"k", None)), 0),))
         return cbor_model.encode(top), "a non-text top-level key"
     if action == 5:  # a container that claims more items than follow
-        claim = rng.choice((0x9A, 0xBA, 0x7A, 0x5A)).to_bytes(1, "big") + rng.choice(INTERESTING_INTS[:20]).to_bytes(4, "big")
-        return b"\xa2" + cbor_model.encode("tensors") + b"\xa0" + cbor_model.encode("junk") + claim, \
-            "a huge declared length"
+        claim = rng.choice((0x9A, 0xBA, 0x7A, 0x5A)).to_bytes(1, "big") + rng.choice(
+            INTERESTING_INTS[:20]
+        ).to_bytes(4, "big")
+        return b"\xa2" + cbor_model.encode("tensors") + b"\xa0" + cbor_model.encode(
+            "junk"
+        ) + claim, "a huge declared length"
     depth = rng.choice((200, 1000, 10000))  # deep nesting
-    return b"\xa2" + cbor_model.encode("tensors") + b"\xa0" + cbor_model.encode("junk") + b"\x81" * depth + b"\x00", \
-        f"nesting {depth} deep"
+    return b"\xa2" + cbor_model.encode("tensors") + b"\xa0" + cbor_model.encode(
+        "junk"
+    ) + b"\x81" * depth + b"\x00", f"nesting {depth} deep"
 
 
 def _indefinite(value: Any) -> bytes:
@@ -283,13 +336,35 @@ def _indefinite(value: Any) -> bytes:
         if isinstance(item, str):
             return cbor_model.Indefinite(item)
         return item
+
     return cbor_model.encode(convert(value))
 
 
 # -- safetensors --------------------------------------------------------------------------------
 
-_ST_VOCABULARY = ("__metadata__", "dtype", "shape", "data_offsets", "F64", "F32", "F16", "BF16",
-                  "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL", "F8_E4M3", "C64", "a", "b")
+_ST_VOCABULARY = (
+    "__metadata__",
+    "dtype",
+    "shape",
+    "data_offsets",
+    "F64",
+    "F32",
+    "F16",
+    "BF16",
+    "I64",
+    "I32",
+    "I16",
+    "I8",
+    "U64",
+    "U32",
+    "U16",
+    "U8",
+    "BOOL",
+    "F8_E4M3",
+    "C64",
+    "a",
+    "b",
+)
 
 
 class SafetensorsTarget(Target):
@@ -322,7 +397,7 @@ class SafetensorsTarget(Target):
         if len(data) < 8:
             return havoc(rng, data + bytes(8))
         size = int.from_bytes(data[:8], "little")
-        text, section = data[8:8 + size], data[8 + size:]
+        text, section = data[8 : 8 + size], data[8 + size :]
         roll = rng.random()
         if roll < 0.4:
             try:
@@ -340,8 +415,19 @@ class SafetensorsTarget(Target):
             declared = len(encoded) if rng.random() < 0.9 else size
             return declared.to_bytes(8, "little") + encoded + section, f"header: {note}"
         if roll < 0.5:
-            value = rng.choice((size + 1, size - 1, size + 8, 0, len(data), 2**64 - 1, 2**63, 100_000_001,
-                                rng.randrange(2**32)))
+            value = rng.choice(
+                (
+                    size + 1,
+                    size - 1,
+                    size + 8,
+                    0,
+                    len(data),
+                    2**64 - 1,
+                    2**63,
+                    100_000_001,
+                    rng.randrange(2**32),
+                )
+            )
             return value.to_bytes(8, "little") + data[8:], f"header length {value}"
         if roll < 0.65:
             mutated, note = havoc(rng, data, 8, 8 + size)
@@ -358,7 +444,7 @@ class SafetensorsTarget(Target):
 
         try:
             record = load_safetensors(path)
-        except Exception as error:  # noqa: BLE001 - classified below
+        except Exception as error:  # classified below
             return _error_verdict(error, path, RecordError)
         problems = safetensors_problems(record, data)
         return Verdict("silent", "; ".join(problems)[:500]) if problems else Verdict("correct")
@@ -378,8 +464,9 @@ def _odd_json(rng: random.Random, header: dict) -> tuple[bytes, str]:
         name = rng.choice(names)
         literal = rng.choice(("1.0", "1e0", "-0", "NaN", "1e400", "18446744073709551616", "01", "true"))
         text = json.dumps(header[name]).replace("[", f"[{literal},", 1)
-        return ("{" + ",".join(body[:-1] + [json.dumps(name) + ":" + text]) + "}").encode(), \
-            f"literal {literal} in {name!r}"
+        return (
+            "{" + ",".join(body[:-1] + [json.dumps(name) + ":" + text]) + "}"
+        ).encode(), f"literal {literal} in {name!r}"
     if action == 2:
         return ("\ufeff" + json.dumps(header)).encode(), "a byte-order mark"
     if action == 3:
@@ -425,9 +512,18 @@ class SqliteTarget(Target):
             path = Path(scratch) / "seed.db"
             with SqliteDatasetWriter(path) as writer:
                 for split in _SPLITS:
-                    writer.write_split(split, rows[split], columns={
-                        "text": "text", "label": "int", "score": "float", "flag": "bool", "blob": "blob",
-                        "tags": "json"})
+                    writer.write_split(
+                        split,
+                        rows[split],
+                        columns={
+                            "text": "text",
+                            "label": "int",
+                            "score": "float",
+                            "flag": "bool",
+                            "blob": "blob",
+                            "tags": "json",
+                        },
+                    )
             for split in _SPLITS:
                 dataset = SqliteDataset(path, split)
                 assert dataset.get_many(range(len(dataset))) == rows[split], "the seed does not round-trip"
@@ -449,7 +545,7 @@ class SqliteTarget(Target):
             splits = SqliteDataset.splits(path)
             if sorted(splits) != sorted(_SPLITS):
                 verdicts.append(Verdict("silent", f"splits() gave {splits}"))
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             verdicts.append(_error_verdict(error, path, DatasetCorruptError))
         for split in _SPLITS:
             verdicts.append(self._read_split(path, split, DatasetCorruptError, SqliteDataset))
@@ -474,7 +570,7 @@ class SqliteTarget(Target):
                 if dataset[index] != expected[index]:
                     return Verdict("silent", f"{split}: get({index}) is {dataset[index]!r:.80}")
             return Verdict("correct")
-        except Exception as error:  # noqa: BLE001 - classified below
+        except Exception as error:  # classified below
             verdict = _error_verdict(error, path, error_type)
             if verdict.outcome == "clean" and repr(split) not in str(error):
                 return Verdict("unclear", f"the error does not name the split: {error}"[:300])
@@ -525,13 +621,17 @@ class CanaryTarget(Target):
                 raise RecordError(f"{path}: refused")
             if behaviour == "unclear":
                 raise KeyError("no file named")
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             return _error_verdict(error, path, RecordError)
         return Verdict("silent" if behaviour == "silent" else "correct", behaviour)
 
 
-TARGETS = {"bpk": BurnpackTarget, "safetensors": SafetensorsTarget, "sqlite": SqliteTarget,
-           "canary": CanaryTarget}
+TARGETS = {
+    "bpk": BurnpackTarget,
+    "safetensors": SafetensorsTarget,
+    "sqlite": SqliteTarget,
+    "canary": CanaryTarget,
+}
 FORMATS = ("bpk", "safetensors", "sqlite")  # what `--target all` runs
 
 

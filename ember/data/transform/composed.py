@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..dataset import Dataset, check_index, fetch_many
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..dataset import Dataset, check_index, fetch_many
 
@@ -73,9 +74,7 @@ class PartialDataset(Dataset[Any]):
 
     def get_many(self, indices: Sequence[int]) -> list[Any]:
         n = len(self)
-        return fetch_many(
-            self._dataset, [self._start + check_index("PartialDataset", i, n) for i in indices]
-        )
+        return fetch_many(self._dataset, [self._start + check_index("PartialDataset", i, n) for i in indices])
 
     def _inner_datasets(self) -> tuple[Any, ...]:
         return (self._dataset,)

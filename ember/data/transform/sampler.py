@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -57,13 +58,11 @@ class SamplerDataset(Dataset[Any]):
     ) -> None:
         source_len = len(dataset)
         if isinstance(size, bool) or not isinstance(size, (int, float, np.integer, np.floating)):
-            raise TypeError(
-                f"SamplerDataset: size must be an int (items) or a float (ratio), got {size!r}"
-            )
+            raise TypeError(f"SamplerDataset: size must be an int (items) or a float (ratio), got {size!r}")
         if isinstance(size, (float, np.floating)):
             if not np.isfinite(size) or size < 0:
                 raise ValueError(f"SamplerDataset: size ratio must be >= 0, got {size}")
-            size = int(round(float(size) * source_len))
+            size = round(float(size) * source_len)
         size = int(size)
         if size < 0:
             raise ValueError(f"SamplerDataset: size must be >= 0, got {size}")
@@ -109,9 +108,7 @@ class SamplerDataset(Dataset[Any]):
                 whole = np.tile(np.arange(n, dtype=np.int64), self._size // n) if n else None
                 rest = rng.choice(n, size=self._size % n, replace=False) if n else None
                 parts = [part for part in (whole, rest) if part is not None]
-                indices = (
-                    np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-                )
+                indices = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
                 rng.shuffle(indices)
             indices.setflags(write=False)
             self._indices = indices

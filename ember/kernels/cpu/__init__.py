@@ -30,8 +30,11 @@ first use per dtype and are cached on disk.
 
 from __future__ import annotations
 
-from ember.kernels import threads as _threads  # noqa: F401,I001  (first: OpenMP wait policy)
-from . import jit  # noqa: I001  (sets up Numba's cache directory and threads)
+# isort: off
+from ember.kernels import threads as _threads  # noqa: F401  (first: OpenMP wait policy)
+from . import jit  # (second: sets up Numba's cache directory and threads)
+
+# isort: on
 from . import (
     activations,
     attention,

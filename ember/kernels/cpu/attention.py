@@ -18,8 +18,8 @@ each tile from ``q``, ``k`` and ``lse``, and accumulates ``dk`` and ``dv`` for i
 thread-private buffers (no races, no atomics). Keeping the GEMMs inside the kernel avoids
 handing the cores back and forth between BLAS and the kernel threads, which on a 2-core
 machine cost more than the products (a NumPy-matmul + Numba-softmax version of this kernel
-ran 5-10x slower here under load); serial calls on ember's threads instead of a Numba
-``prange`` region compile in half the time (a fresh install's first step waits for it).
+was several times slower); serial calls on ember's threads instead of a Numba ``prange``
+region compile in about half the time (a fresh install's first step waits for it).
 
 Padded (masked) keys are left out of both passes whenever that changes nothing (see
 ``_forward_pairs``), so a batch padded to three times its text length costs about a third.
@@ -169,7 +169,17 @@ def _exp_scores_row(row, masked, keep, base, scale, quiet, use_dropout, seed, th
 
 @serial_ordered
 def _grad_row(
-    row, grow, masked, keep, base, scale, use_dropout, seed, threshold, drop_scale, row_lse,
+    row,
+    grow,
+    masked,
+    keep,
+    base,
+    scale,
+    use_dropout,
+    seed,
+    threshold,
+    drop_scale,
+    row_lse,
     row_delta,
 ):
     """Raw scores -> weights ``w`` (in ``row``) and ``dout v^T`` -> ``d(q k^T)`` (in ``grow``).
@@ -210,8 +220,21 @@ def _grad_row(
 
 @serial
 def _forward_pairs(
-    q, k, v, mask, block, scale, quiet, use_dropout, seed, threshold, drop_scale, out, lse,
-    first, step,
+    q,
+    k,
+    v,
+    mask,
+    block,
+    scale,
+    quiet,
+    use_dropout,
+    seed,
+    threshold,
+    drop_scale,
+    out,
+    lse,
+    first,
+    step,
 ):
     """``out`` (``[B, Sq, H, Dv]``) and ``lse [B, H, Sq]`` from ``q``, ``k``, ``v``
     (``[B, S, H, D]``: the layout the heads' projections produce, read without copies), for
@@ -253,8 +276,16 @@ def _forward_pairs(
                 rows_by_matrix(q_rows[:rows], kt, s)
                 for r in range(rows):
                     lse[b, h, q0 + r], inv[r], m = _exp_scores_row(
-                        s[r], kept_mask, keep, base0 + (q0 + r) * sk, scale, quiet, use_dropout, seed,
-                        threshold, drop_scale,
+                        s[r],
+                        kept_mask,
+                        keep,
+                        base0 + (q0 + r) * sk,
+                        scale,
+                        quiet,
+                        use_dropout,
+                        seed,
+                        threshold,
+                        drop_scale,
                     )
                     if compact and vm.exp(fill - m) != zero:
                         done = False
@@ -293,8 +324,24 @@ def _masked_weights_vanish(qh, douth, kh, lse_h, masked):
 
 @serial
 def _backward_pairs(
-    dout, q, k, v, out, lse, mask, block, scale, use_dropout, seed, threshold, drop_scale,
-    dq, dk, dv, first, step,
+    dout,
+    q,
+    k,
+    v,
+    out,
+    lse,
+    mask,
+    block,
+    scale,
+    use_dropout,
+    seed,
+    threshold,
+    drop_scale,
+    dq,
+    dk,
+    dv,
+    first,
+    step,
 ):
     """``dq``, ``dk``, ``dv`` (``[B, S, H, D]``, as the inputs), recomputing the weights
     from ``lse``, for the (batch, head) pairs ``first, first + step, ...``; the keys left
@@ -312,7 +359,9 @@ def _backward_pairs(
         masked = mask[b]
         lse_h = lse[b, h]
         n = _key_columns(masked, keep, kept_mask)
-        if n == 0 or not _masked_weights_vanish(q[b, :, h, :], dout[b, :, h, :], k[b, :, h, :], lse_h, masked):
+        if n == 0 or not _masked_weights_vanish(
+            q[b, :, h, :], dout[b, :, h, :], k[b, :, h, :], lse_h, masked
+        ):
             n = _every_key(masked, keep, kept_mask)
         kt = np.empty((dh, n), dtype=q.dtype)
         vt = np.empty((d_v, n), dtype=q.dtype)
@@ -338,8 +387,18 @@ def _backward_pairs(
                 for d in range(d_v):
                     delta += dout_r[d] * out_r[d]
                 _grad_row(
-                    s[r], g[r], kept_mask, keep, bh * sq * sk + i * sk, scale, use_dropout, seed,
-                    threshold, drop_scale, lse_h[i], delta,
+                    s[r],
+                    g[r],
+                    kept_mask,
+                    keep,
+                    bh * sq * sk + i * sk,
+                    scale,
+                    use_dropout,
+                    seed,
+                    threshold,
+                    drop_scale,
+                    lse_h[i],
+                    delta,
                 )
             rows_dot_rows(g, kt, dq_rows[:rows])
             for r in range(rows):
@@ -399,8 +458,7 @@ class _Problem:
                 )
             if mask_pad.shape != (b, sk):
                 raise ValueError(
-                    f"{op}: mask_pad must have shape [B, Sk] = [{b}, {sk}], "
-                    f"got {mask_pad.shape}"
+                    f"{op}: mask_pad must have shape [B, Sk] = [{b}, {sk}], got {mask_pad.shape}"
                 )
             self.mask = contiguous(mask_pad)
         self.scale = self.dtype.type(float(scale))
@@ -458,8 +516,20 @@ def attention(
         lse.fill(0.0 if quiet else -np.inf)
     else:
         threadpool.run(
-            _forward_pairs, pb.q, pb.k, pb.v, pb.mask, pb.block_rows(), pb.scale, bool(quiet), pb.use_dropout,
-            pb.seed, pb.threshold, pb.drop_scale, out, lse,
+            _forward_pairs,
+            pb.q,
+            pb.k,
+            pb.v,
+            pb.mask,
+            pb.block_rows(),
+            pb.scale,
+            bool(quiet),
+            pb.use_dropout,
+            pb.seed,
+            pb.threshold,
+            pb.drop_scale,
+            out,
+            lse,
         )
     return _heads_first(out), lse
 
@@ -517,7 +587,22 @@ def attention_backward(
     dv = alloc((pb.b, pb.sk, pb.h, pb.dv), dtype=pb.dtype)
     if not pb.empty:
         threadpool.run(
-            _backward_pairs, dout4, pb.q, pb.k, pb.v, out4, lse3, pb.mask, pb.block_rows(), pb.scale,
-            pb.use_dropout, pb.seed, pb.threshold, pb.drop_scale, dq, dk, dv,
+            _backward_pairs,
+            dout4,
+            pb.q,
+            pb.k,
+            pb.v,
+            out4,
+            lse3,
+            pb.mask,
+            pb.block_rows(),
+            pb.scale,
+            pb.use_dropout,
+            pb.seed,
+            pb.threshold,
+            pb.drop_scale,
+            dq,
+            dk,
+            dv,
         )
     return _heads_first(dq), _heads_first(dk), _heads_first(dv)

@@ -1,15 +1,27 @@
 """The ``cpu`` backend: NumPy primitives (BLAS GEMM), fused Numba composites, and native C++
 kernels where they measure faster than their Numba twins (see bench/)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ember.kernels import native_ops
-from ember.kernels.threads import apply_blas_threads
-from ember.kernels.cpu import (activations, attention, cross_entropy, dropout, embedding, embedding_bag, gemm,
-                              norms, optim_sparse_updates, optim_updates, softmax)
+from ember.kernels.cpu import (
+    activations,
+    attention,
+    cross_entropy,
+    dropout,
+    embedding,
+    embedding_bag,
+    gemm,
+    norms,
+    optim_sparse_updates,
+    optim_updates,
+    softmax,
+)
 from ember.kernels.reference import ArrayBackend
 from ember.kernels.reference import half_via_single as _half_via_single
+from ember.kernels.threads import apply_blas_threads
 
 
 class CpuBackend(ArrayBackend):
@@ -18,10 +30,9 @@ class CpuBackend(ArrayBackend):
     def __init__(self, seed=None):
         super().__init__(seed)
         apply_blas_threads()
-        # bench/bench_native.py (2 cores, passive OpenMP waiting): the native kernels beat
-        # their Numba twins for float32 layer-norm forward (0.23 vs 0.26 ms at [32,256,128]) and
-        # float64 exact GELU (26.1 vs 26.4 ms fwd, 33.2 vs 34.3 ms bwd at [32,256,512]); Numba
-        # wins everywhere else, so only those calls go to C++.
+        # Only the calls where the C++ kernels measure faster than their Numba twins go to
+        # C++ (float32 layer-norm forward, float64 exact GELU); bench/bench_native.py compares
+        # the two, and Numba wins everywhere else.
         self._native = native_ops.available()
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
@@ -170,33 +181,107 @@ class CpuBackend(ArrayBackend):
             return optim_updates.pack_arrays(arrays, op="optim_pack", what="arrays")
         return arrays
 
-    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
-                   dampening=0.0, nesterov=False, first_step_flags=False):
+    def sgd_update(
+        self,
+        params,
+        grads,
+        momentum_bufs,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step_flags=False,
+    ):
         if not _fused(params):
-            return super().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
-                                      dampening, nesterov, first_step_flags)
-        optim_updates.sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum,
-                                 dampening, nesterov, first_step_flags)
+            return super().sgd_update(
+                params,
+                grads,
+                momentum_bufs,
+                lr,
+                weight_decay,
+                momentum,
+                dampening,
+                nesterov,
+                first_step_flags,
+            )
+        optim_updates.sgd_update(
+            params, grads, momentum_bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
+        )
         return _listed(params), _listed(momentum_bufs)
 
-    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+    def adam_update(
+        self,
+        params,
+        grads,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        steps=1,
+    ):
         if not _fused(params):
-            return super().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
-                                       weight_decay, decoupled, cautious, steps)
-        optim_updates.adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps,
-                                  weight_decay, decoupled, cautious, steps)
+            return super().adam_update(
+                params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
+            )
+        optim_updates.adam_update(
+            params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
+        )
         return _listed(params), _listed(m), _listed(v), _listed(vmax)
 
-    def rmsprop_update(self, params, grads, square_avg, grad_avg, momentum_bufs, lr, alpha=0.99,
-                       eps=1e-5, weight_decay=0.0, momentum=0.9, centered=False):
+    def rmsprop_update(
+        self,
+        params,
+        grads,
+        square_avg,
+        grad_avg,
+        momentum_bufs,
+        lr,
+        alpha=0.99,
+        eps=1e-5,
+        weight_decay=0.0,
+        momentum=0.9,
+        centered=False,
+    ):
         if not _fused(params):
-            return super().rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
-                                          alpha, eps, weight_decay, momentum, centered)
-        optim_updates.rmsprop_update(params, grads, square_avg, grad_avg, momentum_bufs, lr,
-                                     alpha, eps, weight_decay, momentum, centered)
-        return (_listed(params), _listed(square_avg), _listed(grad_avg) if centered else None,
-                _listed(momentum_bufs) if momentum > 0.0 else None)
+            return super().rmsprop_update(
+                params,
+                grads,
+                square_avg,
+                grad_avg,
+                momentum_bufs,
+                lr,
+                alpha,
+                eps,
+                weight_decay,
+                momentum,
+                centered,
+            )
+        optim_updates.rmsprop_update(
+            params,
+            grads,
+            square_avg,
+            grad_avg,
+            momentum_bufs,
+            lr,
+            alpha,
+            eps,
+            weight_decay,
+            momentum,
+            centered,
+        )
+        return (
+            _listed(params),
+            _listed(square_avg),
+            _listed(grad_avg) if centered else None,
+            _listed(momentum_bufs) if momentum > 0.0 else None,
+        )
 
     def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
         if not _fused(params):
@@ -212,22 +297,65 @@ class CpuBackend(ArrayBackend):
 
     # Row-sparse (lazy) updates: one parallel Numba loop over the gradient's rows, writing the
     # table and its state buffers in place (ember.kernels.cpu.optim_sparse_updates).
-    def sparse_sgd_update(self, param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
-                          dampening=0.0, nesterov=False, first_step=False):
+    def sparse_sgd_update(
+        self,
+        param,
+        rows,
+        values,
+        momentum_buf,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step=False,
+    ):
         if not _sparse_fused(param, momentum_buf):
-            return super().sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
-                                             dampening, nesterov, first_step)
-        optim_sparse_updates.sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay, momentum,
-                                               dampening, nesterov, first_step)
+            return super().sparse_sgd_update(
+                param, rows, values, momentum_buf, lr, weight_decay, momentum, dampening, nesterov, first_step
+            )
+        optim_sparse_updates.sparse_sgd_update(
+            param, rows, values, momentum_buf, lr, weight_decay, momentum, dampening, nesterov, first_step
+        )
         return param, momentum_buf
 
-    def sparse_adam_update(self, param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                           weight_decay=0.0, decoupled=False, cautious=False, step=1):
+    def sparse_adam_update(
+        self,
+        param,
+        rows,
+        values,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        step=1,
+    ):
         if not _sparse_fused(param, m, v, vmax):
-            return super().sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
-                                              weight_decay, decoupled, cautious, step)
-        optim_sparse_updates.sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1, beta2, eps,
-                                                weight_decay, decoupled, cautious, step)
+            return super().sparse_adam_update(
+                param,
+                rows,
+                values,
+                m,
+                v,
+                vmax,
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+                decoupled,
+                cautious,
+                step,
+            )
+        optim_sparse_updates.sparse_adam_update(
+            param, rows, values, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, step
+        )
         return param, m, v, vmax
 
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
@@ -259,8 +387,9 @@ _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _sparse_fused(*arrays) -> bool:
     """Whether the in-place sparse kernels take these arrays (float32/float64, C-contiguous, writeable)."""
-    return all(a is None or (a.dtype in _FUSED_DTYPES and a.flags.c_contiguous and a.flags.writeable)
-               for a in arrays)
+    return all(
+        a is None or (a.dtype in _FUSED_DTYPES and a.flags.c_contiguous and a.flags.writeable) for a in arrays
+    )
 
 
 def _fused(arrays) -> bool:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ember.kernels.arg_checks import check_same_shape, probability, seed_u64  # noqa: F401
+from ember.kernels.arg_checks import check_same_shape, probability, seed_u64
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -66,9 +66,7 @@ def float_array(
             "all float arguments must share one dtype"
         )
     if x.ndim < min_ndim:
-        raise ValueError(
-            f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {x.shape}"
-        )
+        raise ValueError(f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {x.shape}")
     return contiguous(x)
 
 
@@ -103,8 +101,7 @@ def optional_param(
     arr = float_array(op, name, p, dtype=dtype)
     if arr.shape != (dim,):
         raise ValueError(
-            f"{op}: {name} must have shape ({dim},) to match the input's last dimension, "
-            f"got {arr.shape}"
+            f"{op}: {name} must have shape ({dim},) to match the input's last dimension, got {arr.shape}"
         )
     return arr, True
 

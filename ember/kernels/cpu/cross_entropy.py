@@ -74,9 +74,7 @@ def _smoothing(op: str, smoothing: object) -> float:
 def _logits(op: str, logits: object) -> np.ndarray:
     logits = float_array(op, "logits", logits, min_ndim=2)
     if logits.ndim != 2 or logits.shape[1] == 0:
-        raise ValueError(
-            f"{op}: logits must have shape [N, C] with C >= 1, got {logits.shape}"
-        )
+        raise ValueError(f"{op}: logits must have shape [N, C] with C >= 1, got {logits.shape}")
     return logits
 
 
@@ -84,8 +82,7 @@ def _targets(op: str, targets: object, logits: np.ndarray) -> np.ndarray:
     n, c = logits.shape
     if isinstance(targets, np.ndarray) and targets.shape != (n,):
         raise ValueError(
-            f"{op}: targets must have shape ({n},) to match logits {logits.shape}, "
-            f"got {targets.shape}"
+            f"{op}: targets must have shape ({n},) to match logits {logits.shape}, got {targets.shape}"
         )
     return index_array(op, "targets", targets, c)
 
@@ -100,9 +97,7 @@ def _per_row(op: str, name: str, arr: object, logits: np.ndarray) -> np.ndarray:
     return arr
 
 
-def cross_entropy(
-    logits: np.ndarray, targets: np.ndarray, smoothing: float
-) -> tuple[np.ndarray, np.ndarray]:
+def cross_entropy(logits: np.ndarray, targets: np.ndarray, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-row cross-entropy with label smoothing ``s``.
 
     ``lse_i = logsumexp(logits_i)``,

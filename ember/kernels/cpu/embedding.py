@@ -105,9 +105,7 @@ def embedding(weight: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def embedding_backward(
-    dout: np.ndarray, ids: np.ndarray, num_embeddings: int
-) -> np.ndarray:
+def embedding_backward(dout: np.ndarray, ids: np.ndarray, num_embeddings: int) -> np.ndarray:
     """Gradient of :func:`embedding` with respect to the table (scatter-add).
 
     ``dweight[v] = sum of dout[p] over positions p with ids[p] == v`` (zero for ids
@@ -130,8 +128,7 @@ def embedding_backward(
     ids = index_array(op, "ids", ids, num_ids)
     if dout.shape[:-1] != ids.shape:
         raise ValueError(
-            f"{op}: dout must have shape [*ids.shape, D] = {ids.shape + ('D',)}, "
-            f"got {dout.shape}"
+            f"{op}: dout must have shape [*ids.shape, D] = {ids.shape + ('D',)}, got {dout.shape}"
         )
     d = dout.shape[-1]
     dweight = np.empty((num_ids, d), dtype=dout.dtype)

@@ -20,8 +20,14 @@ from numba import prange
 from .checks import float_array, index_array
 from .jit import kernel, serial
 
-__all__ = ["coalesce_rows", "embedding_bag", "embedding_bag_backward", "embedding_bag_weights_backward",
-           "rows_add_dense", "rows_to_dense"]
+__all__ = [
+    "coalesce_rows",
+    "embedding_bag",
+    "embedding_bag_backward",
+    "embedding_bag_weights_backward",
+    "rows_add_dense",
+    "rows_to_dense",
+]
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
@@ -168,12 +174,16 @@ def _position_order(keys: np.ndarray, upper: int) -> np.ndarray:
 
 def _bounds(op: str, bounds: object, n: int) -> np.ndarray:
     if not isinstance(bounds, np.ndarray) or bounds.dtype != np.int64 or bounds.ndim != 1 or bounds.size < 1:
-        raise TypeError(f"{op}: bounds must be a 1-D int64 array [B + 1], got "
-                        f"{getattr(bounds, 'dtype', type(bounds).__name__)} {getattr(bounds, 'shape', '')}")
+        raise TypeError(
+            f"{op}: bounds must be a 1-D int64 array [B + 1], got "
+            f"{getattr(bounds, 'dtype', type(bounds).__name__)} {getattr(bounds, 'shape', '')}"
+        )
     bounds = np.ascontiguousarray(bounds)
     if bounds[0] != 0 or bounds[-1] != n or np.any(bounds[1:] < bounds[:-1]):
-        raise ValueError(f"{op}: bounds must start at 0, never decrease and end at N={n}, got "
-                         f"{bounds[:8].tolist()}{'...' if bounds.size > 8 else ''}")
+        raise ValueError(
+            f"{op}: bounds must start at 0, never decrease and end at N={n}, got "
+            f"{bounds[:8].tolist()}{'...' if bounds.size > 8 else ''}"
+        )
     return bounds
 
 
@@ -275,8 +285,10 @@ def embedding_bag_weights_backward(dout, weight, indices, bounds):
     indices = index_array(op, "indices", indices, weight.shape[0]).reshape(-1)
     bounds = _bounds(op, bounds, indices.shape[0])
     if dout.shape != (bounds.shape[0] - 1, weight.shape[1]):
-        raise ValueError(f"{op}: dout must have shape [B, D] = [{bounds.shape[0] - 1}, {weight.shape[1]}], "
-                         f"got {dout.shape}")
+        raise ValueError(
+            f"{op}: dout must have shape [B, D] = [{bounds.shape[0] - 1}, {weight.shape[1]}], "
+            f"got {dout.shape}"
+        )
     out = np.empty(indices.shape[0], dtype=weight.dtype)
     if out.size:
         _weights_backward(dout, weight, indices, _offset2bag(bounds, indices.shape[0]), out)

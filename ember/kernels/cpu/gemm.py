@@ -37,8 +37,9 @@ class _OpenBlasThreads:
         self.available = False
         try:
             from threadpoolctl import ThreadpoolController
+
             controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
-        except Exception:  # noqa: BLE001  (no threadpoolctl or an unreadable library: no control)
+        except Exception:  # (no threadpoolctl or an unreadable library: no control)
             return
         for ctl in controllers:
             if getattr(ctl, "threading_layer", None) == "openmp":

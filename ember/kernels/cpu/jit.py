@@ -74,9 +74,7 @@ def configured_threads() -> int | None:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(
-            f"EMBER_NUM_THREADS must be a positive integer, got {raw!r}"
-        )
+        raise ValueError(f"EMBER_NUM_THREADS must be a positive integer, got {raw!r}")
     return value
 
 

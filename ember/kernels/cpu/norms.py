@@ -151,9 +151,7 @@ def _rms_norm_backward_chunks(dy, x, rstd, gamma, dx, dgamma_part):
 def _row_stats_shape(op: str, name: str, stat: object, x: np.ndarray) -> np.ndarray:
     stat = float_array(op, name, stat, dtype=x.dtype, min_ndim=0)
     if stat.shape != x.shape[:-1]:
-        raise ValueError(
-            f"{op}: {name} must have shape {x.shape[:-1]} (x.shape[:-1]), got {stat.shape}"
-        )
+        raise ValueError(f"{op}: {name} must have shape {x.shape[:-1]} (x.shape[:-1]), got {stat.shape}")
     return stat.reshape(-1)
 
 
@@ -202,8 +200,13 @@ def layer_norm(
     rstd = np.empty(x.shape[:-1], dtype=x.dtype)
     if x.size:
         _layer_norm_rows(
-            as_rows(x), gamma_arr, beta_arr, _eps(op, eps), as_rows(y),
-            mean.reshape(-1), rstd.reshape(-1),
+            as_rows(x),
+            gamma_arr,
+            beta_arr,
+            _eps(op, eps),
+            as_rows(y),
+            mean.reshape(-1),
+            rstd.reshape(-1),
         )
     return y, mean, rstd
 
@@ -246,8 +249,14 @@ def layer_norm_backward(
     dbeta_part = np.zeros_like(dgamma_part)
     if x.size:
         _layer_norm_backward_chunks(
-            as_rows(dy), x_rows, mean_rows, rstd_rows, gamma_arr, as_rows(dx),
-            dgamma_part, dbeta_part,
+            as_rows(dy),
+            x_rows,
+            mean_rows,
+            rstd_rows,
+            gamma_arr,
+            as_rows(dx),
+            dgamma_part,
+            dbeta_part,
         )
     if not has_gamma:
         return dx, None, None
@@ -256,9 +265,7 @@ def layer_norm_backward(
     return dx, dgamma, dbeta
 
 
-def rms_norm(
-    x: np.ndarray, gamma: np.ndarray | None, eps: float
-) -> tuple[np.ndarray, np.ndarray]:
+def rms_norm(x: np.ndarray, gamma: np.ndarray | None, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """RMS normalisation over the last axis.
 
     ``y = x * rstd * gamma`` with ``rstd = 1 / sqrt(mean(x^2) + eps)``.
@@ -312,9 +319,7 @@ def rms_norm_backward(
     x_rows = as_rows(x)
     dgamma_part = _partials(x_rows.shape[0], d)
     if x.size:
-        _rms_norm_backward_chunks(
-            as_rows(dy), x_rows, rstd_rows, gamma_arr, as_rows(dx), dgamma_part
-        )
+        _rms_norm_backward_chunks(as_rows(dy), x_rows, rstd_rows, gamma_arr, as_rows(dx), dgamma_part)
     if not has_gamma:
         return dx, None
     return dx, dgamma_part.sum(axis=0).astype(x.dtype)

@@ -9,6 +9,7 @@ other ``n − K`` rows are never read or written, so a step costs O(K·D) whatev
 The update rules are the lazy ones stated in the docstrings of :class:`ember.optim.Sgd` and
 :class:`ember.optim.Adam` (``torch.optim.SparseAdam``'s step), applied to the listed rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ import math
 import numpy as np
 from numba import prange
 
-from ember.kernels.cpu.jit import kernel
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.cpu.jit import kernel
 
 __all__ = ["check_rows", "sparse_adam_update", "sparse_sgd_update"]
 
@@ -45,7 +46,7 @@ def _sparse_sgd_kernel(p, rows, g, b, hp, first, has_momentum, nesterov):
 @kernel
 def _sparse_adam_kernel(p, rows, g, m, v, vmax, hp, amsgrad, mode):
     b1, c1, b2, c2 = hp[0], hp[1], hp[2], hp[3]
-    lr, step_size, eps, l2, keep, decay, zero = hp[4], hp[5], hp[6], hp[7], hp[8], hp[9], hp[10]
+    _lr, step_size, eps, l2, keep, decay, zero = hp[4], hp[5], hp[6], hp[7], hp[8], hp[9], hp[10]
     d = p.shape[1]
     for k in prange(rows.shape[0]):
         r = rows[k]
@@ -76,24 +77,33 @@ def check_rows(op: str, rows, values, param) -> tuple[np.ndarray, np.ndarray]:
         TypeError / ValueError / IndexError: naming what does not match.
     """
     if not isinstance(param, np.ndarray) or param.ndim != 2 or param.dtype not in _FLOATS:
-        raise TypeError(f"{op}: param must be a 2-D float32/float64 array, got "
-                        f"{getattr(param, 'dtype', type(param).__name__)} {getattr(param, 'shape', '')}")
+        raise TypeError(
+            f"{op}: param must be a 2-D float32/float64 array, got "
+            f"{getattr(param, 'dtype', type(param).__name__)} {getattr(param, 'shape', '')}"
+        )
     if not param.flags.c_contiguous or not param.flags.writeable:
-        raise ValueError(f"{op}: param (shape {param.shape}) is updated in place and must be C-contiguous "
-                         "and writeable")
+        raise ValueError(
+            f"{op}: param (shape {param.shape}) is updated in place and must be C-contiguous and writeable"
+        )
     if not isinstance(rows, np.ndarray) or rows.ndim != 1 or rows.dtype != np.int64:
-        raise TypeError(f"{op}: rows must be a 1-D int64 array, got "
-                        f"{getattr(rows, 'dtype', type(rows).__name__)} {getattr(rows, 'shape', '')}")
+        raise TypeError(
+            f"{op}: rows must be a 1-D int64 array, got "
+            f"{getattr(rows, 'dtype', type(rows).__name__)} {getattr(rows, 'shape', '')}"
+        )
     if not isinstance(values, np.ndarray) or values.shape != (rows.shape[0], param.shape[1]):
-        raise ValueError(f"{op}: values must have shape [{rows.shape[0]}, {param.shape[1]}], got "
-                         f"{getattr(values, 'shape', type(values).__name__)}")
+        raise ValueError(
+            f"{op}: values must have shape [{rows.shape[0]}, {param.shape[1]}], got "
+            f"{getattr(values, 'shape', type(values).__name__)}"
+        )
     if values.dtype != param.dtype:
         raise TypeError(f"{op}: values have dtype {values.dtype} but param has {param.dtype}")
     rows = np.ascontiguousarray(rows)
     if rows.size:
         if rows[0] < 0 or rows[-1] >= param.shape[0]:
-            raise IndexError(f"{op}: row indices must lie in [0, {param.shape[0]}) (the table's rows), "
-                             f"got [{int(rows[0])}, {int(rows[-1])}]")
+            raise IndexError(
+                f"{op}: row indices must lie in [0, {param.shape[0]}) (the table's rows), "
+                f"got [{int(rows[0])}, {int(rows[-1])}]"
+            )
         if rows.size > 1 and not np.all(rows[1:] > rows[:-1]):
             raise ValueError(f"{op}: row indices must be strictly increasing (a coalesced RowSparse)")
     return rows, np.ascontiguousarray(values)
@@ -101,15 +111,27 @@ def check_rows(op: str, rows, values, param) -> tuple[np.ndarray, np.ndarray]:
 
 def _state(op: str, name: str, array, param) -> np.ndarray:
     if not isinstance(array, np.ndarray) or array.shape != param.shape or array.dtype != param.dtype:
-        raise ValueError(f"{op}: `{name}` must be a {param.dtype} array of shape {param.shape}, got "
-                         f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}")
+        raise ValueError(
+            f"{op}: `{name}` must be a {param.dtype} array of shape {param.shape}, got "
+            f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
+        )
     if not array.flags.c_contiguous or not array.flags.writeable:
         raise ValueError(f"{op}: `{name}` is updated in place and must be C-contiguous and writeable")
     return array
 
 
-def sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay=0.0, momentum=0.0,
-                      dampening=0.0, nesterov=False, first_step=False) -> None:
+def sparse_sgd_update(
+    param,
+    rows,
+    values,
+    momentum_buf,
+    lr,
+    weight_decay=0.0,
+    momentum=0.0,
+    dampening=0.0,
+    nesterov=False,
+    first_step=False,
+) -> None:
     """SGD on the listed rows, in place; rule: :class:`ember.optim.Sgd` (row-sparse gradients).
 
     Args:
@@ -128,14 +150,34 @@ def sparse_sgd_update(param, rows, values, momentum_buf, lr, weight_decay=0.0, m
         raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_buf`")
     if not rows.size:
         return
-    hp = np.array([finite_scalar(op, "lr", lr), finite_scalar(op, "weight_decay", weight_decay),
-                   finite_scalar(op, "momentum", momentum), 1.0 - finite_scalar(op, "dampening", dampening)],
-                  dtype=param.dtype)
+    hp = np.array(
+        [
+            finite_scalar(op, "lr", lr),
+            finite_scalar(op, "weight_decay", weight_decay),
+            finite_scalar(op, "momentum", momentum),
+            1.0 - finite_scalar(op, "dampening", dampening),
+        ],
+        dtype=param.dtype,
+    )
     _sparse_sgd_kernel(param, rows, values, buf, hp, bool(first_step), has_momentum, bool(nesterov))
 
 
-def sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                       weight_decay=0.0, decoupled=False, cautious=False, step=1) -> None:
+def sparse_adam_update(
+    param,
+    rows,
+    values,
+    m,
+    v,
+    vmax,
+    lr,
+    beta1=0.9,
+    beta2=0.999,
+    eps=1e-5,
+    weight_decay=0.0,
+    decoupled=False,
+    cautious=False,
+    step=1,
+) -> None:
     """Lazy Adam / AdamW / AMSGrad on the listed rows, in place; rule: :class:`ember.optim.Adam`
     (row-sparse gradients) with :class:`ember.optim.AdamW`'s decay when ``decoupled``.
 
@@ -162,9 +204,23 @@ def sparse_adam_update(param, rows, values, m, v, vmax, lr, beta1=0.9, beta2=0.9
     lr, wd = finite_scalar(op, "lr", lr), finite_scalar(op, "weight_decay", weight_decay)
     if not rows.size:
         return
-    step_size = lr * math.sqrt(1.0 - beta2 ** step) / (1.0 - beta1 ** step)
+    step_size = lr * math.sqrt(1.0 - beta2**step) / (1.0 - beta1**step)
     decay = lr * wd if decoupled else 0.0
-    hp = np.array([beta1, 1.0 - beta1, beta2, 1.0 - beta2, lr, step_size, finite_scalar(op, "eps", eps),
-                   0.0 if decoupled else wd, 1.0 - decay, decay, 0.0], dtype=param.dtype)
+    hp = np.array(
+        [
+            beta1,
+            1.0 - beta1,
+            beta2,
+            1.0 - beta2,
+            lr,
+            step_size,
+            finite_scalar(op, "eps", eps),
+            0.0 if decoupled else wd,
+            1.0 - decay,
+            decay,
+            0.0,
+        ],
+        dtype=param.dtype,
+    )
     mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
     _sparse_adam_kernel(param, rows, values, m, v, xm, hp, amsgrad, mode)

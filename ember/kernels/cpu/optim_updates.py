@@ -29,19 +29,22 @@ computes. The kernels compile with ember's shared options
 (:mod:`ember.kernels.cpu.jit`): fast-math re-association/contraction but not
 ``nnan``/``ninf``, so NaN and infinity propagate as in IEEE arithmetic.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 import numba
 import numpy as np
 from numba import prange, types
 from numba.extending import intrinsic
 
+from ember.kernels.arg_checks import finite_scalar, per_tensor, step_numbers
+
 # jit.py sets the shared cache directory, thread count and fast-math flags; import first.
 from ember.kernels.cpu.jit import kernel, serial
-from ember.kernels.arg_checks import finite_scalar, per_tensor, step_numbers
 from ember.kernels.optim_kernel_args import adam_arguments
 
 __all__ = [
@@ -84,15 +87,18 @@ class ArrayTable:
         return len(self.arrays)
 
     def __repr__(self) -> str:
-        return (f"ArrayTable({len(self.arrays)} arrays, dtype={self.dtype}, "
-                f"elements={int(self.sizes.sum())}, writeable={self.writeable})")
+        return (
+            f"ArrayTable({len(self.arrays)} arrays, dtype={self.dtype}, "
+            f"elements={int(self.sizes.sum())}, writeable={self.writeable})"
+        )
 
 
 Arrays = Union[Sequence[np.ndarray], ArrayTable]
 
 
-def pack_arrays(arrays: Arrays, *, writeable: bool = True, op: str = "pack_arrays",
-                what: str = "arrays") -> ArrayTable:
+def pack_arrays(
+    arrays: Arrays, *, writeable: bool = True, op: str = "pack_arrays", what: str = "arrays"
+) -> ArrayTable:
     """Validate a list of arrays once and record their addresses for the kernels.
 
     Args:
@@ -116,16 +122,13 @@ def pack_arrays(arrays: Arrays, *, writeable: bool = True, op: str = "pack_array
         return arrays
     if isinstance(arrays, np.ndarray) or not isinstance(arrays, (list, tuple)):
         raise TypeError(
-            f"{op}: `{what}` must be a list of NumPy arrays or an ArrayTable, "
-            f"got {type(arrays).__name__}"
+            f"{op}: `{what}` must be a list of NumPy arrays or an ArrayTable, got {type(arrays).__name__}"
         )
     kept, addresses, sizes, shapes = [], [], [], []
     dtype = None
     for index, array in enumerate(arrays):
         if not isinstance(array, np.ndarray):
-            raise TypeError(
-                f"{op}: `{what}[{index}]` must be a NumPy array, got {type(array).__name__}"
-            )
+            raise TypeError(f"{op}: `{what}[{index}]` must be a NumPy array, got {type(array).__name__}")
         if dtype is None:
             dtype = array.dtype
             if dtype not in _FLOATS:
@@ -148,26 +151,39 @@ def pack_arrays(arrays: Arrays, *, writeable: bool = True, op: str = "pack_array
         addresses.append(array.ctypes.data)
         sizes.append(array.size)
         shapes.append(array.shape)
-    return ArrayTable(kept, np.array(addresses, dtype=np.int64), np.array(sizes, dtype=np.int64),
-                      shapes, np.dtype(np.float32) if dtype is None else dtype, writeable)
+    return ArrayTable(
+        kept,
+        np.array(addresses, dtype=np.int64),
+        np.array(sizes, dtype=np.int64),
+        shapes,
+        np.dtype(np.float32) if dtype is None else dtype,
+        writeable,
+    )
 
 
-def _matching(op: str, what: str, arrays: Arrays | None, like: ArrayTable, *,
-              writeable: bool = True, like_name: str = "params") -> ArrayTable:
+def _matching(
+    op: str,
+    what: str,
+    arrays: Arrays | None,
+    like: ArrayTable,
+    *,
+    writeable: bool = True,
+    like_name: str = "params",
+) -> ArrayTable:
     """Pack ``arrays`` and check they pair one-to-one with ``like`` (shape and dtype)."""
     if arrays is None:
         raise ValueError(f"{op}: `{what}` is required with these settings, got None")
     table = pack_arrays(arrays, writeable=writeable, op=op, what=what)
     if len(table) != len(like):
-        raise ValueError(f"{op}: `{what}` has {len(table)} arrays but `{like_name}` has "
-                         f"{len(like)}")
+        raise ValueError(f"{op}: `{what}` has {len(table)} arrays but `{like_name}` has {len(like)}")
     if table.shapes != like.shapes:
         index = next(i for i, (a, b) in enumerate(zip(table.shapes, like.shapes)) if a != b)
-        raise ValueError(f"{op}: `{what}[{index}]` has shape {table.shapes[index]} but "
-                         f"`{like_name}[{index}]` has shape {like.shapes[index]}")
+        raise ValueError(
+            f"{op}: `{what}[{index}]` has shape {table.shapes[index]} but "
+            f"`{like_name}[{index}]` has shape {like.shapes[index]}"
+        )
     if len(table) and table.dtype != like.dtype:
-        raise TypeError(f"{op}: `{what}` has dtype {table.dtype} but `{like_name}` has "
-                        f"{like.dtype}")
+        raise TypeError(f"{op}: `{what}` has dtype {table.dtype} but `{like_name}` has {like.dtype}")
     return table
 
 
@@ -206,10 +222,10 @@ def _work_items(sizes):
 def _segment(addresses, i, start, sizes, witness):
     """Elements ``[start, start + _CHUNK)`` (clipped to ``n``) of tensor ``i``. Looping
     ``range(len(segment))`` over a slice, rather than ``range(start, stop)`` over the
-    whole tensor, is what lets LLVM vectorise the loop (7x faster here)."""
+    whole tensor, is what lets LLVM vectorise the loop."""
     n = sizes[i]
     whole = numba.carray(_as_pointer(addresses[i], witness), (n,))
-    return whole[start:min(start + _CHUNK, n)]
+    return whole[start : min(start + _CHUNK, n)]
 
 
 # --- kernels (one parallel loop over all work items of all tensors) -----------------------
@@ -416,10 +432,24 @@ def sgd_update(
     if n == 0:
         return
     hp = np.array(
-        [finite_scalar(op, "weight_decay", weight_decay), momentum,
-         1.0 - finite_scalar(op, "dampening", dampening)], dtype=p.dtype)
-    _sgd_kernel(p.addresses, g.addresses, b.addresses, p.sizes, hp,
-                rates.astype(p.dtype), np.ascontiguousarray(first), has_momentum, bool(nesterov))
+        [
+            finite_scalar(op, "weight_decay", weight_decay),
+            momentum,
+            1.0 - finite_scalar(op, "dampening", dampening),
+        ],
+        dtype=p.dtype,
+    )
+    _sgd_kernel(
+        p.addresses,
+        g.addresses,
+        b.addresses,
+        p.sizes,
+        hp,
+        rates.astype(p.dtype),
+        np.ascontiguousarray(first),
+        has_momentum,
+        bool(nesterov),
+    )
 
 
 def adam_update(
@@ -470,8 +500,9 @@ def adam_update(
         return
     hp = np.array([*betas, 0.0], dtype=p.dtype)  # the trailing 0 is the kernel's typed zero
     per = per.astype(p.dtype)
-    _adam_kernel(p.addresses, g.addresses, mt.addresses, vt.addresses, vmt.addresses,
-                 p.sizes, hp, per, amsgrad, mode)
+    _adam_kernel(
+        p.addresses, g.addresses, mt.addresses, vt.addresses, vmt.addresses, p.sizes, hp, per, amsgrad, mode
+    )
 
 
 def rmsprop_update(
@@ -517,10 +548,28 @@ def rmsprop_update(
     rates = per_tensor(op, "lr", lr, n)
     if n == 0:
         return
-    hp = np.array([alpha, 1.0 - alpha, finite_scalar(op, "eps", eps), momentum,
-                   finite_scalar(op, "weight_decay", weight_decay)], dtype=p.dtype)
-    _rmsprop_kernel(p.addresses, g.addresses, s.addresses, ga.addresses, b.addresses,
-                    p.sizes, hp, rates.astype(p.dtype), bool(centered), has_momentum)
+    hp = np.array(
+        [
+            alpha,
+            1.0 - alpha,
+            finite_scalar(op, "eps", eps),
+            momentum,
+            finite_scalar(op, "weight_decay", weight_decay),
+        ],
+        dtype=p.dtype,
+    )
+    _rmsprop_kernel(
+        p.addresses,
+        g.addresses,
+        s.addresses,
+        ga.addresses,
+        b.addresses,
+        p.sizes,
+        hp,
+        rates.astype(p.dtype),
+        bool(centered),
+        has_momentum,
+    )
 
 
 def adagrad_update(
@@ -558,8 +607,9 @@ def adagrad_update(
     if n == 0:
         return
     clr = rates / (1.0 + (t - 1.0) * lr_decay)
-    hp = np.array([finite_scalar(op, "eps", eps), finite_scalar(op, "weight_decay", weight_decay)],
-                  dtype=p.dtype)
+    hp = np.array(
+        [finite_scalar(op, "eps", eps), finite_scalar(op, "weight_decay", weight_decay)], dtype=p.dtype
+    )
     _adagrad_kernel(p.addresses, g.addresses, s.addresses, p.sizes, hp, clr.astype(p.dtype))
 
 

@@ -1,8 +1,8 @@
 """ember's own worker threads for kernels that run as several serial calls at once.
 
 Numba's ``parallel=True`` kernels are slow to compile (each level of the call tree is
-optimised again inside the parallel region: the attention kernels took 20 s each on a fresh
-install), and BLAS cannot run inside them. A ``nogil`` serial kernel called from a few
+optimised again inside the parallel region, and a fresh install's first step waits for
+it), and BLAS cannot run inside them. A ``nogil`` serial kernel called from a few
 Python threads at once runs in parallel just the same, compiles like any serial function,
 and lets BLAS run single-threaded pieces (see :mod:`.gemm`). The pool has one thread fewer
 than the thread count: the caller runs the first task itself.
@@ -25,7 +25,9 @@ class _Pool:
         self._lock = threading.Lock()  # one batch of tasks at a time: they share the workers
         for index in range(threads - 1):
             inbox: queue.SimpleQueue = queue.SimpleQueue()
-            worker = threading.Thread(target=self._serve, args=(inbox,), name=f"ember-worker-{index}", daemon=True)
+            worker = threading.Thread(
+                target=self._serve, args=(inbox,), name=f"ember-worker-{index}", daemon=True
+            )
             worker.start()
             self._inbox.append(inbox)
 
@@ -35,7 +37,7 @@ class _Pool:
             try:
                 task()
                 self._done.put(None)
-            except BaseException as error:  # noqa: BLE001  (re-raised in the caller)
+            except BaseException as error:  # (re-raised in the caller)
                 self._done.put(error)
 
     def run(self, tasks):
@@ -50,7 +52,7 @@ class _Pool:
             try:
                 if tasks:
                     tasks[0]()
-            except BaseException as error:  # noqa: BLE001
+            except BaseException as error:
                 first_error = error
             for _ in tasks[1:]:
                 result = self._done.get()

@@ -9,6 +9,7 @@ Every function follows the composite contract of :mod:`ember.kernels.backend` (i
 never modified, outputs are new C-contiguous arrays, reductions over the last axis), with
 float16 inputs computed in float32; the optimizer updates work in place.
 """
+
 from ember.kernels.cuda.attention import attention, attention_backward
 from ember.kernels.cuda.cross_entropy import cross_entropy, cross_entropy_backward
 from ember.kernels.cuda.dropout import dropout, dropout_backward, dropout_keep_mask
@@ -25,10 +26,31 @@ from ember.kernels.cuda.runtime import (
 from ember.kernels.cuda.softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
-    "CudaUnavailableError", "adam_update", "attention", "attention_backward", "bias_gelu",
-    "bias_gelu_backward", "cross_entropy", "cross_entropy_backward", "cupy_or_error", "dropout",
-    "dropout_backward", "dropout_keep_mask", "embedding", "embedding_backward", "gelu",
-    "gelu_backward", "is_available", "layer_norm", "layer_norm_backward", "log_softmax",
-    "log_softmax_backward", "rms_norm", "rms_norm_backward", "sgd_update", "softmax",
-    "softmax_backward", "unavailable_reason",
+    "CudaUnavailableError",
+    "adam_update",
+    "attention",
+    "attention_backward",
+    "bias_gelu",
+    "bias_gelu_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "cupy_or_error",
+    "dropout",
+    "dropout_backward",
+    "dropout_keep_mask",
+    "embedding",
+    "embedding_backward",
+    "gelu",
+    "gelu_backward",
+    "is_available",
+    "layer_norm",
+    "layer_norm_backward",
+    "log_softmax",
+    "log_softmax_backward",
+    "rms_norm",
+    "rms_norm_backward",
+    "sgd_update",
+    "softmax",
+    "softmax_backward",
+    "unavailable_reason",
 ]

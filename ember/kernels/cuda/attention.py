@@ -12,6 +12,7 @@ Head dimensions up to 128 and at least one key are supported (:func:`fits` says 
 what); the cuda backend runs the composed attention for anything else. float16 inputs
 accumulate in float32.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,15 +57,21 @@ def _check_qkv(cp: Any, op: str, q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]
     k = validate.float_array(cp, op, "k", k, dtype=q.dtype, min_ndim=4)
     v = validate.float_array(cp, op, "v", v, dtype=q.dtype, min_ndim=4)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise ValueError(f"{op}: q, k, v must be 4-D [B, H, S, Dh], got shapes "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"{op}: q, k, v must be 4-D [B, H, S, Dh], got shapes "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     b, h, _, dh = (int(s) for s in q.shape)
     if tuple(k.shape[:2]) != (b, h) or int(k.shape[3]) != dh or tuple(v.shape) != tuple(k.shape):
-        raise ValueError(f"{op}: expected k and v of shape [B={b}, H={h}, Sk, Dh={dh}] (equal), "
-                         f"got k {tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"{op}: expected k and v of shape [B={b}, H={h}, Sk, Dh={dh}] (equal), "
+            f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     if not supports(dh):
-        raise ValueError(f"{op}: head dimension Dh={dh} is not supported by the fused CUDA "
-                         f"kernel (1 <= Dh <= {MAX_HEAD_DIM})")
+        raise ValueError(
+            f"{op}: head dimension Dh={dh} is not supported by the fused CUDA "
+            f"kernel (1 <= Dh <= {MAX_HEAD_DIM})"
+        )
     if int(k.shape[2]) == 0:
         raise ValueError(f"{op}: attention over 0 keys (k shape {tuple(k.shape)})")
     return q, k, v
@@ -74,13 +81,13 @@ def _check_mask(cp: Any, op: str, mask_pad: Any, b: int, sk: int) -> Any:
     if mask_pad is None:
         return None
     if not isinstance(mask_pad, cp.ndarray):
-        raise TypeError(f"{op}: mask_pad must be a {cp.__name__}.ndarray or None, "
-                        f"got {type(mask_pad).__name__}")
+        raise TypeError(
+            f"{op}: mask_pad must be a {cp.__name__}.ndarray or None, got {type(mask_pad).__name__}"
+        )
     if mask_pad.dtype != np.bool_:
         raise TypeError(f"{op}: mask_pad must be bool (True = padded key), got dtype {mask_pad.dtype}")
     if tuple(mask_pad.shape) != (b, sk):
-        raise ValueError(f"{op}: mask_pad must have shape (B={b}, Sk={sk}), "
-                         f"got {tuple(mask_pad.shape)}")
+        raise ValueError(f"{op}: mask_pad must have shape (B={b}, Sk={sk}), got {tuple(mask_pad.shape)}")
     return validate.contiguous(cp, mask_pad)
 
 
@@ -97,12 +104,12 @@ def _scalars(op: str, dtype: Any, scale: float, dropout_p: float, seed: int) -> 
     seed64 = validate.seed_u64(op, seed)
     threshold = validate.dropout_threshold(p) if p > 0.0 else np.uint32(0)
     inv_keep = 1.0 / (1.0 - p) if p < 1.0 else 0.0  # unused when every score is dropped
-    return (modules.acc_scalar(dtype, scale), seed64, threshold,
-            modules.acc_scalar(dtype, inv_keep))
+    return (modules.acc_scalar(dtype, scale), seed64, threshold, modules.acc_scalar(dtype, inv_keep))
 
 
-def attention(q: Any, k: Any, v: Any, mask_pad: Any, scale: float, quiet: bool,
-              dropout_p: float, seed: int) -> tuple[Any, Any]:
+def attention(
+    q: Any, k: Any, v: Any, mask_pad: Any, scale: float, quiet: bool, dropout_p: float, seed: int
+) -> tuple[Any, Any]:
     """Attention forward without materialising the score matrix.
 
     Args:
@@ -134,15 +141,44 @@ def attention(q: Any, k: Any, v: Any, mask_pad: Any, scale: float, quiet: bool,
     dpad = launch.attention_dpad(dh)
     grid, block = launch.attention_launch(b * h, sq, dpad)
     fn = modules.kernel(_SRC, modules.attention_variant(ct, dpad), "attention_fwd", ct, dpad)
-    fn(grid, block, (q, k, v, _mask_arg(cp, mask), out, lse, np.int32(h), np.int32(sq),
-                     np.int32(sk), np.int32(dh), scale_a, np.int32(bool(quiet)),
-                     np.int32(mask is not None), seed64, threshold, inv_keep))
+    fn(
+        grid,
+        block,
+        (
+            q,
+            k,
+            v,
+            _mask_arg(cp, mask),
+            out,
+            lse,
+            np.int32(h),
+            np.int32(sq),
+            np.int32(sk),
+            np.int32(dh),
+            scale_a,
+            np.int32(bool(quiet)),
+            np.int32(mask is not None),
+            seed64,
+            threshold,
+            inv_keep,
+        ),
+    )
     return out, lse
 
 
-def attention_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, mask_pad: Any,
-                       scale: float, quiet: bool, dropout_p: float,
-                       seed: int) -> tuple[Any, Any, Any]:
+def attention_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    lse: Any,
+    mask_pad: Any,
+    scale: float,
+    quiet: bool,
+    dropout_p: float,
+    seed: int,
+) -> tuple[Any, Any, Any]:
     """Gradients of :func:`attention` with respect to q, k and v (scores recomputed).
 
     ``dw = dout @ v^T``; ``ds = w * (dw - rowsum(dout * out))``, 0 at padded keys, times
@@ -196,14 +232,26 @@ def attention_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, ma
     rows = b * h * sq
     delta = cp.empty((b, h, sq), dtype=acc)
     modules.kernel(_SRC, variant, "attention_bwd_delta", ct)(
-        ((rows + 3) // 4,), (128,), (dout, out, delta, np.int64(rows), np.int32(dh)))
+        ((rows + 3) // 4,), (128,), (dout, out, delta, np.int64(rows), np.int32(dh))
+    )
     mask_arg = _mask_arg(cp, mask)
-    common = (np.int32(h), np.int32(sq), np.int32(sk), np.int32(dh), scale_a,
-              np.int32(mask is not None), seed64, threshold, inv_keep)
+    common = (
+        np.int32(h),
+        np.int32(sq),
+        np.int32(sk),
+        np.int32(dh),
+        scale_a,
+        np.int32(mask is not None),
+        seed64,
+        threshold,
+        inv_keep,
+    )
     grid, block = launch.attention_launch(b * h, sq, dpad)
     modules.kernel(_SRC, variant, "attention_bwd_dq", ct, dpad)(
-        grid, block, (q, k, v, mask_arg, dout, lse, delta, dq) + common)
+        grid, block, (q, k, v, mask_arg, dout, lse, delta, dq) + common
+    )
     grid, block = launch.attention_launch(b * h, sk, dpad)
     modules.kernel(_SRC, variant, "attention_bwd_dkv", ct, dpad)(
-        grid, block, (q, k, v, mask_arg, dout, lse, delta, dk, dv) + common)
+        grid, block, (q, k, v, mask_arg, dout, lse, delta, dk, dv) + common
+    )
     return dq, dk, dv

@@ -6,6 +6,7 @@ composed default outside its kernel's limits (a head dimension over 128, no keys
 normalised axis, rows past the int32 arguments or the launch grid, non-contiguous or
 mixed-dtype optimizer buffers).
 """
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,8 @@ def _install_allocator(cp) -> None:
                     f"CUDA out of memory on device {cp.cuda.Device().id}: asked for {nbytes / 2**20:.1f} MiB, "
                     f"{free / 2**20:.1f} MiB free of {total / 2**20:.1f} MiB "
                     f"(pool holds {pool.total_bytes() / 2**20:.1f} MiB); free tensors and call "
-                    f"ember.cuda.empty_cache()") from None
+                    f"ember.cuda.empty_cache()"
+                ) from None
 
     cp.cuda.set_allocator(malloc)
     cp.cuda._ember_allocator = True
@@ -67,16 +69,20 @@ class CudaBackend(ArrayBackend):
         # TF32 GEMMs change float32 results: off unless asked for (EMBER_CUDA_TF32=1).
         os.environ.setdefault("CUPY_TF32", "1" if os.environ.get("EMBER_CUDA_TF32") == "1" else "0")
         from ember.kernels.cuda.runtime import cupy_or_error
+
         cp = cupy_or_error()
         count = cp.cuda.runtime.getDeviceCount()
         if not 0 <= index < count:
-            raise ValueError(f"Device('cuda:{index}'): there are {count} CUDA device(s) (cuda:0..cuda:{count - 1})")
+            raise ValueError(
+                f"Device('cuda:{index}'): there are {count} CUDA device(s) (cuda:0..cuda:{count - 1})"
+            )
         self.xp = cp
         self.index = index
         self.cuda_device = cp.cuda.Device(index)
         self.cuda_device.use()
         _install_allocator(cp)
         from ember.kernels.cuda import ops as fused
+
         self._fused = fused
         super().__init__(seed)
 
@@ -93,7 +99,9 @@ class CudaBackend(ArrayBackend):
         return (u * (high - low) + low).astype(dtype.numpy)
 
     def normal(self, shape, dtype, mean=0.0, std=1.0):
-        z = self.generator.standard_normal(shape, dtype=np.float64 if dtype.numpy == np.float64 else np.float32)
+        z = self.generator.standard_normal(
+            shape, dtype=np.float64 if dtype.numpy == np.float64 else np.float32
+        )
         return (z * std + mean).astype(dtype.numpy)
 
     def bernoulli(self, shape, p):
@@ -113,10 +121,12 @@ class CudaBackend(ArrayBackend):
     # ---- primitives that differ from NumPy ----------------------------------------------
     def _erf(self, x):
         from cupyx.scipy.special import erf
+
         return erf(x).astype(x.dtype)
 
     def _add_at(self, out, key, values):
         import cupyx
+
         if out.dtype == np.float16:  # atomics on half: accumulate in float32
             acc = out.astype(np.float32)
             cupyx.scatter_add(acc, key, values.astype(np.float32))
@@ -210,9 +220,12 @@ class CudaBackend(ArrayBackend):
 
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         if not self._fused.attention_fits(q.shape, k.shape, scale):
-            return _COMPOSED["attention_backward"](self, dout, q, k, v, out, lse, mask_pad, scale, quiet,
-                                                   dropout_p, seed)
-        return self._fused.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
+            return _COMPOSED["attention_backward"](
+                self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed
+            )
+        return self._fused.attention_backward(
+            dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed
+        )
 
     # =====================================================================================
     # ---- optimizer composites: multi-tensor CUDA kernels (ember.kernels.cuda.optimizers)
@@ -223,26 +236,64 @@ class CudaBackend(ArrayBackend):
     def optim_own(self, x, copy=False):
         return x.copy() if copy or not x.flags.c_contiguous else x
 
-    def sgd_update(self, params, grads, momentum_bufs, lr, weight_decay=0.0, momentum=0.0,
-                   dampening=0.0, nesterov=False, first_step_flags=False):
+    def sgd_update(
+        self,
+        params,
+        grads,
+        momentum_bufs,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step_flags=False,
+    ):
         from ember.kernels.cuda.optimizers import sgd_update
+
         if not self._fused.optim_fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
-            return super().sgd_update(params, grads, momentum_bufs, lr, weight_decay, momentum, dampening,
-                                      nesterov, first_step_flags)
+            return super().sgd_update(
+                params,
+                grads,
+                momentum_bufs,
+                lr,
+                weight_decay,
+                momentum,
+                dampening,
+                nesterov,
+                first_step_flags,
+            )
         params = list(params)
         bufs = None if momentum_bufs is None else list(momentum_bufs)
-        sgd_update(params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov,
-                   first_step_flags)
+        sgd_update(
+            params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
+        )
         return params, bufs
 
-    def adam_update(self, params, grads, m, v, vmax, lr, beta1=0.9, beta2=0.999, eps=1e-5,
-                    weight_decay=0.0, decoupled=False, cautious=False, steps=1):
+    def adam_update(
+        self,
+        params,
+        grads,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        steps=1,
+    ):
         from ember.kernels.cuda.optimizers import adam_update
+
         if not self._fused.optim_fits(params, grads, m, v, vmax):
-            return super().adam_update(params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay,
-                                       decoupled, cautious, steps)
+            return super().adam_update(
+                params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
+            )
         params, m, v = list(params), list(m), list(v)
         vmax = None if vmax is None else list(vmax)
-        adam_update(params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay,
-                    decoupled, cautious, steps)
+        adam_update(
+            params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
+        )
         return params, m, v, vmax

@@ -5,6 +5,7 @@
 ``dlogits_ij = dloss_i * (softmax_ij - (1 - s) * [j == t_i] - s / C)``.
 Targets are range-checked on the device before the unchecked kernels run.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,8 +27,10 @@ def _inputs(cp: Any, op: str, logits: Any, targets: Any, smoothing: float) -> tu
     targets = validate.index_array(cp, op, "targets", targets)
     n, c = (int(s) for s in logits.shape)
     if tuple(targets.shape) != (n,):
-        raise ValueError(f"{op}: targets must have shape ({n},) to match logits "
-                         f"{tuple(logits.shape)}, got {tuple(targets.shape)}")
+        raise ValueError(
+            f"{op}: targets must have shape ({n},) to match logits "
+            f"{tuple(logits.shape)}, got {tuple(targets.shape)}"
+        )
     if c == 0 and n > 0:
         raise ValueError(f"{op}: logits have 0 classes, shape {tuple(logits.shape)}")
     smoothing = validate.probability(op, "smoothing", smoothing)
@@ -60,15 +63,18 @@ def cross_entropy(logits: Any, targets: Any, smoothing: float) -> tuple[Any, Any
     ct = modules.ctype_of(logits.dtype)
     indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
     cfg = launch.row_launch(n, c)
-    fn = modules.kernel(_SRC, ct, "cross_entropy_fwd", ct,
-                        modules.index_ctype_of(targets.dtype), cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (logits, targets, loss, lse, np.int64(n), np.int32(c),
-                             modules.acc_scalar(logits.dtype, smoothing)))
+    fn = modules.kernel(
+        _SRC, ct, "cross_entropy_fwd", ct, modules.index_ctype_of(targets.dtype), cfg.warp_arg
+    )
+    fn(
+        cfg.grid,
+        cfg.block,
+        (logits, targets, loss, lse, np.int64(n), np.int32(c), modules.acc_scalar(logits.dtype, smoothing)),
+    )
     return loss, lse
 
 
-def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any,
-                           smoothing: float) -> Any:
+def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any, smoothing: float) -> Any:
     """Gradient of :func:`cross_entropy` with respect to the logits.
 
     Args:
@@ -104,8 +110,21 @@ def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any,
     ct = modules.ctype_of(logits.dtype)
     indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
     cfg = launch.row_launch(n, c)
-    fn = modules.kernel(_SRC, ct, "cross_entropy_bwd", ct,
-                        modules.index_ctype_of(targets.dtype), cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (logits, targets, lse, dloss, dlogits, np.int64(n), np.int32(c),
-                             modules.acc_scalar(logits.dtype, smoothing)))
+    fn = modules.kernel(
+        _SRC, ct, "cross_entropy_bwd", ct, modules.index_ctype_of(targets.dtype), cfg.warp_arg
+    )
+    fn(
+        cfg.grid,
+        cfg.block,
+        (
+            logits,
+            targets,
+            lse,
+            dloss,
+            dlogits,
+            np.int64(n),
+            np.int32(c),
+            modules.acc_scalar(logits.dtype, smoothing),
+        ),
+    )
     return dlogits

@@ -6,6 +6,7 @@ are bit-identical to the reference backend and are regenerated in backward, neve
 Kept values are multiplied by ``1 / (1 - p)`` (computed in float64, applied in the
 accumulation type) like the reference.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,17 @@ def _apply(op: str, x: Any, p: float, seed: int) -> Any:
         ct = modules.ctype_of(x.dtype)
         grid, block = launch.elementwise_launch(n)
         modules.kernel(_SRC, ct, "dropout_apply", ct)(
-            grid, block, (x, y, np.int64(n), seed64, validate.dropout_threshold(p),
-                          modules.acc_scalar(x.dtype, 1.0 / (1.0 - p))))
+            grid,
+            block,
+            (
+                x,
+                y,
+                np.int64(n),
+                seed64,
+                validate.dropout_threshold(p),
+                modules.acc_scalar(x.dtype, 1.0 / (1.0 - p)),
+            ),
+        )
     return y
 
 
@@ -81,5 +91,6 @@ def dropout_keep_mask(shape: tuple[int, ...], p: float, seed: int) -> Any:
     if n:
         grid, block = launch.elementwise_launch(n)
         modules.kernel(_SRC, "float", "dropout_mask")(
-            grid, block, (keep, np.int64(n), seed64, validate.dropout_threshold(p)))
+            grid, block, (keep, np.int64(n), seed64, validate.dropout_threshold(p))
+        )
     return keep

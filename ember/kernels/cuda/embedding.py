@@ -4,6 +4,7 @@ Ids are range-checked on the device before the unchecked kernels run. The backwa
 accumulates with atomics in float32 (float64 for float64 weights), so repeated ids add up
 and float16 gradients do not lose precision while accumulating.
 """
+
 from __future__ import annotations
 
 import operator
@@ -47,7 +48,8 @@ def embedding(weight: Any, ids: Any) -> Any:
     indexing.check_range(cp, op, "ids", ids, v, _SRC, ct)
     grid, block = launch.elementwise_launch(n_ids * d)
     modules.kernel(_SRC, ct, "embedding_fwd", ct, modules.index_ctype_of(ids.dtype))(
-        grid, block, (weight, ids, out, np.int64(n_ids), np.int32(d)))
+        grid, block, (weight, ids, out, np.int64(n_ids), np.int32(d))
+    )
     return out
 
 
@@ -72,13 +74,16 @@ def embedding_backward(dout: Any, ids: Any, num_embeddings: int) -> Any:
     try:
         v = operator.index(num_embeddings)
     except TypeError:
-        raise TypeError(f"{op}: num_embeddings must be an integer, "
-                        f"got {type(num_embeddings).__name__}") from None
+        raise TypeError(
+            f"{op}: num_embeddings must be an integer, got {type(num_embeddings).__name__}"
+        ) from None
     if v < 0:
         raise ValueError(f"{op}: num_embeddings must be >= 0, got {v}")
     if tuple(dout.shape[:-1]) != tuple(ids.shape):
-        raise ValueError(f"{op}: dout must have shape ids.shape + (D,) = {tuple(ids.shape)} + "
-                         f"(D,), got {tuple(dout.shape)}")
+        raise ValueError(
+            f"{op}: dout must have shape ids.shape + (D,) = {tuple(ids.shape)} + "
+            f"(D,), got {tuple(dout.shape)}"
+        )
     d = int(dout.shape[-1])
     n_ids = int(ids.size)
     acc = modules.acc_dtype(dout.dtype)
@@ -91,11 +96,11 @@ def embedding_backward(dout: Any, ids: Any, num_embeddings: int) -> Any:
     dweight = cp.zeros((v, d), dtype=acc)
     grid, block = launch.elementwise_launch(n_ids * d)
     modules.kernel(_SRC, ct, "embedding_bwd", ct, modules.index_ctype_of(ids.dtype))(
-        grid, block, (dout, ids, dweight, np.int64(n_ids), np.int32(d)))
+        grid, block, (dout, ids, dweight, np.int64(n_ids), np.int32(d))
+    )
     if dweight.dtype == dout.dtype:
         return dweight
     out = cp.empty((v, d), dtype=dout.dtype)
     egrid, eblock = launch.elementwise_launch(v * d)
-    modules.kernel(_SRC, ct, "sum_partials", ct)(
-        egrid, eblock, (dweight, np.int32(1), np.int64(v * d), out))
+    modules.kernel(_SRC, ct, "sum_partials", ct)(egrid, eblock, (dweight, np.int32(1), np.int64(v * d), out))
     return out

@@ -3,6 +3,7 @@
 ``approximate=False``: ``gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))``;
 ``approximate=True``: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -58,8 +59,7 @@ def gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
     if n:
         ct = modules.ctype_of(x.dtype)
         grid, block = launch.elementwise_launch(n)
-        modules.kernel(_SRC, ct, "gelu_bwd", ct, _flag(approximate))(
-            grid, block, (x, dy, dx, np.int64(n)))
+        modules.kernel(_SRC, ct, "gelu_bwd", ct, _flag(approximate))(grid, block, (x, dy, dx, np.int64(n)))
     return dx
 
 
@@ -68,8 +68,10 @@ def _bias_args(cp: Any, op: str, x: Any, bias: Any) -> tuple[Any, Any, int, int]
     rows, cols = validate.rows_cols(x.shape)
     bias = validate.float_array(cp, op, "bias", bias, dtype=x.dtype)
     if tuple(bias.shape) != (cols,):
-        raise ValueError(f"{op}: bias must have shape ({cols},) to match the last dimension "
-                         f"of x {tuple(x.shape)}, got {tuple(bias.shape)}")
+        raise ValueError(
+            f"{op}: bias must have shape ({cols},) to match the last dimension "
+            f"of x {tuple(x.shape)}, got {tuple(bias.shape)}"
+        )
     return x, bias, rows, cols
 
 
@@ -90,7 +92,8 @@ def bias_gelu(x: Any, bias: Any, approximate: bool) -> Any:
         ct = modules.ctype_of(x.dtype)
         grid, block = launch.elementwise_launch(n)
         modules.kernel(_SRC, ct, "bias_gelu_fwd", ct, _flag(approximate))(
-            grid, block, (x, bias, y, np.int64(n), np.int32(cols)))
+            grid, block, (x, bias, y, np.int64(n), np.int32(cols))
+        )
     return y
 
 
@@ -123,9 +126,11 @@ def bias_gelu_backward(x: Any, bias: Any, dy: Any, approximate: bool) -> tuple[A
     grid, block, chunks, per_chunk = launch.column_launch(rows, cols)
     part = cp.empty((chunks, cols), dtype=acc)
     modules.kernel(_SRC, ct, "bias_gelu_bwd", ct, _flag(approximate))(
-        grid, block, (x, bias, dy, dx, part, np.int64(rows), np.int32(cols), np.int64(per_chunk)))
+        grid, block, (x, bias, dy, dx, part, np.int64(rows), np.int32(cols), np.int64(per_chunk))
+    )
     dbias = cp.empty((cols,), dtype=x.dtype)
     egrid, eblock = launch.elementwise_launch(cols)
     modules.kernel(_SRC, ct, "sum_partials", ct)(
-        egrid, eblock, (part, np.int32(chunks), np.int64(cols), dbias))
+        egrid, eblock, (part, np.int32(chunks), np.int64(cols), dbias)
+    )
     return dx, dbias

@@ -4,6 +4,7 @@ One grid-stride reduction finds the first out-of-range position (one launch and 
 8-byte device-to-host copy when everything is in range); only on failure is the offending
 value fetched to build the error message.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,7 @@ __all__ = ["check_range"]
 _NONE = (1 << 64) - 1
 
 
-def check_range(cp: Any, op: str, name: str, ids: Any, limit: int, source: str,
-                variant: str) -> None:
+def check_range(cp: Any, op: str, name: str, ids: Any, limit: int, source: str, variant: str) -> None:
     """Raise IndexError unless every value of ``ids`` lies in ``[0, limit)``.
 
     Args:
@@ -43,7 +43,8 @@ def check_range(cp: Any, op: str, name: str, ids: Any, limit: int, source: str,
     pos = int(cp.asnumpy(first_bad)[0])
     if pos == _NONE:
         return
-    bad = int(cp.asnumpy(ids.reshape(-1)[pos:pos + 1])[0])
+    bad = int(cp.asnumpy(ids.reshape(-1)[pos : pos + 1])[0])
     where = tuple(int(i) for i in np.unravel_index(pos, tuple(ids.shape)))
-    raise IndexError(f"{op}: {name} value {bad} at position {where} is out of range; "
-                     f"valid range is [0, {limit})")
+    raise IndexError(
+        f"{op}: {name} value {bad} at position {where} is out of range; valid range is [0, {limit})"
+    )

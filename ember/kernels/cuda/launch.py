@@ -3,28 +3,38 @@
 Every block size here stays within the ``__launch_bounds__`` of the kernel it serves, and
 the shapes match the contract stated above each kernel in ``kernels/*.cu``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 __all__ = [
-    "ELEMENTWISE_THREADS", "OPTIM_CHUNK", "OPTIM_THREADS", "RowLaunch", "attention_fits", "attention_launch",
-    "attention_dpad", "column_launch", "elementwise_launch", "row_fits", "row_launch",
+    "ELEMENTWISE_THREADS",
+    "OPTIM_CHUNK",
+    "OPTIM_THREADS",
+    "RowLaunch",
+    "attention_dpad",
+    "attention_fits",
+    "attention_launch",
+    "column_launch",
+    "elementwise_launch",
+    "row_fits",
+    "row_launch",
 ]
 
 ELEMENTWISE_THREADS = 256
-MAX_ELEMENTWISE_BLOCKS = 65535      # grid-stride loops cover the rest
-ROW_WARP_THREADS = 128              # 4 rows per block in warp-per-row mode
-ROW_WARP_MAX_COLS = 1024            # wider rows get a whole block each
-ROW_BLOCK_MAX_THREADS = 512         # = __launch_bounds__ of the row kernels
-COLUMN_BLOCK = (32, 8)              # norm_param_grad / bias_gelu_bwd
+MAX_ELEMENTWISE_BLOCKS = 65535  # grid-stride loops cover the rest
+ROW_WARP_THREADS = 128  # 4 rows per block in warp-per-row mode
+ROW_WARP_MAX_COLS = 1024  # wider rows get a whole block each
+ROW_BLOCK_MAX_THREADS = 512  # = __launch_bounds__ of the row kernels
+COLUMN_BLOCK = (32, 8)  # norm_param_grad / bias_gelu_bwd
 COLUMN_TARGET_BLOCKS = 1024
-ATTENTION_THREADS = 128             # = ATT_THREADS in attention.cu
+ATTENTION_THREADS = 128  # = ATT_THREADS in attention.cu
 ATTENTION_MAX_DH = 128
 OPTIM_THREADS = 256
-OPTIM_CHUNK = 4096                  # elements per block in the multi-tensor updates
+OPTIM_CHUNK = 4096  # elements per block in the multi-tensor updates
 MAX_GRID_Y = 65535
-INT32_MAX = 2**31 - 1               # row lengths and counts are passed to the kernels as int32
+INT32_MAX = 2**31 - 1  # row lengths and counts are passed to the kernels as int32
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -45,7 +55,7 @@ def elementwise_launch(n: int) -> tuple[tuple[int], tuple[int]]:
 class RowLaunch:
     """How a row kernel (softmax, norms, cross-entropy) is launched."""
 
-    warp: bool              #: one warp per row (True) or one block per row (False)
+    warp: bool  #: one warp per row (True) or one block per row (False)
     grid: tuple[int]
     block: tuple[int]
 

@@ -8,10 +8,11 @@ variant, the template instantiations to compile; wrappers fetch kernels with
 :func:`kernel`, which builds the name expression with the same :func:`name_expr` formatter so
 the two can never disagree.
 """
+
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,29 @@ import numpy as np
 from ember.kernels.cuda.runtime import cupy_or_error
 
 __all__ = [
-    "ATTENTION_DPADS", "COMPILE_OPTIONS", "KERNEL_DIR", "NAME_EXPRESSIONS", "acc_dtype",
-    "acc_scalar", "attention_variant", "clear_cache", "ctype_of", "index_ctype_of", "kernel",
-    "name_expr", "source_text",
+    "ATTENTION_DPADS",
+    "COMPILE_OPTIONS",
+    "KERNEL_DIR",
+    "NAME_EXPRESSIONS",
+    "acc_dtype",
+    "acc_scalar",
+    "attention_variant",
+    "clear_cache",
+    "ctype_of",
+    "index_ctype_of",
+    "kernel",
+    "name_expr",
+    "source_text",
 ]
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 COMPILE_OPTIONS = ("-std=c++17",)
 
-_FLOAT_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-                 np.dtype(np.float16): "ember_half"}
+_FLOAT_CTYPES = {
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+    np.dtype(np.float16): "ember_half",
+}
 _INDEX_CTYPES = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int"}
 _BOOLS = ("true", "false")
 _INDEX = ("long long", "int")
@@ -63,35 +77,47 @@ def _names(t: str) -> dict[str, dict[str, tuple[str, ...]]]:
     """Name expressions of every source for element C type ``t``, by module variant."""
     sum_partials = (name_expr("sum_partials", t),)
     index_check = tuple(name_expr("index_check", i) for i in _INDEX)
-    optim_states = {"float": ("float",), "double": ("double",),
-                    "ember_half": ("float", "ember_half")}[t]
+    optim_states = {"float": ("float",), "double": ("double",), "ember_half": ("float", "ember_half")}[t]
     per_type = {
-        "softmax.cu": tuple(name_expr(k, t, w, lg) for k in ("softmax_fwd", "softmax_bwd")
-                            for w in _BOOLS for lg in _BOOLS),
-        "norms.cu": tuple(name_expr(k, t, w) for k in ("layer_norm_fwd", "layer_norm_bwd",
-                                                       "rms_norm_fwd", "rms_norm_bwd")
-                          for w in _BOOLS)
-        + tuple(name_expr("norm_param_grad", t, r) for r in _BOOLS) + sum_partials,
-        "gelu.cu": tuple(name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd", "bias_gelu_fwd",
-                                                      "bias_gelu_bwd") for a in _BOOLS)
+        "softmax.cu": tuple(
+            name_expr(k, t, w, lg) for k in ("softmax_fwd", "softmax_bwd") for w in _BOOLS for lg in _BOOLS
+        ),
+        "norms.cu": tuple(
+            name_expr(k, t, w)
+            for k in ("layer_norm_fwd", "layer_norm_bwd", "rms_norm_fwd", "rms_norm_bwd")
+            for w in _BOOLS
+        )
+        + tuple(name_expr("norm_param_grad", t, r) for r in _BOOLS)
         + sum_partials,
-        "cross_entropy.cu": tuple(name_expr(k, t, i, w)
-                                  for k in ("cross_entropy_fwd", "cross_entropy_bwd")
-                                  for i in _INDEX for w in _BOOLS) + index_check,
-        "embedding.cu": tuple(name_expr(k, t, i) for k in ("embedding_fwd", "embedding_bwd")
-                              for i in _INDEX) + sum_partials + index_check,
+        "gelu.cu": tuple(
+            name_expr(k, t, a)
+            for k in ("gelu_fwd", "gelu_bwd", "bias_gelu_fwd", "bias_gelu_bwd")
+            for a in _BOOLS
+        )
+        + sum_partials,
+        "cross_entropy.cu": tuple(
+            name_expr(k, t, i, w)
+            for k in ("cross_entropy_fwd", "cross_entropy_bwd")
+            for i in _INDEX
+            for w in _BOOLS
+        )
+        + index_check,
+        "embedding.cu": tuple(name_expr(k, t, i) for k in ("embedding_fwd", "embedding_bwd") for i in _INDEX)
+        + sum_partials
+        + index_check,
         "dropout.cu": (name_expr("dropout_apply", t), "dropout_mask"),
-        "optim.cu": tuple(name_expr(k, t, s) for k in ("sgd_multi", "adam_multi")
-                          for s in optim_states),
+        "optim.cu": tuple(name_expr(k, t, s) for k in ("sgd_multi", "adam_multi") for s in optim_states),
     }
     out = {src: {t: exprs} for src, exprs in per_type.items()}
     # The attention kernels are large: one module per (type, padded Dh) keeps the first
     # compile short and compiles only what a model uses.
     out["attention.cu"] = {
-        attention_variant(t, d): tuple(name_expr(k, t, d) for k in (
-            "attention_fwd", "attention_bwd_dq", "attention_bwd_dkv"))
+        attention_variant(t, d): tuple(
+            name_expr(k, t, d) for k in ("attention_fwd", "attention_bwd_dq", "attention_bwd_dkv")
+        )
         + (name_expr("attention_bwd_delta", t),)
-        for d in ATTENTION_DPADS}
+        for d in ATTENTION_DPADS
+    }
     return out
 
 
@@ -144,7 +170,7 @@ def acc_scalar(dtype: Any, value: float) -> np.floating:
     return acc_dtype(dtype).type(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_text(source: str) -> str:
     """The full program text of ``source``: common.cuh followed by the kernel file.
 
@@ -168,8 +194,11 @@ def _module(cp: Any, device: int, source: str, variant: str) -> Any:
         with _modules_lock:
             mod = _modules.get(key)
             if mod is None:
-                mod = cp.RawModule(code=source_text(source), options=COMPILE_OPTIONS,
-                                   name_expressions=list(NAME_EXPRESSIONS[source][variant]))
+                mod = cp.RawModule(
+                    code=source_text(source),
+                    options=COMPILE_OPTIONS,
+                    name_expressions=list(NAME_EXPRESSIONS[source][variant]),
+                )
                 _modules[key] = mod
     return mod
 

@@ -4,6 +4,7 @@ The per-row statistics (``mean``, ``rstd``) are returned in the accumulation dty
 float32 for float16/float32 inputs, float64 for float64 inputs. The backward passes accept
 them in any float dtype.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,14 +23,17 @@ def _stats(cp: Any, op: str, name: str, a: Any, shape: tuple[int, ...], dtype: A
     """Validate a per-row statistic and return it C-contiguous in the accumulation dtype."""
     a = validate.float_array(cp, op, name, a, min_ndim=0)
     if tuple(a.shape) != tuple(shape):
-        raise ValueError(f"{op}: {name} must have shape {tuple(shape)} (the input's leading "
-                         f"dimensions), got {tuple(a.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have shape {tuple(shape)} (the input's leading "
+            f"dimensions), got {tuple(a.shape)}"
+        )
     acc = modules.acc_dtype(dtype)
     return a if a.dtype == acc else validate.contiguous(cp, a.astype(acc))
 
 
-def _param_grads(cp: Any, x: Any, dy: Any, mean: Any, rstd: Any, rms: bool,
-                 rows: int, cols: int) -> tuple[Any, Any]:
+def _param_grads(
+    cp: Any, x: Any, dy: Any, mean: Any, rstd: Any, rms: bool, rows: int, cols: int
+) -> tuple[Any, Any]:
     """Column sums of dy * xhat (dgamma) and of dy (dbeta; None when rms)."""
     ct = modules.ctype_of(x.dtype)
     acc = modules.acc_dtype(x.dtype)
@@ -37,8 +41,21 @@ def _param_grads(cp: Any, x: Any, dy: Any, mean: Any, rstd: Any, rms: bool,
     part_g = cp.empty((chunks, cols), dtype=acc)
     part_b = part_g if rms else cp.empty((chunks, cols), dtype=acc)
     fn = modules.kernel(_SRC, ct, "norm_param_grad", ct, "true" if rms else "false")
-    fn(grid, block, (dy, x, rstd if rms else mean, rstd, np.int64(rows), np.int32(cols),
-                     np.int64(per_chunk), part_g, part_b))
+    fn(
+        grid,
+        block,
+        (
+            dy,
+            x,
+            rstd if rms else mean,
+            rstd,
+            np.int64(rows),
+            np.int32(cols),
+            np.int64(per_chunk),
+            part_g,
+            part_b,
+        ),
+    )
     sum_fn = modules.kernel(_SRC, ct, "sum_partials", ct)
     egrid, eblock = launch.elementwise_launch(cols)
     dgamma = cp.empty((cols,), dtype=x.dtype)
@@ -82,15 +99,29 @@ def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any
     ct = modules.ctype_of(x.dtype)
     cfg = launch.row_launch(rows, cols)
     fn = modules.kernel(_SRC, ct, "layer_norm_fwd", ct, cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (x, x if gamma is None else gamma, x if beta is None else beta, y,
-                             mean, rstd, np.int64(rows), np.int32(cols),
-                             modules.acc_scalar(x.dtype, eps), np.int32(gamma is not None),
-                             np.int32(beta is not None)))
+    fn(
+        cfg.grid,
+        cfg.block,
+        (
+            x,
+            x if gamma is None else gamma,
+            x if beta is None else beta,
+            y,
+            mean,
+            rstd,
+            np.int64(rows),
+            np.int32(cols),
+            modules.acc_scalar(x.dtype, eps),
+            np.int32(gamma is not None),
+            np.int32(beta is not None),
+        ),
+    )
     return y, mean, rstd
 
 
-def layer_norm_backward(dy: Any, x: Any, mean: Any, rstd: Any,
-                        gamma: Any) -> tuple[Any, Any | None, Any | None]:
+def layer_norm_backward(
+    dy: Any, x: Any, mean: Any, rstd: Any, gamma: Any
+) -> tuple[Any, Any | None, Any | None]:
     """Gradients of :func:`layer_norm`.
 
     ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`` with ``g = dy * gamma`` and
@@ -125,8 +156,21 @@ def layer_norm_backward(dy: Any, x: Any, mean: Any, rstd: Any,
     ct = modules.ctype_of(x.dtype)
     cfg = launch.row_launch(rows, cols)
     fn = modules.kernel(_SRC, ct, "layer_norm_bwd", ct, cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (dy, x, mean, rstd, x if gamma is None else gamma, dx,
-                             np.int64(rows), np.int32(cols), np.int32(gamma is not None)))
+    fn(
+        cfg.grid,
+        cfg.block,
+        (
+            dy,
+            x,
+            mean,
+            rstd,
+            x if gamma is None else gamma,
+            dx,
+            np.int64(rows),
+            np.int32(cols),
+            np.int32(gamma is not None),
+        ),
+    )
     if gamma is None:
         return dx, None, None
     dgamma, dbeta = _param_grads(cp, x, dy, mean, rstd, False, rows, cols)
@@ -159,9 +203,20 @@ def rms_norm(x: Any, gamma: Any, eps: float) -> tuple[Any, Any]:
     ct = modules.ctype_of(x.dtype)
     cfg = launch.row_launch(rows, cols)
     fn = modules.kernel(_SRC, ct, "rms_norm_fwd", ct, cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (x, x if gamma is None else gamma, y, rstd, np.int64(rows),
-                             np.int32(cols), modules.acc_scalar(x.dtype, eps),
-                             np.int32(gamma is not None)))
+    fn(
+        cfg.grid,
+        cfg.block,
+        (
+            x,
+            x if gamma is None else gamma,
+            y,
+            rstd,
+            np.int64(rows),
+            np.int32(cols),
+            modules.acc_scalar(x.dtype, eps),
+            np.int32(gamma is not None),
+        ),
+    )
     return y, rstd
 
 
@@ -196,8 +251,20 @@ def rms_norm_backward(dy: Any, x: Any, rstd: Any, gamma: Any) -> tuple[Any, Any 
     ct = modules.ctype_of(x.dtype)
     cfg = launch.row_launch(rows, cols)
     fn = modules.kernel(_SRC, ct, "rms_norm_bwd", ct, cfg.warp_arg)
-    fn(cfg.grid, cfg.block, (dy, x, rstd, x if gamma is None else gamma, dx, np.int64(rows),
-                             np.int32(cols), np.int32(gamma is not None)))
+    fn(
+        cfg.grid,
+        cfg.block,
+        (
+            dy,
+            x,
+            rstd,
+            x if gamma is None else gamma,
+            dx,
+            np.int64(rows),
+            np.int32(cols),
+            np.int32(gamma is not None),
+        ),
+    )
     if gamma is None:
         return dx, None
     dgamma, _ = _param_grads(cp, x, dy, rstd, rstd, True, rows, cols)

@@ -13,16 +13,18 @@ they have the parameters' dtype. Arithmetic runs in float32 (float64 for float64
 State buffers start as zeros; ``lr``, ``steps`` and ``first_step_flags`` are a scalar or one
 value per tensor.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ember.kernels.arg_checks import finite_scalar, per_tensor
-from ember.kernels.optim_kernel_args import adam_arguments
 from ember.kernels.cuda import launch, modules
 from ember.kernels.cuda.runtime import cupy_or_error
+from ember.kernels.optim_kernel_args import adam_arguments
 
 __all__ = ["adam_update", "fits", "sgd_update"]
 
@@ -66,32 +68,31 @@ def _address(a: Any) -> int:
     return int(ptr) if ptr is not None else int(a.ctypes.data)
 
 
-def _arrays(cp: Any, op: str, what: str, arrays: Any, like: list | None,
-            in_place: bool) -> list:
+def _arrays(cp: Any, op: str, what: str, arrays: Any, like: list | None, in_place: bool) -> list:
     if arrays is None:
         raise ValueError(f"{op}: `{what}` is required with these settings, got None")
     if isinstance(arrays, cp.ndarray) or not isinstance(arrays, (list, tuple)):
-        raise TypeError(f"{op}: `{what}` must be a list of {cp.__name__} arrays, "
-                        f"got {type(arrays).__name__}")
+        raise TypeError(f"{op}: `{what}` must be a list of {cp.__name__} arrays, got {type(arrays).__name__}")
     if like is not None and len(arrays) != len(like):
         raise ValueError(f"{op}: `{what}` has {len(arrays)} arrays but `params` has {len(like)}")
     out = []
     for i, a in enumerate(arrays):
         if not isinstance(a, cp.ndarray):
-            raise TypeError(f"{op}: `{what}[{i}]` must be a {cp.__name__}.ndarray, "
-                            f"got {type(a).__name__}")
+            raise TypeError(f"{op}: `{what}[{i}]` must be a {cp.__name__}.ndarray, got {type(a).__name__}")
         if a.dtype not in _PARAM_DTYPES:
             raise TypeError(f"{op}: `{what}[{i}]` must be float16/32/64, got dtype {a.dtype}")
         if in_place and not a.flags.c_contiguous:
-            raise ValueError(f"{op}: `{what}[{i}]` is updated in place and must be "
-                             f"C-contiguous (shape {tuple(a.shape)})")
+            raise ValueError(
+                f"{op}: `{what}[{i}]` is updated in place and must be C-contiguous (shape {tuple(a.shape)})"
+            )
         if like is not None and tuple(a.shape) != tuple(like[i].shape):
-            raise ValueError(f"{op}: `{what}[{i}]` has shape {tuple(a.shape)} but "
-                             f"`params[{i}]` has shape {tuple(like[i].shape)}")
+            raise ValueError(
+                f"{op}: `{what}[{i}]` has shape {tuple(a.shape)} but "
+                f"`params[{i}]` has shape {tuple(like[i].shape)}"
+            )
         out.append(a if a.flags.c_contiguous else cp.ascontiguousarray(a))
     if len({a.dtype for a in out}) > 1:
-        raise TypeError(f"{op}: all `{what}` must share one dtype, got "
-                        f"{sorted({str(a.dtype) for a in out})}")
+        raise TypeError(f"{op}: all `{what}` must share one dtype, got {sorted({str(a.dtype) for a in out})}")
     return out
 
 
@@ -99,20 +100,19 @@ def _state_ctype(op: str, what: str, states: list, param_dtype: np.dtype) -> str
     if not states:
         return modules.ctype_of(param_dtype)
     dtype = states[0].dtype
-    allowed = ((np.dtype(np.float32), np.dtype(np.float16)) if param_dtype == np.float16
-               else (param_dtype,))
+    allowed = (np.dtype(np.float32), np.dtype(np.float16)) if param_dtype == np.float16 else (param_dtype,)
     if dtype not in allowed:
-        raise TypeError(f"{op}: `{what}` has dtype {dtype}; with {param_dtype} parameters it "
-                        f"must be {' or '.join(str(d) for d in allowed)}")
+        raise TypeError(
+            f"{op}: `{what}` has dtype {dtype}; with {param_dtype} parameters it "
+            f"must be {' or '.join(str(d) for d in allowed)}"
+        )
     return modules.ctype_of(dtype)
 
 
-def _table(cp: Any, columns: list[list[Any]], sizes: list[int],
-           extra: list[np.ndarray]) -> tuple[Any, int]:
+def _table(cp: Any, columns: list[list[Any]], sizes: list[int], extra: list[np.ndarray]) -> tuple[Any, int]:
     """Device table [pointer columns | sizes | extra columns | chunk_tensor | chunk_start]."""
     tensor, start = launch.optim_chunks(sizes)
-    words = [np.array([_address(a) if a is not None else 0 for a in col], dtype=np.uint64)
-             for col in columns]
+    words = [np.array([_address(a) if a is not None else 0 for a in col], dtype=np.uint64) for col in columns]
     words.append(np.array(sizes, dtype=np.uint64))
     words.extend(e.astype(np.uint64) for e in extra)
     words.append(np.array(tensor, dtype=np.uint64))
@@ -120,10 +120,17 @@ def _table(cp: Any, columns: list[list[Any]], sizes: list[int],
     return cp.asarray(np.concatenate(words)), len(tensor)
 
 
-def sgd_update(params: Sequence[Any], grads: Sequence[Any], momentum_bufs: Sequence[Any] | None,
-               lr: float | Sequence[float], weight_decay: float = 0.0, momentum: float = 0.0,
-               dampening: float = 0.0, nesterov: bool = False,
-               first_step_flags: bool | Sequence[bool] = False) -> None:
+def sgd_update(
+    params: Sequence[Any],
+    grads: Sequence[Any],
+    momentum_bufs: Sequence[Any] | None,
+    lr: float | Sequence[float],
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    dampening: float = 0.0,
+    nesterov: bool = False,
+    first_step_flags: bool | Sequence[bool] = False,
+) -> None:
     """SGD with optional L2 weight decay and (Nesterov) momentum, in place.
 
     Update rule: :class:`ember.optim.Sgd` (its docstring).
@@ -160,26 +167,50 @@ def sgd_update(params: Sequence[Any], grads: Sequence[Any], momentum_bufs: Seque
     if g[0].dtype != dtype:
         raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
     pt = modules.ctype_of(dtype)
-    st = _state_ctype(op, "momentum_bufs", b, dtype) if has_momentum else (
-        "float" if pt == "ember_half" else pt)
+    st = (
+        _state_ctype(op, "momentum_bufs", b, dtype)
+        if has_momentum
+        else ("float" if pt == "ember_half" else pt)
+    )
     sizes = [int(a.size) for a in p]
-    table, chunks = _table(cp, [p, g, b if has_momentum else [None] * n], sizes,
-                           [first.astype(np.uint64)])
+    table, chunks = _table(cp, [p, g, b if has_momentum else [None] * n], sizes, [first.astype(np.uint64)])
     if chunks == 0:
         return
     acc = modules.acc_dtype(dtype)
     per = cp.asarray(rates.astype(acc))
     fn = modules.kernel(_SRC, pt, "sgd_multi", pt, st)
-    fn((chunks,), (launch.OPTIM_THREADS,),
-       (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), per, acc.type(wd), acc.type(momentum),
-        acc.type(keep), np.int32(has_momentum), np.int32(bool(nesterov))))
+    fn(
+        (chunks,),
+        (launch.OPTIM_THREADS,),
+        (
+            table,
+            np.int32(n),
+            np.int64(launch.OPTIM_CHUNK),
+            per,
+            acc.type(wd),
+            acc.type(momentum),
+            acc.type(keep),
+            np.int32(has_momentum),
+            np.int32(bool(nesterov)),
+        ),
+    )
 
 
-def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v: Sequence[Any],
-                vmax: Sequence[Any] | None, lr: float | Sequence[float], beta1: float = 0.9,
-                beta2: float = 0.999, eps: float = 1e-5, weight_decay: float = 0.0,
-                decoupled: bool = False, cautious: bool = False,
-                steps: int | Sequence[int] = 1) -> None:
+def adam_update(
+    params: Sequence[Any],
+    grads: Sequence[Any],
+    m: Sequence[Any],
+    v: Sequence[Any],
+    vmax: Sequence[Any] | None,
+    lr: float | Sequence[float],
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-5,
+    weight_decay: float = 0.0,
+    decoupled: bool = False,
+    cautious: bool = False,
+    steps: int | Sequence[int] = 1,
+) -> None:
     """Adam / AdamW / AMSGrad, in place.
 
     Update rule: :class:`ember.optim.Adam`, and :class:`ember.optim.AdamW` when ``decoupled``
@@ -218,8 +249,9 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
     pt = modules.ctype_of(dtype)
     states = mt + vt + ([a for a in vm if a is not None])
     if len({a.dtype for a in states}) > 1:
-        raise TypeError(f"{op}: m, v and vmax must share one dtype, got "
-                        f"{sorted({str(a.dtype) for a in states})}")
+        raise TypeError(
+            f"{op}: m, v and vmax must share one dtype, got {sorted({str(a.dtype) for a in states})}"
+        )
     st = _state_ctype(op, "m", states, dtype)
     acc = modules.acc_dtype(dtype)
     per = per.astype(acc)
@@ -228,6 +260,16 @@ def adam_update(params: Sequence[Any], grads: Sequence[Any], m: Sequence[Any], v
     if chunks == 0:
         return
     fn = modules.kernel(_SRC, pt, "adam_multi", pt, st)
-    fn((chunks,), (launch.OPTIM_THREADS,),
-       (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), cp.asarray(per.reshape(-1)),
-        *(acc.type(b) for b in betas), np.int32(amsgrad), np.int32(mode)))
+    fn(
+        (chunks,),
+        (launch.OPTIM_THREADS,),
+        (
+            table,
+            np.int32(n),
+            np.int64(launch.OPTIM_CHUNK),
+            cp.asarray(per.reshape(-1)),
+            *(acc.type(b) for b in betas),
+            np.int32(amsgrad),
+            np.int32(mode),
+        ),
+    )

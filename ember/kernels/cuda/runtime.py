@@ -4,6 +4,7 @@ Nothing here imports CuPy at module import time: ``import ember.kernels.cuda`` w
 machine without CuPy, without an NVIDIA driver and without a GPU. The first call to
 :func:`cupy_or_error` or :func:`is_available` probes once and caches the outcome.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -34,8 +35,10 @@ def _describe_runtime_error(exc: BaseException) -> str:
     if "nodevice" in lowered or "no cuda-capable device" in lowered:
         return f"CuPy is installed but no CUDA device was found ({text})"
     if "insufficientdriver" in lowered or "driver version is insufficient" in lowered:
-        return (f"the NVIDIA driver is too old for this CuPy build ({text}); update the driver "
-                f"or install the CuPy wheel matching it (cupy-cuda12x or cupy-cuda13x)")
+        return (
+            f"the NVIDIA driver is too old for this CuPy build ({text}); update the driver "
+            f"or install the CuPy wheel matching it (cupy-cuda12x or cupy-cuda13x)"
+        )
     if "libcuda" in lowered or "driver" in lowered:
         return f"the NVIDIA driver (libcuda) is missing or unusable ({text})"
     return f"CuPy could not initialise CUDA ({text})"

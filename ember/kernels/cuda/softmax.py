@@ -1,4 +1,5 @@
 """Fused softmax and log-softmax over the last axis (forward and backward) on CuPy arrays."""
+
 from __future__ import annotations
 
 from typing import Any

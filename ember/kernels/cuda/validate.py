@@ -6,6 +6,7 @@ naming the op, the argument and what was expected. Index ranges are checked on t
 by :mod:`ember.kernels.cuda.indexing`. ``cp`` is the array module (CuPy; the tests pass a
 NumPy stand-in), so everything here runs without a GPU.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,20 +14,28 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.arg_checks import check_same_shape, finite_scalar, probability, seed_u64  # noqa: F401
+from ember.kernels.arg_checks import check_same_shape, finite_scalar, probability, seed_u64
 
 __all__ = [
-    "FLOAT_DTYPES", "INDEX_DTYPES", "check_same_shape", "contiguous", "dropout_threshold",
-    "finite_scalar", "float_array",
-    "index_array", "optional_vector", "probability", "rows_cols", "seed_u64",
+    "FLOAT_DTYPES",
+    "INDEX_DTYPES",
+    "check_same_shape",
+    "contiguous",
+    "dropout_threshold",
+    "finite_scalar",
+    "float_array",
+    "index_array",
+    "optional_vector",
+    "probability",
+    "rows_cols",
+    "seed_u64",
 ]
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
-def float_array(cp: Any, op: str, name: str, x: Any, dtype: Any = None,
-                min_ndim: int = 1) -> Any:
+def float_array(cp: Any, op: str, name: str, x: Any, dtype: Any = None, min_ndim: int = 1) -> Any:
     """Check that ``x`` is a float16/32/64 device array and return it C-contiguous.
 
     Args:
@@ -42,16 +51,21 @@ def float_array(cp: Any, op: str, name: str, x: Any, dtype: Any = None,
         ValueError: ``x`` has fewer than ``min_ndim`` dimensions.
     """
     if not isinstance(x, cp.ndarray):
-        raise TypeError(f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
-                        f"got {type(x).__module__}.{type(x).__name__}")
+        raise TypeError(
+            f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
+            f"got {type(x).__module__}.{type(x).__name__}"
+        )
     if x.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{op}: {name} must be float16, float32 or float64, got dtype {x.dtype}")
     if dtype is not None and x.dtype != np.dtype(dtype):
-        raise TypeError(f"{op}: {name} has dtype {x.dtype} but the op's input is "
-                        f"{np.dtype(dtype)}; all float arguments must share one dtype")
+        raise TypeError(
+            f"{op}: {name} has dtype {x.dtype} but the op's input is "
+            f"{np.dtype(dtype)}; all float arguments must share one dtype"
+        )
     if x.ndim < min_ndim:
-        raise ValueError(f"{op}: {name} must have at least {min_ndim} dimension(s), "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {tuple(x.shape)}"
+        )
     return contiguous(cp, x)
 
 
@@ -76,8 +90,10 @@ def index_array(cp: Any, op: str, name: str, ids: Any) -> Any:
         TypeError: ``ids`` is not an int64/int32 device array.
     """
     if not isinstance(ids, cp.ndarray):
-        raise TypeError(f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
-                        f"got {type(ids).__module__}.{type(ids).__name__}")
+        raise TypeError(
+            f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
+            f"got {type(ids).__module__}.{type(ids).__name__}"
+        )
     if ids.dtype not in INDEX_DTYPES:
         raise TypeError(f"{op}: {name} must be int64 or int32, got dtype {ids.dtype}")
     return contiguous(cp, ids)
@@ -98,8 +114,10 @@ def optional_vector(cp: Any, op: str, name: str, p: Any, dim: int, dtype: Any) -
         return None
     arr = float_array(cp, op, name, p, dtype=dtype)
     if tuple(arr.shape) != (dim,):
-        raise ValueError(f"{op}: {name} must have shape ({dim},) to match the input's last "
-                         f"dimension, got {tuple(arr.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have shape ({dim},) to match the input's last "
+            f"dimension, got {tuple(arr.shape)}"
+        )
     return arr
 
 

@@ -8,10 +8,26 @@ Burn's; use ``Gru.forward_with_state``).
     lstm = nn.LstmConfig(d_input=8, d_hidden=16, bias=True).init()
     output, state = lstm(x)          # x [batch, seq, 8] -> [batch, seq, 16], LstmState(cell, hidden)
 """
+
 from ember.nn.rnn.basic import BiRnn, BiRnnConfig, Rnn, RnnConfig, RnnState
 from ember.nn.rnn.gate_controller import GateController
 from ember.nn.rnn.gru import BiGru, BiGruConfig, Gru, GruConfig
 from ember.nn.rnn.lstm import BiLstm, BiLstmConfig, Lstm, LstmConfig, LstmState
 
-__all__ = ["BiGru", "BiGruConfig", "BiLstm", "BiLstmConfig", "BiRnn", "BiRnnConfig", "GateController", "Gru",
-           "GruConfig", "Lstm", "LstmConfig", "LstmState", "Rnn", "RnnConfig", "RnnState"]
+__all__ = [
+    "BiGru",
+    "BiGruConfig",
+    "BiLstm",
+    "BiLstmConfig",
+    "BiRnn",
+    "BiRnnConfig",
+    "GateController",
+    "Gru",
+    "GruConfig",
+    "Lstm",
+    "LstmConfig",
+    "LstmState",
+    "Rnn",
+    "RnnConfig",
+    "RnnState",
+]

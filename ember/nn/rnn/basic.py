@@ -4,6 +4,7 @@ One step: ``h' = act(x W_x + b_x + h W_h + b_h)`` (act = tanh by default), clamp
 when set. Parameter paths are Burn's: ``gate.input_transform.weight``,
 ``gate.hidden_transform.bias``...; a BiRnn nests two under ``forward.`` and ``reverse.``.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -68,12 +69,15 @@ class RnnConfig(Config):
     def init(self, device=None, dtype=None) -> "Rnn":
         """Build the gate on ``device`` (float ``dtype``)."""
         if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(f"RnnConfig: d_input and d_hidden must be positive, got {self.d_input} and "
-                             f"{self.d_hidden}")
+            raise ValueError(
+                f"RnnConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
+            )
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"RnnConfig: clip must be positive (or None), got {self.clip}")
         gate = GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
-        return Rnn(gate, self.batch_first, self.reverse, self.clip, self.hidden_activation.init(device, dtype))
+        return Rnn(
+            gate, self.batch_first, self.reverse, self.clip, self.hidden_activation.init(device, dtype)
+        )
 
 
 class Rnn(Module):
@@ -87,8 +91,14 @@ class Rnn(Module):
         hidden_activation: the non-linearity (tanh by default).
     """
 
-    def __init__(self, gate: GateController, batch_first: bool = True, reverse: bool = False,
-                 clip: float | None = None, hidden_activation: Module | None = None):
+    def __init__(
+        self,
+        gate: GateController,
+        batch_first: bool = True,
+        reverse: bool = False,
+        clip: float | None = None,
+        hidden_activation: Module | None = None,
+    ):
         self.gate = gate
         self.d_hidden = gate.d_output
         self.batch_first = bool(batch_first)
@@ -134,7 +144,7 @@ class Rnn(Module):
             check_state("Rnn", "state.hidden", hidden, (batch, size))
             hidden = hidden.to(x.dtype)
         outputs = [None] * seq
-        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+        for t in range(seq - 1, -1, -1) if reverse else range(seq):
             hidden = self.hidden_activation(steps[t] + hidden @ w_h)
             if self.clip is not None:
                 hidden = hidden.clamp(-self.clip, self.clip)
@@ -142,7 +152,11 @@ class Rnn(Module):
         return stack_steps(outputs, batch, size, x), hidden
 
     def extra_repr(self) -> dict:
-        return {"d_input": self.d_input, "d_hidden": self.d_hidden, "bias": self.gate.input_transform.bias is not None}
+        return {
+            "d_input": self.d_input,
+            "d_hidden": self.d_hidden,
+            "bias": self.gate.input_transform.bias is not None,
+        }
 
 
 class BiRnnConfig(Config):
@@ -170,8 +184,15 @@ class BiRnnConfig(Config):
         self.hidden_activation = activation_config(self.hidden_activation, "tanh")
 
     def init(self, device=None, dtype=None) -> "BiRnn":
-        base = RnnConfig(self.d_input, self.d_hidden, self.bias, self.initializer, batch_first=True,
-                         clip=self.clip, hidden_activation=self.hidden_activation)
+        base = RnnConfig(
+            self.d_input,
+            self.d_hidden,
+            self.bias,
+            self.initializer,
+            batch_first=True,
+            clip=self.clip,
+            hidden_activation=self.hidden_activation,
+        )
         return BiRnn(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 

@@ -9,6 +9,7 @@ by side so that one GEMM computes every gate (and, for the input side, every tim
 other helpers here are the pieces the cells' configs share: their default initializer and
 activations, and applying a gate activation to several stacked gates at once.
 """
+
 from __future__ import annotations
 
 from ember.nn.activation import ActivationConfig
@@ -32,16 +33,19 @@ class GateController(Module):
     """
 
     def __init__(self, input_transform: Linear, hidden_transform: Linear):
-        d_in, d_out = input_transform.weight.shape
+        _d_in, d_out = input_transform.weight.shape
         if hidden_transform.weight.shape != (d_out, d_out):
-            raise ValueError(f"GateController: hidden_transform must be [{d_out}, {d_out}] (d_output of "
-                             f"input_transform), got {list(hidden_transform.weight.shape)}")
+            raise ValueError(
+                f"GateController: hidden_transform must be [{d_out}, {d_out}] (d_output of "
+                f"input_transform), got {list(hidden_transform.weight.shape)}"
+            )
         self.input_transform = input_transform
         self.hidden_transform = hidden_transform
 
     @classmethod
-    def new(cls, d_input: int, d_output: int, bias: bool, initializer: Initializer, device=None,
-            dtype=None) -> "GateController":
+    def new(
+        cls, d_input: int, d_output: int, bias: bool, initializer: Initializer, device=None, dtype=None
+    ) -> "GateController":
         """Two fresh linears (row layout), both drawn from ``initializer``.
 
         Args:
@@ -52,8 +56,10 @@ class GateController(Module):
             device: where to create them.
             dtype: float dtype (float32 by default).
         """
+
         def linear(d_in):
             return LinearConfig(d_in, d_output, bias, initializer, LinearLayout.Row).init(device, dtype)
+
         return cls(linear(d_input), linear(d_output))
 
     @property

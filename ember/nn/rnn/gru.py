@@ -13,6 +13,7 @@ Parameter paths are Burn's: ``update_gate``, ``reset_gate``, ``new_gate``, each 
 As Burn, ``Gru.forward`` returns the outputs only (the final state is the last output);
 :meth:`Gru.forward_with_state` returns both.
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -42,8 +43,13 @@ def _side_by_side(biases, size: int, like: Tensor):
     """Optional ``[size]`` biases concatenated, zeros for the missing ones (None if all are)."""
     if all(b is None for b in biases):
         return None
-    return cat([zeros(size, dtype=like.dtype, device=like.device) if b is None else b.to(like.dtype)
-                for b in biases], 0)
+    return cat(
+        [
+            zeros(size, dtype=like.dtype, device=like.device) if b is None else b.to(like.dtype)
+            for b in biases
+        ],
+        0,
+    )
 
 
 class GruConfig(Config):
@@ -77,15 +83,24 @@ class GruConfig(Config):
     def init(self, device=None, dtype=None) -> "Gru":
         """Build the three gates on ``device`` (float ``dtype``)."""
         if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(f"GruConfig: d_input and d_hidden must be positive, got {self.d_input} and "
-                             f"{self.d_hidden}")
+            raise ValueError(
+                f"GruConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
+            )
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"GruConfig: clip must be positive (or None), got {self.clip}")
 
         def gate():
             return GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
-        return Gru(gate(), gate(), gate(), self.reset_after, self.gate_activation.init(device, dtype),
-                   self.hidden_activation.init(device, dtype), self.clip)
+
+        return Gru(
+            gate(),
+            gate(),
+            gate(),
+            self.reset_after,
+            self.gate_activation.init(device, dtype),
+            self.hidden_activation.init(device, dtype),
+            self.clip,
+        )
 
 
 class Gru(Module):
@@ -99,9 +114,16 @@ class Gru(Module):
         clip: hidden-state clamp, or None.
     """
 
-    def __init__(self, update_gate: GateController, reset_gate: GateController, new_gate: GateController,
-                 reset_after: bool = True, gate_activation: Module | None = None,
-                 hidden_activation: Module | None = None, clip: float | None = None):
+    def __init__(
+        self,
+        update_gate: GateController,
+        reset_gate: GateController,
+        new_gate: GateController,
+        reset_after: bool = True,
+        gate_activation: Module | None = None,
+        hidden_activation: Module | None = None,
+        clip: float | None = None,
+    ):
         self.update_gate = update_gate
         self.reset_gate = reset_gate
         self.new_gate = new_gate
@@ -142,9 +164,15 @@ class Gru(Module):
         w_h = cat([g.hidden_transform.weight.val() for g in gates], 1).to(x.dtype)
         new_in, new_hidden = self.new_gate.input_transform, self.new_gate.hidden_transform
         # the hidden bias of the new gate stays inside the reset product when reset_after
-        b_x = _side_by_side([_bias_sum(self.update_gate.input_transform, self.update_gate.hidden_transform),
-                             _bias_sum(self.reset_gate.input_transform, self.reset_gate.hidden_transform),
-                             _bias_sum(new_in) if self.reset_after else _bias_sum(new_in, new_hidden)], size, x)
+        b_x = _side_by_side(
+            [
+                _bias_sum(self.update_gate.input_transform, self.update_gate.hidden_transform),
+                _bias_sum(self.reset_gate.input_transform, self.reset_gate.hidden_transform),
+                _bias_sum(new_in) if self.reset_after else _bias_sum(new_in, new_hidden),
+            ],
+            size,
+            x,
+        )
         b_new_h = _bias_sum(new_hidden) if self.reset_after else None
         steps = project_steps(x, w_x, b_x)
         if state is None:
@@ -152,13 +180,16 @@ class Gru(Module):
         else:
             check_state("Gru", "state", state, (batch, size))
             hidden = state.to(x.dtype)
-        w_zr, w_new = (w_h, None) if self.reset_after else (w_h.narrow(1, 0, 2 * size), w_h.narrow(1, 2 * size, size))
+        w_zr, w_new = (
+            (w_h, None) if self.reset_after else (w_h.narrow(1, 0, 2 * size), w_h.narrow(1, 2 * size, size))
+        )
         outputs = [None] * seq
-        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+        for t in range(seq - 1, -1, -1) if reverse else range(seq):
             step = steps[t]
             h_part = hidden @ w_zr
-            z, r = gate_values(self.gate_activation, step.narrow(1, 0, 2 * size) + h_part.narrow(1, 0, 2 * size),
-                               2, size)
+            z, r = gate_values(
+                self.gate_activation, step.narrow(1, 0, 2 * size) + h_part.narrow(1, 0, 2 * size), 2, size
+            )
             if self.reset_after:
                 h_new = h_part.narrow(1, 2 * size, size)
                 if b_new_h is not None:
@@ -173,8 +204,12 @@ class Gru(Module):
         return stack_steps(outputs, batch, size, x), hidden
 
     def extra_repr(self) -> dict:
-        return {"d_input": self.d_input, "d_hidden": self.d_hidden,
-                "bias": self.update_gate.input_transform.bias is not None, "reset_after": self.reset_after}
+        return {
+            "d_input": self.d_input,
+            "d_hidden": self.d_hidden,
+            "bias": self.update_gate.input_transform.bias is not None,
+            "reset_after": self.reset_after,
+        }
 
 
 class BiGruConfig(Config):
@@ -207,8 +242,16 @@ class BiGruConfig(Config):
         self.hidden_activation = activation_config(self.hidden_activation, "tanh")
 
     def init(self, device=None, dtype=None) -> "BiGru":
-        base = GruConfig(self.d_input, self.d_hidden, self.bias, self.reset_after, self.initializer,
-                         self.gate_activation, self.hidden_activation, self.clip)
+        base = GruConfig(
+            self.d_input,
+            self.d_hidden,
+            self.bias,
+            self.reset_after,
+            self.initializer,
+            self.gate_activation,
+            self.hidden_activation,
+            self.clip,
+        )
         return BiGru(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 

@@ -13,6 +13,7 @@ Parameter paths are Burn's: ``input_gate.input_transform.weight``, ``forget_gate
 input projection of every gate and time step is one GEMM, and each step one more for the
 recurrence (Burn does eight small ones per step).
 """
+
 from __future__ import annotations
 
 from dataclasses import field
@@ -20,8 +21,13 @@ from dataclasses import field
 from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
-from ember.nn.rnn.gate_controller import (GateController, activation_config, gate_values, stacked_weights,
-                                          xavier_normal)
+from ember.nn.rnn.gate_controller import (
+    GateController,
+    activation_config,
+    gate_values,
+    stacked_weights,
+    xavier_normal,
+)
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros
@@ -46,7 +52,9 @@ class LstmState:
         if not isinstance(cell, Tensor) or not isinstance(hidden, Tensor):
             raise TypeError("LstmState: cell and hidden must be Tensors")
         if cell.shape != hidden.shape:
-            raise ValueError(f"LstmState: cell {list(cell.shape)} and hidden {list(hidden.shape)} must have one shape")
+            raise ValueError(
+                f"LstmState: cell {list(cell.shape)} and hidden {list(hidden.shape)} must have one shape"
+            )
         self.cell = cell
         self.hidden = hidden
 
@@ -124,18 +132,28 @@ class LstmConfig(Config):
     def init(self, device=None, dtype=None) -> "Lstm":
         """Build the four gates on ``device`` (float ``dtype``, float32 by default)."""
         if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(f"LstmConfig: d_input and d_hidden must be positive, got {self.d_input} and "
-                             f"{self.d_hidden}")
+            raise ValueError(
+                f"LstmConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
+            )
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"LstmConfig: clip must be positive (or None), got {self.clip}")
 
         def gate():
             return GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
-        return Lstm(gate(), gate(), gate(), gate(), batch_first=self.batch_first, reverse=self.reverse,
-                    clip=self.clip, input_forget=self.input_forget,
-                    gate_activation=self.gate_activation.init(device, dtype),
-                    cell_activation=self.cell_activation.init(device, dtype),
-                    hidden_activation=self.hidden_activation.init(device, dtype))
+
+        return Lstm(
+            gate(),
+            gate(),
+            gate(),
+            gate(),
+            batch_first=self.batch_first,
+            reverse=self.reverse,
+            clip=self.clip,
+            input_forget=self.input_forget,
+            gate_activation=self.gate_activation.init(device, dtype),
+            cell_activation=self.cell_activation.init(device, dtype),
+            hidden_activation=self.hidden_activation.init(device, dtype),
+        )
 
 
 class Lstm(Module):
@@ -151,10 +169,20 @@ class Lstm(Module):
             tanh, tanh by default).
     """
 
-    def __init__(self, input_gate: GateController, forget_gate: GateController, output_gate: GateController,
-                 cell_gate: GateController, batch_first: bool = True, reverse: bool = False, clip: float | None = None,
-                 input_forget: bool = False, gate_activation: Module | None = None,
-                 cell_activation: Module | None = None, hidden_activation: Module | None = None):
+    def __init__(
+        self,
+        input_gate: GateController,
+        forget_gate: GateController,
+        output_gate: GateController,
+        cell_gate: GateController,
+        batch_first: bool = True,
+        reverse: bool = False,
+        clip: float | None = None,
+        input_forget: bool = False,
+        gate_activation: Module | None = None,
+        cell_activation: Module | None = None,
+        hidden_activation: Module | None = None,
+    ):
         self.input_gate = input_gate
         self.forget_gate = forget_gate
         self.output_gate = output_gate
@@ -193,8 +221,11 @@ class Lstm(Module):
         """The recurrence on batch-first ``x`` in the given direction (Burn's ``forward_iter``)."""
         batch, seq, _ = x.shape
         size = self.d_hidden
-        sigmoid_gates = ([self.input_gate, self.output_gate] if self.input_forget
-                         else [self.input_gate, self.forget_gate, self.output_gate])
+        sigmoid_gates = (
+            [self.input_gate, self.output_gate]
+            if self.input_forget
+            else [self.input_gate, self.forget_gate, self.output_gate]
+        )
         gates = sigmoid_gates + [self.cell_gate]
         w_x, b_x = stacked_weights(gates, "input")
         w_h, b_h = stacked_weights(gates, "hidden")
@@ -210,7 +241,7 @@ class Lstm(Module):
             cell, hidden = state.cell.to(x.dtype), state.hidden.to(x.dtype)
         n_sig = len(sigmoid_gates)
         outputs = [None] * seq
-        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+        for t in range(seq - 1, -1, -1) if reverse else range(seq):
             pre = steps[t] + hidden @ w_h
             values = gate_values(self.gate_activation, pre.narrow(1, 0, n_sig * size), n_sig, size)
             candidate = self.cell_activation(pre.narrow(1, n_sig * size, size))
@@ -227,8 +258,11 @@ class Lstm(Module):
         return stack_steps(outputs, batch, size, x), LstmState(cell, hidden)
 
     def extra_repr(self) -> dict:
-        return {"d_input": self.d_input, "d_hidden": self.d_hidden, "bias": self.input_gate.input_transform.bias
-                is not None}
+        return {
+            "d_input": self.d_input,
+            "d_hidden": self.d_hidden,
+            "bias": self.input_gate.input_transform.bias is not None,
+        }
 
 
 class BiLstmConfig(Config):
@@ -263,9 +297,18 @@ class BiLstmConfig(Config):
 
     def init(self, device=None, dtype=None) -> "BiLstm":
         """Two LSTMs (batch-first inside; the BiLstm converts the layout)."""
-        base = LstmConfig(self.d_input, self.d_hidden, self.bias, self.initializer, batch_first=True,
-                          clip=self.clip, input_forget=self.input_forget, gate_activation=self.gate_activation,
-                          cell_activation=self.cell_activation, hidden_activation=self.hidden_activation)
+        base = LstmConfig(
+            self.d_input,
+            self.d_hidden,
+            self.bias,
+            self.initializer,
+            batch_first=True,
+            clip=self.clip,
+            input_forget=self.input_forget,
+            gate_activation=self.gate_activation,
+            cell_activation=self.cell_activation,
+            hidden_activation=self.hidden_activation,
+        )
         return BiLstm(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 
@@ -317,7 +360,10 @@ class BiLstm(Module):
             if not isinstance(state, LstmState):
                 raise TypeError(f"BiLstm: state must be an LstmState, got {type(state).__name__}")
             check_state("BiLstm", "state.cell", state.cell, (2, batch, self.d_hidden))
-            fwd_state, rev_state = LstmState(state.cell[0], state.hidden[0]), LstmState(state.cell[1], state.hidden[1])
+            fwd_state, rev_state = (
+                LstmState(state.cell[0], state.hidden[0]),
+                LstmState(state.cell[1], state.hidden[1]),
+            )
         out_f, final_f = self._forward.run(x, fwd_state, reverse=False)
         out_r, final_r = self.reverse.run(x, rev_state, reverse=True)
         out = cat([out_f, out_r], 2)

@@ -6,6 +6,7 @@ and returns that iteration's rate. ``state()`` / ``load_state()`` save and resum
 as flat scalar mappings compatible with Burn's ``LrSchedulerRecord``. A plain float is a
 constant schedule wherever a scheduler is accepted (``as_scheduler``).
 """
+
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
     LrSchedulerConfig,

@@ -7,13 +7,17 @@ state is a flat mapping of scalars (``int``/``float``/``bool``) named like Burn'
 a composite nests each child's keys under ``"0."``, ``"1."``... so the dictionary can be
 written as the scalars of a burnpack record and read back by either framework.
 """
+
 from __future__ import annotations
 
 import abc
 import copy
 import math
 import numbers
-from typing import Any, Mapping, Union
+from collections.abc import Mapping
+from typing import Any, Union
+
+from ember.record.config import Config as ConfigBase
 
 __all__ = [
     "ConfigBase",
@@ -27,8 +31,6 @@ __all__ = [
 
 Scalar = Union[int, float, bool]
 
-from ember.record.config import Config as ConfigBase
-
 
 class LrScheduler(abc.ABC):
     """A learning-rate schedule: ``step()`` returns the rate for the next iteration."""
@@ -41,6 +43,7 @@ class LrScheduler(abc.ABC):
         """This schedule for every parameter, ``scheduler`` for those of ``group`` (Burn's
         ``ModuleLrScheduler::with_group``); returns a :class:`ModuleLrScheduler`."""
         from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
+
         return ModuleLrScheduler(self).with_group(group, scheduler)
 
     @abc.abstractmethod
@@ -146,8 +149,14 @@ def check_real(owner: str, name: str, value: Any) -> float:
 
 
 def check_range(
-    owner: str, name: str, value: Any, low: float, high: float, *,
-    low_open: bool, high_open: bool = False,
+    owner: str,
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_open: bool,
+    high_open: bool = False,
 ) -> float:
     """Return ``value`` as a float inside the given interval or raise a clear error."""
     value = check_real(owner, name, value)
@@ -172,9 +181,7 @@ def check_int(owner: str, name: str, value: Any, minimum: int) -> int:
 # --- state helpers ------------------------------------------------------------------------
 
 
-def read_state(
-    owner: str, state: Mapping[str, Scalar], fields: Mapping[str, type]
-) -> dict[str, Scalar]:
+def read_state(owner: str, state: Mapping[str, Scalar], fields: Mapping[str, type]) -> dict[str, Scalar]:
     """Check that ``state`` holds exactly ``fields`` (name -> int or float) and return the
     values converted (an int is accepted where a float is stored)."""
     if not isinstance(state, Mapping):
@@ -194,15 +201,11 @@ def read_state(
         elif kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
             out[key] = int(value)
         else:
-            raise ValueError(
-                f"{owner}.load_state: `{key}` must be {kind.__name__}, got {value!r}"
-            )
+            raise ValueError(f"{owner}.load_state: `{key}` must be {kind.__name__}, got {value!r}")
     return out
 
 
-def nest_state(
-    children: list[LrScheduler], own: Mapping[str, Scalar] | None = None
-) -> dict[str, Scalar]:
+def nest_state(children: list[LrScheduler], own: Mapping[str, Scalar] | None = None) -> dict[str, Scalar]:
     """Merge children's states under ``"0."``, ``"1."``... (Burn's ``with_record``)."""
     out: dict[str, Scalar] = dict(own or {})
     for index, child in enumerate(children):
@@ -235,9 +238,7 @@ def split_state(
     return own, children
 
 
-def load_children(
-    children: list[LrScheduler], states: list[dict[str, Scalar]]
-) -> list[LrScheduler]:
+def load_children(children: list[LrScheduler], states: list[dict[str, Scalar]]) -> list[LrScheduler]:
     """Load ``states`` into copies of ``children`` and return the copies, so a state that
     fails half-way leaves the original children untouched."""
     loaded = [child.clone() for child in children]

@@ -1,9 +1,10 @@
 """Several schedules combined at every step (Burn's ``ComposedLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
@@ -41,9 +42,7 @@ class SchedulerReduction(str, enum.Enum):
             for member in cls:
                 if member.value.lower() == value.lower():
                     return member
-        raise ValueError(
-            f"{_NAME}: `reduction` must be one of {[m.value for m in cls]}, got {value!r}"
-        )
+        raise ValueError(f"{_NAME}: `reduction` must be one of {[m.value for m in cls]}, got {value!r}")
 
 
 class ComposedLrSchedulerConfig(LrSchedulerConfig):
@@ -89,9 +88,7 @@ class ComposedLrSchedulerConfig(LrSchedulerConfig):
             TypeError: A child is not a number, scheduler or config.
         """
         if not isinstance(self.schedulers, Sequence) or isinstance(self.schedulers, str):
-            raise TypeError(
-                f"{_NAME}: `schedulers` must be a list, got {type(self.schedulers).__name__}"
-            )
+            raise TypeError(f"{_NAME}: `schedulers` must be a list, got {type(self.schedulers).__name__}")
         if not self.schedulers:
             raise ValueError(f"{_NAME}: `schedulers` must hold at least one scheduler, got []")
         reduction = SchedulerReduction.parse(self.reduction)

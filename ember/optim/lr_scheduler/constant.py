@@ -1,7 +1,8 @@
 """A constant learning rate (Burn's ``ConstantLr`` and the plain ``f64`` scheduler)."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import LrScheduler, Scalar, check_real, read_state
 

@@ -1,8 +1,9 @@
 """Cosine-annealing learning-rate schedule (Burn's ``CosineAnnealingLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
@@ -41,7 +42,6 @@ class CosineAnnealingLrSchedulerConfig(LrSchedulerConfig):
     initial_lr: float
     num_iters: int
     min_lr: float = 0.0
-
 
     def init(self) -> "CosineAnnealingLrScheduler":
         """Validate the arguments and build the scheduler.

@@ -1,7 +1,8 @@
 """Exponential learning-rate decay (Burn's ``ExponentialLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,

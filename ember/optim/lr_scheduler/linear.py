@@ -1,7 +1,8 @@
 """Linear learning-rate schedule (Burn's ``LinearLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,

@@ -9,10 +9,12 @@ A group is any object with ``matches(path, param_id) -> bool`` (``ember.nn.Param
 provides it); ``path`` is the parameter's dotted path (``"encoder.layers.0.fc.weight"``)
 or ``None`` when only the id is known.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ember.optim.lr_scheduler.base import (
     ConfigBase,

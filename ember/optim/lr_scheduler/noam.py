@@ -1,7 +1,8 @@
 """Noam warm-up / inverse-square-root schedule (Burn's ``NoamLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
@@ -36,8 +37,6 @@ class NoamLrSchedulerConfig(LrSchedulerConfig):
     warmup_steps: int = 4000
     model_size: int = 512
 
-
-
     def init(self) -> "NoamLrScheduler":
         """Validate the arguments and build the scheduler.
 
@@ -66,9 +65,9 @@ class NoamLrScheduler(LrScheduler):
     def step(self) -> float:
         """Advance one iteration and return its learning rate."""
         self._step += 1.0
-        decay = self._step ** -0.5
-        warmup = self._step * self._warmup_steps ** -1.5
-        return self._factor * self._model_size ** -0.5 * min(decay, warmup)
+        decay = self._step**-0.5
+        warmup = self._step * self._warmup_steps**-1.5
+        return self._factor * self._model_size**-0.5 * min(decay, warmup)
 
     def state(self) -> dict[str, Scalar]:
         """Return ``{"step": float}``."""
@@ -82,9 +81,7 @@ class NoamLrScheduler(LrScheduler):
         """
         values = read_state("NoamLrScheduler", state, {"step": float})
         if values["step"] < 0:
-            raise ValueError(
-                f"NoamLrScheduler.load_state: `step` must be >= 0, got {values['step']}"
-            )
+            raise ValueError(f"NoamLrScheduler.load_state: `step` must be >= 0, got {values['step']}")
         self._step = values["step"]
 
     def __repr__(self) -> str:

@@ -1,9 +1,10 @@
 """Schedules run one after another (Burn's ``SequentialLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
 import bisect
 import numbers
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
@@ -60,13 +61,10 @@ class SequentialLrSchedulerConfig(LrSchedulerConfig):
         milestones: list[int] = []
         for index, milestone in enumerate(self.milestones):
             if isinstance(milestone, bool) or not isinstance(milestone, numbers.Integral):
-                raise TypeError(
-                    f"{_NAME}: `milestones[{index}]` must be an integer, got {milestone!r}"
-                )
+                raise TypeError(f"{_NAME}: `milestones[{index}]` must be an integer, got {milestone!r}")
             if milestone <= 0 or (milestones and milestone <= milestones[-1]):
                 raise ValueError(
-                    f"{_NAME}: `milestones` must be > 0 and strictly increasing, "
-                    f"got {list(self.milestones)}"
+                    f"{_NAME}: `milestones` must be > 0 and strictly increasing, got {list(self.milestones)}"
                 )
             milestones.append(int(milestone))
         return SequentialLrScheduler([build_child(s) for s in self.schedulers], milestones)
@@ -105,19 +103,14 @@ class SequentialLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()`` of an identically configured scheduler.
         """
-        own, children = split_state(
-            "SequentialLrScheduler", state, len(self._schedulers), own_keys=("step",)
-        )
+        own, children = split_state("SequentialLrScheduler", state, len(self._schedulers), own_keys=("step",))
         values = read_state("SequentialLrScheduler", own, {"step": int})
         if values["step"] < 0:
-            raise ValueError(
-                f"SequentialLrScheduler.load_state: `step` must be >= 0, got {values['step']}"
-            )
+            raise ValueError(f"SequentialLrScheduler.load_state: `step` must be >= 0, got {values['step']}")
         self._schedulers = load_children(self._schedulers, children)
         self._step = values["step"]
 
     def __repr__(self) -> str:
         return (
-            f"SequentialLrScheduler({self._schedulers!r}, milestones={self._milestones}, "
-            f"step={self._step})"
+            f"SequentialLrScheduler({self._schedulers!r}, milestones={self._milestones}, step={self._step})"
         )

@@ -1,8 +1,9 @@
 """Step-decay learning-rate schedule (Burn's ``StepLrSchedulerConfig``)."""
+
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 from ember.optim.lr_scheduler.base import (
     LrScheduler,
@@ -39,7 +40,6 @@ class StepLrSchedulerConfig(LrSchedulerConfig):
     step_size: int
     gamma: float = 0.1
 
-
     def init(self) -> "StepLrScheduler":
         """Validate the arguments and build the scheduler.
 
@@ -53,12 +53,14 @@ class StepLrSchedulerConfig(LrSchedulerConfig):
         if initial <= 0.0:
             _log.warning(
                 "%s: initial_lr=%r is not positive; ignore this warning if it is intended.",
-                _NAME, initial,
+                _NAME,
+                initial,
             )
         if not 0.0 < gamma < 1.0:
             _log.warning(
                 "%s: gamma=%r is outside (0, 1); ignore this warning if it is intended.",
-                _NAME, gamma,
+                _NAME,
+                gamma,
             )
         return StepLrScheduler(initial, step_size, gamma)
 

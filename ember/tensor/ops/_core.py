@@ -1,4 +1,5 @@
 """Shared plumbing of tensor ops: wrapping backend arrays and recording graph nodes."""
+
 from __future__ import annotations
 
 import numbers
@@ -59,16 +60,20 @@ def check_devices(op: str, *tensors) -> None:
         if dev is None:
             dev = t._device
         elif t._device is not dev and t._device != dev:
-            raise RuntimeError(f"{op}: tensors are on different devices ({dev} and {t._device}); "
-                               f"move them to one device with .to(device) first")
+            raise RuntimeError(
+                f"{op}: tensors are on different devices ({dev} and {t._device}); "
+                f"move them to one device with .to(device) first"
+            )
 
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {dim!r}")
     if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
-                         f"(expected -{max(ndim, 1)} <= dim < {max(ndim, 1)})")
+        raise IndexError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
+            f"(expected -{max(ndim, 1)} <= dim < {max(ndim, 1)})"
+        )
     return dim % max(ndim, 1)
 
 
@@ -108,8 +113,10 @@ def check_shape(op: str, shape, dtype) -> None:
     for s in shape:
         n *= int(s)
     if n * dtype.itemsize > MAX_NBYTES:
-        raise ValueError(f"{op}: shape {shape_str(shape)} of {dtype} holds {n} elements ({n * dtype.itemsize} "
-                         f"bytes), more than any array can address (2**63 - 1 bytes)")
+        raise ValueError(
+            f"{op}: shape {shape_str(shape)} of {dtype} holds {n} elements ({n * dtype.itemsize} "
+            f"bytes), more than any array can address (2**63 - 1 bytes)"
+        )
 
 
 from ember.tensor.tensor import Tensor  # noqa: E402  (Tensor imports this module lazily)

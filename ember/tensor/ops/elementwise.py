@@ -1,12 +1,21 @@
 """Element-wise ops: unary math, binary arithmetic with broadcasting, comparisons, where."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ember.tensor import dtypes as dt
 from ember.tensor import op_table as _table
-from ember.tensor.ops._core import (Tensor, check_devices, detached, is_scalar, needs_grad,
-                                    record, shape_str, wrap)
+from ember.tensor.ops._core import (
+    Tensor,
+    check_devices,
+    detached,
+    is_scalar,
+    needs_grad,
+    record,
+    shape_str,
+    wrap,
+)
 
 # What each unary and binary op computes in and saves for backward, from the op table.
 _FLOAT_UNARY = frozenset(_table.names(_table.UNARY, dtype=_table.FLOAT))  # float output for int input
@@ -71,6 +80,7 @@ def _to_tensor_pair(op: str, a, b):
 def _coerce(op, value, like):
     if isinstance(value, (list, tuple, np.ndarray)):
         from ember.tensor.creation import tensor
+
         return tensor(value, device=like._device)
     raise TypeError(f"{op}: unsupported operand of type {type(value).__name__}")
 
@@ -81,8 +91,10 @@ def _check_broadcast(op: str, a: Tensor, b: Tensor):
         return
     for x, y in zip(reversed(sa), reversed(sb)):
         if x != y and x != 1 and y != 1:
-            raise ValueError(f"{op}: shapes {shape_str(sa)} and {shape_str(sb)} cannot be broadcast together "
-                             f"(trailing dims must be equal or 1)")
+            raise ValueError(
+                f"{op}: shapes {shape_str(sa)} and {shape_str(sb)} cannot be broadcast together "
+                f"(trailing dims must be equal or 1)"
+            )
 
 
 def binary(op: str, a, b) -> Tensor:
@@ -111,18 +123,26 @@ def binary(op: str, a, b) -> Tensor:
 def where(cond: Tensor, a, b) -> Tensor:
     """Element-wise ``a if cond else b`` with broadcasting."""
     if not isinstance(cond, Tensor) or not cond._dtype.is_bool:
-        raise TypeError(f"where: condition must be a bool tensor, got "
-                        f"{cond._dtype if isinstance(cond, Tensor) else type(cond).__name__}")
+        raise TypeError(
+            f"where: condition must be a bool tensor, got "
+            f"{cond._dtype if isinstance(cond, Tensor) else type(cond).__name__}"
+        )
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        kind = dt.default_float if isinstance(a, float) or isinstance(b, float) else dt.promote_scalar(dt.bool_, a)
+        kind = (
+            dt.default_float
+            if isinstance(a, float) or isinstance(b, float)
+            else dt.promote_scalar(dt.bool_, a)
+        )
         a = wrap(cond._device.backend.full((), a, kind), cond._device, kind)
     a, b = _to_tensor_pair("where", a, b)
     check_devices("where", cond, a, b)
     try:  # the three together: pairwise checks let [2, 4, 1] and [3, 1, 0] through with a [1, 1, 0] cond
         np.broadcast_shapes(cond.shape, a.shape, b.shape)
     except ValueError:
-        raise ValueError(f"where: shapes {shape_str(cond.shape)} (condition), {shape_str(a.shape)} and "
-                         f"{shape_str(b.shape)} cannot be broadcast together (trailing dims must be equal or 1)") from None
+        raise ValueError(
+            f"where: shapes {shape_str(cond.shape)} (condition), {shape_str(a.shape)} and "
+            f"{shape_str(b.shape)} cannot be broadcast together (trailing dims must be equal or 1)"
+        ) from None
     out = wrap(a._device.backend.where(cond._data, a._data, b._data), a._device)
     return record(out, "where", (a, b), cond=detached(cond))
 
@@ -145,6 +165,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     from ember.tensor.grad_mode import no_grad
+
     with no_grad():
         out = x
         if min is not None:
@@ -154,9 +175,14 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     bounds = tuple(b if isinstance(b, Tensor) else None for b in (min, max))
     if not needs_grad(x, *bounds):
         return out
-    return record(out, "clamp", (x,) + bounds, x=detached(x),
-                  low=None if min is None else (detached(min) if isinstance(min, Tensor) else min),
-                  high=None if max is None else (detached(max) if isinstance(max, Tensor) else max))
+    return record(
+        out,
+        "clamp",
+        (x,) + bounds,
+        x=detached(x),
+        low=None if min is None else (detached(min) if isinstance(min, Tensor) else min),
+        high=None if max is None else (detached(max) if isinstance(max, Tensor) else max),
+    )
 
 
 def cast(x: Tensor, dtype) -> Tensor:

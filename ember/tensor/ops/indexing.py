@@ -3,6 +3,7 @@
 Every op that reads or writes memory at positions given by an index tensor checks the range
 first, so an out-of-range index raises ``IndexError`` before any unchecked kernel runs.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -10,8 +11,16 @@ import builtins
 import numpy as np
 
 from ember.tensor import dtypes as dt
-from ember.tensor.ops._core import (Tensor, check_devices, detached, needs_grad, normalize_dim, record,
-                                    shape_str, wrap)
+from ember.tensor.ops._core import (
+    Tensor,
+    check_devices,
+    detached,
+    needs_grad,
+    normalize_dim,
+    record,
+    shape_str,
+    wrap,
+)
 from ember.tensor.ops.movement import _normalize_basic_key, basic_component, basic_index
 
 
@@ -26,12 +35,15 @@ def check_index_range(op: str, idx: Tensor, size: int, what: str = "index") -> N
     hi = int(b.to_host(b.reduce("max", idx._data, tuple(range(idx.ndim)), False)))
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
-        raise IndexError(f"{op}: {what} {bad} is out of range for size {size} (expected 0 <= {what} < {size})")
+        raise IndexError(
+            f"{op}: {what} {bad} is out of range for size {size} (expected 0 <= {what} < {size})"
+        )
 
 
 def _advanced_key(x: Tensor, key):
     """Turn a key with tensors/lists into backend arrays, validating every index tensor."""
     from ember.tensor.creation import tensor as make
+
     if not isinstance(key, tuple):
         key = (key,)
     out, dim = [], 0
@@ -42,10 +54,12 @@ def _advanced_key(x: Tensor, key):
         if isinstance(k, Tensor):
             check_devices("index", x, k)
             if k._dtype.is_bool:
-                span = x.shape[dim:dim + k.ndim]
+                span = x.shape[dim : dim + k.ndim]
                 if tuple(span) != k.shape:
-                    raise IndexError(f"index: bool mask of shape {shape_str(k.shape)} does not match the indexed "
-                                     f"dims {shape_str(span)} of a tensor of shape {shape_str(x.shape)}")
+                    raise IndexError(
+                        f"index: bool mask of shape {shape_str(k.shape)} does not match the indexed "
+                        f"dims {shape_str(span)} of a tensor of shape {shape_str(x.shape)}"
+                    )
                 out.append(k._data)
                 dim += k.ndim
             else:
@@ -57,17 +71,26 @@ def _advanced_key(x: Tensor, key):
                     lo = int(b.to_host(b.reduce("min", k._data, tuple(range(k.ndim)), False)))
                     hi = int(b.to_host(b.reduce("max", k._data, tuple(range(k.ndim)), False)))
                     if lo < -size or hi >= size:
-                        raise IndexError(f"index: index {lo if lo < -size else hi} is out of bounds for dim {dim} "
-                                         f"with size {size}")
+                        raise IndexError(
+                            f"index: index {lo if lo < -size else hi} is out of bounds for dim {dim} "
+                            f"with size {size}"
+                        )
                     if lo < 0:  # wrap negatives so that index_add in backward sees the same positions
                         kt = k._dtype
                         neg = b.binary("lt", k._data, b.full((), 0, kt))
-                        k = wrap(b.where(neg, b.binary("add", k._data, b.full((), size, kt)), k._data), k._device, kt)
+                        k = wrap(
+                            b.where(neg, b.binary("add", k._data, b.full((), size, kt)), k._data),
+                            k._device,
+                            kt,
+                        )
                 out.append(k._data)
                 dim += 1
         elif k is Ellipsis:
-            take = x.ndim - n_real - builtins.sum(
-                (kk.ndim - 1) for kk in key if isinstance(kk, Tensor) and kk._dtype.is_bool)
+            take = (
+                x.ndim
+                - n_real
+                - builtins.sum((kk.ndim - 1) for kk in key if isinstance(kk, Tensor) and kk._dtype.is_bool)
+            )
             out.extend([slice(None)] * take)
             dim += take
         else:
@@ -106,8 +129,10 @@ def index_put(x: Tensor, key, values, accumulate: bool = False) -> Tensor:
     try:
         np.broadcast_shapes(values.shape, target_shape)
     except ValueError:
-        raise ValueError(f"index_put: values of shape {shape_str(values.shape)} cannot be broadcast to the "
-                         f"indexed shape {shape_str(target_shape)}") from None
+        raise ValueError(
+            f"index_put: values of shape {shape_str(values.shape)} cannot be broadcast to the "
+            f"indexed shape {shape_str(target_shape)}"
+        ) from None
     vals = values._data
     if values.shape != target_shape:
         vals = x._device.backend.expand(vals, target_shape)
@@ -120,10 +145,14 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = normalize_dim("gather", dim, x.ndim)
     check_devices("gather", x, index)
     if index.ndim != x.ndim:
-        raise ValueError(f"gather: index must have the same rank as x ({x.ndim}), got shape {shape_str(index.shape)}")
+        raise ValueError(
+            f"gather: index must have the same rank as x ({x.ndim}), got shape {shape_str(index.shape)}"
+        )
     for i, (a, b) in enumerate(zip(index.shape, x.shape)):
         if i != d and a > b:
-            raise ValueError(f"gather: index shape {shape_str(index.shape)} exceeds x shape {shape_str(x.shape)} at dim {i}")
+            raise ValueError(
+                f"gather: index shape {shape_str(index.shape)} exceeds x shape {shape_str(x.shape)} at dim {i}"
+            )
     check_index_range("gather", index, x.shape[d])
     if builtins.any(a != b for i, (a, b) in enumerate(zip(index.shape, x.shape)) if i != d):
         # the backend's gather wants equal dims besides ``dim``: take the leading block of x
@@ -135,8 +164,12 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 def take_along_dim(x: Tensor, index: Tensor, dim: int) -> Tensor:
     """Like ``torch.take_along_dim``: gather with ``index`` broadcast against ``x``."""
     d = normalize_dim("take_along_dim", dim, x.ndim)
-    shape = list(np.broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(x.shape)),
-                                     tuple(s if i != d else 1 for i, s in enumerate(index.shape))))
+    shape = list(
+        np.broadcast_shapes(
+            tuple(s if i != d else 1 for i, s in enumerate(x.shape)),
+            tuple(s if i != d else 1 for i, s in enumerate(index.shape)),
+        )
+    )
     xs = list(shape)
     xs[d] = x.shape[d]
     ix = list(shape)
@@ -149,7 +182,9 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = normalize_dim("scatter_add", dim, x.ndim)
     check_devices("scatter_add", x, index, src)
     if index.shape != src.shape:
-        raise ValueError(f"scatter_add: index shape {shape_str(index.shape)} must equal src shape {shape_str(src.shape)}")
+        raise ValueError(
+            f"scatter_add: index shape {shape_str(index.shape)} must equal src shape {shape_str(src.shape)}"
+        )
     if index.ndim != x.ndim:
         raise ValueError(f"scatter_add: index must have the rank of x ({x.ndim}), got {index.ndim}")
     check_index_range("scatter_add", index, x.shape[d])

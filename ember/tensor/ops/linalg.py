@@ -1,4 +1,5 @@
 """Matrix multiplication with batch broadcasting."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,13 +26,16 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             out = out.squeeze(-1 if b.ndim == 1 else -2)
         return out
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: inner dims differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
-                         f"({a.shape[-1]} != {b.shape[-2]})")
+        raise ValueError(
+            f"matmul: inner dims differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
+            f"({a.shape[-1]} != {b.shape[-2]})"
+        )
     try:
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise ValueError(f"matmul: batch dims of {shape_str(a.shape)} and {shape_str(b.shape)} "
-                         f"cannot be broadcast") from None
+        raise ValueError(
+            f"matmul: batch dims of {shape_str(a.shape)} and {shape_str(b.shape)} cannot be broadcast"
+        ) from None
     rdt = dt.promote_types(a._dtype, b._dtype)
     a, b = a.to(rdt), b.to(rdt)
     out = wrap(a._device.backend.matmul(a._data, b._data), a._device, rdt)

@@ -1,11 +1,21 @@
 """Movement ops: reshape, permute, expand, slicing, concatenation, padding and friends."""
+
 from __future__ import annotations
 
 import builtins
 import math
 
-from ember.tensor.ops._core import (Tensor, check_devices, check_shape, needs_grad, normalize_dim,
-                                    normalize_dims, record, shape_str, wrap)
+from ember.tensor.ops._core import (
+    Tensor,
+    check_devices,
+    check_shape,
+    needs_grad,
+    normalize_dim,
+    normalize_dims,
+    record,
+    shape_str,
+    wrap,
+)
 
 
 def _shape_arg(shape) -> tuple:
@@ -23,11 +33,15 @@ def reshape(x: Tensor, *shape) -> Tensor:
     known = math.prod(s for s in shape if s != -1)  # Python ints: np.prod would wrap around
     if -1 in shape:
         if known == 0 or n % known:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} into {list(shape)}")
+            raise ValueError(
+                f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} into {list(shape)}"
+            )
         shape = tuple(n // known if s == -1 else s for s in shape)
     elif known != n:
-        raise ValueError(f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} ({n} elements) "
-                         f"into {list(shape)} ({known} elements)")
+        raise ValueError(
+            f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} ({n} elements) "
+            f"into {list(shape)} ({known} elements)"
+        )
     if shape == x.shape:
         return x
     check_shape("reshape", shape, x._dtype)
@@ -72,7 +86,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     e = normalize_dim("flatten", end_dim, x.ndim)
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1:])
+    return reshape(x, x.shape[:s] + (-1,) + x.shape[e + 1 :])
 
 
 def squeeze(x: Tensor, dim: int | tuple | list | None = None) -> Tensor:
@@ -82,7 +96,9 @@ def squeeze(x: Tensor, dim: int | tuple | list | None = None) -> Tensor:
     dims = normalize_dims("squeeze", dim, x.ndim)
     for d in dims:
         if x.shape[d] != 1:
-            raise ValueError(f"squeeze: dim {d} of shape {shape_str(x.shape)} has size {x.shape[d]}, expected 1")
+            raise ValueError(
+                f"squeeze: dim {d} of shape {shape_str(x.shape)} has size {x.shape[d]}, expected 1"
+            )
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
@@ -106,8 +122,10 @@ def expand(x: Tensor, *shape) -> Tensor:
                 raise ValueError(f"expand: -1 is not allowed for new leading dims in {list(shape)}")
             s = cur
         if cur != s and cur != 1:
-            raise ValueError(f"expand: cannot expand shape {shape_str(x.shape)} to {list(shape)} "
-                             f"(dim {i}: {cur} -> {s}; only size-1 dims expand)")
+            raise ValueError(
+                f"expand: cannot expand shape {shape_str(x.shape)} to {list(shape)} "
+                f"(dim {i}: {cur} -> {s}; only size-1 dims expand)"
+            )
         full.append(s)
     full = tuple(full)
     if full == x.shape:
@@ -137,7 +155,9 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     if start < 0:
         start += size
     if not (0 <= start <= size and length >= 0 and start + length <= size):
-        raise IndexError(f"narrow: range [{start}, {start + length}) is out of bounds for dim {dim} of size {size}")
+        raise IndexError(
+            f"narrow: range [{start}, {start + length}) is out of bounds for dim {dim} of size {size}"
+        )
     key = (slice(None),) * d + (slice(start, start + length),)
     return basic_index(x, key)
 
@@ -160,12 +180,17 @@ def cat(tensors, dim: int = 0) -> Tensor:
         raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
     d = normalize_dim("cat", dim, first.ndim)
     from ember.tensor import dtypes as dt
+
     rdt = first._dtype
     for t in tensors[1:]:
         rdt = dt.promote_types(rdt, t._dtype)
-        if t.ndim != first.ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
+        if t.ndim != first.ndim or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d
+        ):
             raise ValueError(f"cat: shapes {[list(t.shape) for t in tensors]} differ outside dim {d}")
-    check_shape("cat", first.shape[:d] + (builtins.sum(t.shape[d] for t in tensors),) + first.shape[d + 1:], rdt)
+    check_shape(
+        "cat", first.shape[:d] + (builtins.sum(t.shape[d] for t in tensors),) + first.shape[d + 1 :], rdt
+    )
     tensors = [t.to(rdt) for t in tensors]
     out = wrap(first._device.backend.cat([t._data for t in tensors], d), first._device, rdt)
     return record(out, "cat", tuple(tensors), dim=d, sizes=tuple(t.shape[d] for t in tensors))

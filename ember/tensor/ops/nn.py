@@ -3,6 +3,7 @@
 Each forward calls one backend composite (a fused kernel on ``cpu``/``cuda``) and records one
 node whose rule calls the matching fused backward, so e.g. a layer norm is one kernel each way.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,16 @@ import math
 import numpy as np
 
 from ember.tensor.grad_mode import is_grad_enabled
-from ember.tensor.ops._core import Tensor, check_devices, detached, needs_grad, normalize_dim, record, shape_str, wrap
+from ember.tensor.ops._core import (
+    Tensor,
+    check_devices,
+    detached,
+    needs_grad,
+    normalize_dim,
+    record,
+    shape_str,
+    wrap,
+)
 from ember.tensor.ops.indexing import check_index_range
 
 
@@ -55,6 +65,7 @@ def quiet_softmax(x: Tensor, dim: int = -1) -> Tensor:
     """exp(x) / (1 + sum(exp(x))): Burn's softmax that lets a row attend to nothing."""
     _float_input("quiet_softmax", x)
     from ember.tensor.grad_mode import no_grad
+
     with no_grad():
         # an empty dim has no max: shift by 0 (the output is empty, the 0 logit alone remains)
         empty = x.ndim and x.shape[normalize_dim("quiet_softmax", dim, x.ndim)] == 0
@@ -68,8 +79,10 @@ def _check_param(op, name, p, d, x):
         return
     check_devices(op, x, p)
     if p.shape != (d,):
-        raise ValueError(f"{op}: {name} must have shape [{d}] (the last dim of x {shape_str(x.shape)}), "
-                         f"got {shape_str(p.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have shape [{d}] (the last dim of x {shape_str(x.shape)}), "
+            f"got {shape_str(p.shape)}"
+        )
 
 
 def _check_eps(op: str, eps) -> float:
@@ -88,7 +101,9 @@ def _check_not_scalar(op: str, x: Tensor) -> None:
         raise ValueError(f"{op}: normalises over the last dim, but x is 0-d (shape []); reshape it to [1]")
 
 
-def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(
+    x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
     """Normalise over the last dim: (x - mean) / sqrt(var + eps) * gamma + beta (biased var)."""
     _float_input("layer_norm", x)
     _check_not_scalar("layer_norm", x)
@@ -98,15 +113,28 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
     _check_param("layer_norm", "beta", beta, d, x)
     g = gamma.to(x._dtype) if gamma is not None else None
     bt = beta.to(x._dtype) if beta is not None else None
-    y, mean, rstd = x._device.backend.layer_norm(x._data, None if g is None else g._data,
-                                                 None if bt is None else bt._data, eps)
+    y, mean, rstd = x._device.backend.layer_norm(
+        x._data, None if g is None else g._data, None if bt is None else bt._data, eps
+    )
     out = wrap(y, x._device, x._dtype)
     if not needs_grad(x, g, bt):
         return out
-    gamma_arg = g if g is not None else (
-        wrap(x._device.backend.full((d,), 1.0, x._dtype), x._device, x._dtype) if bt is not None else None)
-    return record(out, "layer_norm", (x, g, bt), x=detached(x), mean=mean, rstd=rstd,
-                  gamma=None if gamma_arg is None else detached(gamma_arg))
+    gamma_arg = (
+        g
+        if g is not None
+        else (
+            wrap(x._device.backend.full((d,), 1.0, x._dtype), x._device, x._dtype) if bt is not None else None
+        )
+    )
+    return record(
+        out,
+        "layer_norm",
+        (x, g, bt),
+        x=detached(x),
+        mean=mean,
+        rstd=rstd,
+        gamma=None if gamma_arg is None else detached(gamma_arg),
+    )
 
 
 def rms_norm(x: Tensor, gamma: Tensor | None = None, eps: float = 1e-5) -> Tensor:
@@ -142,15 +170,24 @@ def cross_entropy_per_sample(logits: Tensor, targets: Tensor, smoothing: float =
     if logits.ndim != 2:
         raise ValueError(f"{op}: logits must be [batch, classes], got shape {shape_str(logits.shape)}")
     if targets.ndim != 1 or targets.shape[0] != logits.shape[0]:
-        raise ValueError(f"{op}: targets must be [batch]={logits.shape[0]} ints, got shape {shape_str(targets.shape)}")
+        raise ValueError(
+            f"{op}: targets must be [batch]={logits.shape[0]} ints, got shape {shape_str(targets.shape)}"
+        )
     if not 0.0 <= smoothing <= 1.0:
         raise ValueError(f"{op}: smoothing must be in [0, 1], got {smoothing}")
     check_index_range(op, targets, logits.shape[1], "target")
     b = logits._device.backend
     loss, lse = b.cross_entropy(logits._data, targets._data, float(smoothing))
     out = wrap(loss, logits._device, logits._dtype)
-    return record(out, "cross_entropy", (logits,), logits=detached(logits), targets=detached(targets),
-                  lse=lse, smoothing=float(smoothing))
+    return record(
+        out,
+        "cross_entropy",
+        (logits,),
+        logits=detached(logits),
+        targets=detached(targets),
+        lse=lse,
+        smoothing=float(smoothing),
+    )
 
 
 def embedding(weight: Tensor, ids: Tensor) -> Tensor:
@@ -179,13 +216,16 @@ def _int_tensor(op: str, name: str, t, ndim: int | None = None) -> None:
 def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
     """Flat int64 indices [N], bounds [B + 1] (backend arrays) and the per-sample weights [N]."""
     from ember.tensor import dtypes as dt
+
     b = indices._device.backend
     if indices.ndim == 1:
         if mask is not None:
             raise ValueError(f"{op}: mask goes with padded indices [B, L]; 1-D indices take offsets")
         if offsets is None:
-            raise ValueError(f"{op}: 1-D indices [N] need offsets [B] (the start of each bag, offsets[0] = 0); "
-                             f"pass padded indices [B, L] (with an optional mask) otherwise")
+            raise ValueError(
+                f"{op}: 1-D indices [N] need offsets [B] (the start of each bag, offsets[0] = 0); "
+                f"pass padded indices [B, L] (with an optional mask) otherwise"
+            )
         _int_tensor(op, "offsets", offsets, 1)
         n = indices.shape[0]
         starts = b.cast(offsets._data, dt.int64)
@@ -193,32 +233,46 @@ def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
         if not host.size and n:
             raise ValueError(f"{op}: offsets is empty (no bags) but there are {n} indices")
         if host.size and (host[0] != 0 or np.any(host[1:] < host[:-1]) or host[-1] > n):
-            raise ValueError(f"{op}: offsets must start at 0, never decrease and stay <= the number of "
-                             f"indices ({n}), got {host[:8].tolist()}{'...' if host.size > 8 else ''}")
+            raise ValueError(
+                f"{op}: offsets must start at 0, never decrease and stay <= the number of "
+                f"indices ({n}), got {host[:8].tolist()}{'...' if host.size > 8 else ''}"
+            )
         bounds = b.cat([starts, b.full((1,), n, dt.int64)], 0)
         flat = b.cast(indices._data, dt.int64)
         if per_sample_weights is not None and per_sample_weights.shape != (n,):
-            raise ValueError(f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
-                             f"got {shape_str(per_sample_weights.shape)}")
+            raise ValueError(
+                f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
+                f"got {shape_str(per_sample_weights.shape)}"
+            )
         return flat, bounds, per_sample_weights
     if indices.ndim != 2:
-        raise ValueError(f"{op}: indices must be flat [N] (with offsets) or padded [B, L] (with an optional "
-                         f"mask), got shape {shape_str(indices.shape)}")
+        raise ValueError(
+            f"{op}: indices must be flat [N] (with offsets) or padded [B, L] (with an optional "
+            f"mask), got shape {shape_str(indices.shape)}"
+        )
     if offsets is not None:
         raise ValueError(f"{op}: offsets go with 1-D indices; padded indices [B, L] mark padding with mask")
     nb, length = indices.shape
     if per_sample_weights is not None and per_sample_weights.shape != indices.shape:
-        raise ValueError(f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
-                         f"got {shape_str(per_sample_weights.shape)}")
+        raise ValueError(
+            f"{op}: per_sample_weights must have the shape of indices {shape_str(indices.shape)}, "
+            f"got {shape_str(per_sample_weights.shape)}"
+        )
     if mask is None:
         flat = b.cast(b.reshape(indices._data, (-1,)), dt.int64)
-        bounds = b.arange(0, nb * length + 1, max(length, 1), dt.int64) if length else b.full((nb + 1,), 0, dt.int64)
+        bounds = (
+            b.arange(0, nb * length + 1, max(length, 1), dt.int64)
+            if length
+            else b.full((nb + 1,), 0, dt.int64)
+        )
         psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
         return flat, bounds, psw
     if not isinstance(mask, Tensor) or not mask._dtype.is_bool or mask.shape != indices.shape:
         got = f"{mask._dtype} {shape_str(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"{op}: mask must be a bool tensor of the shape of indices {shape_str(indices.shape)} "
-                         f"(True = padding), got {got}")
+        raise ValueError(
+            f"{op}: mask must be a bool tensor of the shape of indices {shape_str(indices.shape)} "
+            f"(True = padding), got {got}"
+        )
     keep = b.unary("logical_not", mask._data)
     flat = b.cast(b.getitem(indices._data, keep), dt.int64)
     counts = b.reduce("sum", b.cast(keep, dt.int64), (1,), False)
@@ -226,13 +280,20 @@ def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
     psw = None
     if per_sample_weights is not None:
         from ember.tensor.ops._core import wrap as _wrap
+
         psw = per_sample_weights[_wrap(keep, mask._device, dt.bool_)]
     return flat, bounds, psw
 
 
-def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor | None = None,
-                  per_sample_weights: Tensor | None = None, mask: Tensor | None = None, mode: str = "mean",
-                  sparse: bool = False) -> Tensor:
+def embedding_bag(
+    weight: Tensor,
+    indices: Tensor,
+    offsets: Tensor | None = None,
+    per_sample_weights: Tensor | None = None,
+    mask: Tensor | None = None,
+    mode: str = "mean",
+    sparse: bool = False,
+) -> Tensor:
     """Sum, mean or max of rows of ``weight [n, d]`` over bags of indices -> ``[B, d]``.
 
     Bags are given either as flat ``indices [N]`` with ``offsets [B]`` (PyTorch's form: bag b
@@ -265,8 +326,10 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor | None = None
     _int_tensor(op, "indices", indices)
     if per_sample_weights is not None:
         if mode != "sum":
-            raise ValueError(f"{op}: per_sample_weights are only supported with mode='sum' (got mode={mode!r}); "
-                             f"weighting rows before a mean or a max is not defined")
+            raise ValueError(
+                f"{op}: per_sample_weights are only supported with mode='sum' (got mode={mode!r}); "
+                f"weighting rows before a mean or a max is not defined"
+            )
         _float_input(op, per_sample_weights)
         per_sample_weights = per_sample_weights.to(weight._dtype)
     check_devices(op, weight, indices, offsets, per_sample_weights, mask)
@@ -277,15 +340,27 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor | None = None
         lo = int(b.to_host(b.reduce("min", flat, (0,), False)))
         hi = int(b.to_host(b.reduce("max", flat, (0,), False)))
         if lo < 0 or hi >= n_rows:
-            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of range for the embedding table of "
-                             f"{n_rows} rows (expected 0 <= index < {n_rows})")
+            raise IndexError(
+                f"{op}: index {lo if lo < 0 else hi} is out of range for the embedding table of "
+                f"{n_rows} rows (expected 0 <= index < {n_rows})"
+            )
     data, max_pos = b.embedding_bag(weight._data, flat, bounds, None if psw is None else psw._data, mode)
     out = wrap(data, weight._device, weight._dtype)
     if not needs_grad(weight, psw):
         return out
-    return record(out, "embedding_bag", (weight, psw), indices=flat, bounds=bounds, mode=mode, max_pos=max_pos,
-                  num=n_rows, sparse=bool(sparse), psw=None if psw is None else detached(psw),
-                  weight=detached(weight) if needs_grad(psw) else None)
+    return record(
+        out,
+        "embedding_bag",
+        (weight, psw),
+        indices=flat,
+        bounds=bounds,
+        mode=mode,
+        max_pos=max_pos,
+        num=n_rows,
+        sparse=bool(sparse),
+        psw=None if psw is None else detached(psw),
+        weight=detached(weight) if needs_grad(psw) else None,
+    )
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
@@ -306,8 +381,15 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return record(out, "dropout", (x,), p=float(p), seed=seed)
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask_pad: Tensor | None = None, scale: float | None = None,
-              quiet: bool = False, dropout_p: float = 0.0) -> Tensor:
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask_pad: Tensor | None = None,
+    scale: float | None = None,
+    quiet: bool = False,
+    dropout_p: float = 0.0,
+) -> Tensor:
     """Fused scaled-dot-product attention as in Burn's MultiHeadAttention.
 
     scores = q @ kᵀ · scale (default 1/√d) → dropout on the scores → masked fill -1e4 where
@@ -320,15 +402,19 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask_pad: Tensor | None = None, s
         if t.ndim != 4:
             raise ValueError(f"{op}: {name} must be [batch, heads, seq, head_dim], got {shape_str(t.shape)}")
     check_devices(op, q, k, v, mask_pad)
-    bq, h, sq, dh = q.shape
+    bq, h, _sq, dh = q.shape
     if k.shape != v.shape or k.shape[0] != bq or k.shape[1] != h or k.shape[3] != dh:
-        raise ValueError(f"{op}: q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)} "
-                         f"are incompatible (expected k, v = [B, H, Sk, D])")
+        raise ValueError(
+            f"{op}: q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)} "
+            f"are incompatible (expected k, v = [B, H, Sk, D])"
+        )
     if q._dtype is not k._dtype or q._dtype is not v._dtype:
         raise TypeError(f"{op}: q, k, v dtypes differ: {q._dtype}, {k._dtype}, {v._dtype}")
     if mask_pad is not None and (not mask_pad._dtype.is_bool or mask_pad.shape != (bq, k.shape[2])):
-        raise ValueError(f"{op}: mask_pad must be bool [batch, seq_k] = [{bq}, {k.shape[2]}], "
-                         f"got {mask_pad._dtype} {shape_str(mask_pad.shape)}")
+        raise ValueError(
+            f"{op}: mask_pad must be bool [batch, seq_k] = [{bq}, {k.shape[2]}], "
+            f"got {mask_pad._dtype} {shape_str(mask_pad.shape)}"
+        )
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"{op}: dropout_p must be in [0, 1), got {dropout_p}")
     if scale is None:  # head_dim 0: the output is empty whatever the scale
@@ -340,5 +426,18 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask_pad: Tensor | None = None, s
     m = None if mask_pad is None else mask_pad._data
     out_data, lse = b.attention(q._data, k._data, v._data, m, scale, bool(quiet), p, seed)
     out = wrap(out_data, q._device, q._dtype)
-    return record(out, "attention", (q, k, v), q=detached(q), k=detached(k), v=detached(v), out=detached(out),
-                  lse=lse, mask=m, scale=scale, quiet=bool(quiet), p=p, seed=seed)
+    return record(
+        out,
+        "attention",
+        (q, k, v),
+        q=detached(q),
+        k=detached(k),
+        v=detached(v),
+        out=detached(out),
+        lse=lse,
+        mask=m,
+        scale=scale,
+        quiet=bool(quiet),
+        p=p,
+        seed=seed,
+    )

@@ -1,4 +1,5 @@
 """Reductions over one or several dims (with keepdim) and scans."""
+
 from __future__ import annotations
 
 import builtins
@@ -71,16 +72,24 @@ def mean(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False
     return binary("div", sum(x, dim, keepdim), float(_count(x, dim)))
 
 
-def var(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+def var(
+    x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1
+) -> Tensor:
     """Variance with Bessel's ``correction`` (1 = unbiased, as Burn and PyTorch default)."""
     if not x._dtype.is_float:
         x = x.to(dt.default_float)
     n = _count(x, dim)
     centered = binary("sub", x, mean(x, dim, keepdim=True))
-    return binary("div", sum(unary("square", centered), dim, keepdim), float(n - correction) if n > correction else float("nan"))
+    return binary(
+        "div",
+        sum(unary("square", centered), dim, keepdim),
+        float(n - correction) if n > correction else float("nan"),
+    )
 
 
-def std(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+def std(
+    x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1
+) -> Tensor:
     """Standard deviation: the square root of :func:`var` (same ``correction``)."""
     return unary("sqrt", var(x, dim, keepdim, correction))
 

@@ -6,6 +6,7 @@ and no request is ever sent to a stopped worker (Burn #3990, "sending on a close
 channel"). A failure in the worker is re-raised in the training thread at the next call,
 at ``flush`` or at ``close``.
 """
+
 from __future__ import annotations
 
 import queue
@@ -50,7 +51,7 @@ class AsyncCheckpointer:
                         self.inner.save(epoch, data)
                     else:
                         self.inner.delete(epoch)
-            except BaseException as exc:  # noqa: BLE001 (re-raised in the training thread)
+            except BaseException as exc:  # (re-raised in the training thread)
                 self._error = exc
             finally:
                 self._queue.task_done()
@@ -58,8 +59,9 @@ class AsyncCheckpointer:
     def _raise_pending(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
-            raise CheckpointerError(f"checkpoint write failed in the background ({self.inner!r}): "
-                                    f"{type(error).__name__}: {error}") from error
+            raise CheckpointerError(
+                f"checkpoint write failed in the background ({self.inner!r}): {type(error).__name__}: {error}"
+            ) from error
 
     def save(self, epoch: int, data: bytes) -> None:
         self._raise_pending()

@@ -5,6 +5,7 @@ Records travel as burnpack bytes, serialised by the caller at the moment of the 
 so writing them later (in a background thread) can never see a half-updated model. Each file
 is written atomically: a kill at any moment leaves either the previous file or the new one.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,15 @@ class FileCheckpointer:
         try:
             return path.read_bytes()
         except FileNotFoundError:
-            have = sorted(p.name for p in self.directory.glob(f"{self.name}-*.bpk")) if self.directory.is_dir() else []
-            raise FileNotFoundError(f"checkpoint: no {self.name} checkpoint for epoch {epoch} at {path}; "
-                                    f"available: {have or 'none'}") from None
+            have = (
+                sorted(p.name for p in self.directory.glob(f"{self.name}-*.bpk"))
+                if self.directory.is_dir()
+                else []
+            )
+            raise FileNotFoundError(
+                f"checkpoint: no {self.name} checkpoint for epoch {epoch} at {path}; "
+                f"available: {have or 'none'}"
+            ) from None
 
     def delete(self, epoch: int) -> None:
         try:

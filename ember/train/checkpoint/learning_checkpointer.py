@@ -7,6 +7,7 @@ masks, random init after resume) and, for a run interrupted mid-epoch, how many 
 that epoch were done. It is written last, after the other three, and a checkpoint is complete
 only when all four files of its epoch exist.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,18 +40,22 @@ class TrainingState:
 
     def to_bytes(self) -> bytes:
         from ember.record import UInt, to_bytes
+
         scalars = {"epoch": UInt(self.epoch), "iterations_done": UInt(self.iterations_done)}
         return to_bytes({}, {"rng": json.dumps(self.rng)}, scalars)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "TrainingState":
         from ember.record import from_bytes
+
         with from_bytes(data) as record:
             scalars, metadata = dict(record.scalars), dict(record.metadata)
         try:
             return cls(int(scalars["epoch"]), int(scalars["iterations_done"]), json.loads(metadata["rng"]))
         except (KeyError, ValueError) as exc:
-            raise ValueError(f"checkpoint: the training-state record is not one ember wrote ({exc})") from None
+            raise ValueError(
+                f"checkpoint: the training-state record is not one ember wrote ({exc})"
+            ) from None
 
 
 class LearningCheckpointer:
@@ -68,6 +73,7 @@ class LearningCheckpointer:
     def _save_all(self, learner, state: TrainingState) -> None:
         from ember.nn.module_record import ModuleRecord
         from ember.optim.scheduler_record import state_to_bytes
+
         # Serialise now, in the training thread: the background writer must never see a
         # model the next optimizer step is already changing.
         payloads = {
@@ -82,6 +88,7 @@ class LearningCheckpointer:
     def checkpoint(self, learner, epoch: int, store: MetricsStore) -> list:
         """Apply the strategy's actions for the end of ``epoch``; returns them."""
         from ember.kernels.registry import rng_states
+
         actions = self.strategy.checkpointing(epoch, store)
         for action in actions:  # in order: a save always lands before a later delete
             if action.kind == "save":
@@ -94,6 +101,7 @@ class LearningCheckpointer:
     def checkpoint_partial(self, learner, epoch: int, iterations_done: int) -> None:
         """Save the state in the middle of ``epoch`` (after an interrupt), ignoring the strategy."""
         from ember.kernels.registry import rng_states
+
         self._save_all(learner, TrainingState(epoch, iterations_done, rng_states()))
 
     def replay(self, last_epoch: int, store: MetricsStore) -> None:
@@ -106,6 +114,7 @@ class LearningCheckpointer:
         from ember.kernels.registry import set_rng_states
         from ember.nn.module_record import ModuleRecord
         from ember.optim.scheduler_record import state_from_bytes
+
         data = {name: c.restore(epoch) for name, c in self.checkpointers.items()}
         state = TrainingState.from_bytes(data["training"])
         learner.model.load_record(ModuleRecord.from_bytes(data["model"]))
@@ -127,7 +136,7 @@ class LearningCheckpointer:
             if callable(close):
                 try:
                     close()
-                except Exception as exc:  # noqa: BLE001 (close every one, then report)
+                except Exception as exc:  # (close every one, then report)
                     errors.append(exc)
         if errors:
             raise errors[0]

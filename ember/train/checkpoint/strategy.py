@@ -1,13 +1,19 @@
 """Which checkpoints to write and which to delete after each epoch (Burn's
 ``CheckpointingStrategy``, ``checkpoint/strategy/*.rs``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ember.train.store import Aggregate, Direction, MetricsStore, Split, metric_name
 
-__all__ = ["CheckpointingAction", "CheckpointingStrategy", "ComposedCheckpointingStrategy",
-           "KeepLastNCheckpoints", "MetricCheckpointingStrategy"]
+__all__ = [
+    "CheckpointingAction",
+    "CheckpointingStrategy",
+    "ComposedCheckpointingStrategy",
+    "KeepLastNCheckpoints",
+    "MetricCheckpointingStrategy",
+]
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,13 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
         split: ``Split.Valid`` or ``Split.Train``.
     """
 
-    def __init__(self, metric, aggregate: Aggregate = Aggregate.Mean, direction: Direction = Direction.Lowest,
-                 split: Split = Split.Valid):
+    def __init__(
+        self,
+        metric,
+        aggregate: Aggregate = Aggregate.Mean,
+        direction: Direction = Direction.Lowest,
+        split: Split = Split.Valid,
+    ):
         self.name = metric_name(metric)
         self.aggregate = aggregate
         self.direction = direction

@@ -4,6 +4,7 @@ Records of the ``logging`` module — INFO and above from ember and the user's s
 WARNING and above from other libraries — are appended to the file while training runs, without ANSI colours; an exception that ends the
 run is written there with its traceback before it propagates.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,7 @@ __all__ = ["FileApplicationLoggerInstaller", "OwnInfoFilter"]
 class _UtcFormatter(logging.Formatter):
     converter = time.gmtime
 
-    def formatTime(self, record, datefmt=None):  # noqa: N802 (logging's name)
+    def formatTime(self, record, datefmt=None):  # (logging's name)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created))
         return f"{stamp}.{int(record.msecs * 1000):06d}Z"
 

@@ -5,6 +5,7 @@ per iteration — ``{batch value},{count}`` for numeric metrics, the raw text fo
 metrics — and, when the split ends, ``{epoch aggregate},final``. A file is truncated when an
 epoch first writes to it, so a resumed run that repeats an epoch replaces its lines.
 """
+
 from __future__ import annotations
 
 import os

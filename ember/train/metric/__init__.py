@@ -12,10 +12,19 @@ Examples:
     >>> PrecisionMetric.multiclass(1, ClassReduction.Micro).name
     'Precision @ TopK(1) [Micro]'
 """
+
 from .accuracy import AccuracyInput, AccuracyMetric
 from .auroc import AurocInput, AurocMetric, roc_auc
-from .base import (Metric, MetricEntry, MetricMetadata, NumericEntry, NumericMetric, WeightedMetric,
-                   WeightedState, format_entry)
+from .base import (
+    Metric,
+    MetricEntry,
+    MetricMetadata,
+    NumericEntry,
+    NumericMetric,
+    WeightedMetric,
+    WeightedState,
+    format_entry,
+)
 from .classification import ClassificationMetricConfig, ClassReduction, DecisionRule
 from .confusion_stats import ConfusionCounts, ConfusionMetric, ConfusionStatsInput
 from .fbeta_score import FBetaScoreMetric
@@ -31,12 +40,43 @@ from .system import CpuMemory, CpuUse, CudaMetric
 from .top_k_accuracy import TopKAccuracyInput, TopKAccuracyMetric
 
 __all__ = [
-    "AccuracyInput", "AccuracyMetric", "AurocInput", "AurocMetric", "ClassReduction",
-    "ClassificationMetricConfig", "ConfusionCounts", "ConfusionMetric", "ConfusionStatsInput",
-    "CpuMemory", "CpuUse", "CudaMetric", "DecisionRule", "FBetaScoreMetric", "HammingScore",
-    "HammingScoreInput", "IterationSpeedMetric", "LearningRateMetric", "LossInput", "LossMetric",
-    "Metric", "MetricEntry", "MetricMetadata", "NumericEntry", "NumericMetric", "PerplexityInput",
-    "PerplexityMetric", "PrecisionMetric", "RecallMetric", "TopKAccuracyInput", "TopKAccuracyMetric",
-    "WeightedMetric", "WeightedState", "format_entry", "format_f32", "format_f64", "format_f64_debug",
-    "format_float", "roc_auc",
+    "AccuracyInput",
+    "AccuracyMetric",
+    "AurocInput",
+    "AurocMetric",
+    "ClassReduction",
+    "ClassificationMetricConfig",
+    "ConfusionCounts",
+    "ConfusionMetric",
+    "ConfusionStatsInput",
+    "CpuMemory",
+    "CpuUse",
+    "CudaMetric",
+    "DecisionRule",
+    "FBetaScoreMetric",
+    "HammingScore",
+    "HammingScoreInput",
+    "IterationSpeedMetric",
+    "LearningRateMetric",
+    "LossInput",
+    "LossMetric",
+    "Metric",
+    "MetricEntry",
+    "MetricMetadata",
+    "NumericEntry",
+    "NumericMetric",
+    "PerplexityInput",
+    "PerplexityMetric",
+    "PrecisionMetric",
+    "RecallMetric",
+    "TopKAccuracyInput",
+    "TopKAccuracyMetric",
+    "WeightedMetric",
+    "WeightedState",
+    "format_entry",
+    "format_f32",
+    "format_f64",
+    "format_f64_debug",
+    "format_float",
+    "roc_auc",
 ]

@@ -3,19 +3,29 @@
 Reductions that shrink a large tensor (argmax / top-k over a vocabulary, log-softmax and
 gather for perplexity) run on the tensor's own device; only their small results are read back.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-__all__ = ["as_bool", "check_same_shape", "detach", "is_tensor", "one_hot_bool", "reshape", "shape_of",
-           "to_numpy"]
+__all__ = [
+    "as_bool",
+    "check_same_shape",
+    "detach",
+    "is_tensor",
+    "one_hot_bool",
+    "reshape",
+    "shape_of",
+    "to_numpy",
+]
 
 
 def is_tensor(x: Any) -> bool:
     """True for an ``ember.Tensor`` (checked without importing ember's tensor module eagerly)."""
     from ember.tensor import Tensor
+
     return isinstance(x, Tensor)
 
 
@@ -32,7 +42,6 @@ def shape_of(x: Any) -> tuple[int, ...]:
     return tuple(shape) if shape is not None else np.shape(x)
 
 
-
 def check_same_shape(metric: str, field: str, scores: Any, targets: Any) -> tuple[int, int]:
     """Check ``scores [B, C]`` against ``targets`` of the same shape and return ``(B, C)``.
 
@@ -45,9 +54,12 @@ def check_same_shape(metric: str, field: str, scores: Any, targets: Any) -> tupl
     """
     s_shape, t_shape = shape_of(scores), shape_of(targets)
     if len(s_shape) != 2 or tuple(s_shape) != tuple(t_shape):
-        raise ValueError(f"{metric}: expected {field} [B, C] and targets [B, C] of the same shape, "
-                         f"got {list(s_shape)} and {list(t_shape)}")
+        raise ValueError(
+            f"{metric}: expected {field} [B, C] and targets [B, C] of the same shape, "
+            f"got {list(s_shape)} and {list(t_shape)}"
+        )
     return s_shape[0], s_shape[1]
+
 
 def reshape(x: Any, shape: tuple[int, ...]) -> Any:
     """``x`` reshaped, staying a tensor on its device when it is one."""
@@ -74,11 +86,13 @@ def one_hot_bool(targets: Any, num_classes: int) -> Any:
     """
     if is_tensor(targets):
         import ember
+
         return ember.one_hot(targets, num_classes).bool()
     t = np.asarray(targets).astype(np.int64)
     if t.size and (t.min() < 0 or t.max() >= num_classes):
-        raise IndexError(f"one_hot: targets must lie in [0, {num_classes}), got values in "
-                         f"[{t.min()}, {t.max()}]")
+        raise IndexError(
+            f"one_hot: targets must lie in [0, {num_classes}), got values in [{t.min()}, {t.max()}]"
+        )
     return np.eye(num_classes, dtype=bool)[t]
 
 
@@ -93,6 +107,7 @@ def topk_rows(x: Any, k: int) -> np.ndarray:
     """``[N, k]`` indices of the ``k`` largest values of each row (lower index first on ties)."""
     if is_tensor(x):
         import ember
+
         return ember.topk(x.detach(), k, -1)[1].numpy()
     a = np.asarray(x)
     return np.argsort(-a, axis=-1, kind="stable")[..., :k]
@@ -107,11 +122,15 @@ def target_log_probs(logits: Any, targets: Any) -> np.ndarray:
     n, v = shape_of(logits)
     if is_tensor(logits):
         import ember
+
         x = logits.detach()
         if x.dtype.is_float and x.dtype.itemsize < 4:  # float16 loses too much in log-softmax
             x = x.float()
-        t = targets if is_tensor(targets) else ember.tensor(np.asarray(targets, dtype=np.int64),
-                                                            device=x.device)
+        t = (
+            targets
+            if is_tensor(targets)
+            else ember.tensor(np.asarray(targets, dtype=np.int64), device=x.device)
+        )
         t = t.to(x.device) if t.device != x.device else t
         logp = ember.log_softmax(x, -1)
         return ember.gather(logp, 1, t.long().reshape((n, 1))).reshape((n,)).numpy().astype(np.float64)

@@ -1,4 +1,5 @@
 """``AccuracyMetric`` (Burn's ``metric/acc.rs``): share of argmax predictions equal to the target."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ def check_scores_and_targets(metric: str, outputs: Any, targets: Any) -> tuple[i
     """
     out_shape, tgt_shape = shape_of(outputs), shape_of(targets)
     if len(out_shape) != 2 or len(tgt_shape) != 1 or out_shape[0] != tgt_shape[0]:
-        raise ValueError(f"{metric}: expected outputs [B, C] and targets [B], got outputs "
-                         f"{list(out_shape)} and targets {list(tgt_shape)}")
+        raise ValueError(
+            f"{metric}: expected outputs [B, C] and targets [B], got outputs "
+            f"{list(out_shape)} and targets {list(tgt_shape)}"
+        )
     return out_shape[0], out_shape[1]
 
 

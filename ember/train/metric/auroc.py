@@ -7,6 +7,7 @@ of a negative)``, ties counting one half, which is the trapezoidal area under th
 The pair count is kept up to date batch by batch (sorted scores, binary search), so the
 running value costs ``O(C)`` to read and each update ``O(B log N)`` plus one merge.
 """
+
 from __future__ import annotations
 
 import logging
@@ -165,8 +166,10 @@ class AurocMetric(NumericMetric):
         inp = self.adapt_input(item)
         _, columns = check_same_shape("AurocMetric", "predictions", inp.predictions, inp.targets)
         if self._counters and self._columns != columns:
-            raise ValueError(f"AurocMetric: this batch has {columns} columns, earlier batches "
-                             f"of the split had {self._columns}")
+            raise ValueError(
+                f"AurocMetric: this batch has {columns} columns, earlier batches "
+                f"of the split had {self._columns}"
+            )
         scores = to_numpy(inp.predictions).astype(np.float64)
         labels = to_numpy(inp.targets).astype(bool)
         if self.class_reduction is ClassReduction.Micro:
@@ -184,8 +187,10 @@ class AurocMetric(NumericMetric):
         defined = [a for a in (c.area() for c in self._counters) if not math.isnan(a)]
         if not defined:
             if not self._warned:
-                _log.warning("AUROC is undefined (no class has both positive and negative samples "
-                             "in the split so far); reporting 50 %% (chance level)")
+                _log.warning(
+                    "AUROC is undefined (no class has both positive and negative samples "
+                    "in the split so far); reporting 50 %% (chance level)"
+                )
                 self._warned = True
             return 50.0
         return 100.0 * float(np.mean(defined))
@@ -202,4 +207,6 @@ class AurocMetric(NumericMetric):
         if not self._counters:
             return not_available_entry(self.name, self.unit)
         area = self._area()
-        return MetricEntry(self.name, format_entry(area, "N/A", self.unit), NumericEntry.Final(area).serialize())
+        return MetricEntry(
+            self.name, format_entry(area, "N/A", self.unit), NumericEntry.Final(area).serialize()
+        )

@@ -5,6 +5,7 @@ to the input it needs through ``item.adapt(InputType)``, and returns a :class:`M
 the display string and the line for the ``.log`` file. Numeric metrics also expose their
 last batch value and the exact aggregate of the split so far as :class:`NumericEntry`.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,19 @@ from .format import format_f64, format_float
 if TYPE_CHECKING:  # ember.data is heavier to import than the metrics need
     from ember.data import Progress
 
-__all__ = ["Metric", "MetricEntry", "MetricMetadata", "NumericEntry", "NumericMetric", "WeightedMetric",
-           "WeightedState", "format_entry", "format_f64", "format_float", "not_available_entry"]
+__all__ = [
+    "Metric",
+    "MetricEntry",
+    "MetricMetadata",
+    "NumericEntry",
+    "NumericMetric",
+    "WeightedMetric",
+    "WeightedState",
+    "format_entry",
+    "format_f64",
+    "format_float",
+    "not_available_entry",
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,7 @@ class MetricMetadata:
             lr: the learning rate to report.
         """
         from ember.data import Progress
+
         return cls(Progress(1, 1), 1, 1, iteration, lr)
 
 
@@ -115,11 +128,15 @@ class NumericEntry:
             if parts[1] == "final":
                 return _FinalEntry(_parse_f64(parts[0], text))
             if not parts[1].isdigit() or not parts[1].isascii():
-                raise ValueError(f"NumericEntry.deserialize: the count in {text!r} is not a "
-                                 f"non-negative integer (expected 'value,count' or 'value,final')")
+                raise ValueError(
+                    f"NumericEntry.deserialize: the count in {text!r} is not a "
+                    f"non-negative integer (expected 'value,count' or 'value,final')"
+                )
             return _AggregatedEntry(_parse_f64(parts[0], text), int(parts[1]))
-        raise ValueError(f"NumericEntry.deserialize: {text!r} has {len(parts)} comma-separated "
-                         f"fields; expected 'value', 'value,count' or 'value,final'")
+        raise ValueError(
+            f"NumericEntry.deserialize: {text!r} has {len(parts)} comma-separated "
+            f"fields; expected 'value', 'value,count' or 'value,final'"
+        )
 
 
 def _parse_f64(text: str, line: str) -> float:
@@ -182,8 +199,10 @@ def format_entry(running: float, current: float | str, unit: str | None, precisi
         unit: appended after each number when not None.
         precision: decimals for :func:`format_float`.
     """
+
     def show(v: float | str) -> str:
         return v if isinstance(v, str) else format_float(v, precision)
+
     suffix = f" {unit}" if unit else ""
     return f"epoch {show(running)}{suffix} - batch {show(current)}{suffix}"
 
@@ -234,16 +253,20 @@ class Metric(ABC):
         adapt = getattr(item, "adapt", None)
         who = f"{type(self).__name__} ('{self.name}')"
         if adapt is None:
-            raise TypeError(f"{who} needs {wanted.__name__}, but got {type(item).__name__}, which has "
-                            f"no adapt(); give the output an adapt(input_type) method returning "
-                            f"{wanted.__name__}")
+            raise TypeError(
+                f"{who} needs {wanted.__name__}, but got {type(item).__name__}, which has "
+                f"no adapt(); give the output an adapt(input_type) method returning "
+                f"{wanted.__name__}"
+            )
         try:
             adapted = adapt(wanted)
         except TypeError as exc:
             raise TypeError(f"{who} cannot use {type(item).__name__}: {exc}") from exc
         if not isinstance(adapted, wanted):
-            raise TypeError(f"{who} needs {wanted.__name__}, but {type(item).__name__}.adapt"
-                            f"({wanted.__name__}) returned {type(adapted).__name__}")
+            raise TypeError(
+                f"{who} needs {wanted.__name__}, but {type(item).__name__}.adapt"
+                f"({wanted.__name__}) returned {type(adapted).__name__}"
+            )
         return adapted
 
     def __repr__(self) -> str:
@@ -277,8 +300,9 @@ class NumericMetric(Metric):
         running = self.running_value()
         batch = self.value() if self.batch_value_available else None
         current: float | str = batch.current() if batch is not None else "N/A"
-        return MetricEntry(self.name, format_entry(running.current(), current, self.unit),
-                           running.serialize())
+        return MetricEntry(
+            self.name, format_entry(running.current(), current, self.unit), running.serialize()
+        )
 
 
 class WeightedState:
@@ -340,5 +364,8 @@ class WeightedMetric(NumericMetric):
 
     def _entry(self) -> MetricEntry:
         state = self._state
-        return MetricEntry(self.name, format_entry(state.running, state.current, self.unit, self.precision),
-                           self.value().serialize())
+        return MetricEntry(
+            self.name,
+            format_entry(state.running, state.current, self.unit, self.precision),
+            self.value().serialize(),
+        )

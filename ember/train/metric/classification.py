@@ -1,4 +1,5 @@
 """Classification settings shared by the confusion-based metrics (Burn's ``metric/classification.rs``)."""
+
 from __future__ import annotations
 
 import enum
@@ -45,7 +46,7 @@ class DecisionRule:
             raise ValueError(f"DecisionRule.TopK: k must be a positive integer, got {self.value}")
 
     @classmethod
-    def Threshold(cls, threshold: float = 0.5) -> "DecisionRule":  # noqa: N802 (Burn's variant name)
+    def Threshold(cls, threshold: float = 0.5) -> "DecisionRule":  # (Burn's variant name)
         """A score strictly above ``threshold`` is a positive prediction.
 
         Args:
@@ -54,7 +55,7 @@ class DecisionRule:
         return cls("threshold", float(threshold))
 
     @classmethod
-    def TopK(cls, k: int) -> "DecisionRule":  # noqa: N802 (Burn's variant name)
+    def TopK(cls, k: int) -> "DecisionRule":  # (Burn's variant name)
         """The ``k`` highest scores of each sample are positive predictions.
 
         Args:

@@ -6,6 +6,7 @@ the whole split, and the split value is computed from those totals — never as 
 per-batch values (Burn #5514), which weights small batches wrongly and is not the metric of
 the concatenated data.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,9 +68,11 @@ class ConfusionCounts:
             predicted = np.zeros((b, c), dtype=bool)
             np.put_along_axis(predicted, topk_rows(predictions, k), True, axis=1)
         actual = to_numpy(targets).astype(bool)
-        return cls(tp=np.count_nonzero(predicted & actual, axis=0).astype(np.int64),
-                   fp=np.count_nonzero(predicted & ~actual, axis=0).astype(np.int64),
-                   fn=np.count_nonzero(~predicted & actual, axis=0).astype(np.int64))
+        return cls(
+            tp=np.count_nonzero(predicted & actual, axis=0).astype(np.int64),
+            fp=np.count_nonzero(predicted & ~actual, axis=0).astype(np.int64),
+            fn=np.count_nonzero(~predicted & actual, axis=0).astype(np.int64),
+        )
 
     def __add__(self, other: "ConfusionCounts") -> "ConfusionCounts":
         return ConfusionCounts(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
@@ -77,8 +80,9 @@ class ConfusionCounts:
     def reduced(self, reduction: ClassReduction) -> "ConfusionCounts":
         """The counts to score: per class (Macro) or pooled into one (Micro)."""
         if reduction is ClassReduction.Micro:
-            return ConfusionCounts(self.tp.sum(keepdims=True), self.fp.sum(keepdims=True),
-                                   self.fn.sum(keepdims=True))
+            return ConfusionCounts(
+                self.tp.sum(keepdims=True), self.fp.sum(keepdims=True), self.fn.sum(keepdims=True)
+            )
         return self
 
 
@@ -135,14 +139,19 @@ class ConfusionMetric(NumericMetric):
         inp = self.adapt_input(item)
         counts = ConfusionCounts.of(inp.predictions, inp.targets, self.decision_rule, type(self).__name__)
         if self._total is not None and self._total.tp.shape != counts.tp.shape:
-            raise ValueError(f"{type(self).__name__}: this batch has {counts.tp.shape[0]} classes, "
-                             f"earlier batches of the split had {self._total.tp.shape[0]}")
+            raise ValueError(
+                f"{type(self).__name__}: this batch has {counts.tp.shape[0]} classes, "
+                f"earlier batches of the split had {self._total.tp.shape[0]}"
+            )
         self._total = counts if self._total is None else self._total + counts
         self._current = self._value(counts)
         self._current_count = shape_of(inp.predictions)[0]
         self._samples += self._current_count
-        return MetricEntry(self.name, format_entry(self._value(self._total), self._current, self.unit),
-                           self.value().serialize())
+        return MetricEntry(
+            self.name,
+            format_entry(self._value(self._total), self._current, self.unit),
+            self.value().serialize(),
+        )
 
     def value(self) -> NumericEntry:
         return NumericEntry.Aggregated(self._current, self._current_count)
@@ -175,7 +184,9 @@ class ConfusionRatioMetric(ConfusionMetric):
         return cls(ClassificationMetricConfig(DecisionRule.Threshold(threshold)))
 
     @classmethod
-    def multiclass(cls: type[_R], top_k: int = 1, class_reduction: ClassReduction = ClassReduction.Macro) -> _R:
+    def multiclass(
+        cls: type[_R], top_k: int = 1, class_reduction: ClassReduction = ClassReduction.Macro
+    ) -> _R:
         """One class per sample; the ``top_k`` highest scores are its predictions.
 
         Args:
@@ -185,15 +196,18 @@ class ConfusionRatioMetric(ConfusionMetric):
         return cls(ClassificationMetricConfig(DecisionRule.TopK(top_k), ClassReduction(class_reduction)))
 
     @classmethod
-    def multilabel(cls: type[_R], threshold: float = 0.5,
-                   class_reduction: ClassReduction = ClassReduction.Macro) -> _R:
+    def multilabel(
+        cls: type[_R], threshold: float = 0.5, class_reduction: ClassReduction = ClassReduction.Macro
+    ) -> _R:
         """Any number of labels per sample; each score above ``threshold`` is a prediction.
 
         Args:
             threshold: the decision threshold.
             class_reduction: Macro (default) or Micro.
         """
-        return cls(ClassificationMetricConfig(DecisionRule.Threshold(threshold), ClassReduction(class_reduction)))
+        return cls(
+            ClassificationMetricConfig(DecisionRule.Threshold(threshold), ClassReduction(class_reduction))
+        )
 
     @property
     def name(self) -> str:

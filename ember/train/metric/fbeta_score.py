@@ -1,4 +1,5 @@
 """``FBetaScoreMetric`` (Burn's ``metric/fbetascore.rs``): (1+β²)TP / ((1+β²)TP + β²FN + FP)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,8 +40,9 @@ class FBetaScoreMetric(ConfusionMetric):
         return cls(beta, ClassificationMetricConfig(DecisionRule.Threshold(threshold)))
 
     @classmethod
-    def multiclass(cls, beta: float = 1.0, top_k: int = 1,
-                   class_reduction: ClassReduction = ClassReduction.Macro) -> "FBetaScoreMetric":
+    def multiclass(
+        cls, beta: float = 1.0, top_k: int = 1, class_reduction: ClassReduction = ClassReduction.Macro
+    ) -> "FBetaScoreMetric":
         """One class per sample; the ``top_k`` highest scores are its predictions.
 
         Args:
@@ -48,11 +50,14 @@ class FBetaScoreMetric(ConfusionMetric):
             top_k: predictions per sample (>= 1).
             class_reduction: Macro (default) or Micro.
         """
-        return cls(beta, ClassificationMetricConfig(DecisionRule.TopK(top_k), ClassReduction(class_reduction)))
+        return cls(
+            beta, ClassificationMetricConfig(DecisionRule.TopK(top_k), ClassReduction(class_reduction))
+        )
 
     @classmethod
-    def multilabel(cls, beta: float = 1.0, threshold: float = 0.5,
-                   class_reduction: ClassReduction = ClassReduction.Macro) -> "FBetaScoreMetric":
+    def multilabel(
+        cls, beta: float = 1.0, threshold: float = 0.5, class_reduction: ClassReduction = ClassReduction.Macro
+    ) -> "FBetaScoreMetric":
         """Any number of labels per sample; each score above ``threshold`` is a prediction.
 
         Args:
@@ -60,15 +65,17 @@ class FBetaScoreMetric(ConfusionMetric):
             threshold: the decision threshold.
             class_reduction: Macro (default) or Micro.
         """
-        return cls(beta, ClassificationMetricConfig(DecisionRule.Threshold(threshold),
-                                                    ClassReduction(class_reduction)))
+        return cls(
+            beta,
+            ClassificationMetricConfig(DecisionRule.Threshold(threshold), ClassReduction(class_reduction)),
+        )
 
     @property
     def name(self) -> str:
         return f"FBetaScore ({format_f64(self.beta)}) @ {self.decision_rule} [{self.class_reduction}]"
 
     def _score(self, counts: ConfusionCounts) -> np.ndarray:
-        beta_sq = self.beta ** 2
+        beta_sq = self.beta**2
         scaled_tp = (1.0 + beta_sq) * counts.tp.astype(np.float64)
         denominator = scaled_tp + beta_sq * counts.fn + counts.fp
         return safe_ratio(scaled_tp, denominator, empty=np.nan)

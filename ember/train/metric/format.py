@@ -8,6 +8,7 @@ exactly halfway between two shortest candidates (``112171935477118.125`` → ``�
 ``…118.13``), Python takes the even digit and Rust the larger magnitude (rust-lang/rust
 #130936), so that case is corrected.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """``HammingScore`` (Burn's ``metric/hamming.rs``): share of label cells predicted right."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,8 +1,10 @@
 """``IterationSpeedMetric`` (Burn's ``metric/iteration.rs``): iterations per second."""
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .base import MetricEntry, MetricMetadata, WeightedMetric
 

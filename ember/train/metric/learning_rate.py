@@ -1,4 +1,5 @@
 """``LearningRateMetric`` (Burn's ``metric/learning_rate.rs``): the learning rate of each batch."""
+
 from __future__ import annotations
 
 from typing import Any

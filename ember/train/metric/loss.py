@@ -1,4 +1,5 @@
 """``LossMetric`` (Burn's ``metric/loss.rs``): the mean loss of each batch."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """``PerplexityMetric`` (Burn's ``metric/perplexity.rs``): exp of the mean token NLL."""
+
 from __future__ import annotations
 
 import math
@@ -76,5 +77,6 @@ class PerplexityMetric(PaddedTargetMetric):
 
     def _entry(self) -> MetricEntry:
         state = self._state
-        return MetricEntry(self.name, format_entry(self._running(), state.current, self.unit),
-                           self.value().serialize())
+        return MetricEntry(
+            self.name, format_entry(self._running(), state.current, self.unit), self.value().serialize()
+        )

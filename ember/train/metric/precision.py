@@ -1,4 +1,5 @@
 """``PrecisionMetric`` (Burn's ``metric/precision.rs``): TP / (TP + FP)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """``RecallMetric`` (Burn's ``metric/recall.rs``): TP / (TP + FN)."""
+
 from __future__ import annotations
 
 import numpy as np

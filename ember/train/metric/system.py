@@ -4,6 +4,7 @@ The CPU figures come from ``psutil`` when it is importable, else from ``/proc``.
 figures come from ``ember.cuda`` (CuPy); CuPy is imported only when a GPU is visibly there,
 so the metric costs nothing on a machine without one and shows ``Unavailable``.
 """
+
 from __future__ import annotations
 
 import glob
@@ -12,9 +13,10 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .base import MetricEntry, MetricMetadata, NumericEntry, NumericMetric, Metric
+from .base import Metric, MetricEntry, MetricMetadata, NumericEntry, NumericMetric
 from .format import format_f64
 
 __all__ = ["CpuMemory", "CpuUse", "CudaMetric", "cpu_times", "memory_bytes"]
@@ -26,6 +28,7 @@ _REFRESH_SECONDS = 0.2  # Burn refreshes the system figures at most every 200 ms
 def _psutil():
     try:
         import psutil
+
         return psutil
     except ImportError:
         return None
@@ -181,8 +184,9 @@ class CpuMemory(_RefreshedMetric):
         return self.used_gb
 
     def _report(self) -> MetricEntry:
-        return MetricEntry(self.name, f"RAM Used: {self.used_gb:.2f} / {self.total_gb:.2f} Gb",
-                           format_f64(self.used_gb))
+        return MetricEntry(
+            self.name, f"RAM Used: {self.used_gb:.2f} / {self.total_gb:.2f} Gb", format_f64(self.used_gb)
+        )
 
 
 def gpu_visible() -> bool:
@@ -227,6 +231,7 @@ class CudaMetric(Metric):
             if gpu_visible():
                 try:
                     import ember.cuda
+
                     self._available = bool(ember.cuda.is_available())
                 except Exception as exc:  # a broken CUDA install must not stop training
                     _log.warning("Unable to initialise the Cuda metric: %s", exc)
@@ -242,6 +247,7 @@ class CudaMetric(Metric):
         if not self._probe():
             return MetricEntry(self.name, self.UNAVAILABLE, self.UNAVAILABLE)
         import ember.cuda
+
         formatted, raw = "", ""
         try:
             for index in range(ember.cuda.device_count()):

@@ -1,4 +1,5 @@
 """``TopKAccuracyMetric`` (Burn's ``metric/top_k_acc.rs``): target among the k highest scores."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

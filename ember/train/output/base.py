@@ -1,9 +1,11 @@
 """What every step output shares: ``sync()`` (detach) and ``adapt(InputType)`` (Burn's ``Adaptor``)."""
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from ember.train.metric._array import detach, shape_of
 
@@ -47,8 +49,10 @@ class AdaptableOutput:
         if convert is None:
             wanted = getattr(input_type, "__name__", repr(input_type))
             offered = ", ".join(t.__name__ for t in adaptors)
-            raise TypeError(f"{type(self).__name__} cannot be adapted to {wanted}; it provides "
-                            f"{offered}. Use another output type or implement adapt() for {wanted}")
+            raise TypeError(
+                f"{type(self).__name__} cannot be adapted to {wanted}; it provides "
+                f"{offered}. Use another output type or implement adapt() for {wanted}"
+            )
         return convert()
 
     def sync(self):
@@ -59,6 +63,7 @@ class AdaptableOutput:
             An output of the same type.
         """
         import ember
+
         with ember.no_grad():
             detached = {name: detach(getattr(self, name)) for name in self._tensor_fields}
         return dataclasses.replace(self, **detached)
@@ -90,5 +95,6 @@ class LossOutputTargets(AdaptableOutput):
         shape = check_rank(name, "output", self.output, 2, layout)
         tshape = check_rank(name, "targets", self.targets, 2, target_layout)
         if tuple(shape) != tuple(tshape):
-            raise ValueError(f"{name}: output {list(shape)} and targets {list(tshape)} "
-                             f"must have the same shape")
+            raise ValueError(
+                f"{name}: output {list(shape)} and targets {list(tshape)} must have the same shape"
+            )

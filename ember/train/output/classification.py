@@ -1,11 +1,20 @@
 """``ClassificationOutput`` and ``MultiLabelClassificationOutput`` (Burn's ``learner/classification.rs``)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ember.train.metric import (AccuracyInput, AurocInput, ConfusionStatsInput, HammingScoreInput,
-                                LossInput, PerplexityInput, TopKAccuracyInput)
+from ember.train.metric import (
+    AccuracyInput,
+    AurocInput,
+    ConfusionStatsInput,
+    HammingScoreInput,
+    LossInput,
+    PerplexityInput,
+    TopKAccuracyInput,
+)
 from ember.train.metric._array import as_bool, one_hot_bool, reshape
 
 from .base import LossOutputTargets, check_rank

@@ -1,8 +1,10 @@
 """``RegressionOutput`` (Burn's ``learner/regression.rs``)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ember.train.metric import LossInput
 

@@ -1,8 +1,10 @@
 """``SequenceOutput`` (Burn's ``learner/sequence.rs``)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ember.train.metric import AccuracyInput, LossInput, PerplexityInput, TopKAccuracyInput
 from ember.train.metric._array import is_tensor, reshape
@@ -38,8 +40,9 @@ class SequenceOutput(AdaptableOutput):
         b, s, _ = check_rank("SequenceOutput", "logits", self.logits, 3, "[batch, seq, vocab]")
         tshape = check_rank("SequenceOutput", "targets", self.targets, 2, "[batch, seq] token indices")
         if tuple(tshape) != (b, s):
-            raise ValueError(f"SequenceOutput: targets {list(tshape)} must be [batch, seq] = {[b, s]} "
-                             f"like the logits")
+            raise ValueError(
+                f"SequenceOutput: targets {list(tshape)} must be [batch, seq] = {[b, s]} like the logits"
+            )
         if self.predictions is not None:
             pshape = check_rank("SequenceOutput", "predictions", self.predictions, 2, "[batch, seq]")
             if tuple(pshape) != (b, s):
@@ -52,6 +55,7 @@ class SequenceOutput(AdaptableOutput):
         if is_tensor(self.logits):
             return self.logits.detach().argmax(-1)
         import numpy as np
+
         return np.argmax(np.asarray(self.logits), axis=-1)
 
     def flat_logits(self) -> Any:

@@ -13,8 +13,8 @@ from typing import Any
 
 from .base import (
     ENV_VAR,
-    MetricState,
     MetricsRenderer,
+    MetricState,
     TrainingProgress,
     default_renderer,
     format_duration,

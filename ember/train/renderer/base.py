@@ -203,7 +203,7 @@ def format_duration(seconds: float | None) -> str:
     """
     if seconds is None or not math.isfinite(seconds):
         return "?"
-    total = max(0, int(round(seconds)))
+    total = max(0, round(seconds))
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}"
@@ -302,8 +302,7 @@ def default_renderer(stream: IO[str] | None = None) -> MetricsRenderer:
     choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
     if choice not in ("auto", "cli", "tui"):
         raise ValueError(
-            f"{ENV_VAR}={os.environ.get(ENV_VAR)!r} is not a renderer: expected 'cli', "
-            "'tui' or 'auto'"
+            f"{ENV_VAR}={os.environ.get(ENV_VAR)!r} is not a renderer: expected 'cli', 'tui' or 'auto'"
         )
     target = stream if stream is not None else sys.stdout
     forced = choice == "tui"
@@ -312,8 +311,7 @@ def default_renderer(stream: IO[str] | None = None) -> MetricsRenderer:
     if choice == "tui":
         if not _rich_available():
             raise ImportError(
-                f"{ENV_VAR}=tui needs the 'rich' package (pip install rich), which is not "
-                "installed"
+                f"{ENV_VAR}=tui needs the 'rich' package (pip install rich), which is not installed"
             )
         from .tui import TuiMetricsRenderer
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 from .base import (
     LaneRenderer,
@@ -189,8 +190,10 @@ class CliMetricsRenderer(LaneRenderer):
 
     def _summary_line(self, lane: str, split: str, epoch: int) -> str:
         last = self._last_progress.get(lane)
-        epochs = self._num_epochs if self._num_epochs is not None else (
-            last.epoch_total if last is not None else None
+        epochs = (
+            self._num_epochs
+            if self._num_epochs is not None
+            else (last.epoch_total if last is not None else None)
         )
         started = self._split_started.get(lane)
         took = self._clock() - started if started is not None else None

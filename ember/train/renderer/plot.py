@@ -13,7 +13,7 @@ at a coarser resolution.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from rich.text import Text

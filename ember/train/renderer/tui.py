@@ -29,7 +29,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -37,8 +38,16 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
-from .base import (LaneRenderer, MetricState, TrainingProgress, format_duration, format_metric_value,
-                   format_rate, lane_of, rate_and_eta)
+from .base import (
+    LaneRenderer,
+    MetricState,
+    TrainingProgress,
+    format_duration,
+    format_metric_value,
+    format_rate,
+    lane_of,
+    rate_and_eta,
+)
 from .plot import Series, braille_chart
 from .widgets import bar, boxed, fit, hjoin, text_table
 
@@ -103,14 +112,10 @@ class TuiMetricsRenderer(LaneRenderer):
         force_terminal: bool | None = None,
     ) -> None:
         if not refresh_per_second > 0:
-            raise ValueError(
-                f"TuiMetricsRenderer: refresh_per_second must be > 0, got {refresh_per_second}"
-            )
+            raise ValueError(f"TuiMetricsRenderer: refresh_per_second must be > 0, got {refresh_per_second}")
         if plot_height is not None and plot_height < 2:
             raise ValueError(f"TuiMetricsRenderer: plot_height must be >= 2, got {plot_height}")
-        self.console = console if console is not None else Console(
-            file=stream, force_terminal=force_terminal
-        )
+        self.console = console if console is not None else Console(file=stream, force_terminal=force_terminal)
         self._refresh_per_second = float(refresh_per_second)
         self._auto_refresh = auto_refresh
         self._persistent = persistent

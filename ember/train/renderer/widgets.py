@@ -1,7 +1,7 @@
 """Plain `rich.text.Text` building blocks of the dashboard: bars, a table, boxes.
 
 rich's `Table`, `Panel` and `ProgressBar` measure and lay out their content on every
-render, which cost ~10 ms a frame for the dashboard; redrawn several times a second from
+render, which is costly for a whole dashboard; redrawn several times a second from
 a background thread, that competes with training for the interpreter lock. These helpers
 produce lines of `Text` whose layout is computed once, here, in a fraction of that.
 Every line returned has exactly the requested width in terminal cells.
@@ -9,7 +9,7 @@ Every line returned has exactly the requested width in terminal cells.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.text import Text

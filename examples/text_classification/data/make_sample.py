@@ -27,6 +27,7 @@ Args (command line):
     --test-rows N: held-out rows (default 1000).
     --seed S: shuffle seed (default 0).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,7 +79,7 @@ def split(rows: list[tuple[int, bytes]], total_test: int, seed: int) -> set[int]
     for label in sorted(by_class):
         positions = list(by_class[label])
         rng.shuffle(positions)
-        held_out.update(positions[:counts[label]])
+        held_out.update(positions[: counts[label]])
     return held_out
 
 
@@ -98,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.out / "train.csv", "wb") as train, open(args.out / "test.csv", "wb") as test:
         for position, (_, raw) in enumerate(rows):
             (test if position in held_out else train).write(raw)
-    print(f"{len(rows) - len(held_out)} train rows -> {args.out / 'train.csv'}; "
-          f"{len(held_out)} held-out rows -> {args.out / 'test.csv'}")
+    print(
+        f"{len(rows) - len(held_out)} train rows -> {args.out / 'train.csv'}; "
+        f"{len(held_out)} held-out rows -> {args.out / 'test.csv'}"
+    )
     return 0
 
 
