@@ -9,8 +9,11 @@ PY := $(VENV)/bin/python
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# Installs ember, then compiles its cpu kernels into the on-disk cache (a minute at most, once
+# per version) so that the first training step starts at once.
 install: $(PY)
 	$(PY) -m pip install -e ".[test,text,train,examples]"
+	$(PY) -m ember.precompile
 
 demo: install
 	$(PY) examples/text_classification/demo.py

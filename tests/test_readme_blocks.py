@@ -241,6 +241,11 @@ def check_shell_command(command: str, where: str) -> None:
 def check_python_command(argv: list[str], where: str) -> None:
     if argv[1:3] == ["-m", "pytest"]:
         return
+    if argv[1] == "-m":  # a module of ember's that runs as a command
+        assert argv[2].startswith("ember.") and importlib.util.find_spec(argv[2]), (
+            f"{where}: {argv[2]} is not a module of ember"
+        )
+        return
     script = REPO / argv[1]
     assert script.is_file(), f"{where}: {argv[1]} does not exist"
     if script.parent == REPO / "examples" / "text_classification":

@@ -3,13 +3,14 @@
 Importing this module configures Numba once, before any kernel is compiled:
 
 * **On-disk cache.** Kernels are compiled with ``cache=True`` so that a second process
-  loads machine code instead of recompiling. Numba writes next to the source file by
-  default, which fails for read-only installs, so unless ``NUMBA_CACHE_DIR`` is already
-  set it is pointed at ``$EMBER_CACHE_DIR/numba/<fingerprint>`` (default
-  ``~/.cache/ember/numba/<fingerprint>``). Numba revalidates a cached kernel only
-  against its own source file, not against the helpers it inlines from other files;
-  the fingerprint (of this package's sources) keeps an edited helper from being
-  served stale machine code.
+  loads machine code instead of recompiling (``python -m ember.precompile`` fills it ahead
+  of the first step). Numba writes next to the source file by default, which fails for
+  read-only installs, so unless ``NUMBA_CACHE_DIR`` is already set it is pointed at
+  ``$EMBER_CACHE_DIR/numba/kernels`` (default ``~/.cache/ember/numba/kernels``). Numba
+  revalidates a cached kernel against a hash of its own source file only, not of the
+  helpers it inlines from other files, so ember's kernels get a cache locator whose stamp
+  hashes the kernel's file *and* every module of this package it imports (transitively):
+  editing a helper recompiles the kernels that use it, and nothing else.
 * **Threads.** ``EMBER_NUM_THREADS`` (a positive integer) sets the size of Numba's
   thread pool; by default Numba uses every core. BLAS threads are configured by the
   backend with the same variable, so the two never oversubscribe the machine.
@@ -20,6 +21,7 @@ small loops) carry the shared compilation options so every module compiles alike
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
@@ -32,6 +34,7 @@ __all__ = [
     "FASTMATH",
     "cache_dir",
     "configured_threads",
+    "dependency_stamp",
     "kernel",
     "num_threads",
     "serial",
@@ -39,25 +42,57 @@ __all__ = [
 ]
 
 
-def _source_fingerprint() -> str:
-    """Short hash of the names, sizes and modification times of this package's sources."""
-    digest = hashlib.sha1()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()[:16]
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _imported_siblings(path: Path) -> set[Path]:
+    """The modules of this package that ``path`` imports (``from . import x``, ``from .x import``,
+    ``from ember.kernels.cpu.x import``), read from its source."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 1:
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+        elif node.module and node.module.startswith(__package__ + "."):
+            names = [node.module[len(__package__) + 1 :]]
+        elif node.module == __package__:
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            candidate = _PACKAGE_DIR / f"{name.split('.')[0]}.py"
+            if candidate.exists():
+                found.add(candidate)
+    return found
+
+
+@functools.cache
+def dependency_stamp(path: str) -> str:
+    """SHA-256 of the source of ``path`` and of every module of this package it imports,
+    transitively: what a kernel's machine code can depend on."""
+    seen, todo = set(), [Path(path).resolve()]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo += _imported_siblings(current) - seen
+    digest = hashlib.sha256()
+    for dep in sorted(seen):
+        digest.update(dep.name.encode() + b"\0" + dep.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def cache_dir() -> Path:
     """Return the directory ember uses for Numba's compiled-kernel cache.
 
-    ``$EMBER_CACHE_DIR/numba/<fingerprint>`` when ``EMBER_CACHE_DIR`` is set, otherwise
-    ``~/.cache/ember/numba/<fingerprint>``. An explicit ``NUMBA_CACHE_DIR`` takes
-    precedence over both (see :func:`_configure_cache`).
+    ``$EMBER_CACHE_DIR/numba/kernels`` when ``EMBER_CACHE_DIR`` is set, otherwise
+    ``~/.cache/ember/numba/kernels``. An explicit ``NUMBA_CACHE_DIR`` takes precedence over
+    both (see :func:`_configure_cache`).
     """
     base = os.environ.get("EMBER_CACHE_DIR")
     root = Path(base).expanduser() if base else Path.home() / ".cache" / "ember"
-    return root / "numba" / _source_fingerprint()
+    return root / "numba" / "kernels"
 
 
 def configured_threads() -> int | None:
@@ -113,6 +148,30 @@ _configure_cache()
 _configure_threads_before_import()
 
 import numba  # noqa: E402  (must follow the environment setup above)
+from numba.core import caching as _caching  # noqa: E402
+
+# Public names since Numba 0.61, underscored before.
+_UserProvidedCacheLocator = (
+    getattr(_caching, "UserProvidedCacheLocator", None) or _caching._UserProvidedCacheLocator
+)
+_CacheImpl = getattr(_caching, "CacheImpl", None) or _caching._CacheImpl
+
+
+class _KernelCacheLocator(_UserProvidedCacheLocator):
+    """Numba's cache locator for functions defined in this package: the cache directory as
+    configured, and a source stamp that covers the modules the function's file imports."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if Path(py_file).resolve().parent != _PACKAGE_DIR:
+            return None
+        return super().from_function(py_func, py_file)
+
+    def get_source_stamp(self):
+        return dependency_stamp(str(self._py_file))
+
+
+_CacheImpl._locator_classes.insert(0, _KernelCacheLocator)
 
 
 def _apply_thread_setting() -> None:

@@ -1,0 +1,220 @@
+"""Compile the ``cpu`` backend's kernels before the first training step needs them.
+
+    python -m ember.precompile            # float32, two processes
+    python -m ember.precompile --dtype f32,f64 --jobs 1
+
+A fresh install has an empty kernel cache, so the first training step of a new model waits while
+Numba compiles every kernel it reaches, one after the other on one core. This command runs
+small workloads that reach the same kernels with the same argument types as real models (the
+same ``nn`` layers, only tiny), so their machine code lands in the on-disk cache
+(:func:`ember.kernels.cpu.jit.cache_dir`) and later processes load it instead. Numba compiles on
+one thread per process, so the work is split over ``--jobs`` processes — the attention kernels
+(the costliest) in one, every other kernel in another — and a last pass in this process runs a
+whole Transformer classifier to check that nothing is left to compile. `make install` runs it.
+
+The cache is keyed by ember's kernel sources, so it is filled once per installed version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["WORKLOADS", "precompile"]
+
+_DTYPES = {"f32": "float32", "float32": "float32", "f64": "float64", "float64": "float64"}
+
+
+def _padding_mask(ember, batch: int, seq: int):
+    """A [batch, seq] padding mask whose rows have different real lengths (row 0: none padded)."""
+    lengths = np.maximum(seq - np.arange(batch) * (seq // max(batch, 1)), 1)
+    return ember.tensor(np.arange(seq)[None, :] >= lengths[:, None])
+
+
+def _attention(dtype: str) -> None:
+    """Self-attention with a padding mask, plain and quiet softmax: training and inference."""
+    import ember
+    from ember import nn
+
+    x = ember.randn(3, 16, 32, dtype=getattr(ember, dtype))
+    mask = _padding_mask(ember, 3, 16)
+    for quiet in (False, True):
+        mha = nn.MultiHeadAttentionConfig(32, 4, quiet_softmax=quiet).init(dtype=getattr(ember, dtype))
+        out = mha(nn.MhaInput.self_attn(x.require_grad()).mask_pad(mask)).context
+        out.sum().backward()
+        with ember.no_grad():
+            mha.valid()(nn.MhaInput.self_attn(x).mask_pad(mask))
+
+
+def _layers(dtype: str) -> None:
+    """Every other kernel a text model reaches: embeddings, layer norm, GELU, dropout,
+    softmaxes, cross-entropy, Adam/AdamW, and the bag-of-embeddings path with its lazy Adam."""
+    import ember
+    from ember import nn
+    from ember.optim import AdamConfig, AdamWConfig, GradientsParams
+
+    dt = getattr(ember, dtype)
+
+    class Block(nn.Module):
+        def __init__(self):
+            self.embedding = nn.EmbeddingConfig(50, 32).init(dtype=dt)
+            self.norm = nn.LayerNormConfig(32).init(dtype=dt)
+            self.linear = nn.LinearConfig(32, 64).init(dtype=dt)
+            self.gelu = nn.Gelu()
+            self.dropout = nn.DropoutConfig(0.1).init()
+            self.head = nn.LinearConfig(64, 4).init(dtype=dt)
+
+        def forward(self, ids):
+            h = self.dropout(self.gelu(self.linear(self.norm(self.embedding(ids)))))
+            return self.head(h).mean(1)
+
+    ids = ember.tensor(np.arange(48).reshape(3, 16) % 50)
+    labels = ember.tensor([0, 1, 3])
+    for optim in (AdamConfig().init(), AdamWConfig().init()):
+        for smoothing in (None, 0.1):
+            model = Block()
+            logits = model(ids)
+            loss = nn.CrossEntropyLossConfig(smoothing=smoothing).init()(logits, labels)
+            loss = (
+                loss + ember.log_softmax(logits, dim=1).mean() * 0 + ember.softmax(logits, dim=1).mean() * 0
+            )
+            optim.step(1e-3, model, GradientsParams.from_grads(loss.backward(), model))
+    with ember.no_grad():
+        model.valid()(ids)
+
+    bag = nn.EmbeddingBagConfig(50, 16).init(dtype=dt)
+    offsets = ember.tensor([0, 5, 9])
+    for optim in (AdamConfig().init(), AdamWConfig().init()):
+        out = bag(ember.tensor(np.arange(14) % 50), offsets)
+        optim.step(1e-3, bag, GradientsParams.from_grads(out.sum().backward(), bag))
+
+
+def _classifier(dtype: str) -> None:
+    """A whole pre-norm Transformer classifier (what the text-classification example trains):
+    one training step and one inference batch, to catch anything the parts above missed."""
+    import ember
+    from ember import nn
+    from ember.optim import AdamConfig, GradientsParams
+
+    dt = getattr(ember, dtype)
+
+    class Classifier(nn.Module):
+        def __init__(self, quiet: bool):
+            self.embedding = nn.EmbeddingConfig(50, 32).init(dtype=dt)
+            self.encoder = nn.TransformerEncoderConfig(
+                32, 64, 4, 1, norm_first=True, quiet_softmax=quiet
+            ).init(dtype=dt)
+            self.head = nn.LinearConfig(32, 4).init(dtype=dt)
+
+        def forward(self, ids, mask):
+            h = self.encoder(nn.TransformerEncoderInput(self.embedding(ids)).mask_pad(mask))
+            return self.head(h[:, 0])
+
+    ids = ember.tensor(np.arange(48).reshape(3, 16) % 50)
+    mask = _padding_mask(ember, 3, 16)
+    for quiet in (False, True):
+        model = Classifier(quiet)
+        loss = nn.CrossEntropyLossConfig().init()(model(ids, mask), ember.tensor([0, 1, 3]))
+        AdamConfig().init().step(1e-3, model, GradientsParams.from_grads(loss.backward(), model))
+        with ember.no_grad():
+            model.valid()(ids, mask)
+
+
+#: The workloads, by name; the first two run in parallel processes, the last one after them.
+WORKLOADS: dict[str, Callable[[str], None]] = {
+    "attention": _attention,
+    "layers": _layers,
+    "classifier": _classifier,
+}
+
+
+def _run_here(name: str, dtypes: Sequence[str]) -> None:
+    for dtype in dtypes:
+        WORKLOADS[name](dtype)
+
+
+def precompile(
+    dtypes: Sequence[str] = ("float32",), jobs: int = 2, verbose: bool = False
+) -> dict[str, float]:
+    """Fill the kernel cache for ``dtypes``; returns the seconds each workload took.
+
+    Args:
+        dtypes: float dtype names (``"float32"``, ``"float64"``).
+        jobs: processes compiling at once (1: everything in this process).
+        verbose: print each workload's time as it ends.
+
+    Raises:
+        ValueError: an unknown dtype or ``jobs`` < 1.
+        RuntimeError: a workload process failed (its output is in the message).
+    """
+    dtypes = [_DTYPES.get(d, d) for d in dtypes]
+    bad = [d for d in dtypes if d not in ("float32", "float64")]
+    if bad or jobs < 1:
+        raise ValueError(
+            f"precompile: dtypes must be float32/float64 and jobs >= 1, got {bad or dtypes}, {jobs}"
+        )
+    import ember.kernels.cpu  # noqa: F401  (configures the cache directory for the children too)
+
+    timings: dict[str, float] = {}
+    parallel = ["attention", "layers"]
+    start = time.perf_counter()
+    if jobs == 1:
+        for name in parallel:
+            t0 = time.perf_counter()
+            _run_here(name, dtypes)
+            timings[name] = time.perf_counter() - t0
+    else:
+        cmd = [sys.executable, "-m", "ember.precompile", "--dtype", ",".join(dtypes), "--workload"]
+        procs = {
+            name: subprocess.Popen(
+                [*cmd, name],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=os.environ.copy(),
+            )
+            for name in parallel
+        }
+        for name, proc in procs.items():
+            output, _ = proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(f"precompile: the {name!r} workload failed ({proc.returncode}):\n{output}")
+            timings[name] = time.perf_counter() - start
+    if verbose:
+        for name in parallel:
+            print(f"  {name}: {timings[name]:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    _run_here("classifier", dtypes)
+    timings["classifier"] = time.perf_counter() - t0
+    if verbose:
+        print(f"  classifier (check): {timings['classifier']:.1f} s", flush=True)
+    return timings
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: ``python -m ember.precompile [--dtype f32,f64] [--jobs N]``."""
+    ap = argparse.ArgumentParser(prog="python -m ember.precompile", description=__doc__.splitlines()[0])
+    ap.add_argument("--dtype", default="f32", help="comma-separated float dtypes: f32, f64 (default f32)")
+    ap.add_argument("--jobs", type=int, default=2, help="processes compiling at once (default 2)")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    if args.workload:
+        _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
+        return
+    from ember.kernels.cpu.jit import cache_dir
+
+    start = time.perf_counter()
+    print(f"ember: compiling the cpu kernels ({', '.join(dtypes)}) into {cache_dir()}", flush=True)
+    precompile(dtypes, jobs=args.jobs, verbose=True)
+    print(f"ember: kernels ready in {time.perf_counter() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
