@@ -207,6 +207,34 @@ class MultiHeadAttention(Module):
         context = context.swap_dims(1, 2).reshape(b, sq, self.d_model)
         return MhaOutput(weights, self.output(context))
 
+    def forward_packed(self, x: Tensor, packing, mask_pad: Tensor) -> Tensor:
+        """Self-attention of packed real tokens (see :mod:`ember.nn.token_packing`).
+
+        The projections run on the ``N`` packed rows only; queries, keys and values are
+        scattered into the ``[B, S]`` layout (zeros at padding, which ``mask_pad`` hides) for
+        the attention itself, and the context is packed again before the output projection.
+
+        Args:
+            x: ``[N, D]``, the real tokens of ``packing``.
+            packing: a :class:`~ember.nn.token_packing.TokenPacking` of ``mask_pad``.
+            mask_pad: ``[B, S]`` bool, True at padding.
+
+        Returns:
+            ``[N, D]``: the context of the real tokens after the output projection.
+        """
+        q = self._heads(packing.unpack(self.query(x)))
+        k = self._heads(packing.unpack(self.key(x)))
+        v = self._heads(packing.unpack(self.value(x)))
+        _, context = self._attend(q, k, v, mask_pad, None, False)
+        context = context.swap_dims(1, 2).reshape(packing.batch, packing.seq, self.d_model)
+        return self.output(packing.pack(context))
+
+    @property
+    def masks_exactly(self) -> bool:
+        """Whether a masked key's weight is exactly 0 (its fill value's exponential underflows
+        in float32 and wider), so padded positions can be left out of everything else."""
+        return self.min_float <= _FUSED_MIN_FLOAT
+
     def forward_step(
         self,
         query: Tensor,

@@ -29,6 +29,7 @@ from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.linear import LinearConfig
 from ember.nn.module import Module
 from ember.nn.norm import LayerNormConfig
+from ember.nn.token_packing import TokenPacking
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.ops.movement import cat
@@ -224,6 +225,15 @@ class TransformerEncoderLayer(Module):
 
         return self._run(x, attend)
 
+    def forward_packed(self, x: Tensor, packing: TokenPacking, mask_pad: Tensor) -> Tensor:
+        """The layer on packed real tokens ``[N, d_model]`` (see :mod:`ember.nn.token_packing`);
+        equal, on those tokens, to :meth:`forward` on the padded batch."""
+
+        def attend(h):
+            return self.mha.forward_packed(h, packing, mask_pad)
+
+        return self._run(x, attend)
+
     def forward_step(
         self,
         x: Tensor,
@@ -310,6 +320,7 @@ class TransformerEncoder(Module):
         self.dropout = float(dropout)
         self.norm_first = bool(norm_first)
         self.quiet_softmax = bool(quiet_softmax)
+        self.skip_padding = True
 
     def forward(self, input, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
         """Args:
@@ -318,7 +329,10 @@ class TransformerEncoder(Module):
             mask_attn: ``[batch, seq, seq]`` bool (overrides the input's).
 
         Returns:
-            ``[batch, seq, d_model]``.
+            ``[batch, seq, d_model]``. With a padding mask (and no attention mask) the layers
+            run on the real tokens only and padded positions come out as 0: what they would
+            hold never reaches a real position (set ``skip_padding = False`` on the encoder to
+            compute them anyway, as Burn does).
         """
         if isinstance(input, TransformerEncoderInput):
             x = input.tensor
@@ -326,9 +340,31 @@ class TransformerEncoder(Module):
             mask_attn = input.attn if mask_attn is None else mask_attn
         else:
             x = input
+        if self._packs(x, mask_pad, mask_attn):
+            packing = TokenPacking(mask_pad)
+            if packing.count < packing.batch * packing.seq:
+                h = packing.pack(x)
+                for layer in self.layers:
+                    h = layer.forward_packed(h, packing, mask_pad)
+                return packing.unpack(h)
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)
         return x
+
+    def _packs(self, x, mask_pad, mask_attn) -> bool:
+        """Whether the layers may run on the real tokens only: a padding mask of the input's
+        [batch, seq], no attention mask, and masking that gives padded keys exactly 0 weight."""
+        return (
+            getattr(self, "skip_padding", True)
+            and mask_pad is not None
+            and mask_attn is None
+            and isinstance(x, Tensor)
+            and x.ndim == 3
+            and isinstance(mask_pad, Tensor)
+            and tuple(mask_pad.shape) == tuple(x.shape[:2])
+            and mask_pad.dtype.is_bool
+            and all(layer.mha.masks_exactly for layer in self.layers)
+        )
 
     def forward_step(
         self,

@@ -87,11 +87,17 @@ def test_encoder_matches_torch(norm_first):
     for ref in refs:
         y_ref = ref(y_ref, src_key_padding_mask=torch.from_numpy(pad))
     y = enc(nn.TransformerEncoderInput(t(x)).mask_pad(t(pad)))
-    np.testing.assert_allclose(y.numpy(), y_ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+    # by default the layers run on the real tokens only: equal there, 0 at the padding
+    np.testing.assert_allclose(y.numpy()[~pad], y_ref.detach().numpy()[~pad], rtol=1e-4, atol=1e-4)
+    assert not y.numpy()[pad].any()
     # inference copy gives the same result without a graph
     yv = enc.valid()(nn.TransformerEncoderInput(t(x)).mask_pad(t(pad)))
     assert not yv.requires_grad
     np.testing.assert_allclose(yv.numpy(), y.numpy(), rtol=1e-6, atol=1e-6)
+    # skip_padding=False computes the padded positions too, as Burn and PyTorch's training path
+    enc.skip_padding = False
+    y_full = enc(nn.TransformerEncoderInput(t(x)).mask_pad(t(pad)))
+    np.testing.assert_allclose(y_full.numpy(), y_ref.detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_layer_with_attention_mask_and_quiet_softmax_gradients():

@@ -1,0 +1,72 @@
+"""The real tokens of a padded batch packed into the rows of one matrix, and back.
+
+A Transformer layer is token-wise everywhere except in attention: its projections, norms,
+feed-forward, dropout and residuals treat each position on its own. Attention reads the padded
+positions only as keys, and a padded key's weight is exactly zero (its score is filled with a
+large negative value whose exponential underflows to 0), so nothing a real position computes
+depends on what a padded position holds. An encoder can therefore run its token-wise parts on
+the ``N`` real tokens only — a batch whose texts fill 60% of the sequence length does 60% of the
+products — and scatter them back into the ``[B, S, ·]`` layout just around attention.
+
+``pack`` gathers rows with the ``index`` op and ``unpack`` scatters them with ``index_put`` into
+zeros; each one's gradient is the other, over the same unique rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.tensor.creation import tensor, zeros
+from ember.tensor.ops._core import shape_str
+from ember.tensor.tensor import Tensor
+
+__all__ = ["TokenPacking"]
+
+
+class TokenPacking:
+    """The real (not padded) positions of a ``[B, S]`` padding mask.
+
+    Args:
+        mask_pad: ``[B, S]`` bool tensor, True at padding.
+
+    Attributes:
+        batch, seq: B and S.
+        count: N, the number of real positions.
+    """
+
+    __slots__ = ("_rows", "batch", "count", "device", "seq")
+
+    def __init__(self, mask_pad: Tensor):
+        if not isinstance(mask_pad, Tensor) or mask_pad.ndim != 2 or not mask_pad.dtype.is_bool:
+            got = (
+                f"{mask_pad.dtype} {shape_str(mask_pad.shape)}" if isinstance(mask_pad, Tensor) else mask_pad
+            )
+            raise ValueError(f"TokenPacking: mask_pad must be a [batch, seq] bool tensor, got {got}")
+        self.batch, self.seq = mask_pad.shape
+        self.device = mask_pad.device
+        rows = np.flatnonzero(~mask_pad.numpy().reshape(-1))
+        self.count = int(rows.size)
+        self._rows = tensor(rows.astype(np.int64), device=self.device)
+
+    @property
+    def fraction(self) -> float:
+        """N / (B·S): the share of positions that are real."""
+        total = self.batch * self.seq
+        return self.count / total if total else 1.0
+
+    def pack(self, x: Tensor) -> Tensor:
+        """``[B, S, ...]`` -> ``[N, ...]``: the real positions' rows, in batch-major order."""
+        self._check("pack", x, (self.batch, self.seq))
+        return x.reshape((self.batch * self.seq,) + tuple(x.shape[2:]))[self._rows]
+
+    def unpack(self, h: Tensor) -> Tensor:
+        """``[N, ...]`` -> ``[B, S, ...]``, zeros at the padded positions."""
+        self._check("unpack", h, (self.count,))
+        rest = tuple(h.shape[1:])
+        out = zeros((self.batch * self.seq,) + rest, dtype=h.dtype, device=h.device)
+        return out.index_put(self._rows, h).reshape((self.batch, self.seq) + rest)
+
+    def _check(self, op: str, t: Tensor, lead: tuple) -> None:
+        if not isinstance(t, Tensor) or tuple(t.shape[: len(lead)]) != lead:
+            got = shape_str(t.shape) if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"TokenPacking.{op}: expected a tensor of shape {list(lead)} + [...], got {got}")
