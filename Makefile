@@ -12,7 +12,7 @@ $(PY):
 # Installs ember, then compiles its cpu kernels into the on-disk cache (a minute at most, once
 # per version) so that the first training step starts at once.
 install: $(PY)
-	$(PY) -m pip install -e ".[test,text,train,examples]"
+	$(PY) -m pip install -e ".[test,text,train,examples,distributed]"
 	$(PY) -m ember.precompile
 
 demo: install

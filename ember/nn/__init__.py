@@ -63,7 +63,17 @@ from ember.nn.attention_cache import MhaCache
 from ember.nn.batch_norm import BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig
 from ember.nn.container import Identity, Sequential
 from ember.nn.conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig
+from ember.nn.conv3d import Conv3d, Conv3dConfig
+from ember.nn.conv_transpose import (
+    ConvTranspose1d,
+    ConvTranspose1dConfig,
+    ConvTranspose2d,
+    ConvTranspose2dConfig,
+    ConvTranspose3d,
+    ConvTranspose3dConfig,
+)
 from ember.nn.cross_attention import CrossAttention, CrossAttentionCache, CrossAttentionConfig
+from ember.nn.deform_conv import DeformConv2d, DeformConv2dConfig
 from ember.nn.distance import (
     CosineSimilarity,
     CosineSimilarityConfig,
@@ -73,6 +83,7 @@ from ember.nn.distance import (
 from ember.nn.dropout import Dropout, DropoutConfig
 from ember.nn.embedding import Embedding, EmbeddingConfig
 from ember.nn.embedding_bag import EmbeddingBag, EmbeddingBagConfig
+from ember.nn.fold import Fold4d, Fold4dConfig, Unfold4d, Unfold4dConfig
 from ember.nn.init import (
     Constant,
     Initializer,
@@ -128,6 +139,7 @@ from ember.nn.loss import (
     TripletMarginLoss,
     TripletMarginLossConfig,
 )
+from ember.nn.loss_rnnt import RNNTLoss, RNNTLossConfig
 from ember.nn.mask import GeneratePaddingMask, SeqLength, generate_autoregressive_mask, generate_padding_mask
 from ember.nn.module import Module
 from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
@@ -135,7 +147,7 @@ from ember.nn.norm import LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig
 from ember.nn.norm_group import GroupNorm, GroupNormConfig
 from ember.nn.norm_instance import InstanceNorm, InstanceNormConfig
 from ember.nn.norm_local_response import LocalResponseNorm, LocalResponseNormConfig
-from ember.nn.padding import PaddingConfig1d, PaddingConfig2d
+from ember.nn.padding import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d
 from ember.nn.param import Param, ParamId, RunningState
 from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.nn.pixel_shuffle import PixelShuffle, PixelShuffleConfig, PixelUnshuffle, PixelUnshuffleConfig
@@ -155,6 +167,7 @@ from ember.nn.pool1d import (
     MaxPool1d,
     MaxPool1dConfig,
 )
+from ember.nn.pool_adaptive import AdaptiveAvgPool3d, AdaptiveAvgPool3dConfig
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
 from ember.nn.rnn import (
     BiGru,
@@ -200,6 +213,8 @@ __all__ = [
     "AdaptiveAvgPool1dConfig",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dConfig",
+    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dConfig",
     "AvgPool1d",
     "AvgPool1dConfig",
     "AvgPool2d",
@@ -225,6 +240,14 @@ __all__ = [
     "Conv1dConfig",
     "Conv2d",
     "Conv2dConfig",
+    "Conv3d",
+    "Conv3dConfig",
+    "ConvTranspose1d",
+    "ConvTranspose1dConfig",
+    "ConvTranspose2d",
+    "ConvTranspose2dConfig",
+    "ConvTranspose3d",
+    "ConvTranspose3dConfig",
     "CosineEmbeddingLoss",
     "CosineEmbeddingLossConfig",
     "CosineSimilarity",
@@ -235,6 +258,8 @@ __all__ = [
     "CrossEntropyLoss",
     "CrossEntropyLossConfig",
     "DTypePolicy",
+    "DeformConv2d",
+    "DeformConv2dConfig",
     "Dropout",
     "DropoutConfig",
     "Elu",
@@ -243,6 +268,8 @@ __all__ = [
     "EmbeddingBag",
     "EmbeddingBagConfig",
     "EmbeddingConfig",
+    "Fold4d",
+    "Fold4dConfig",
     "GateController",
     "GaussianNLLLoss",
     "GaussianNLLLossConfig",
@@ -318,6 +345,7 @@ __all__ = [
     "PReluConfig",
     "PaddingConfig1d",
     "PaddingConfig2d",
+    "PaddingConfig3d",
     "PairwiseDistance",
     "PairwiseDistanceConfig",
     "Param",
@@ -334,6 +362,8 @@ __all__ = [
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
     "PositionalEncodingConfig",
+    "RNNTLoss",
+    "RNNTLossConfig",
     "RRelu",
     "RReluConfig",
     "RecordEntry",
@@ -387,6 +417,8 @@ __all__ = [
     "TransformerEncoderLayerAutoregressiveCache",
     "TripletMarginLoss",
     "TripletMarginLossConfig",
+    "Unfold4d",
+    "Unfold4dConfig",
     "Uniform",
     "XavierNormal",
     "XavierUniform",

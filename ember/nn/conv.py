@@ -1,5 +1,6 @@
 """1-D and 2-D convolutions (Burn's ``Conv1d``/``Conv2d``), with stride, padding, dilation and
-groups, computed as im2col (one ``index_select``) followed by one batched matmul.
+groups, computed as im2col (one ``index_select``) followed by one batched matmul. ``conv_nd``
+serves any number of spatial dims (``Conv3d`` in ``ember.nn.conv3d`` uses it too).
 
 Weights are ``[channels_out, channels_in / groups, *kernel]`` (Burn's and PyTorch's layout),
 initialised with fan_in = channels_in/groups · kernel elements.
@@ -15,7 +16,7 @@ from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig1d, PaddingConfig2d, padding_1d, padding_2d
 from ember.nn.param import Param
-from ember.nn.unfold import out_size, unfold_windows
+from ember.nn.unfold import out_size, per_axis, unfold_windows
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
@@ -51,11 +52,18 @@ def conv_nd(
         pads: ``(before, after)`` per spatial dim.
         groups: channel groups.
         op: name used in error messages.
+
+    Returns:
+        ``[B, C_out, *out]``.
+
+    Raises:
+        ValueError: the input's rank or channels do not fit the weight, or the padded input is
+            smaller than the dilated kernel.
     """
     n = weight.ndim - 2
     if not isinstance(x, Tensor) or x.ndim != n + 2:
         got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        dims = "length" if n == 1 else "height, width"
+        dims = {1: "length", 2: "height, width", 3: "depth, height, width"}.get(n, f"{n} spatial dims")
         raise ValueError(f"{op}: expected input [batch, channels, {dims}], got {got}")
     b, c_in = x.shape[:2]
     c_out, c_group = weight.shape[:2]
@@ -76,7 +84,7 @@ def conv_nd(
         )
     k = int(np.prod(kernel))
     cols = unfold_windows(x, kernel, stride, dilation, outs)  # [B, C_in, K, L]
-    cols = cols.reshape(b, groups, c_group * k, -1)
+    cols = cols.reshape(b, groups, c_group * k, int(np.prod(outs)))  # not -1: an empty batch cannot infer it
     w = weight.reshape(1, groups, c_out // groups, c_group * k)
     out = (w @ cols).reshape((b, c_out) + outs)
     if bias is not None:
@@ -200,9 +208,9 @@ class Conv2dConfig(Config):
 
     Args:
         channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kh, kw)``.
-        stride: ``(sh, sw)`` ((1, 1)).
-        dilation: ``(dh, dw)`` ((1, 1)).
+        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
+        stride: ``(sh, sw)`` ((1, 1)); an int means the same on both axes.
+        dilation: ``(dh, dw)`` ((1, 1)); an int means the same on both axes.
         groups: channel groups (1).
         padding: ``PaddingConfig2d.Valid`` (default), ``.Same`` or ``.Explicit(top, left, bottom, right)``.
         bias: learn a bias.
@@ -220,9 +228,9 @@ class Conv2dConfig(Config):
 
     def __post_init__(self):
         self.channels = tuple(self.channels)
-        self.kernel_size = tuple(self.kernel_size)
-        self.stride = tuple(self.stride)
-        self.dilation = tuple(self.dilation)
+        self.kernel_size = per_axis("Conv2dConfig", "kernel_size", self.kernel_size, 2)
+        self.stride = per_axis("Conv2dConfig", "stride", self.stride, 2)
+        self.dilation = per_axis("Conv2dConfig", "dilation", self.dilation, 2)
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "Conv2d":

@@ -1,10 +1,10 @@
-"""Padding choices of convolutions and pools (Burn's ``PaddingConfig1d``/``PaddingConfig2d``).
+"""Padding choices of convolutions and pools (Burn's ``PaddingConfig1d``/``2d``/``3d``).
 
 * ``Valid``: no padding.
 * ``Same``: pad so that ``out = ceil(in / stride)``; an odd total puts the extra element at
   the end (bottom/right), as Burn and TensorFlow do.
 * ``Explicit(...)``: given amounts — 1-D ``(left, right)``, 2-D ``(top, left, bottom, right)``
-  (Burn's order).
+  (Burn's order), 3-D ``(depth, height, width)``, each on both sides (Burn's 3-D form).
 
 Use them as ``PaddingConfig2d.Same``, ``PaddingConfig2d.Valid`` and
 ``PaddingConfig2d.Explicit(1, 1, 1, 1)``.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ember.record.config import Config
 
-__all__ = ["PaddingConfig1d", "PaddingConfig2d", "same_padding"]
+__all__ = ["PaddingConfig1d", "PaddingConfig2d", "PaddingConfig3d", "same_padding"]
 
 
 def same_padding(kernel: int, stride: int, size: int, dilation: int = 1) -> tuple[int, int]:
@@ -44,6 +44,15 @@ class PaddingConfig2d(Config, frozen=True):
 
     def pairs(self, height: int, width: int, kernel, stride, dilation=(1, 1)):
         """((top, bottom), (left, right)) padding for an input of ``height`` × ``width``."""
+        raise NotImplementedError
+
+
+class PaddingConfig3d(Config, frozen=True):
+    """Padding of a 3-D convolution (see the module docstring). ``Same`` pads an odd total
+    one more at the end, where Burn refuses it (even kernels)."""
+
+    def pairs(self, depth: int, height: int, width: int, kernel, stride, dilation=(1, 1, 1)):
+        """((front, back), (top, bottom), (left, right)) padding for a ``depth × height × width`` input."""
         raise NotImplementedError
 
 
@@ -100,6 +109,31 @@ class _Explicit2d(PaddingConfig2d):
         return (self.top, self.bottom), (self.left, self.right)
 
 
+class _Valid3d(PaddingConfig3d):
+    def pairs(self, depth, height, width, kernel, stride, dilation=(1, 1, 1)):
+        return (0, 0), (0, 0), (0, 0)
+
+
+class _Same3d(PaddingConfig3d):
+    def pairs(self, depth, height, width, kernel, stride, dilation=(1, 1, 1)):
+        return tuple(
+            same_padding(kernel[d], stride[d], size, dilation[d])
+            for d, size in enumerate((depth, height, width))
+        )
+
+
+class _Explicit3d(PaddingConfig3d):
+    depth: int
+    height: int
+    width: int
+
+    def __post_init__(self):
+        _check("PaddingConfig3d.Explicit", (self.depth, self.height, self.width))
+
+    def pairs(self, depth, height, width, kernel, stride, dilation=(1, 1, 1)):
+        return (self.depth, self.depth), (self.height, self.height), (self.width, self.width)
+
+
 # The variants carry Burn's names, which is also how configs write them in JSON.
 for _cls, _name in (
     (_Valid1d, "Valid"),
@@ -108,6 +142,9 @@ for _cls, _name in (
     (_Valid2d, "Valid"),
     (_Same2d, "Same"),
     (_Explicit2d, "Explicit"),
+    (_Valid3d, "Valid"),
+    (_Same3d, "Same"),
+    (_Explicit3d, "Explicit"),
 ):
     _cls.__name__ = _name
     _cls.__qualname__ = f"{_cls.__mro__[1].__name__}.{_name}"
@@ -118,6 +155,9 @@ PaddingConfig1d.Explicit = _Explicit1d
 PaddingConfig2d.Valid = _Valid2d()
 PaddingConfig2d.Same = _Same2d()
 PaddingConfig2d.Explicit = _Explicit2d
+PaddingConfig3d.Valid = _Valid3d()
+PaddingConfig3d.Same = _Same3d()
+PaddingConfig3d.Explicit = _Explicit3d
 
 
 def padding_1d(value) -> PaddingConfig1d:
@@ -148,4 +188,19 @@ def padding_2d(value) -> PaddingConfig2d:
     raise TypeError(
         f"padding: expected a PaddingConfig2d, 'same', 'valid', an int, (h, w) or "
         f"(top, left, bottom, right), got {value!r}"
+    )
+
+
+def padding_3d(value) -> PaddingConfig3d:
+    """Accept a PaddingConfig3d, an int (every side) or (depth, height, width) (both sides each)."""
+    if isinstance(value, PaddingConfig3d):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _Explicit3d(value, value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 3:
+        return _Explicit3d(*value)
+    if isinstance(value, str) and value.lower() in ("same", "valid"):
+        return PaddingConfig3d.Same if value.lower() == "same" else PaddingConfig3d.Valid
+    raise TypeError(
+        f"padding: expected a PaddingConfig3d, 'same', 'valid', an int or (depth, height, width), got {value!r}"
     )

@@ -1,6 +1,8 @@
 """2-D pooling: MaxPool2d, AvgPool2d (Burn's defaults: stride = kernel, no padding) and
-AdaptiveAvgPool2d. Windows come from the shared im2col (``ember.nn.unfold``), so gradients
-come from ``max``/``sum``/``matmul`` rules.
+AdaptiveAvgPool2d. Windows come from the shared im2col (``ember.nn.unfold``), adaptive bins
+from ``ember.nn.pool_adaptive``, so gradients come from the ``max``/``sum``/``index_select``
+rules. Configs take an int where a pair goes (``MaxPool2dConfig(2)`` is a 2×2 kernel), as
+PyTorch and Burn users write it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import numpy as np
 
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig2d, padding_2d
-from ember.nn.unfold import out_size, unfold_windows
+from ember.nn.pool_adaptive import adaptive_avg_pool
+from ember.nn.unfold import out_size, per_axis, unfold_windows
 from ember.record.config import Config
 from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
@@ -65,10 +68,10 @@ class MaxPool2dConfig(Config):
     """Configuration of :class:`MaxPool2d`.
 
     Args:
-        kernel_size: ``(kh, kw)``.
-        strides: ``(sh, sw)``; the kernel size when None (Burn's default).
+        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
+        strides: ``(sh, sw)``; the kernel size when None (Burn's default); an int means both axes.
         padding: ``PaddingConfig2d`` (Valid); padding never wins the max.
-        dilation: ``(dh, dw)`` ((1, 1)).
+        dilation: ``(dh, dw)`` ((1, 1)); an int means both axes.
         ceil_mode: count a partial last window.
     """
 
@@ -79,9 +82,13 @@ class MaxPool2dConfig(Config):
     ceil_mode: bool = False
 
     def __post_init__(self):
-        self.kernel_size = tuple(self.kernel_size)
-        self.strides = self.kernel_size if self.strides is None else tuple(self.strides)
-        self.dilation = tuple(self.dilation)
+        self.kernel_size = per_axis("MaxPool2dConfig", "kernel_size", self.kernel_size, 2)
+        self.strides = (
+            self.kernel_size
+            if self.strides is None
+            else per_axis("MaxPool2dConfig", "strides", self.strides, 2)
+        )
+        self.dilation = per_axis("MaxPool2dConfig", "dilation", self.dilation, 2)
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "MaxPool2d":
@@ -132,8 +139,8 @@ class AvgPool2dConfig(Config):
     """Configuration of :class:`AvgPool2d`.
 
     Args:
-        kernel_size: ``(kh, kw)``.
-        strides: ``(sh, sw)``; the kernel size when None (Burn's default).
+        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
+        strides: ``(sh, sw)``; the kernel size when None (Burn's default); an int means both axes.
         padding: ``PaddingConfig2d`` (Valid).
         count_include_pad: padding zeros count in the divisor (True, as Burn).
         ceil_mode: count a partial last window.
@@ -146,8 +153,12 @@ class AvgPool2dConfig(Config):
     ceil_mode: bool = False
 
     def __post_init__(self):
-        self.kernel_size = tuple(self.kernel_size)
-        self.strides = self.kernel_size if self.strides is None else tuple(self.strides)
+        self.kernel_size = per_axis("AvgPool2dConfig", "kernel_size", self.kernel_size, 2)
+        self.strides = (
+            self.kernel_size
+            if self.strides is None
+            else per_axis("AvgPool2dConfig", "strides", self.strides, 2)
+        )
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "AvgPool2d":
@@ -212,31 +223,22 @@ class AdaptiveAvgPool2dConfig(Config):
     """Configuration of :class:`AdaptiveAvgPool2d`.
 
     Args:
-        output_size: ``(oh, ow)``.
+        output_size: ``(oh, ow)``; an int means a square.
     """
 
     output_size: tuple[int, int]
 
     def __post_init__(self):
-        self.output_size = tuple(self.output_size)
+        self.output_size = per_axis("AdaptiveAvgPool2dConfig", "output_size", self.output_size, 2)
 
     def init(self, device=None, dtype=None) -> "AdaptiveAvgPool2d":
         return AdaptiveAvgPool2d(self.output_size)
 
 
-def _adaptive_matrix(size: int, out: int) -> np.ndarray:
-    """[out, size] averaging matrix: row i averages [floor(i·size/out), ceil((i+1)·size/out))."""
-    m = np.zeros((out, size), dtype=np.float64)
-    for i in range(out):
-        start = (i * size) // out
-        end = -(-((i + 1) * size) // out)
-        m[i, start:end] = 1.0 / (end - start)
-    return m
-
-
 class AdaptiveAvgPool2d(Module):
-    """Averages ``[B, C, H, W]`` into ``[B, C, oh, ow]`` bins (PyTorch's bin edges), computed as
-    two small matmuls ``A_h @ x @ A_wᵀ``.
+    """Averages ``[B, C, H, W]`` into ``[B, C, oh, ow]`` bins (PyTorch's bin edges), one axis
+    after the other; each bin gathers only its own elements, so an infinity or NaN stays in
+    the outputs whose bins contain it.
 
     Args:
         output_size: ``(oh, ow)``.
@@ -249,10 +251,7 @@ class AdaptiveAvgPool2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AdaptiveAvgPool2d", x)
-        oh, ow = self.output_size
-        a_h = from_numpy(_adaptive_matrix(x.shape[2], oh).astype(x.dtype.numpy), x.device)
-        a_w = from_numpy(_adaptive_matrix(x.shape[3], ow).T.astype(x.dtype.numpy), x.device)
-        return (a_h @ x) @ a_w
+        return adaptive_avg_pool(x, self.output_size, "AdaptiveAvgPool2d")
 
     def extra_repr(self) -> dict:
         return {"output_size": list(self.output_size)}

@@ -1,21 +1,48 @@
-"""Sliding windows ("im2col") built from tensor ops, shared by convolutions and pools.
+"""Sliding windows ("im2col") built from tensor ops, shared by convolutions, pools and folds.
 
 A padded input ``[B, C, *spatial]`` is flattened over its spatial dims and one
 ``index_select`` with a precomputed index picks every window element at once, giving
-``[B, C, K, L]`` (K elements per window, L windows). Gradients come from the ops' own
-rules (``index_select`` backward scatters-adds), so no layer needs a hand-written backward.
+``[B, C, K, L]`` (K elements per window, L windows). The inverse direction ("col2im",
+:func:`fold_windows`) adds ``[B, C, K, L]`` back into the spatial block with one accumulating
+``index_put`` on the same index; it serves transposed convolutions and ``Fold4d``. Gradients
+come from the ops' own rules (``index_select`` backward scatter-adds, ``index_put`` backward
+gathers), so no layer needs a hand-written backward.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ember.tensor.creation import from_numpy
+from ember.tensor.creation import from_numpy, zeros
 from ember.tensor.tensor import Tensor
 
-__all__ = ["out_size", "unfold_windows"]
+__all__ = ["fold_windows", "out_size", "per_axis", "unfold_windows"]
 
 _INDEX_CACHE: dict = {}
+
+
+def per_axis(op: str, name: str, value, n: int) -> tuple:
+    """``value`` as one int per spatial axis; a single int stands for all ``n`` axes
+    (``kernel_size=3`` is ``(3, 3)`` in 2-D, as PyTorch and Burn users write it).
+
+    Args:
+        op: the config or layer, for the error message.
+        name: the setting's name, for the error message.
+        value: an int or a sequence of ``n`` ints.
+        n: the number of spatial axes.
+
+    Returns:
+        A tuple of ``n`` ints.
+
+    Raises:
+        ValueError: ``value`` is not an int or ``n`` ints.
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * n
+    if isinstance(value, (tuple, list)) and len(value) == n:
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+            return tuple(int(v) for v in value)
+    raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
 
 
 def out_size(
@@ -76,3 +103,29 @@ def unfold_windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out
     flat = x.reshape(b, c, int(np.prod(spatial)))
     picked = flat.index_select(2, from_numpy(index, x.device))
     return picked.reshape(b, c, k, n_out)
+
+
+def fold_windows(
+    cols: Tensor, padded: tuple, kernel: tuple, stride: tuple, dilation: tuple, outs: tuple
+) -> Tensor:
+    """Sum windows ``cols [B, C, K, L]`` back into a ``[B, C, *padded]`` block (col2im): each
+    window element is added at the position :func:`unfold_windows` would read it from, so
+    overlapping windows accumulate. The adjoint of ``unfold_windows``.
+
+    Args:
+        cols: window elements, K-major as ``unfold_windows`` returns them.
+        padded: the spatial size of the block to fill.
+        kernel, stride, dilation: per spatial dim.
+        outs: number of windows per spatial dim (L = their product).
+
+    Returns:
+        ``[B, C, *padded]``; positions no window covers are zero.
+    """
+    b, c = cols.shape[:2]
+    index = _window_index(tuple(padded), tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
+    flat = zeros((b, c, int(np.prod(padded))), dtype=cols.dtype, device=cols.device)
+    values = cols.reshape(b, c, index.shape[0])
+    filled = flat.index_put(
+        (slice(None), slice(None), from_numpy(index, cols.device)), values, accumulate=True
+    )
+    return filled.reshape((b, c) + tuple(padded))

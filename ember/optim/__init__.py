@@ -8,7 +8,8 @@
 
 - Gradients: :class:`GradientsParams` (keyed by ``ParamId``), :class:`GradientsAccumulator`.
 - Optimizers (``XxxConfig().init()`` / ``.build()``): SGD (+ momentum), Adam, AdamW
-  (+ cautious weight decay), RMSprop, AdaGrad, Lion; :class:`GradientClippingConfig`.
+  (+ cautious weight decay), RMSprop, AdaGrad, Lion, Adan, Muon (2-D weights);
+  :class:`GradientClippingConfig`. :class:`LBFGS` (closure-based, its own ``step``).
 - :class:`ModuleOptimizer` with per-:class:`~ember.nn.ParamGroup` optimizers, Burn-layout
   state records (:class:`OptimizerRecord`).
 - Mixed precision: :class:`MixedPrecision` (float16 compute, float32 master weights and
@@ -31,9 +32,11 @@ from ember.optim import lr_scheduler
 from ember.optim.adagrad import AdaGrad, AdaGradConfig
 from ember.optim.adam import Adam, AdamConfig
 from ember.optim.adamw import AdamW, AdamWConfig
+from ember.optim.adan import Adan, AdanConfig
 from ember.optim.clipping import GradientClipping, GradientClippingConfig
 from ember.optim.grad_accum import GradientsAccumulator
 from ember.optim.grads_params import GradientsParams
+from ember.optim.lbfgs import LBFGS, LBFGSConfig, LBFGSRecord, LineSearchFn
 from ember.optim.lion import Lion, LionConfig
 from ember.optim.lr_scheduler import (
     ComposedLrScheduler,
@@ -62,6 +65,7 @@ from ember.optim.lr_scheduler import (
 )
 from ember.optim.mixed_precision import DynamicLossScaler, DynamicLossScalerConfig, MixedPrecision
 from ember.optim.module_optimizer import ModuleOptimizer
+from ember.optim.muon import AdjustLrFn, Muon, MuonConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 from ember.optim.optimizer_record import OptimizerRecord
 from ember.optim.rmsprop import RmsProp, RmsPropConfig
@@ -72,12 +76,16 @@ from ember.optim.scheduler_record import state_to_bytes as scheduler_state_to_by
 from ember.optim.sgd import MomentumConfig, Sgd, SgdConfig
 
 __all__ = [
+    "LBFGS",
     "AdaGrad",
     "AdaGradConfig",
     "Adam",
     "AdamConfig",
     "AdamW",
     "AdamWConfig",
+    "Adan",
+    "AdanConfig",
+    "AdjustLrFn",
     "ComposedLrScheduler",
     "ComposedLrSchedulerConfig",
     "ConstantLr",
@@ -91,6 +99,9 @@ __all__ = [
     "GradientClippingConfig",
     "GradientsAccumulator",
     "GradientsParams",
+    "LBFGSConfig",
+    "LBFGSRecord",
+    "LineSearchFn",
     "LinearLrScheduler",
     "LinearLrSchedulerConfig",
     "Lion",
@@ -103,6 +114,8 @@ __all__ = [
     "ModuleLrSchedulerConfig",
     "ModuleOptimizer",
     "MomentumConfig",
+    "Muon",
+    "MuonConfig",
     "NoamLrScheduler",
     "NoamLrSchedulerConfig",
     "Optimizer",

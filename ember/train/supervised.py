@@ -37,7 +37,7 @@ from ember.train.metric import MetricMetadata
 from ember.train.plots import MetricPlotter
 from ember.train.renderer import MetricState, TrainingProgress, default_renderer
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
-from ember.train.strategy import MultiDevice, SingleDevice, TrainingStrategy
+from ember.train.strategy import SingleDevice, TrainingStrategy
 from ember.train.summary import LearnerSummary
 
 __all__ = ["LearningResult", "SupervisedTraining"]
@@ -309,11 +309,7 @@ class SupervisedTraining:
             )
         strategy = self._training_strategy
         strategy.check_supported()
-        device = (
-            strategy.device
-            if isinstance(strategy, SingleDevice)
-            else (strategy.devices[0] if isinstance(strategy, MultiDevice) and strategy.devices else None)
-        )
+        device = strategy.run_device()
         if device is not None:
             learner.fork(device)
         if self._checkpoint is not None and self._checkpointers is None:
@@ -326,8 +322,9 @@ class SupervisedTraining:
                 f"launch: {type(learner.model).__name__} must define inference_step(batch) to be "
                 "validated (see ember.train.InferenceStep), or pass dataloader_valid=None"
             )
-        self.directory.mkdir(parents=True, exist_ok=True)
-        run = _Run(self, learner)
+        if strategy.is_main:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        run = _Run(self, learner, strategy)
         return run.execute()
 
 
@@ -339,35 +336,54 @@ def _flatten(metrics) -> list:
 
 
 class _Run:
-    """The state of one ``launch``: loggers, store, checkpointer, renderer, signal handler."""
+    """The state of one ``launch``: loggers, store, checkpointer, renderer, signal handler.
 
-    def __init__(self, training: SupervisedTraining, learner: Learner):
+    Under a strategy whose process is not the main one (a rank other than 0 of a distributed
+    run), the run writes and shows nothing: no metrics, loggers, checkpoints, plots or display;
+    it trains, and agrees with the main process through the strategy's hooks.
+    """
+
+    def __init__(self, training: SupervisedTraining, learner: Learner, strategy: TrainingStrategy):
         self.t = training
         self.learner = learner
-        self.renderer = training._renderer if training._renderer is not None else default_renderer()
+        self.strategy = strategy
+        self.main = main = strategy.is_main
+        self.train_loader = strategy.loader(training.dataloader_train)
+        self.valid_loader = (
+            None if training.dataloader_valid is None else strategy.loader(training.dataloader_valid)
+        )
+        self.metrics = training._metrics if main else {"train": [], "valid": []}
+        if main:
+            self.renderer = training._renderer if training._renderer is not None else default_renderer()
+        else:
+            from ember.distributed.silent_renderer import SilentRenderer
+
+            self.renderer = SilentRenderer()
+        self.progress_loggers = training._progress_loggers if main else []
+        self.app_logger = training._app_logger if main else None
         self.interrupter = training._interrupter
         self.numeric_names = {
-            split: [r.metric.name for r in regs if r.numeric] for split, regs in training._metrics.items()
+            split: [r.metric.name for r in regs if r.numeric] for split, regs in self.metrics.items()
         }
         self.checkpointer = None
-        if training._checkpointers is not None:
+        if training._checkpointers is not None and main:
             training_state = AsyncCheckpointer(
                 FileCheckpointer(training.directory / "checkpoint", "training")
             )
             self.checkpointer = LearningCheckpointer(
                 *training._checkpointers, training_state, training._checkpointing_strategy
             )
-        self.loggers = list(training._metric_loggers)
+        self.loggers = list(training._metric_loggers) if main else []
         self.resumed_partial: tuple[str, int] | None = None
-        self.plotter = MetricPlotter(training.directory / "plots") if training._plots else None
+        self.plotter = MetricPlotter(training.directory / "plots") if training._plots and main else None
         self._log_handler = None
         self._previous_sigint = None
         self._previous_level: int | None = None
 
     # ---- setup and teardown -------------------------------------------------------------------
     def _install(self) -> None:
-        if self.t._app_logger is not None:
-            self.t._app_logger.install()
+        if self.app_logger is not None:
+            self.app_logger.install()
         make_handler = getattr(self.renderer, "log_handler", None)
         if callable(make_handler):
             self._log_handler = make_handler()
@@ -400,8 +416,8 @@ class _Run:
         if self._log_handler is not None:
             logging.getLogger().removeHandler(self._log_handler)
             self._log_handler = None
-        if self.t._app_logger is not None:
-            self.t._app_logger.uninstall()
+        if self.app_logger is not None:
+            self.app_logger.uninstall()
 
     def _message(self, text: str) -> None:
         _log.info(text)
@@ -412,7 +428,7 @@ class _Run:
     def execute(self) -> LearningResult:
         t = self.t
         start_epoch, skip = 1, 0
-        if not self.loggers:
+        if not self.loggers and self.main:
             self.loggers = [FileMetricLogger(t.directory)]
         store = MetricsStore(reader=self._read_numeric)
         self.store = store
@@ -420,9 +436,11 @@ class _Run:
         self._install()
         last_epoch, interrupted, summary = 0, False, None
         try:
-            if t._checkpoint is not None:
+            if t._checkpoint is not None and self.main:
                 start_epoch, skip = self._resume(t._checkpoint)
-                last_epoch = start_epoch - 1
+            self.strategy.start(self.learner)  # a distributed run: rank 0's state on every rank
+            start_epoch, skip = self.strategy.from_main((start_epoch, skip))
+            last_epoch = start_epoch - 1
             _log.info(
                 "Starting training for %d epochs (epochs %d..%d) in %s",
                 t._num_epochs,
@@ -435,21 +453,21 @@ class _Run:
             for epoch in range(start_epoch, t._num_epochs + 1):
                 done = self._train_split(epoch, skip)
                 skip = 0
-                if self.interrupter.should_stop():
+                if self._should_stop():
                     interrupted = True
                     self._interrupt(epoch, done)
                     break
-                if t.dataloader_valid is not None:
+                if self.valid_loader is not None:
                     self._valid_split(epoch)
                 last_epoch = epoch
                 if self.checkpointer is not None:
                     self.checkpointer.checkpoint(self.learner, epoch, store)
                 if self.plotter is not None:
                     self.plotter.draw(store, self.numeric_names, epoch)
-                if t._early_stopping is not None and t._early_stopping.should_stop(epoch, store):
+                if t._early_stopping is not None and self._early_stop(epoch):
                     self._message(f"Early stopping after epoch {epoch}: {t._early_stopping!r}")
                     break
-                if self.interrupter.should_stop():  # stopped during validation
+                if self._should_stop():  # stopped during validation
                     interrupted = True
                     self._message(self._resume_hint(epoch, None))
                     break
@@ -475,6 +493,18 @@ class _Run:
                 self.renderer.close()
                 self._uninstall()
         return LearningResult(self.learner.model.valid(), summary, self.renderer, last_epoch, interrupted)
+
+    def _should_stop(self) -> bool:
+        """Whether the interrupter asks to stop, in this or (distributed) any other process:
+        every process then stops at the same batch."""
+        if self.strategy.any_process(self.interrupter.should_stop()) and not self.interrupter.should_stop():
+            self.interrupter.stop("another rank was interrupted")
+        return self.interrupter.should_stop()
+
+    def _early_stop(self, epoch: int) -> bool:
+        """The early-stopping decision, taken on the main process (which has the metrics)."""
+        stop = self.main and self.t._early_stopping.should_stop(epoch, self.store)
+        return bool(self.strategy.from_main((int(stop),))[0])
 
     def _read_numeric(self, split: str, name: str, epoch: int) -> float | None:
         for logger in self.loggers:
@@ -533,7 +563,7 @@ class _Run:
 
     # ---- splits ---------------------------------------------------------------------------------
     def _start_split(self, split: str, loader, epoch: int) -> None:
-        for reg in self.t._metrics[split]:
+        for reg in self.metrics[split]:
             reg.metric.clear()
         set_epoch = getattr(loader, "set_epoch", None)
         if callable(set_epoch):  # the same epoch always gets the same order, resumed or not
@@ -543,7 +573,7 @@ class _Run:
         self.renderer.on_split_start(split, epoch, num_items)
 
     def _train_split(self, epoch: int, skip: int) -> int:
-        learner, loader = self.learner, self.t.dataloader_train
+        learner, loader, strategy = self.learner, self.train_loader, self.strategy
         self._start_split("train", loader, epoch)
         accumulate = self.t._grad_accum if self.t._grad_accum and self.t._grad_accum > 1 else None
         accumulator = GradientsAccumulator() if accumulate else None
@@ -554,13 +584,15 @@ class _Run:
                 continue
             lr = learner.lr_step()
             output = learner.train_step(batch)
+            grads = strategy.gradients(output.grads, learner.model, loader)
             if accumulator is None:
-                learner.optimizer_step(output.grads)
+                learner.optimizer_step(grads)
             else:
-                accumulator.accumulate(learner.model, output.grads)
+                accumulator.accumulate(learner.model, grads)
                 if accumulator.num_accumulated >= accumulate:
                     learner.optimizer_step(accumulator.grads())
-            if self._after_batch("train", loader, epoch, iteration, output.item, base_lr(lr)):
+            item = strategy.metric_item(_synced(output.item), loader)
+            if self._after_batch("train", loader, epoch, iteration, item, base_lr(lr)):
                 break
         if accumulator is not None and accumulator.num_accumulated:
             # the last, incomplete group of the split still counts (Burn drops it)
@@ -569,14 +601,15 @@ class _Run:
         return iteration
 
     def _valid_split(self, epoch: int) -> None:
-        loader = self.t.dataloader_valid
+        loader = self.valid_loader
         model = self.learner.model.valid()
         self._start_split("valid", loader, epoch)
         lr = self.learner.lr_current()
         iteration = 0
         for batch in loader:
             iteration += 1
-            if self._after_batch("valid", loader, epoch, iteration, model.inference_step(batch), lr):
+            item = self.strategy.metric_item(_synced(model.inference_step(batch)), loader)
+            if self._after_batch("valid", loader, epoch, iteration, item, lr):
                 break
         self._end_split("valid", epoch)
 
@@ -586,18 +619,18 @@ class _Run:
         meta = MetricMetadata(
             progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, lr=lr
         )
-        self._update(split, _synced(item), meta, epoch)
+        self._update(split, item, meta, epoch)
         state = TrainingProgress(
             progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, split=split
         )
         (self.renderer.render_train if split == "train" else self.renderer.render_valid)(state)
-        for logger in self.t._progress_loggers:
+        for logger in self.progress_loggers:
             logger.log_progress(state)
-        return self.interrupter.should_stop()
+        return self._should_stop()
 
     def _update(self, split: str, item, meta, epoch: int) -> None:
         update_renderer = self.renderer.update_train if split == "train" else self.renderer.update_valid
-        for reg in self.t._metrics[split]:
+        for reg in self.metrics[split]:
             metric = reg.metric
             entry = metric.update(item, meta)
             if entry.serialized is not None:
@@ -621,7 +654,7 @@ class _Run:
         # An epoch resumed mid-way gets no `final` line: its aggregate is read back as the
         # count-weighted mean of all its iteration lines, those before the interrupt included.
         partial = self.resumed_partial == (split, epoch)
-        for reg in self.t._metrics[split]:
+        for reg in self.metrics[split]:
             if not reg.numeric:
                 continue
             running = reg.metric.running_value()

@@ -18,6 +18,10 @@ checkpointers and the summary, trains with :class:`ember.train.SupervisedTrainin
 ``batch_size``, ``num_epochs``) and, with Burn's values as defaults, the recipe options the
 scripts' flags set (sample sizes, schedule, pooling, label smoothing, seed).
 
+Under ``python -m ember.distributed.launch -n N`` (or mpiexec/srun) each of the N processes
+trains as one rank of ``DistributedDataParallel``: ``--batch-size`` is the batch of one rank
+(the global batch is N times it), and rank 0 alone writes the artifacts.
+
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.training import ExperimentConfig, train``.
 """
@@ -32,6 +36,7 @@ from typing import Any
 import ember
 from ember import nn
 from ember.data import DataLoaderBuilder, SamplerDataset
+from ember.distributed import env_rank, env_world_size, launched_distributed
 from ember.optim import (
     AdamConfig,
     AdamWConfig,
@@ -40,7 +45,7 @@ from ember.optim import (
     NoamLrSchedulerConfig,
     SequentialLrSchedulerConfig,
 )
-from ember.train import Learner, SupervisedTraining
+from ember.train import DistributedDataParallel, Learner, SupervisedTraining
 from ember.train.metric import (
     AccuracyMetric,
     CudaMetric,
@@ -152,6 +157,8 @@ class ExperimentConfig(ember.Config):
 def create_artifact_dir(artifact_dir: str | os.PathLike) -> Path:
     """Create ``artifact_dir`` and remove a stale ``experiment.log`` (Burn's ``create_artifact_dir``)."""
     path = Path(artifact_dir)
+    if env_rank() not in (None, 0):  # a distributed run: rank 0 owns the directory
+        return path
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"the artifact directory {path} is a file; pass --artifact-dir DIR")
     (path / "experiment.log").unlink(missing_ok=True)
@@ -202,7 +209,9 @@ def build_dataloaders(dataset_train, dataset_test, config: ExperimentConfig, tok
 
 
 def steps_per_epoch(dataloader) -> int:
-    """Iterations (batches) per epoch of a loader."""
+    """Iterations (batches) per epoch of a loader (steps of all ranks together when distributed)."""
+    if launched_distributed():
+        return math.ceil(len(dataloader.dataset) / (dataloader.batch_size * env_world_size()))
     return len(dataloader)
 
 
@@ -332,7 +341,12 @@ def _launch(
         training = training.renderer(renderer)
     if checkpoint is not None:
         training = training.checkpoint(checkpoint)
+    strategy = None
+    if launched_distributed():  # one rank of several (ember.distributed.launch, mpiexec, srun)
+        strategy = DistributedDataParallel(devices=(device,) if str(device).startswith("cuda") else ())
+        training = training.with_training_strategy(strategy)
     result = training.launch(Learner(model, optimizer, lr_scheduler))
-    config.save(artifact_dir / "config.json")
-    result.model.save_file(artifact_dir / "model.bpk")
+    if strategy is None or strategy.is_main:
+        config.save(artifact_dir / "config.json")
+        result.model.save_file(artifact_dir / "model.bpk")
     return result

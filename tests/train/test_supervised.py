@@ -19,9 +19,9 @@ import ember
 from ember.optim import GradientsParams, SgdConfig
 from ember.train import (
     Direction,
-    DistributedDataParallel,
     Learner,
     MetricEarlyStoppingStrategy,
+    MultiDevice,
     Split,
     SupervisedTraining,
 )
@@ -276,8 +276,8 @@ def test_clear_errors(tmp_path):
         Learner(ember.nn.LinearConfig(2, 2).init(), SgdConfig().init(), 0.1)
     with pytest.raises(ValueError, match="with_default_checkpointers"):
         SupervisedTraining(tmp_path, train, valid).checkpoint(1).launch(toy.learner())
-    with pytest.raises(NotImplementedError, match="DistributedDataParallel"):
-        SupervisedTraining(tmp_path, train, valid).with_training_strategy(DistributedDataParallel()).launch(
+    with pytest.raises(NotImplementedError, match="MultiDevice"):
+        SupervisedTraining(tmp_path, train, valid).with_training_strategy(MultiDevice(("cpu", "cpu"))).launch(
             toy.learner()
         )
     with pytest.raises(FileNotFoundError, match="available: none"):

@@ -1,0 +1,113 @@
+"""``Communicator``: what data-parallel training needs from a collective engine (MPI, NCCL).
+
+Two kinds of operations:
+
+* **device collectives** on the arrays of the backend being trained (NumPy arrays for the
+  ``reference`` and ``cpu`` backends with MPI, CuPy arrays on a GPU with NCCL): the gradient
+  all-reduce and the parameter broadcast. They work on buffers in place; nothing is pickled.
+* **host collectives** on small NumPy arrays and byte strings (records, metric outputs, stop
+  flags), always over MPI, which also starts every rank.
+
+Every blocking wait is bounded by ``timeout`` seconds: a rank whose peer died or hangs raises
+:class:`~ember.distributed.errors.DistributedTimeoutError` instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Communicator", "PendingCollective"]
+
+
+class PendingCollective(ABC):
+    """A started collective; :meth:`wait` blocks (at most the communicator's timeout) until done."""
+
+    @abstractmethod
+    def wait(self) -> None:
+        """Block until the collective has completed on this rank.
+
+        Raises:
+            DistributedTimeoutError: it did not complete within the timeout.
+        """
+
+
+class Communicator(ABC):
+    """The ranks of a distributed run and their collectives.
+
+    Attributes:
+        rank: this process's rank, 0 … ``world_size - 1``.
+        world_size: the number of ranks.
+        timeout: seconds any wait may take before it raises.
+    """
+
+    rank: int
+    world_size: int
+    timeout: float
+
+    @property
+    def is_main(self) -> bool:
+        """True on rank 0, the rank that writes artifacts and shows the display."""
+        return self.rank == 0
+
+    # ---- device collectives (arrays of the trained backend) ----------------------------------
+    @abstractmethod
+    def start_allreduce_sum(self, array: Any) -> PendingCollective:
+        """Start summing ``array`` over the ranks, in place (a contiguous 1-D buffer).
+
+        Args:
+            array: a NumPy array (MPI) or a CuPy array on this rank's GPU (NCCL).
+        """
+
+    @abstractmethod
+    def broadcast_array(self, array: Any, root: int = 0) -> None:
+        """Overwrite ``array`` on every rank with ``root``'s values (same shape and dtype)."""
+
+    def allreduce_sum(self, array: Any) -> None:
+        """Sum ``array`` over the ranks, in place, and wait for the result."""
+        self.start_allreduce_sum(array).wait()
+
+    # ---- host collectives (NumPy arrays and bytes) --------------------------------------------
+    @abstractmethod
+    def allreduce_host(self, array: np.ndarray, op: str = "sum") -> None:
+        """Reduce a NumPy array over the ranks in place.
+
+        Args:
+            array: a contiguous NumPy array.
+            op: ``"sum"``, ``"max"`` or ``"min"``.
+        """
+
+    @abstractmethod
+    def broadcast_bytes(self, data: bytes | None, root: int = 0) -> bytes:
+        """``root``'s bytes on every rank (the other ranks pass None)."""
+
+    @abstractmethod
+    def gather_bytes(self, data: bytes, root: int = 0) -> list[bytes] | None:
+        """Every rank's bytes, in rank order, on ``root``; None on the other ranks."""
+
+    @abstractmethod
+    def barrier(self) -> None:
+        """Return once every rank has reached this call."""
+
+    @abstractmethod
+    def abort(self, code: int = 1) -> None:
+        """End every rank of the job now (after a failure nothing else can recover from)."""
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is true on at least one."""
+        value = np.array([1 if flag else 0], dtype=np.int32)
+        self.allreduce_host(value, "max")
+        return bool(value[0])
+
+    def broadcast_value(self, values: tuple[int, ...], root: int = 0) -> tuple[int, ...]:
+        """``root``'s tuple of integers on every rank."""
+        array = np.asarray(values, dtype=np.int64)
+        raw = self.broadcast_bytes(array.tobytes() if self.rank == root else None, root)
+        return tuple(int(v) for v in np.frombuffer(raw, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(rank={self.rank}, world_size={self.world_size}, timeout={self.timeout})"
+        )

@@ -1,0 +1,149 @@
+"""3-D convolution (Burn's ``Conv3d``): ``[B, C_in, D, H, W] -> [B, C_out, D_out, H_out, W_out]``,
+with stride, padding, dilation and groups, computed by the shared ``conv_nd`` (im2col, then one
+batched matmul).
+
+The weight is ``[C_out, C_in / groups, kd, kh, kw]`` (Burn's and PyTorch's layout, so records
+move between them), initialised with fan_in = channels_in/groups · kd·kh·kw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+
+from ember.nn.conv import _check_channels, _positive, conv_nd
+from ember.nn.init import Initializer, default_linear_initializer
+from ember.nn.module import Module
+from ember.nn.padding import PaddingConfig3d, padding_3d
+from ember.nn.param import Param
+from ember.nn.unfold import per_axis
+from ember.record.config import Config
+from ember.tensor.tensor import Tensor
+
+__all__ = ["Conv3d", "Conv3dConfig"]
+
+
+class Conv3dConfig(Config):
+    """Configuration of :class:`Conv3d`.
+
+    Args:
+        channels: ``(channels_in, channels_out)``.
+        kernel_size: ``(kd, kh, kw)``; an int ``k`` means ``(k, k, k)``.
+        stride: ``(sd, sh, sw)`` ((1, 1, 1)); an int means the same on every axis.
+        dilation: ``(dd, dh, dw)`` ((1, 1, 1)); an int means the same on every axis.
+        groups: channel groups (1).
+        padding: ``PaddingConfig3d.Valid`` (default), ``.Same`` or ``.Explicit(depth, height, width)``
+            (both sides of each axis); an int or a triple means ``Explicit``.
+        bias: learn a bias.
+        initializer: KaimingUniform(1/√3) by default, i.e. U(±1/√fan_in).
+    """
+
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int] = (1, 1, 1)
+    dilation: tuple[int, int, int] = (1, 1, 1)
+    groups: int = 1
+    padding: PaddingConfig3d = field(default_factory=lambda: PaddingConfig3d.Valid)
+    bias: bool = True
+    initializer: Initializer = field(default_factory=default_linear_initializer)
+
+    def __post_init__(self):
+        self.channels = tuple(self.channels)
+        self.kernel_size = per_axis("Conv3dConfig", "kernel_size", self.kernel_size, 3)
+        self.stride = per_axis("Conv3dConfig", "stride", self.stride, 3)
+        self.dilation = per_axis("Conv3dConfig", "dilation", self.dilation, 3)
+        self.padding = padding_3d(self.padding)
+
+    def init(self, device=None, dtype=None) -> "Conv3d":
+        """Build the layer with freshly initialised weight (and bias).
+
+        Args:
+            device: where the parameters live (the default device when None).
+            dtype: their float dtype (float32 when None).
+
+        Returns:
+            A :class:`Conv3d`.
+
+        Raises:
+            ValueError: channels not multiples of groups, or a non-positive kernel/stride/dilation.
+        """
+        c_in, c_out = self.channels
+        _check_channels("Conv3dConfig", c_in, c_out, self.groups)
+        _positive(
+            "Conv3dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
+        )
+        k = self.kernel_size[0] * self.kernel_size[1] * self.kernel_size[2]
+        fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
+        shape = (c_out, c_in // self.groups) + self.kernel_size
+        weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
+        bias = (
+            self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
+            if self.bias
+            else None
+        )
+        return Conv3d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
+
+
+class Conv3d(Module):
+    """3-D convolution: ``[B, C_in, D, H, W] -> [B, C_out, D_out, H_out, W_out]``.
+
+    Args:
+        weight: Param ``[C_out, C_in/groups, kd, kh, kw]``.
+        bias: Param ``[C_out]`` or None.
+        stride, dilation: ``(d, h, w)`` triples.
+        groups: channel groups.
+        padding: a PaddingConfig3d.
+    """
+
+    def __init__(
+        self,
+        weight: Param,
+        bias: Param | None,
+        stride=(1, 1, 1),
+        dilation=(1, 1, 1),
+        groups: int = 1,
+        padding=None,
+    ):
+        self.weight = weight
+        self.bias = bias
+        self.stride = tuple(int(s) for s in stride)
+        self.kernel_size = tuple(weight.shape[2:])
+        self.dilation = tuple(int(d) for d in dilation)
+        self.groups = int(groups)
+        self.padding = padding_3d(padding if padding is not None else PaddingConfig3d.Valid)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Convolve ``x [B, C_in, D, H, W]``.
+
+        Args:
+            x: the input.
+
+        Returns:
+            ``[B, C_out, D_out, H_out, W_out]``.
+
+        Raises:
+            ValueError: wrong rank or channels, or an input smaller than the dilated kernel.
+        """
+        d, h, w = tuple(x.shape[-3:]) if isinstance(x, Tensor) and x.ndim >= 3 else (0, 0, 0)
+        pads = self.padding.pairs(d, h, w, self.kernel_size, self.stride, self.dilation)
+        return conv_nd(
+            x,
+            self.weight.val(),
+            None if self.bias is None else self.bias.val(),
+            self.stride,
+            pads,
+            self.dilation,
+            self.groups,
+            "Conv3d",
+        )
+
+    def extra_repr(self) -> dict:
+        c_out, c_group = self.weight.shape[:2]
+        return {
+            "ch_in": c_group * self.groups,
+            "ch_out": c_out,
+            "stride": list(self.stride),
+            "kernel_size": list(self.kernel_size),
+            "dilation": list(self.dilation),
+            "groups": self.groups,
+            "padding": type(self.padding).__name__,
+        }
