@@ -207,27 +207,27 @@ class MultiHeadAttention(Module):
         context = context.swap_dims(1, 2).reshape(b, sq, self.d_model)
         return MhaOutput(weights, self.output(context))
 
-    def forward_packed(self, x: Tensor, packing, mask_pad: Tensor) -> Tensor:
+    def forward_packed(self, x: Tensor, packing) -> Tensor:
         """Self-attention of packed real tokens (see :mod:`ember.nn.token_packing`).
 
         The projections run on the ``N`` packed rows only; queries, keys and values are
-        scattered into the ``[B, S]`` layout (zeros at padding, which ``mask_pad`` hides) for
-        the attention itself, and the context is packed again before the output projection.
+        scattered into the batch's span layout ``[B, span]`` (zeros at padding, which the
+        packing's ``span_mask`` hides) for the attention itself, and the context is packed
+        again before the output projection.
 
         Args:
             x: ``[N, D]``, the real tokens of ``packing``.
-            packing: a :class:`~ember.nn.token_packing.TokenPacking` of ``mask_pad``.
-            mask_pad: ``[B, S]`` bool, True at padding.
+            packing: a :class:`~ember.nn.token_packing.TokenPacking` of the padding mask.
 
         Returns:
             ``[N, D]``: the context of the real tokens after the output projection.
         """
-        q = self._heads(packing.unpack(self.query(x)))
-        k = self._heads(packing.unpack(self.key(x)))
-        v = self._heads(packing.unpack(self.value(x)))
-        _, context = self._attend(q, k, v, mask_pad, None, False)
-        context = context.swap_dims(1, 2).reshape(packing.batch, packing.seq, self.d_model)
-        return self.output(packing.pack(context))
+        q = self._heads(packing.unpack_span(self.query(x)))
+        k = self._heads(packing.unpack_span(self.key(x)))
+        v = self._heads(packing.unpack_span(self.value(x)))
+        _, context = self._attend(q, k, v, packing.span_mask, None, False)
+        context = context.swap_dims(1, 2).reshape(packing.batch, packing.span, self.d_model)
+        return self.output(packing.pack_span(context))
 
     @property
     def masks_exactly(self) -> bool:

@@ -6,7 +6,10 @@ positions only as keys, and a padded key's weight is exactly zero (its score is 
 large negative value whose exponential underflows to 0), so nothing a real position computes
 depends on what a padded position holds. An encoder can therefore run its token-wise parts on
 the ``N`` real tokens only — a batch whose texts fill 60% of the sequence length does 60% of the
-products — and scatter them back into the ``[B, S, ·]`` layout just around attention.
+products — and scatter them back into the ``[B, S, ·]`` layout just around attention. There the
+batch is cut to its *span*, the columns up to the last one holding a real token, so the padding
+that ends every row of a batch (sequences padded to a fixed length) costs attention nothing
+either.
 
 ``pack`` gathers rows with the ``index`` op and ``unpack`` scatters them with ``index_put`` into
 zeros; each one's gradient is the other, over the same unique rows.
@@ -32,9 +35,11 @@ class TokenPacking:
     Attributes:
         batch, seq: B and S.
         count: N, the number of real positions.
+        span: the columns up to the last one that holds a real token (at most S).
+        span_mask: ``mask_pad[:, :span]``, the padding mask of the span layout.
     """
 
-    __slots__ = ("_rows", "batch", "count", "device", "seq")
+    __slots__ = ("_rows", "_span_rows", "batch", "count", "device", "seq", "span", "span_mask")
 
     def __init__(self, mask_pad: Tensor):
         if not isinstance(mask_pad, Tensor) or mask_pad.ndim != 2 or not mask_pad.dtype.is_bool:
@@ -44,9 +49,15 @@ class TokenPacking:
             raise ValueError(f"TokenPacking: mask_pad must be a [batch, seq] bool tensor, got {got}")
         self.batch, self.seq = mask_pad.shape
         self.device = mask_pad.device
-        rows = np.flatnonzero(~mask_pad.numpy().reshape(-1))
+        real = ~mask_pad.numpy()
+        rows = np.flatnonzero(real.reshape(-1))
         self.count = int(rows.size)
         self._rows = tensor(rows.astype(np.int64), device=self.device)
+        columns = np.flatnonzero(real.any(axis=0))
+        self.span = int(columns[-1]) + 1 if columns.size else min(self.seq, 1)
+        self.span_mask = mask_pad[:, : self.span] if self.span < self.seq else mask_pad
+        span_rows = (rows // self.seq) * self.span + rows % self.seq
+        self._span_rows = tensor(span_rows.astype(np.int64), device=self.device)
 
     @property
     def fraction(self) -> float:
@@ -65,6 +76,18 @@ class TokenPacking:
         rest = tuple(h.shape[1:])
         out = zeros((self.batch * self.seq,) + rest, dtype=h.dtype, device=h.device)
         return out.index_put(self._rows, h).reshape((self.batch, self.seq) + rest)
+
+    def pack_span(self, x: Tensor) -> Tensor:
+        """``[B, span, ...]`` -> ``[N, ...]``, as :meth:`pack` for the span layout."""
+        self._check("pack_span", x, (self.batch, self.span))
+        return x.reshape((self.batch * self.span,) + tuple(x.shape[2:]))[self._span_rows]
+
+    def unpack_span(self, h: Tensor) -> Tensor:
+        """``[N, ...]`` -> ``[B, span, ...]``, zeros at the padded positions."""
+        self._check("unpack_span", h, (self.count,))
+        rest = tuple(h.shape[1:])
+        out = zeros((self.batch * self.span,) + rest, dtype=h.dtype, device=h.device)
+        return out.index_put(self._span_rows, h).reshape((self.batch, self.span) + rest)
 
     def _check(self, op: str, t: Tensor, lead: tuple) -> None:
         if not isinstance(t, Tensor) or tuple(t.shape[: len(lead)]) != lead:

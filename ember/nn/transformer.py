@@ -225,12 +225,12 @@ class TransformerEncoderLayer(Module):
 
         return self._run(x, attend)
 
-    def forward_packed(self, x: Tensor, packing: TokenPacking, mask_pad: Tensor) -> Tensor:
+    def forward_packed(self, x: Tensor, packing: TokenPacking) -> Tensor:
         """The layer on packed real tokens ``[N, d_model]`` (see :mod:`ember.nn.token_packing`);
         equal, on those tokens, to :meth:`forward` on the padded batch."""
 
         def attend(h):
-            return self.mha.forward_packed(h, packing, mask_pad)
+            return self.mha.forward_packed(h, packing)
 
         return self._run(x, attend)
 
@@ -342,10 +342,10 @@ class TransformerEncoder(Module):
             x = input
         if self._packs(x, mask_pad, mask_attn):
             packing = TokenPacking(mask_pad)
-            if packing.count < packing.batch * packing.seq:
+            if packing.count < packing.batch * packing.seq and packing.count:
                 h = packing.pack(x)
                 for layer in self.layers:
-                    h = layer.forward_packed(h, packing, mask_pad)
+                    h = layer.forward_packed(h, packing)
                 return packing.unpack(h)
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)

@@ -15,10 +15,12 @@ from ember.nn.token_packing import TokenPacking
 BACKENDS = ["reference"] + (["cpu"] if cpu_available() else [])
 
 
-def _mask(device):
+def _mask(device, trailing):
     m = np.zeros((3, 7), bool)
     m[1, 4:] = True
     m[2, 1:] = True  # a single real token
+    if trailing:
+        m[:, 5:] = True  # the last columns pad every row: attention runs on a span of 5
     return m, ember.tensor(m, device=device)
 
 
@@ -32,14 +34,15 @@ def _run(enc, x, mask, weights):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("norm_first", [True, False])
 @pytest.mark.parametrize("quiet", [False, True])
-def test_packed_encoder_equals_padded_on_real_tokens(backend, norm_first, quiet):
+@pytest.mark.parametrize("trailing", [False, True])
+def test_packed_encoder_equals_padded_on_real_tokens(backend, norm_first, quiet, trailing):
     dev = ember.Device(backend)
     ember.seed(0)
     enc = nn.TransformerEncoderConfig(
         16, 32, 4, 2, dropout=0.0, norm_first=norm_first, quiet_softmax=quiet
     ).init(dev, ember.float64)
     x = ember.randn(3, 7, 16, dtype=ember.float64, device=dev)
-    m, mask = _mask(dev)
+    m, mask = _mask(dev, trailing)
     w = np.random.default_rng(1).standard_normal((3, 7, 16)) * (~m)[..., None]  # loss on real tokens
     weights = ember.tensor(w, dtype=ember.float64, device=dev)
     y_packed, g_packed, gx_packed = _run(enc, x, mask, weights)
@@ -92,6 +95,12 @@ def test_token_packing_round_trip_and_errors():
     back = packing.unpack(h).numpy()
     np.testing.assert_array_equal(back[~m], x.numpy()[~m])
     assert not back[m].any()
+    assert packing.span == 2  # column 2 pads both rows
+    trailing = TokenPacking(ember.tensor(np.array([[0, 0, 1, 1], [0, 1, 1, 1]], bool)))
+    assert trailing.span == 2 and trailing.span_mask.shape == (2, 2)
+    y = ember.randn(2, 2, 3)
+    np.testing.assert_array_equal(trailing.unpack_span(trailing.pack_span(y)).numpy()[1, 1], 0)
+    np.testing.assert_array_equal(trailing.pack_span(y).numpy(), y.numpy()[[0, 0, 1], [0, 1, 0]])
     with pytest.raises(ValueError, match=r"TokenPacking\.unpack: expected a tensor of shape \[3\]"):
         packing.unpack(ember.randn(4, 4))
     with pytest.raises(ValueError, match="TokenPacking: mask_pad must be a \\[batch, seq\\] bool tensor"):
