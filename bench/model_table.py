@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np  # first, as in users' scripts (the workers import the frameworks after it)
+
 ROOT = Path(__file__).resolve().parent
 MODELS = {
     "agnews": dict(d_model=128, d_ff=512, heads=4, layers=4, classes=4),
@@ -40,7 +42,7 @@ MODELS = {
 BATCH, SEQ, VOCAB = 32, 256, 28_996
 
 
-def _batch(np):
+def _batch():
     rng = np.random.default_rng(0)
     tokens = rng.integers(1, VOCAB, (BATCH, SEQ))
     lengths = rng.integers(SEQ // 4, SEQ + 1, BATCH)
@@ -51,8 +53,6 @@ def _batch(np):
 
 
 def _ember_runner(shape: dict, mode: str):
-    import numpy as np
-
     import ember
     from ember import nn
     from ember.optim import AdamConfig, GradientsParams
@@ -74,7 +74,7 @@ def _ember_runner(shape: dict, mode: str):
         VOCAB,
         SEQ,
     ).init()
-    tokens, mask, labels = (ember.tensor(a) for a in _batch(np))
+    tokens, mask, labels = (ember.tensor(a) for a in _batch())
     if mode == "infer":
         model = model.valid()
 
@@ -96,7 +96,6 @@ def _ember_runner(shape: dict, mode: str):
 
 
 def _torch_runner(shape: dict, mode: str):
-    import numpy as np
     import torch
 
     torch.manual_seed(0)
@@ -119,7 +118,7 @@ def _torch_runner(shape: dict, mode: str):
             return self.out(self.enc(x, src_key_padding_mask=mask)[:, 0])
 
     model = Model()
-    tokens, mask, labels = (torch.as_tensor(a) for a in _batch(np))
+    tokens, mask, labels = (torch.as_tensor(a) for a in _batch())
     if mode == "infer":
         model.eval()
 
@@ -143,8 +142,6 @@ def _torch_runner(shape: dict, mode: str):
 def worker(args) -> None:
     """Run one framework / model / mode in this process and print its figures as JSON."""
     import resource
-
-    import numpy  # noqa: F401  (first, as in users' scripts)
 
     start = time.perf_counter()
     runner = _ember_runner if args.framework == "ember" else _torch_runner

@@ -39,7 +39,7 @@ class TokenPacking:
         span_mask: ``mask_pad[:, :span]``, the padding mask of the span layout.
     """
 
-    __slots__ = ("_rows", "_span_rows", "batch", "count", "device", "seq", "span", "span_mask")
+    __slots__ = ("_rows", "_span_rows", "batch", "count", "seq", "span", "span_mask")
 
     def __init__(self, mask_pad: Tensor):
         if not isinstance(mask_pad, Tensor) or mask_pad.ndim != 2 or not mask_pad.dtype.is_bool:
@@ -48,16 +48,16 @@ class TokenPacking:
             )
             raise ValueError(f"TokenPacking: mask_pad must be a [batch, seq] bool tensor, got {got}")
         self.batch, self.seq = mask_pad.shape
-        self.device = mask_pad.device
+        device = mask_pad.device
         real = ~mask_pad.numpy()
         rows = np.flatnonzero(real.reshape(-1))
         self.count = int(rows.size)
-        self._rows = tensor(rows.astype(np.int64), device=self.device)
+        self._rows = tensor(rows.astype(np.int64), device=device)
         columns = np.flatnonzero(real.any(axis=0))
         self.span = int(columns[-1]) + 1 if columns.size else min(self.seq, 1)
         self.span_mask = mask_pad[:, : self.span] if self.span < self.seq else mask_pad
         span_rows = (rows // self.seq) * self.span + rows % self.seq
-        self._span_rows = tensor(span_rows.astype(np.int64), device=self.device)
+        self._span_rows = tensor(span_rows.astype(np.int64), device=device)
 
     @property
     def fraction(self) -> float:
@@ -67,27 +67,29 @@ class TokenPacking:
 
     def pack(self, x: Tensor) -> Tensor:
         """``[B, S, ...]`` -> ``[N, ...]``: the real positions' rows, in batch-major order."""
-        self._check("pack", x, (self.batch, self.seq))
-        return x.reshape((self.batch * self.seq,) + tuple(x.shape[2:]))[self._rows]
+        return self._gather("pack", x, self.seq, self._rows)
 
     def unpack(self, h: Tensor) -> Tensor:
         """``[N, ...]`` -> ``[B, S, ...]``, zeros at the padded positions."""
-        self._check("unpack", h, (self.count,))
-        rest = tuple(h.shape[1:])
-        out = zeros((self.batch * self.seq,) + rest, dtype=h.dtype, device=h.device)
-        return out.index_put(self._rows, h).reshape((self.batch, self.seq) + rest)
+        return self._scatter("unpack", h, self.seq, self._rows)
 
     def pack_span(self, x: Tensor) -> Tensor:
         """``[B, span, ...]`` -> ``[N, ...]``, as :meth:`pack` for the span layout."""
-        self._check("pack_span", x, (self.batch, self.span))
-        return x.reshape((self.batch * self.span,) + tuple(x.shape[2:]))[self._span_rows]
+        return self._gather("pack_span", x, self.span, self._span_rows)
 
     def unpack_span(self, h: Tensor) -> Tensor:
         """``[N, ...]`` -> ``[B, span, ...]``, zeros at the padded positions."""
-        self._check("unpack_span", h, (self.count,))
+        return self._scatter("unpack_span", h, self.span, self._span_rows)
+
+    def _gather(self, op: str, x: Tensor, width: int, rows: Tensor) -> Tensor:
+        self._check(op, x, (self.batch, width))
+        return x.reshape((self.batch * width,) + tuple(x.shape[2:]))[rows]
+
+    def _scatter(self, op: str, h: Tensor, width: int, rows: Tensor) -> Tensor:
+        self._check(op, h, (self.count,))
         rest = tuple(h.shape[1:])
-        out = zeros((self.batch * self.span,) + rest, dtype=h.dtype, device=h.device)
-        return out.index_put(self._span_rows, h).reshape((self.batch, self.span) + rest)
+        out = zeros((self.batch * width,) + rest, dtype=h.dtype, device=h.device)
+        return out.index_put(rows, h).reshape((self.batch, width) + rest)
 
     def _check(self, op: str, t: Tensor, lead: tuple) -> None:
         if not isinstance(t, Tensor) or tuple(t.shape[: len(lead)]) != lead:

@@ -355,7 +355,7 @@ class TransformerEncoder(Module):
         """Whether the layers may run on the real tokens only: a padding mask of the input's
         [batch, seq], no attention mask, and masking that gives padded keys exactly 0 weight."""
         return (
-            getattr(self, "skip_padding", True)
+            self.skip_padding
             and mask_pad is not None
             and mask_attn is None
             and isinstance(x, Tensor)
