@@ -12,7 +12,9 @@ one thread per process, so the work is split over ``--jobs`` processes — the a
 (the costliest) in one, every other kernel in another — and a last pass in this process runs a
 whole Transformer classifier to check that nothing is left to compile. `make install` runs it.
 
-The cache is keyed by ember's kernel sources, so it is filled once per installed version.
+The cache is keyed by ember's kernel sources, so it is filled once per installed version. At the
+end it marks the dtypes as compiled: a process that found the cache empty runs the composed
+kernels meanwhile and switches to the compiled ones then (:mod:`ember.kernels.cpu.background_compile`).
 """
 
 from __future__ import annotations
@@ -159,7 +161,10 @@ def precompile(
         raise ValueError(
             f"precompile: dtypes must be float32/float64 and jobs >= 1, got {bad or dtypes}, {jobs}"
         )
+    # The workloads must compile the kernels, not run their stand-ins (nor start a second compile).
+    os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
     import ember.kernels.cpu  # noqa: F401  (configures the cache directory for the children too)
+    from ember.kernels.cpu.background_compile import mark_compiled
 
     timings: dict[str, float] = {}
     parallel = ["attention", "layers"]
@@ -194,6 +199,8 @@ def precompile(
     timings["classifier"] = time.perf_counter() - t0
     if verbose:
         print(f"  classifier (check): {timings['classifier']:.1f} s", flush=True)
+    for dtype in dtypes:
+        mark_compiled(dtype)  # processes waiting on this dtype switch to the kernels
     return timings
 
 
@@ -206,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
+        os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
         _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
         return
     from ember.kernels.cpu.jit import cache_dir

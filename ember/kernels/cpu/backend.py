@@ -3,6 +3,8 @@ kernels where they measure faster than their Numba twins (see bench/)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ember.kernels import native_ops
@@ -19,9 +21,32 @@ from ember.kernels.cpu import (
     optim_updates,
     softmax,
 )
+from ember.kernels.cpu.background_compile import BackgroundCompile
 from ember.kernels.reference import ArrayBackend
 from ember.kernels.reference import half_via_single as _half_via_single
 from ember.kernels.threads import apply_blas_threads
+
+
+def _compiled(standby: str | None = None, dtype_of: int = 0):
+    """Run the decorated fused-kernel method once its dtype's machine code is ready, and until
+    then (an empty kernel cache: see :mod:`.background_compile`) the ``standby`` method, by
+    default the composed implementation of :class:`ArrayBackend`. ``dtype_of`` is the
+    positional argument whose dtype picks the kernels."""
+
+    def wrap(method):
+        fallback = getattr(ArrayBackend, method.__name__) if standby is None else None
+
+        @functools.wraps(method)
+        def run(self, *args, **kwargs):
+            if self._tiers.ready_for(args[dtype_of]):
+                return method(self, *args, **kwargs)
+            if fallback is None:
+                return getattr(self, standby)(*args, **kwargs)
+            return fallback(self, *args, **kwargs)
+
+        return run
+
+    return wrap
 
 
 class CpuBackend(ArrayBackend):
@@ -34,35 +59,42 @@ class CpuBackend(ArrayBackend):
         # C++ (float32 layer-norm forward, float64 exact GELU); bench/bench_native.py compares
         # the two, and Numba wins everywhere else.
         self._native = native_ops.available()
+        self._tiers = BackgroundCompile()
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
     def _gemm(self, a, b):
         return gemm.matmul(a, b)  # single-threaded BLAS pieces on ember's threads (see gemm)
 
+    @_compiled()
     def _erf(self, x):
         if x.dtype == np.float16:  # the kernel is float32/float64
             return activations.erf(x.astype(np.float32)).astype(np.float16)
         return activations.erf(x)
 
     # ---- fused composites ---------------------------------------------------------------
+    @_compiled()
     @_half_via_single()
     def softmax(self, x):
         return softmax.softmax(x)
 
+    @_compiled()
     @_half_via_single()
     def softmax_backward(self, y, dy):
         return softmax.softmax_backward(y, dy)
 
+    @_compiled()
     @_half_via_single()
     def log_softmax(self, x):
         return softmax.log_softmax(x)
 
+    @_compiled()
     @_half_via_single()
     def log_softmax_backward(self, y, dy):
         return softmax.log_softmax_backward(y, dy)
 
     # Each fused override runs the composed default (super()) for inputs its kernel cannot
     # take, never raising where the reference computes: the backend contract.
+    @_compiled(standby="_standby_layer_norm")
     @_half_via_single((1, 2))
     def layer_norm(self, x, gamma, beta, eps):
         if x.shape[-1] == 0:  # the kernels need a non-empty axis: the composed default
@@ -71,96 +103,136 @@ class CpuBackend(ArrayBackend):
             return native_ops.layer_norm(x, gamma, beta, eps)
         return norms.layer_norm(x, gamma, beta, eps)
 
+    @_compiled(standby="_standby_layer_norm_backward")
     @_half_via_single()
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
         if x.shape[-1] == 0:
             return super().layer_norm_backward(dy, x, mean, rstd, gamma)
         return norms.layer_norm_backward(dy, x, mean, rstd, gamma)
 
+    @_compiled()
     @_half_via_single((1,))
     def rms_norm(self, x, gamma, eps):
         if x.shape[-1] == 0:
             return super().rms_norm(x, gamma, eps)
         return norms.rms_norm(x, gamma, eps)
 
+    @_compiled()
     @_half_via_single()
     def rms_norm_backward(self, dy, x, rstd, gamma):
         if x.shape[-1] == 0:
             return super().rms_norm_backward(dy, x, rstd, gamma)
         return norms.rms_norm_backward(dy, x, rstd, gamma)
 
+    @_compiled(standby="_standby_gelu")
     @_half_via_single()
     def gelu(self, x, approximate):
         if self._native and not approximate and x.dtype == np.float64:
             return native_ops.gelu(x, approximate)
         return activations.gelu(x, approximate)
 
+    @_compiled(standby="_standby_gelu_backward")
     @_half_via_single()
     def gelu_backward(self, x, dy, approximate):
         if self._native and not approximate and x.dtype == np.float64:
             return native_ops.gelu_backward(x, dy, approximate)
         return activations.gelu_backward(x, dy, approximate)
 
+    @_compiled()
     @_half_via_single((1,))
     def cross_entropy(self, logits, targets, smoothing):
         if logits.shape[1] == 0:  # no classes (so no rows either): the kernels need C >= 1
             return super().cross_entropy(logits, targets, smoothing)
         return cross_entropy.cross_entropy(logits, targets, smoothing)
 
+    @_compiled()
     @_half_via_single()
     def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
         if logits.shape[1] == 0:
             return super().cross_entropy_backward(logits, targets, lse, dloss, smoothing)
         return cross_entropy.cross_entropy_backward(logits, targets, lse, dloss, smoothing)
 
+    @_compiled()
     @_half_via_single()
     def embedding(self, weight, ids):
         return embedding.embedding(weight, ids)
 
+    @_compiled()
     @_half_via_single()
     def embedding_backward(self, dout, ids, num_embeddings):
         return embedding.embedding_backward(dout, ids, num_embeddings)
 
+    @_compiled()
     @_half_via_single((1,))
     def embedding_bag(self, weight, indices, bounds, per_sample_weights, mode):
         return embedding_bag.embedding_bag(weight, indices, bounds, per_sample_weights, mode)
 
+    @_compiled()
     @_half_via_single((0,))
     def embedding_bag_backward(self, dout, indices, bounds, per_sample_weights, mode, max_pos):
         return embedding_bag.embedding_bag_backward(dout, indices, bounds, per_sample_weights, mode, max_pos)
 
+    @_compiled()
     @_half_via_single()
     def embedding_bag_weights_backward(self, dout, weight, indices, bounds):
         return embedding_bag.embedding_bag_weights_backward(dout, weight, indices, bounds)
 
+    @_compiled(dtype_of=1)
     @_half_via_single((0,))
     def coalesce_rows(self, rows, values):
         return embedding_bag.coalesce_rows(rows, values)
 
+    @_compiled(dtype_of=1)
     @_half_via_single()
     def rows_to_dense(self, rows, values, num_rows):
         return embedding_bag.rows_to_dense(rows, values, num_rows)
 
+    @_compiled()
     def rows_add_dense(self, dense, rows, values):
         if dense.dtype not in _FUSED_DTYPES:
             return super().rows_add_dense(dense, rows, values)
         return embedding_bag.rows_add_dense(dense, rows, values)
 
+    @_compiled()
     @_half_via_single()
     def dropout(self, x, p, seed):
         return dropout.dropout(x, p, seed)
 
+    @_compiled()
     @_half_via_single()
     def dropout_backward(self, dy, p, seed):
         return dropout.dropout_backward(dy, p, seed)
 
+    @_compiled()
     @_half_via_single((1,))
     def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
         return attention.attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
 
+    @_compiled()
     @_half_via_single()
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
         return attention.attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
+
+    # ---- stand-ins while the kernels compile: the C++ kernels where they exist ---------
+    def _standby_layer_norm(self, x, gamma, beta, eps):
+        if self._native and x.shape[-1] and x.dtype in _FUSED_DTYPES:
+            return native_ops.layer_norm(x, gamma, beta, eps)
+        return super().layer_norm(x, gamma, beta, eps)
+
+    def _standby_layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        if self._native and x.shape[-1] and x.dtype in _FUSED_DTYPES:
+            return native_ops.layer_norm_backward(dy, x, mean, rstd, gamma)
+        return super().layer_norm_backward(dy, x, mean, rstd, gamma)
+
+    def _standby_gelu(self, x, approximate):
+        if self._native and x.dtype in _FUSED_DTYPES:
+            return native_ops.gelu(x, approximate)
+        return super().gelu(x, approximate)
+
+    def _standby_gelu_backward(self, x, dy, approximate):
+        if self._native and x.dtype in _FUSED_DTYPES:
+            return native_ops.gelu_backward(x, dy, approximate)
+        return super().gelu_backward(x, dy, approximate)
 
     # =====================================================================================
     # ---- optimizer composites: fused multi-tensor Numba kernels (ember.kernels.cpu.optim_updates)
@@ -173,6 +245,7 @@ class CpuBackend(ArrayBackend):
             return np.array(x, order="C", copy=True)
         return x
 
+    @_compiled()
     def optim_pack(self, arrays):
         if isinstance(arrays, optim_updates.ArrayTable):
             return arrays
@@ -181,6 +254,7 @@ class CpuBackend(ArrayBackend):
             return optim_updates.pack_arrays(arrays, op="optim_pack", what="arrays")
         return arrays
 
+    @_compiled()
     def sgd_update(
         self,
         params,
@@ -210,6 +284,7 @@ class CpuBackend(ArrayBackend):
         )
         return _listed(params), _listed(momentum_bufs)
 
+    @_compiled()
     def adam_update(
         self,
         params,
@@ -235,6 +310,7 @@ class CpuBackend(ArrayBackend):
         )
         return _listed(params), _listed(m), _listed(v), _listed(vmax)
 
+    @_compiled()
     def rmsprop_update(
         self,
         params,
@@ -283,12 +359,14 @@ class CpuBackend(ArrayBackend):
             _listed(momentum_bufs) if momentum > 0.0 else None,
         )
 
+    @_compiled()
     def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
         if not _fused(params):
             return super().adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
         optim_updates.adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
         return _listed(params), _listed(sums)
 
+    @_compiled()
     def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
         if not _fused(params):
             return super().lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
@@ -297,6 +375,7 @@ class CpuBackend(ArrayBackend):
 
     # Row-sparse (lazy) updates: one parallel Numba loop over the gradient's rows, writing the
     # table and its state buffers in place (ember.kernels.cpu.optim_sparse_updates).
+    @_compiled()
     def sparse_sgd_update(
         self,
         param,
@@ -319,6 +398,7 @@ class CpuBackend(ArrayBackend):
         )
         return param, momentum_buf
 
+    @_compiled()
     def sparse_adam_update(
         self,
         param,
@@ -359,6 +439,7 @@ class CpuBackend(ArrayBackend):
         return param, m, v, vmax
 
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
+    @_compiled()
     def clip_by_value(self, grads, threshold):
         if not _fused(grads):
             return super().clip_by_value(grads, threshold)
@@ -366,6 +447,7 @@ class CpuBackend(ArrayBackend):
         optim_updates.clip_by_value(out, threshold)
         return out
 
+    @_compiled()
     def clip_by_norm(self, grads, max_norm):
         if not _fused(grads):
             return super().clip_by_norm(grads, max_norm)
@@ -373,6 +455,7 @@ class CpuBackend(ArrayBackend):
         optim_updates.clip_by_norm_per_tensor(out, max_norm)
         return out
 
+    @_compiled()
     def grads_norm(self, grads) -> float:
         if not _fused(grads):
             return super().grads_norm(grads)

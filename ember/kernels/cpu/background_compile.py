@@ -1,0 +1,202 @@
+"""Tiered execution for the ``cpu`` backend: the composed kernels run while Numba compiles.
+
+On an empty kernel cache (a fresh install that skipped ``python -m ember.precompile``, a new
+Numba, an edited kernel) the first step would wait about 20 s for Numba to compile every fused
+kernel it reaches. Instead, the first fused call of a dtype whose kernels are not marked as
+compiled starts ``python -m ember.precompile --dtype <dtype>`` as a separate process and the
+backend answers with the composed NumPy implementations of the backend contract (the
+``reference`` backend's code: same results up to rounding, same dropout masks, since both use
+one counter-based hash). When the compile process has filled the cache it leaves a marker, and
+from the next call on the fused kernels run, loaded from the cache in milliseconds.
+
+The marker (``compiled-<dtype>-<fingerprint>``, in Numba's cache directory) is keyed by the
+kernels' sources, the Numba and Python versions and the host CPU, so any change of those starts a
+new compile. One compile process per dtype runs at a time, whatever the number of ember processes
+(data-loader workers, distributed ranks): the others wait for the same marker.
+
+``EMBER_BACKGROUND_COMPILE=0`` turns this off: kernels then compile in the calling process on
+first use (what the test suite does, so that it tests the kernels, not their stand-ins).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["BackgroundCompile", "enabled", "fingerprint", "mark_compiled", "marker_path"]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# How often a waiting process looks for the marker: a stat call, so cheap, but not every op.
+_POLL_S = 0.25
+# float16 runs through the float32 kernels; other dtypes never reach a fused kernel.
+_KERNEL_DTYPE = {
+    np.dtype(np.float16): "float32",
+    np.dtype(np.float32): "float32",
+    np.dtype(np.float64): "float64",
+}
+
+
+def enabled() -> bool:
+    """Whether ``EMBER_BACKGROUND_COMPILE`` allows tiered execution (default: yes)."""
+    raw = os.environ.get("EMBER_BACKGROUND_COMPILE", "1").strip().lower()
+    if raw in ("1", "true", "yes", "on", ""):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"EMBER_BACKGROUND_COMPILE must be 0 or 1, got {raw!r}")
+
+
+@functools.cache
+def fingerprint() -> str:
+    """A hash of everything the compiled kernels depend on: the kernel sources, Numba's and
+    Python's versions and the host CPU (Numba compiles for the machine it runs on)."""
+    import llvmlite.binding as llvm
+    import numba
+
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE_DIR.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(f"{numba.__version__}|{sys.version}|{llvm.get_host_cpu_name()}".encode())
+    return digest.hexdigest()[:24]
+
+
+def _cache_root() -> Path | None:
+    import numba
+
+    root = numba.config.CACHE_DIR or os.environ.get("NUMBA_CACHE_DIR")
+    return Path(root) if root else None
+
+
+def marker_path(dtype: str) -> Path | None:
+    """Where the marker saying "``dtype``'s kernels are in the cache" lives (None: no cache)."""
+    root = _cache_root()
+    return None if root is None else root / f"compiled-{dtype}-{fingerprint()}"
+
+
+def mark_compiled(dtype: str) -> None:
+    """Record that the cache holds every kernel of ``dtype`` (``ember.precompile`` calls this)."""
+    path = marker_path(dtype)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"compiled by pid {os.getpid()} at {time.time():.0f}\n", encoding="utf-8")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+class BackgroundCompile:
+    """Per process: which dtypes' fused kernels may run now, and the compile processes started.
+
+    ``ready(dtype)`` is called before every fused kernel; once it has said yes for a dtype it
+    answers from a dict. ``command`` builds the compile process's argument list (the tests
+    replace it)."""
+
+    def __init__(self, command=None, poll_s: float = _POLL_S):
+        self._active = enabled() and _cache_root() is not None
+        self._ready: dict[str, bool] = {}
+        self._next_poll: dict[str, float] = {}
+        self._children: dict[str, subprocess.Popen] = {}
+        self._command = command or (
+            lambda dtype: [sys.executable, "-m", "ember.precompile", "--dtype", dtype]
+        )
+        self._poll_s = poll_s
+
+    def ready_for(self, array) -> bool:
+        """``ready`` for the dtype of ``array`` (an ndarray, or a list whose first item is one)."""
+        if isinstance(array, (list, tuple)):
+            array = array[0] if array else None
+        dtype = _KERNEL_DTYPE.get(getattr(array, "dtype", None))
+        return True if dtype is None else self.ready(dtype)
+
+    def ready(self, dtype: str) -> bool:
+        """Whether the fused kernels of ``dtype`` ("float32"/"float64") run now; starts their
+        compile process on the first call that finds them missing."""
+        state = self._ready.get(dtype)
+        if state:
+            return True
+        if not self._active:
+            self._ready[dtype] = True
+            return True
+        now = time.monotonic()
+        if state is not None and now < self._next_poll[dtype]:
+            return False
+        self._next_poll[dtype] = now + self._poll_s
+        marker = marker_path(dtype)
+        if marker.exists():
+            self._ready[dtype] = True
+            return True
+        if state is None:
+            self._ready[dtype] = False
+            self._start(dtype, marker)
+            return False
+        child = self._children.get(dtype)
+        if child is not None and child.poll() is not None and not marker.exists():
+            # The compile process failed: compile here, on first use, as without tiers.
+            warnings.warn(
+                f"ember: the background kernel compile for {dtype} exited with {child.returncode} "
+                f"(log: {self._log_path(marker)}); compiling in this process instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            self._ready[dtype] = True
+            return True
+        if child is None and not self._lock_holder_alive(marker):
+            self._start(dtype, marker)  # the process that was compiling died: take over
+        return False
+
+    # ---- the compile process ------------------------------------------------------------
+    @staticmethod
+    def _lock_path(marker: Path) -> Path:
+        return marker.with_name(marker.name + ".lock")
+
+    @staticmethod
+    def _log_path(marker: Path) -> Path:
+        return marker.with_name(marker.name + ".log")
+
+    def _lock_holder_alive(self, marker: Path) -> bool:
+        try:
+            pid = int(self._lock_path(marker).read_text(encoding="utf-8").split()[0])
+        except (OSError, ValueError, IndexError):
+            return False
+        return _alive(pid)
+
+    def _start(self, dtype: str, marker: Path) -> None:
+        """Start the compile process unless another live process already runs one."""
+        lock = self._lock_path(marker)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        if self._lock_holder_alive(marker):
+            return
+        lock.unlink(missing_ok=True)  # a dead holder's
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return  # another process won the race and compiles
+        env = dict(os.environ, EMBER_BACKGROUND_COMPILE="0", NUMBA_CACHE_DIR=str(marker.parent))
+        with open(self._log_path(marker), "w", encoding="utf-8") as log:
+            child = subprocess.Popen(
+                self._command(dtype), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        os.write(fd, f"{child.pid}\n".encode())
+        os.close(fd)
+        self._children[dtype] = child
+        print(
+            f"ember: compiling the cpu kernels for {dtype} in the background (pid {child.pid}); "
+            "until they are ready the composed kernels run (`python -m ember.precompile` does this ahead)",
+            file=sys.stderr,
+            flush=True,
+        )

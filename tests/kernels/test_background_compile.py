@@ -1,0 +1,188 @@
+"""Tiered execution on an empty kernel cache: a compile process fills the cache while the cpu
+backend runs the composed kernels, and the fused kernels take over once it marks the dtype."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import ember  # noqa: E402
+from ember import nn  # noqa: E402
+from ember.kernels.cpu import backend as cpu_backend_module  # noqa: E402
+from ember.kernels.cpu import background_compile as bg  # noqa: E402
+from ember.kernels.registry import get_backend  # noqa: E402
+from ember.optim import AdamConfig, GradientsParams  # noqa: E402
+from ember.tensor.device import Device  # noqa: E402
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache directory, with tiering switched on."""
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EMBER_BACKGROUND_COMPILE", "1")
+    return tmp_path
+
+
+def _writer(delay: float, calls=None, rc: int = 0):
+    """A compile command that writes the marker after ``delay`` seconds (exit ``rc`` instead
+    when it is non-zero), appending a line to ``calls`` when it starts."""
+    script = (
+        "import pathlib, sys, time\n"
+        "calls, marker, delay, rc = sys.argv[1:5]\n"
+        "if calls != '-': open(calls, 'a').write('started\\n')\n"
+        "time.sleep(float(delay))\n"
+        "if int(rc): sys.exit(int(rc))\n"
+        "pathlib.Path(marker).write_text('done')\n"
+    )
+
+    def command(dtype):
+        return [
+            sys.executable,
+            "-c",
+            script,
+            str(calls or "-"),
+            str(bg.marker_path(dtype)),
+            str(delay),
+            str(rc),
+        ]
+
+    return command
+
+
+def _wait(tiers, dtype, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not tiers.ready(dtype):
+        assert time.monotonic() < deadline, "the compile process never marked the dtype"
+        time.sleep(0.05)
+
+
+def test_switch_setting(monkeypatch):
+    for value, expected in (("1", True), ("on", True), ("0", False), ("off", False)):
+        monkeypatch.setenv("EMBER_BACKGROUND_COMPILE", value)
+        assert bg.enabled() is expected
+    monkeypatch.setenv("EMBER_BACKGROUND_COMPILE", "sometimes")
+    with pytest.raises(ValueError, match="EMBER_BACKGROUND_COMPILE"):
+        bg.enabled()
+
+
+def test_marker_names_dtype_and_fingerprint(cache):
+    path = bg.marker_path("float32")
+    assert path.parent == cache and path.name == f"compiled-float32-{bg.fingerprint()}"
+    assert bg.fingerprint() == bg.fingerprint()
+    bg.mark_compiled("float64")
+    assert bg.marker_path("float64").exists() and not path.exists()
+
+
+def test_disabled_means_always_ready(cache, monkeypatch):
+    monkeypatch.setenv("EMBER_BACKGROUND_COMPILE", "0")
+    tiers = bg.BackgroundCompile(command=lambda d: pytest.fail("no compile process when disabled"))
+    assert tiers.ready("float32") and tiers.ready_for(np.zeros(3, np.float64))
+
+
+def test_waits_for_the_marker_then_switches(cache, capfd):
+    calls = cache / "calls"
+    tiers = bg.BackgroundCompile(command=_writer(0.5, calls), poll_s=0.0)
+    assert not tiers.ready("float32")  # empty cache: starts the compile, stand-ins run
+    assert "compiling the cpu kernels for float32 in the background" in capfd.readouterr().err
+    assert not tiers.ready_for(np.zeros(2, np.float16))  # float16 runs on the float32 kernels
+    assert tiers.ready_for(np.zeros(2, np.int64))  # no fused kernel takes ints: never held back
+    _wait(tiers, "float32")
+    assert calls.read_text().count("started") == 1
+    assert tiers.ready_for([np.zeros(2, np.float32)])
+    # a later process finds the marker and starts nothing
+    later = bg.BackgroundCompile(command=lambda d: pytest.fail("the marker is there"))
+    assert later.ready("float32")
+
+
+def test_one_compile_process_for_many_ember_processes(cache):
+    calls = cache / "calls"
+    first = bg.BackgroundCompile(command=_writer(1.0, calls), poll_s=0.0)
+    second = bg.BackgroundCompile(command=_writer(1.0, calls), poll_s=0.0)
+    assert not first.ready("float64")
+    assert not second.ready("float64")  # the first one's process holds the lock: it waits
+    _wait(second, "float64")
+    assert first.ready("float64")
+    assert calls.read_text().count("started") == 1
+
+
+def test_a_dead_compile_process_is_taken_over(cache):
+    marker = bg.marker_path("float32")
+    marker.with_name(marker.name + ".lock").write_text("999999999\n")  # no such process
+    calls = cache / "calls"
+    tiers = bg.BackgroundCompile(command=_writer(0.1, calls), poll_s=0.0)
+    assert not tiers.ready("float32")
+    _wait(tiers, "float32")
+    assert calls.read_text().count("started") == 1
+
+
+def test_a_failed_compile_falls_back_to_compiling_here(cache):
+    tiers = bg.BackgroundCompile(command=_writer(0.0, rc=3), poll_s=0.0)
+    assert not tiers.ready("float32")
+    with pytest.warns(RuntimeWarning, match="exited with 3"):
+        _wait(tiers, "float32")
+
+
+class _NeverReady:
+    def ready_for(self, array):
+        return False
+
+
+class _NoKernels:
+    """Stands in for a Numba kernel module: any use of it fails the test."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getattr__(self, attr):
+        raise AssertionError(f"{self.name}.{attr} ran while the kernels were compiling")
+
+
+def test_stand_ins_compile_nothing_and_match_the_kernels(monkeypatch):
+    """A training step with the kernels held back runs no Numba kernel and gives the fused
+    kernels' results (same dropout masks: one counter-based hash)."""
+
+    class Model(nn.Module):
+        def __init__(self):
+            self.embedding = nn.EmbeddingConfig(30, 16).init()
+            self.encoder = nn.TransformerEncoderConfig(16, 32, 2, 1, norm_first=True).init()
+            self.head = nn.LinearConfig(16, 3).init()
+
+        def forward(self, ids, mask):
+            h = self.encoder(nn.TransformerEncoderInput(self.embedding(ids)).mask_pad(mask))
+            return self.head(h[:, 0])
+
+    ids = ember.tensor(np.arange(24).reshape(2, 12) % 30)
+    mask = ember.tensor(np.arange(12)[None, :] >= np.array([[12], [7]]))
+    labels = ember.tensor([0, 2])
+
+    def step():
+        ember.seed(3)
+        model = Model()
+        loss = nn.CrossEntropyLossConfig().init()(model(ids, mask), labels)
+        grads = GradientsParams.from_grads(loss.backward(), model)
+        model = AdamConfig().init().step(1e-2, model, grads)
+        return float(loss.numpy()), model.head.weight.numpy()
+
+    fused_loss, fused_weight = step()
+    backend = get_backend(Device("cpu"))
+    monkeypatch.setattr(backend, "_tiers", _NeverReady())
+    monkeypatch.setattr(backend, "_native", False)  # the composed code, not the C++ kernels
+    for name in (
+        "activations",
+        "attention",
+        "cross_entropy",
+        "dropout",
+        "embedding",
+        "norms",
+        "optim_updates",
+        "softmax",
+    ):
+        monkeypatch.setattr(cpu_backend_module, name, _NoKernels(name))
+    standby_loss, standby_weight = step()
+    assert standby_loss == pytest.approx(fused_loss, rel=1e-5)
+    np.testing.assert_allclose(standby_weight, fused_weight, rtol=1e-4, atol=1e-6)
