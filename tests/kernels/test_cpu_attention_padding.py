@@ -106,3 +106,65 @@ def test_heads_split_off_a_projection_are_read_and_written_without_copies():
     for g, gv in zip(grads, grads_v):
         np.testing.assert_array_equal(gv, g)
         assert g.shape == q.shape[:2] + g.shape[2:] and g.transpose(0, 2, 1, 3).flags.c_contiguous
+
+
+def _packed_like(rng, dtype=np.float64):
+    """Inputs as token packing makes them: padded query positions are all-zero rows, and
+    their output gradient is all zero (the packed context discards them)."""
+    q, k, v, mask, dout = _inputs(rng, sq=11, dtype=dtype)
+    for b in range(q.shape[0]):
+        q[b][:, mask[b]] = 0.0
+        k[b][:, mask[b]] = 0.0
+        v[b][:, mask[b]] = 0.0
+        dout[b][:, mask[b]] = 0.0
+    return q, k, v, mask, dout
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["softmax", "quiet"])
+@pytest.mark.parametrize("dropout_p", [0.0, 0.3])
+def test_padded_queries_and_silent_rows_give_the_reference_results(quiet, dropout_p):
+    q, k, v, mask, dout = _packed_like(np.random.default_rng(5))
+    q[2, :, 5] = 0.0  # a zero query in an unpadded row too: it attends every key uniformly
+    dout[2, 1, 6] = 0.0  # and a silent output row that is not padding
+    want = _run("reference", q, k, v, mask, dout, quiet=quiet, dropout_p=dropout_p)
+    got = _run("cpu", q, k, v, mask, dout, quiet=quiet, dropout_p=dropout_p)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    assert (got[1][0][:, 7:] == 0).all()  # the silent rows' dq is exactly 0
+
+
+def test_padded_queries_in_float32():
+    rng = np.random.default_rng(6)
+    q, k, v, mask, dout = _inputs(rng, b=3, h=4, sq=64, sk=64, d=8, dtype=np.float32)
+    mask[0, 5:] = True
+    mask[1, 50:] = True
+    for b in range(3):
+        for a in (q, k, v, dout):
+            a[b][:, mask[b]] = 0.0
+    want = _run("reference", q, k, v, mask, dout, dropout_p=0.1)
+    got = _run("cpu", q, k, v, mask, dout, dropout_p=0.1)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("where", ["key", "value", "query_nan", "lse"])
+def test_zero_rows_next_to_non_finite_values_are_computed_in_full(where):
+    # a zero query row scores 0 * inf = NaN against an infinite key; a silent dout row
+    # multiplies an infinite value (or weight) by 0: the NaNs must appear as in the reference
+    q, k, v, mask, dout = _packed_like(np.random.default_rng(7))
+    if where == "key":
+        k[2, 0, 3, 1] = np.inf
+    elif where == "value":
+        v[2, 1, 4, 0] = -np.inf
+    elif where == "query_nan":
+        q[0, 1, 8, 2] = np.nan  # a padded query with a NaN is not a zero row
+    else:
+        q[1, 0, 1, :] = 1e30  # its scores overflow: lse is inf, its weights NaN
+        dout[1, 0, 1, :] = 0.0
+    want = _run("reference", q, k, v, mask, dout)
+    got = _run("cpu", q, k, v, mask, dout)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        finite = np.isfinite(w)
+        np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)

@@ -23,6 +23,10 @@ region compile in about half the time (a fresh install's first step waits for it
 
 Padded (masked) keys are left out of both passes whenever that changes nothing (see
 ``_forward_pairs``), so a batch padded to three times its text length costs about a third.
+Padded *queries* cost next to nothing too, when they look like what token packing
+(:mod:`ember.nn.token_packing`) scatters in and discards: all-zero query rows share one
+output per head (they score 0 against every finite key), and rows of zero output gradient are
+left out of the backward (they add exactly 0 to ``dk`` and ``dv``).
 The kernels work on ``[B, S, H, D]`` arrays, the layout of heads split off a projection,
 so neither the inputs nor the outputs (nor their gradients) are copied between the
 projections and the kernel. Thread ``t`` of ``T`` takes pairs ``t, t + T, ...``: with the
@@ -109,13 +113,60 @@ def _every_key(masked, keep, kept_mask):
 
 
 @serial
-def _load_rows(x, b, h, first, count, dst):
-    """``dst[r] = x[b, first + r, h]`` for ``r < count`` (``x [B, S, H, D]``)."""
+def _load_rows(x, b, h, rows, count, dst):
+    """``dst[r] = x[b, rows[r], h]`` for ``r < count`` (``x [B, S, H, D]``)."""
     for r in range(count):
-        src = x[b, first + r, h]
+        src = x[b, rows[r], h]
         row = dst[r]
         for d in range(src.shape[0]):
             row[d] = src[d]
+
+
+@serial
+def _is_zero(row):
+    for x in row:
+        if x != 0:  # NaN too
+            return False
+    return True
+
+
+@serial
+def _zero_queries_last(q, rows):
+    """The query indices into ``rows``: those of rows of ``q [S, D]`` with a nonzero (or
+    NaN) entry first, in order, then the all-zero rows (any order). Returns the first count."""
+    live, dead = 0, q.shape[0]
+    for i in range(q.shape[0]):
+        if _is_zero(q[i]):
+            dead -= 1
+            rows[dead] = i
+        else:
+            rows[live] = i
+            live += 1
+    return live
+
+
+@serial
+def _silent_rows_last(dout, q, lse, rows):
+    """As :func:`_zero_queries_last` for the rows of ``dout [S, Dv]`` through which no
+    gradient flows back: all zero, with a finite query and ``lse``, so that their weights
+    are finite and ``w * 0`` is exactly 0."""
+    live, dead = 0, dout.shape[0]
+    for i in range(dout.shape[0]):
+        if math.isfinite(lse[i]) and _is_zero(dout[i]) and _all_finite_row(q[i]):
+            dead -= 1
+            rows[dead] = i
+        else:
+            rows[live] = i
+            live += 1
+    return live
+
+
+@serial
+def _all_finite_row(row):
+    for x in row:
+        if not math.isfinite(x):
+            return False
+    return True
 
 
 @serial
@@ -247,6 +298,7 @@ def _forward_pairs(
     q_rows = np.empty((block, dh), dtype=q.dtype)
     o_rows = np.empty((block, dv), dtype=q.dtype)
     inv = np.empty(block, dtype=q.dtype)
+    rows_idx = np.empty(sq, dtype=np.int64)
     fill = vm.typed(_MASK_FILL, q)
     zero = vm.typed(0.0, q)
     for bh in range(first, n_b * heads, step):
@@ -261,6 +313,10 @@ def _forward_pairs(
         compact = n > 0 and _masked_rows_finite(v[b, :, h, :], masked)
         if not compact:
             n = _every_key(masked, keep, kept_mask)
+        # An all-zero query row (the padded positions token packing scatters in) scores 0
+        # against every finite key, whatever the dropout, so all such rows of the pair share
+        # one output and lse: it is computed for the first of them only.
+        live = _zero_queries_last(q[b, :, h, :], rows_idx)
         done = False
         while not done:
             kt = np.empty((dh, n), dtype=q.dtype)
@@ -268,18 +324,21 @@ def _forward_pairs(
             tile = np.empty((block, n), dtype=q.dtype)
             _gather_transposed(k[b, :, h, :], keep, n, kt)
             _gather_transposed(v[b, :, h, :], keep, n, vt)
+            shared = live < sq - 1 and _all_finite(kt)
+            n_rows = live + 1 if shared else sq
             done = True
-            for q0 in range(0, sq, block):
-                rows = min(sq, q0 + block) - q0
-                _load_rows(q, b, h, q0, rows, q_rows)
+            for c0 in range(0, n_rows, block):
+                rows = min(n_rows, c0 + block) - c0
+                at = rows_idx[c0 : c0 + rows]
+                _load_rows(q, b, h, at, rows, q_rows)
                 s = tile[:rows]
                 rows_by_matrix(q_rows[:rows], kt, s)
                 for r in range(rows):
-                    lse[b, h, q0 + r], inv[r], m = _exp_scores_row(
+                    lse[b, h, at[r]], inv[r], m = _exp_scores_row(
                         s[r],
                         kept_mask,
                         keep,
-                        base0 + (q0 + r) * sk,
+                        base0 + at[r] * sk,
                         scale,
                         quiet,
                         use_dropout,
@@ -295,7 +354,7 @@ def _forward_pairs(
                 o = o_rows[:rows]
                 rows_dot_rows(s, vt, o)
                 for r in range(rows):
-                    dst = out[b, q0 + r, h]
+                    dst = out[b, at[r], h]
                     o_r = o[r]
                     c = inv[r]
                     for d in range(dv):
@@ -303,6 +362,12 @@ def _forward_pairs(
             if not done:
                 compact = False
                 n = _every_key(masked, keep, kept_mask)
+            elif shared:
+                first_zero = rows_idx[live]
+                for t in range(live + 1, sq):
+                    i = rows_idx[t]
+                    lse[b, h, i] = lse[b, h, first_zero]
+                    out[b, i, h] = out[b, first_zero, h]
 
 
 @serial
@@ -354,6 +419,7 @@ def _backward_pairs(
     q_rows = np.empty((block, dh), dtype=q.dtype)
     dout_rows = np.empty((block, d_v), dtype=q.dtype)
     dq_rows = np.empty((block, dh), dtype=q.dtype)
+    rows_idx = np.empty(sq, dtype=np.int64)
     for bh in range(first, n_b * heads, step):
         b, h = bh // heads, bh % heads
         masked = mask[b]
@@ -371,16 +437,30 @@ def _backward_pairs(
         g_tile = np.empty((block, n), dtype=q.dtype)
         _gather_transposed(k[b, :, h, :], keep, n, kt)
         _gather_transposed(v[b, :, h, :], keep, n, vt)
-        for q0 in range(0, sq, block):
-            rows = min(sq, q0 + block) - q0
-            _load_rows(q, b, h, q0, rows, q_rows)
-            _load_rows(dout, b, h, q0, rows, dout_rows)
+        # A row whose output gradient is all zero (a padded position token packing discards)
+        # adds exactly nothing to dk and dv, and its dq row is 0, when its weights are finite
+        # and 0 * v is 0: it is left out of the products.
+        n_rows = sq
+        if _all_finite(kt) and _all_finite(vt):
+            n_rows = _silent_rows_last(dout[b, :, h, :], q[b, :, h, :], lse_h, rows_idx)
+            for t in range(n_rows, sq):
+                dst = dq[b, rows_idx[t], h]
+                for d in range(dh):
+                    dst[d] = 0
+        else:
+            for t in range(sq):
+                rows_idx[t] = t
+        for c0 in range(0, n_rows, block):
+            rows = min(n_rows, c0 + block) - c0
+            at = rows_idx[c0 : c0 + rows]
+            _load_rows(q, b, h, at, rows, q_rows)
+            _load_rows(dout, b, h, at, rows, dout_rows)
             s = s_tile[:rows]
             g = g_tile[:rows]
             rows_by_matrix(q_rows[:rows], kt, s)
             rows_by_matrix(dout_rows[:rows], vt, g)
             for r in range(rows):
-                i = q0 + r
+                i = at[r]
                 out_r = out[b, i, h]
                 dout_r = dout_rows[r]
                 delta = 0.0
@@ -402,7 +482,7 @@ def _backward_pairs(
                 )
             rows_dot_rows(g, kt, dq_rows[:rows])
             for r in range(rows):
-                dst = dq[b, q0 + r, h]
+                dst = dq[b, at[r], h]
                 for d in range(dh):
                     dst[d] = dq_rows[r, d]
             accumulate_at_b(dkt, q_rows[:rows], g)
