@@ -3,6 +3,7 @@ process with NumPy imported first (as users' scripts do):
 
     python bench/model_table.py                 # both models, train + inference, first step, RSS
     python bench/model_table.py --steps 5 --models agnews --no-fresh
+    python bench/model_table.py --repeats 3     # each figure the median of 3 processes
 
 Rows, for the AG News model (batch 32, sequence 256, d_model 128, ff 512, 4 heads, 4 pre-norm
 layers, vocabulary 28,996) and the DbPedia model (d_model 256, ff 1024, 8 heads):
@@ -190,6 +191,15 @@ def _spawn(
     raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
 
 
+def _merge(runs: list[dict]) -> dict:
+    """One figure per key over repeated processes: the median, the peak for memory."""
+    merged = {"runs": runs}
+    for key in ("median_s", "first_step_s", "setup_s"):
+        merged[key] = statistics.median(r[key] for r in runs)
+    merged["peak_rss_gb"] = max(r["peak_rss_gb"] for r in runs)
+    return merged
+
+
 def _row(label: str, ember_value: float, torch_value: float | None, unit: str) -> str:
     fmt = (lambda v: f"{v:.3f} {unit}") if unit == "s" else (lambda v: f"{v:.2f} {unit}")
     if torch_value is None:
@@ -202,6 +212,9 @@ def main() -> None:
     ap.add_argument("--worker", nargs=3, metavar=("FRAMEWORK", "MODEL", "MODE"), help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=10, help="timed steps per figure (default 10)")
     ap.add_argument("--models", default="agnews,dbpedia", help="comma-separated: agnews, dbpedia")
+    ap.add_argument(
+        "--repeats", type=int, default=1, help="processes per figure and framework, alternating; medians"
+    )
     ap.add_argument("--no-fresh", action="store_true", help="skip the empty-kernel-cache first step")
     ap.add_argument("--no-torch", action="store_true", help="ember only")
     ap.add_argument("--until-compiled", action="store_true", help=argparse.SUPPRESS)
@@ -216,11 +229,13 @@ def main() -> None:
     lines = ["| figure | ember `cpu` | PyTorch | ratio |", "|---|---|---|---|"]
     for model in args.models.split(","):
         for mode in ("train", "infer"):
+            runs: dict[str, list] = {fw: [] for fw in frameworks}
+            for _ in range(args.repeats):  # alternating, so a slow spell hits both frameworks
+                for fw in frameworks:
+                    runs[fw].append(_spawn(fw, model, mode, args.steps))
+                    print(f"  {model} {mode} {fw}: {runs[fw][-1]['median_s']:.3f} s", file=sys.stderr)
             for fw in frameworks:
-                raw[f"{model}/{mode}/{fw}"] = _spawn(fw, model, mode, args.steps)
-                print(
-                    f"  {model} {mode} {fw}: {raw[f'{model}/{mode}/{fw}']['median_s']:.3f} s", file=sys.stderr
-                )
+                raw[f"{model}/{mode}/{fw}"] = _merge(runs[fw])
         name = {"agnews": "AG News", "dbpedia": "DbPedia"}[model]
         for label, mode, key, unit in (
             ("train step", "train", "median_s", "s"),
