@@ -38,6 +38,8 @@ NOT_LAYERS = {
     "TransformerEncoderLayer": "one layer of TransformerEncoder, built by its config",
     "TransformerDecoderLayer": "one layer of TransformerDecoder, built by its config",
     "LoraAdapter": "made by apply_lora, never built directly",
+    "QLoraAdapter": "made by apply_qlora, never built directly",
+    "QuantizedStorage": "made by apply_qlora for the quantized parameters",
     "PaddingConfig1d": "the padding option of the 1-D conv and pool configs",
     "PaddingConfig2d": "the padding option of the 2-D conv and pool configs",
     "PaddingConfig3d": "the padding option of the 3-D conv configs (see the Conv3d row)",

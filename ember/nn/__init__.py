@@ -10,7 +10,7 @@ initializers, LoRA and module records.
     y = layer(x)
 """
 
-from ember.nn import functional, init, lora, loss, rnn
+from ember.nn import functional, init, lora, loss, qlora, quantize, rnn
 from ember.nn.activation import (
     GLU,
     ActivationConfig,
@@ -169,6 +169,8 @@ from ember.nn.pool1d import (
 )
 from ember.nn.pool_adaptive import AdaptiveAvgPool3d, AdaptiveAvgPool3dConfig
 from ember.nn.pos_encoding import PositionalEncoding, PositionalEncodingConfig, generate_sinusoids
+from ember.nn.qlora import QLora, QLoraAdapter, apply_qlora
+from ember.nn.quantize import Calibration, QuantizedStorage, Quantizer, QuantScheme, QuantStore, QuantValue
 from ember.nn.rnn import (
     BiGru,
     BiGruConfig,
@@ -233,6 +235,7 @@ __all__ = [
     "BinaryCrossEntropyLossConfig",
     "CTCLoss",
     "CTCLossConfig",
+    "Calibration",
     "Celu",
     "CeluConfig",
     "Constant",
@@ -362,6 +365,13 @@ __all__ = [
     "PositionWiseFeedForwardConfig",
     "PositionalEncoding",
     "PositionalEncodingConfig",
+    "QLora",
+    "QLoraAdapter",
+    "QuantScheme",
+    "QuantStore",
+    "QuantValue",
+    "QuantizedStorage",
+    "Quantizer",
     "RNNTLoss",
     "RNNTLossConfig",
     "RRelu",
@@ -424,6 +434,7 @@ __all__ = [
     "XavierUniform",
     "Zeros",
     "apply_lora",
+    "apply_qlora",
     "functional",
     "generate_autoregressive_mask",
     "generate_padding_mask",
@@ -432,5 +443,7 @@ __all__ = [
     "lora",
     "loss",
     "merge_lora",
+    "qlora",
+    "quantize",
     "rnn",
 ]

@@ -10,6 +10,7 @@ at first. The factors are ordinary trainable parameters at ``<weight path>.lora.
 ``merge_lora`` folds the adapters back into the weights (``Module.valid()`` does too) and
 gives back the trainability ``apply_lora`` took: every parameter that was trainable before
 is trainable again, so the merged model trains (or takes new adapters) like the original.
+QLoRA (adapters over quantized bases) builds on this in ``ember.nn.qlora``.
 """
 
 from __future__ import annotations
@@ -123,6 +124,16 @@ def _make_adapter(lora: Lora, base: Tensor) -> LoraAdapter:
     return LoraAdapter(Param(a, None, True), Param(b, None, True), lora.scale)
 
 
+def _check_no_adapters(op: str, params) -> None:
+    """Refuse a second reparameterization: adapters (or quantized storage) do not nest."""
+    adapted = [path for path, p in params if p._adapter is not None]
+    if adapted:
+        raise ValueError(
+            f"{op}: parameters {adapted} already have LoRA adapters or quantized storage; "
+            f"call merge_lora() before applying new ones"
+        )
+
+
 def apply_lora(module: Module, lora: Lora) -> Module:
     """Freeze every float parameter of ``module`` and attach adapters to its rank-2 ones.
 
@@ -138,12 +149,7 @@ def apply_lora(module: Module, lora: Lora) -> Module:
     if not isinstance(lora, Lora):
         raise TypeError(f"apply_lora: expected a Lora, got {type(lora).__name__}")
     params = list(module.named_parameters())
-    adapted = [path for path, p in params if p._adapter is not None]
-    if adapted:
-        raise ValueError(
-            f"apply_lora: parameters {adapted} already have LoRA adapters; "
-            f"call merge_lora() before applying new ones"
-        )
+    _check_no_adapters("apply_lora", params)
     for path, p in params:
         if not p.dtype.is_float:
             continue
@@ -157,6 +163,10 @@ def apply_lora(module: Module, lora: Lora) -> Module:
 def merge_lora(module: Module) -> Module:
     """Fold every adapter into its weight (``base ← base + scale·(a@b)``), remove it, and
     give back the trainability ``apply_lora`` took.
+
+    After ``apply_qlora`` the quantized bases are dequantized too (``dequantize(base) +
+    delta``, or just ``dequantize(base)`` where no adapter was attached): the result is a
+    plain float model.
 
     The merged weights keep their ids. Each parameter that ``apply_lora`` froze is trainable
     again if it was before; one trainable now (unfrozen meanwhile) stays trainable. In place;

@@ -8,10 +8,9 @@ Targets of ±1 may be int or float tensors.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ember.nn.distance import cosine_similarity, lp_norm
 from ember.nn.loss_reduction import Reduction, as_reduction, check_float, check_same_shape, reduce_loss
 from ember.nn.module import Module
 from ember.record.config import Config
@@ -46,33 +45,6 @@ def _check_batch_target(op: str, target, batch: int) -> None:
     if not isinstance(target, Tensor) or target.shape != (batch,):
         got = shape_str(target.shape) if isinstance(target, Tensor) else type(target).__name__
         raise ValueError(f"{op}: target must be [{batch}] (one per pair), got {got}")
-
-
-def _lp_norm(x: Tensor, p: float, dim: int) -> Tensor:
-    """The p-norm of ``x`` along ``dim`` (kept with size 1), as Burn's ``lp_norm``: p = 0 counts
-    the non-zeros, 1 and 2 and even integers use exact forms, ±inf the largest / smallest
-    magnitude."""
-    if p == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim=True)
-    if p == 1:
-        return x.abs().sum(dim, keepdim=True)
-    if p == 2:
-        return x.square().sum(dim, keepdim=True).sqrt()
-    if p == math.inf:
-        return x.abs().max(dim, keepdim=True)
-    if p == -math.inf:
-        return x.abs().min(dim, keepdim=True)
-    base = x**p if float(p).is_integer() and int(p) % 2 == 0 else x.abs() ** p
-    return base.sum(dim, keepdim=True) ** (1.0 / p)
-
-
-def _cosine_similarity(a: Tensor, b: Tensor) -> Tensor:
-    """Burn's ``cosine_similarity`` over dim 1: ``a·b / (max(|a|, ε)·max(|b|, ε))``, ε the
-    dtype's smallest normal number."""
-    eps = float(np.finfo(a.dtype.numpy).tiny)
-    dot = (a * b).sum(1)
-    norms = _lp_norm(a, 2, 1).reshape(-1).clamp(min=eps) * _lp_norm(b, 2, 1).reshape(-1).clamp(min=eps)
-    return dot / norms
 
 
 class CosineEmbeddingLossConfig(Config):
@@ -125,7 +97,9 @@ class CosineEmbeddingLoss(Module):
         op = "CosineEmbeddingLoss"
         _check_pairs(op, input1, input2)
         _check_batch_target(op, target, input1.shape[0])
-        cos = _cosine_similarity(input1, input2.to(input1.dtype))
+        # Burn's eps: the dtype's smallest normal number bounds each norm
+        eps = float(np.finfo(input1.dtype.numpy).tiny)
+        cos = cosine_similarity(input1, input2.to(input1.dtype), 1, eps)
         loss = (1.0 - cos).where(target == 1, 0.0)
         return relu(cos - self.margin).where(target == -1, loss)
 
@@ -333,8 +307,8 @@ class TripletMarginLoss(Module):
         op = "TripletMarginLoss"
         _check_pairs(op, anchor, positive, ("anchor", "positive"))
         check_same_shape(op, ("anchor", "negative"), anchor, negative)
-        d_pos = _lp_norm(anchor - positive.to(anchor.dtype), self.p, 1).reshape(-1)
-        d_neg = _lp_norm(anchor - negative.to(anchor.dtype), self.p, 1).reshape(-1)
+        d_pos = lp_norm(anchor - positive.to(anchor.dtype), self.p, 1)
+        d_neg = lp_norm(anchor - negative.to(anchor.dtype), self.p, 1)
         return (d_pos - d_neg + self.margin).clamp(min=0.0)
 
     def extra_repr(self) -> dict:

@@ -394,6 +394,13 @@ class Module:
 
         return apply_lora(self, lora)
 
+    def apply_qlora(self, qlora) -> "Module":
+        """Quantize the frozen weights and attach LoRA adapters (see
+        :func:`ember.nn.qlora.apply_qlora`). In place."""
+        from ember.nn.qlora import apply_qlora
+
+        return apply_qlora(self, qlora)
+
     def merge_lora(self) -> "Module":
         """Fold LoRA adapters into their weights (see :func:`ember.nn.lora.merge_lora`). In place."""
         from ember.nn.lora import merge_lora

@@ -13,6 +13,7 @@ import numpy as np
 
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig1d, padding_1d
+from ember.nn.pool_adaptive import adaptive_avg_pool
 from ember.nn.unfold import out_size, unfold_windows
 from ember.record.config import Config
 from ember.tensor.creation import from_numpy
@@ -222,31 +223,10 @@ class AdaptiveAvgPool1dConfig(Config):
         return AdaptiveAvgPool1d(self.output_size)
 
 
-_BIN_CACHE: dict = {}
-
-
-def _bins(length: int, out: int) -> tuple:
-    """(index ``[out, K]``, count ``[out]``): bin i covers ``[floor(i·L/out), ceil((i+1)·L/out))``;
-    the K slots of a shorter bin are filled with ``length``, the zero appended to the input."""
-    key = (length, out)
-    found = _BIN_CACHE.get(key)
-    if found is None:
-        i = np.arange(out)
-        start = (i * length) // out
-        end = -(-((i + 1) * length) // out)
-        k = int((end - start).max())
-        index = start[:, None] + np.arange(k)[None, :]
-        index = np.where(index < end[:, None], index, length).astype(np.int64)
-        found = (index, (end - start).astype(np.float64))
-        if len(_BIN_CACHE) > 256:
-            _BIN_CACHE.clear()
-        _BIN_CACHE[key] = found
-    return found
-
-
 class AdaptiveAvgPool1d(Module):
-    """Averages ``[B, C, L]`` into ``[B, C, output_size]`` bins (PyTorch's and Burn's bin edges).
-    Each bin gathers only its own elements, so an infinity or NaN stays in its bins.
+    """Averages ``[B, C, L]`` into ``[B, C, output_size]`` bins (PyTorch's and Burn's bin edges),
+    with :func:`ember.nn.pool_adaptive.adaptive_avg_pool`: each bin gathers only its own
+    elements, so an infinity or NaN stays in its bins.
 
     Args:
         output_size: number of bins.
@@ -258,16 +238,11 @@ class AdaptiveAvgPool1d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AdaptiveAvgPool1d", x)
-        b, c, length = x.shape
-        if length == 0:
+        if x.shape[2] == 0:
             raise ValueError(
                 f"AdaptiveAvgPool1d: cannot pool an empty length, got input {shape_str(x.shape)}"
             )
-        index, count = _bins(length, self.output_size)
-        padded = x.pad((0, 1), 0.0)  # slot `length` holds the zero that fills short bins
-        picked = padded.index_select(2, from_numpy(index.reshape(-1), x.device))
-        sums = picked.reshape(b, c, self.output_size, index.shape[1]).sum(3)
-        return sums / from_numpy(count.astype(x.dtype.numpy), x.device)
+        return adaptive_avg_pool(x, (self.output_size,), "AdaptiveAvgPool1d")
 
     def extra_repr(self) -> dict:
         return {"output_size": self.output_size}

@@ -1,5 +1,6 @@
 """Adaptive average pooling over any number of trailing spatial dims, and Burn's
-``AdaptiveAvgPool3d`` (``AdaptiveAvgPool2d`` in ``ember.nn.pool`` uses the same function).
+``AdaptiveAvgPool3d`` (``AdaptiveAvgPool1d`` in ``ember.nn.pool1d`` and ``AdaptiveAvgPool2d`` in
+``ember.nn.pool`` use the same function).
 
 Bin ``i`` of an axis of length ``n`` pooled to ``m`` covers ``[floor(i·n/m), ceil((i+1)·n/m))``
 (PyTorch's and Burn's edges; bins may overlap when ``m`` does not divide ``n``). The axes are

@@ -12,11 +12,12 @@ from dataclasses import field
 from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
+from ember.nn.rnn.bidirectional import Bidirectional
 from ember.nn.rnn.gate_controller import GateController, activation_config, stacked_weights, xavier_normal
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros
-from ember.tensor.ops.movement import cat, stack
+from ember.tensor.ops.movement import stack
 from ember.tensor.tensor import Tensor
 
 __all__ = ["BiRnn", "BiRnnConfig", "Rnn", "RnnConfig", "RnnState"]
@@ -196,7 +197,7 @@ class BiRnnConfig(Config):
         return BiRnn(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 
-class BiRnn(Module):
+class BiRnn(Bidirectional):
     """A bidirectional basic RNN; the forward direction's record path is ``forward`` (Burn's
     field), reached in Python as :attr:`forward_rnn`.
 
@@ -207,20 +208,11 @@ class BiRnn(Module):
     """
 
     def __init__(self, forward: Rnn, reverse: Rnn, batch_first: bool = True):
-        if forward.d_hidden != reverse.d_hidden or forward.d_input != reverse.d_input:
-            raise ValueError("BiRnn: both directions must have the same d_input and d_hidden")
-        self._forward = forward
-        self.reverse = reverse
-        self.d_hidden = forward.d_hidden
-        self.batch_first = bool(batch_first)
+        super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_rnn(self) -> Rnn:
         return self._forward
-
-    def _items(self):
-        yield "forward", self._forward
-        yield from super()._items()
 
     def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         """Run both directions.
@@ -232,19 +224,13 @@ class BiRnn(Module):
         Returns:
             ``(output [batch, seq, 2·d_hidden], RnnState(hidden [2, batch, d_hidden]))``.
         """
-        check_input("BiRnn", x, self._forward.d_input)
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        fwd_state = rev_state = None
-        if state is not None:
-            if not isinstance(state, RnnState):
-                raise TypeError(f"BiRnn: state must be an RnnState, got {type(state).__name__}")
-            check_state("BiRnn", "state.hidden", state.hidden, (2, x.shape[0], self.d_hidden))
-            fwd_state, rev_state = state.hidden[0], state.hidden[1]
-        out_f, final_f = self._forward.run(x, fwd_state, reverse=False)
-        out_r, final_r = self.reverse.run(x, rev_state, reverse=True)
-        out = cat([out_f, out_r], 2)
-        return (out if self.batch_first else out.swap_dims(0, 1)), RnnState(stack([final_f, final_r], 0))
+        return self._run(x, state)
 
-    def extra_repr(self) -> dict:
-        return {"d_input": self._forward.d_input, "d_hidden": self.d_hidden, "batch_first": self.batch_first}
+    def _split_state(self, state, batch: int) -> tuple[Tensor, Tensor]:
+        if not isinstance(state, RnnState):
+            raise TypeError(f"BiRnn: state must be an RnnState, got {type(state).__name__}")
+        check_state("BiRnn", "state.hidden", state.hidden, (2, batch, self.d_hidden))
+        return state.hidden[0], state.hidden[1]
+
+    def _stack_states(self, forward: Tensor, reverse: Tensor) -> RnnState:
+        return RnnState(stack([forward, reverse], 0))

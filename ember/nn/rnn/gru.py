@@ -21,6 +21,7 @@ from dataclasses import field
 from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
+from ember.nn.rnn.bidirectional import Bidirectional
 from ember.nn.rnn.gate_controller import GateController, activation_config, gate_values, xavier_normal
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
@@ -255,7 +256,7 @@ class BiGruConfig(Config):
         return BiGru(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 
-class BiGru(Module):
+class BiGru(Bidirectional):
     """A bidirectional GRU; the forward direction's record path is ``forward`` (Burn's field),
     reached in Python as :attr:`forward_gru`.
 
@@ -266,20 +267,11 @@ class BiGru(Module):
     """
 
     def __init__(self, forward: Gru, reverse: Gru, batch_first: bool = True):
-        if forward.d_hidden != reverse.d_hidden or forward.d_input != reverse.d_input:
-            raise ValueError("BiGru: both directions must have the same d_input and d_hidden")
-        self._forward = forward
-        self.reverse = reverse
-        self.d_hidden = forward.d_hidden
-        self.batch_first = bool(batch_first)
+        super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_gru(self) -> Gru:
         return self._forward
-
-    def _items(self):
-        yield "forward", self._forward
-        yield from super()._items()
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Run both directions.
@@ -291,17 +283,11 @@ class BiGru(Module):
         Returns:
             ``(output [batch, seq, 2·d_hidden], final states [2, batch, d_hidden])``.
         """
-        check_input("BiGru", x, self._forward.d_input)
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        fwd_state = rev_state = None
-        if state is not None:
-            check_state("BiGru", "state", state, (2, x.shape[0], self.d_hidden))
-            fwd_state, rev_state = state[0], state[1]
-        out_f, final_f = self._forward.run(x, fwd_state, reverse=False)
-        out_r, final_r = self.reverse.run(x, rev_state, reverse=True)
-        out = cat([out_f, out_r], 2)
-        return (out if self.batch_first else out.swap_dims(0, 1)), stack([final_f, final_r], 0)
+        return self._run(x, state)
 
-    def extra_repr(self) -> dict:
-        return {"d_input": self._forward.d_input, "d_hidden": self.d_hidden, "batch_first": self.batch_first}
+    def _split_state(self, state, batch: int) -> tuple[Tensor, Tensor]:
+        check_state("BiGru", "state", state, (2, batch, self.d_hidden))
+        return state[0], state[1]
+
+    def _stack_states(self, forward: Tensor, reverse: Tensor) -> Tensor:
+        return stack([forward, reverse], 0)

@@ -21,6 +21,7 @@ from dataclasses import field
 from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
+from ember.nn.rnn.bidirectional import Bidirectional
 from ember.nn.rnn.gate_controller import (
     GateController,
     activation_config,
@@ -31,7 +32,7 @@ from ember.nn.rnn.gate_controller import (
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros
-from ember.tensor.ops.movement import cat, stack
+from ember.tensor.ops.movement import stack
 from ember.tensor.tensor import Tensor
 
 __all__ = ["BiLstm", "BiLstmConfig", "Lstm", "LstmConfig", "LstmState"]
@@ -312,7 +313,7 @@ class BiLstmConfig(Config):
         return BiLstm(base.init(device, dtype), base.init(device, dtype), self.batch_first)
 
 
-class BiLstm(Module):
+class BiLstm(Bidirectional):
     """A bidirectional LSTM: one LSTM forward in time, one backward, outputs concatenated.
 
     The forward-direction LSTM sits under the record path ``forward`` (Burn's field name); in
@@ -325,20 +326,11 @@ class BiLstm(Module):
     """
 
     def __init__(self, forward: Lstm, reverse: Lstm, batch_first: bool = True):
-        if forward.d_hidden != reverse.d_hidden or forward.d_input != reverse.d_input:
-            raise ValueError("BiLstm: both directions must have the same d_input and d_hidden")
-        self._forward = forward
-        self.reverse = reverse
-        self.d_hidden = forward.d_hidden
-        self.batch_first = bool(batch_first)
+        super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_lstm(self) -> Lstm:
         return self._forward
-
-    def _items(self):
-        yield "forward", self._forward
-        yield from super()._items()
 
     def forward(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """Run both directions.
@@ -351,23 +343,13 @@ class BiLstm(Module):
             ``(output, state)``: ``[batch, seq, 2·d_hidden]`` (forward half first) and the final
             states, each ``[2, batch, d_hidden]``.
         """
-        check_input("BiLstm", x, self._forward.d_input)
-        if not self.batch_first:
-            x = x.swap_dims(0, 1)
-        batch = x.shape[0]
-        fwd_state = rev_state = None
-        if state is not None:
-            if not isinstance(state, LstmState):
-                raise TypeError(f"BiLstm: state must be an LstmState, got {type(state).__name__}")
-            check_state("BiLstm", "state.cell", state.cell, (2, batch, self.d_hidden))
-            fwd_state, rev_state = (
-                LstmState(state.cell[0], state.hidden[0]),
-                LstmState(state.cell[1], state.hidden[1]),
-            )
-        out_f, final_f = self._forward.run(x, fwd_state, reverse=False)
-        out_r, final_r = self.reverse.run(x, rev_state, reverse=True)
-        out = cat([out_f, out_r], 2)
-        return (out if self.batch_first else out.swap_dims(0, 1)), LstmState.stack([final_f, final_r], 0)
+        return self._run(x, state)
 
-    def extra_repr(self) -> dict:
-        return {"d_input": self._forward.d_input, "d_hidden": self.d_hidden, "batch_first": self.batch_first}
+    def _split_state(self, state, batch: int) -> tuple[LstmState, LstmState]:
+        if not isinstance(state, LstmState):
+            raise TypeError(f"BiLstm: state must be an LstmState, got {type(state).__name__}")
+        check_state("BiLstm", "state.cell", state.cell, (2, batch, self.d_hidden))
+        return LstmState(state.cell[0], state.hidden[0]), LstmState(state.cell[1], state.hidden[1])
+
+    def _stack_states(self, forward: LstmState, reverse: LstmState) -> LstmState:
+        return LstmState.stack([forward, reverse], 0)
