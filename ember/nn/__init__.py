@@ -143,6 +143,7 @@ from ember.nn.loss_rnnt import RNNTLoss, RNNTLossConfig
 from ember.nn.mask import GeneratePaddingMask, SeqLength, generate_autoregressive_mask, generate_padding_mask
 from ember.nn.module import Module
 from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
+from ember.nn.noise import GaussianNoise, GaussianNoiseConfig
 from ember.nn.norm import LayerNorm, LayerNormConfig, RmsNorm, RmsNormConfig
 from ember.nn.norm_group import GroupNorm, GroupNormConfig
 from ember.nn.norm_instance import InstanceNorm, InstanceNormConfig
@@ -276,6 +277,8 @@ __all__ = [
     "GateController",
     "GaussianNLLLoss",
     "GaussianNLLLossConfig",
+    "GaussianNoise",
+    "GaussianNoiseConfig",
     "Gelu",
     "GeneratePaddingMask",
     "Glu",
