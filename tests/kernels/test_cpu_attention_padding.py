@@ -31,6 +31,16 @@ def _inputs(rng, b=3, h=2, sq=9, sk=11, d=4, dtype=np.float64):
     return q, k, v, mask, dout
 
 
+def _assert_as_the_reference(q, k, v, mask, dout):
+    """cpu against reference, NaN pattern included (non-finite inputs)."""
+    want = _run("reference", q, k, v, mask, dout)
+    got = _run("cpu", q, k, v, mask, dout)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        finite = np.isfinite(w)
+        np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("quiet", [False, True], ids=["softmax", "quiet"])
 @pytest.mark.parametrize("dropout_p", [0.0, 0.3])
 def test_padded_keys_left_out_give_the_reference_results(quiet, dropout_p):
@@ -81,12 +91,7 @@ def test_non_finite_values_propagate_as_in_the_full_product(where):
         q[0, 0, 2, 0] = np.inf
     else:
         dout[1, 1, 4, 3] = np.inf
-    want = _run("reference", q, k, v, mask, dout)
-    got = _run("cpu", q, k, v, mask, dout)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        finite = np.isfinite(w)
-        np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)
+    _assert_as_the_reference(q, k, v, mask, dout)
 
 
 def test_heads_split_off_a_projection_are_read_and_written_without_copies():
@@ -162,9 +167,4 @@ def test_zero_rows_next_to_non_finite_values_are_computed_in_full(where):
     else:
         q[1, 0, 1, :] = 1e30  # its scores overflow: lse is inf, its weights NaN
         dout[1, 0, 1, :] = 0.0
-    want = _run("reference", q, k, v, mask, dout)
-    got = _run("cpu", q, k, v, mask, dout)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        finite = np.isfinite(w)
-        np.testing.assert_allclose(g[finite], w[finite], rtol=1e-10, atol=1e-12)
+    _assert_as_the_reference(q, k, v, mask, dout)

@@ -131,28 +131,22 @@ def _is_zero(row):
 
 
 @serial
-def _zero_queries_last(q, rows):
-    """The query indices into ``rows``: those of rows of ``q [S, D]`` with a nonzero (or
-    NaN) entry first, in order, then the all-zero rows (any order). Returns the first count."""
-    live, dead = 0, q.shape[0]
-    for i in range(q.shape[0]):
-        if _is_zero(q[i]):
-            dead -= 1
-            rows[dead] = i
-        else:
-            rows[live] = i
-            live += 1
-    return live
+def _silent_rows_last(x, q, lse, guarded, rows):
+    """Row indices into ``rows``: first, in order, those of the rows of ``x [S, D]`` that
+    take part in the products, then (in any order) the all-zero rows that need not. Returns
+    the first count.
 
-
-@serial
-def _silent_rows_last(dout, q, lse, rows):
-    """As :func:`_zero_queries_last` for the rows of ``dout [S, Dv]`` through which no
-    gradient flows back: all zero, with a finite query and ``lse``, so that their weights
-    are finite and ``w * 0`` is exactly 0."""
-    live, dead = 0, dout.shape[0]
-    for i in range(dout.shape[0]):
-        if math.isfinite(lse[i]) and _is_zero(dout[i]) and _all_finite_row(q[i]):
+    Forward (``x`` the queries, not ``guarded``): an all-zero query scores 0 against every
+    finite key. Backward (``x`` the output gradient, ``guarded``): an all-zero row sends no
+    gradient back when its query and ``lse`` are finite too, so that its weights are finite
+    and ``w * 0`` is exactly 0.
+    """
+    live, dead = 0, x.shape[0]
+    for i in range(x.shape[0]):
+        silent = _is_zero(x[i])
+        if silent and guarded:
+            silent = math.isfinite(lse[i]) and _all_finite_row(q[i])
+        if silent:
             dead -= 1
             rows[dead] = i
         else:
@@ -316,7 +310,7 @@ def _forward_pairs(
         # An all-zero query row (the padded positions token packing scatters in) scores 0
         # against every finite key, whatever the dropout, so all such rows of the pair share
         # one output and lse: it is computed for the first of them only.
-        live = _zero_queries_last(q[b, :, h, :], rows_idx)
+        live = _silent_rows_last(q[b, :, h, :], q[b, :, h, :], lse[b, h], False, rows_idx)
         done = False
         while not done:
             kt = np.empty((dh, n), dtype=q.dtype)
@@ -442,7 +436,7 @@ def _backward_pairs(
         # and 0 * v is 0: it is left out of the products.
         n_rows = sq
         if _all_finite(kt) and _all_finite(vt):
-            n_rows = _silent_rows_last(dout[b, :, h, :], q[b, :, h, :], lse_h, rows_idx)
+            n_rows = _silent_rows_last(dout[b, :, h, :], q[b, :, h, :], lse_h, True, rows_idx)
             for t in range(n_rows, sq):
                 dst = dq[b, rows_idx[t], h]
                 for d in range(dh):
