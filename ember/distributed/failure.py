@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,10 @@ __all__ = ["announce_rank", "install_abort_on_exception", "record_failure", "run
 
 _installed = False
 _lock = threading.Lock()
+# mpiexec forwards a rank's stderr asynchronously and kills the job as soon as one rank
+# aborts, which could drop the line naming the failure on a busy machine: the failing rank
+# waits this long after writing it.
+_FORWARD_GRACE_S = 0.5
 
 
 def run_dir() -> Path | None:
@@ -90,6 +95,7 @@ def install_abort_on_exception(rank: int, world_size: int, abort: Callable[[int]
         except Exception:  # a closed stream must not keep the job alive
             pass
         record_failure(rank, line)
+        time.sleep(_FORWARD_GRACE_S)
         abort(1)
 
     sys.excepthook = hook

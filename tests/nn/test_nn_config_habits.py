@@ -51,6 +51,7 @@ HABITS = {
     "EmbeddingBag": "10, 4, mode='sum'",
     "Fold4d": "output_size=(4, 5), kernel_size=2",
     "GaussianNLLLoss": "full=True",
+    "GaussianNoise": "std=0.1",
     "GroupNorm": "2, 4",
     "Gru": "8, 16, batch_first=True",
     "HardShrink": "lambd=0.3",
