@@ -186,3 +186,40 @@ def test_stand_ins_compile_nothing_and_match_the_kernels(monkeypatch):
     standby_loss, standby_weight = step()
     assert standby_loss == pytest.approx(fused_loss, rel=1e-5)
     np.testing.assert_allclose(standby_weight, fused_weight, rtol=1e-4, atol=1e-6)
+
+
+def test_a_forked_child_waits_on_the_lock_not_on_its_parents_process(cache):
+    import os
+
+    tiers = bg.BackgroundCompile(command=_writer(1.0), poll_s=0.0)
+    assert not tiers.ready("float32")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no warning about a failed compile, it just waits
+        try:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                ok = not tiers.ready("float32")
+                _wait(tiers, "float32")
+            os.write(write, b"1" if ok else b"0")
+        except BaseException:
+            os.write(write, b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"1"
+    _wait(tiers, "float32")
+
+
+def test_an_unwritable_cache_compiles_here(cache, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(bg.os, "open", refuse)
+    tiers = bg.BackgroundCompile(command=lambda d: pytest.fail("no process without a lock"))
+    with pytest.warns(RuntimeWarning, match="cannot start the background kernel compile"):
+        assert tiers.ready("float64")

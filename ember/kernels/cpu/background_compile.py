@@ -115,6 +115,10 @@ class BackgroundCompile:
             lambda dtype: [sys.executable, "-m", "ember.precompile", "--dtype", dtype]
         )
         self._poll_s = poll_s
+        if hasattr(os, "register_at_fork"):
+            # A forked child (a data-loader worker) cannot wait on its parent's children; it
+            # waits for the marker like any other process, through the lock file.
+            os.register_at_fork(after_in_child=self._children.clear)
 
     def ready_for(self, array) -> bool:
         """``ready`` for the dtype of ``array`` (an ndarray, or a list whose first item is one)."""
@@ -141,8 +145,18 @@ class BackgroundCompile:
             self._ready[dtype] = True
             return True
         if state is None:
+            try:
+                self._start(dtype, marker)
+            except OSError as error:  # a read-only cache, no fork/exec: compile here instead
+                warnings.warn(
+                    f"ember: cannot start the background kernel compile for {dtype} ({error}); "
+                    "compiling in this process instead",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                self._ready[dtype] = True
+                return True
             self._ready[dtype] = False
-            self._start(dtype, marker)
             return False
         child = self._children.get(dtype)
         if child is not None and child.poll() is not None and not marker.exists():
