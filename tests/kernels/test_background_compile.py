@@ -3,6 +3,7 @@ backend runs the composed kernels, and the fused kernels take over once it marks
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -189,8 +190,6 @@ def test_stand_ins_compile_nothing_and_match_the_kernels(monkeypatch):
 
 
 def test_a_forked_child_waits_on_the_lock_not_on_its_parents_process(cache):
-    import os
-
     tiers = bg.BackgroundCompile(command=_writer(1.0), poll_s=0.0)
     assert not tiers.ready("float32")
     read, write = os.pipe()
@@ -223,3 +222,16 @@ def test_an_unwritable_cache_compiles_here(cache, monkeypatch):
     tiers = bg.BackgroundCompile(command=lambda d: pytest.fail("no process without a lock"))
     with pytest.warns(RuntimeWarning, match="cannot start the background kernel compile"):
         assert tiers.ready("float64")
+
+
+def test_a_lock_without_its_pid_yet_counts_as_held_while_fresh(cache):
+    marker = bg.marker_path("float32")
+    lock = marker.with_name(marker.name + ".lock")
+    lock.write_text("")  # another process between creating the lock and writing its pid
+    tiers = bg.BackgroundCompile(command=lambda d: pytest.fail("the lock is held"), poll_s=0.0)
+    assert not tiers.ready("float32")
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # ... and never wrote it: stale
+    calls = cache / "calls"
+    tiers._command = _writer(0.1, calls)
+    _wait(tiers, "float32")
+    assert calls.read_text().count("started") == 1

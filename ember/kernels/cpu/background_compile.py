@@ -36,6 +36,8 @@ __all__ = ["BackgroundCompile", "enabled", "fingerprint", "mark_compiled", "mark
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # How often a waiting process looks for the marker: a stat call, so cheap, but not every op.
 _POLL_S = 0.25
+# A lock file without its pid yet is the moment between creating and writing it.
+_FRESH_LOCK_S = 10.0
 # float16 runs through the float32 kernels; other dtypes never reach a fused kernel.
 _KERNEL_DTYPE = {
     np.dtype(np.float16): "float32",
@@ -145,19 +147,8 @@ class BackgroundCompile:
             self._ready[dtype] = True
             return True
         if state is None:
-            try:
-                self._start(dtype, marker)
-            except OSError as error:  # a read-only cache, no fork/exec: compile here instead
-                warnings.warn(
-                    f"ember: cannot start the background kernel compile for {dtype} ({error}); "
-                    "compiling in this process instead",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                self._ready[dtype] = True
-                return True
-            self._ready[dtype] = False
-            return False
+            self._ready[dtype] = not self._try_start(dtype, marker)
+            return self._ready[dtype]
         child = self._children.get(dtype)
         if child is not None and child.poll() is not None and not marker.exists():
             # The compile process failed: compile here, on first use, as without tiers.
@@ -170,8 +161,9 @@ class BackgroundCompile:
             self._ready[dtype] = True
             return True
         if child is None and not self._lock_holder_alive(marker):
-            self._start(dtype, marker)  # the process that was compiling died: take over
-        return False
+            # the process that was compiling died: take over
+            self._ready[dtype] = not self._try_start(dtype, marker)
+        return self._ready[dtype]
 
     # ---- the compile process ------------------------------------------------------------
     @staticmethod
@@ -183,11 +175,29 @@ class BackgroundCompile:
         return marker.with_name(marker.name + ".log")
 
     def _lock_holder_alive(self, marker: Path) -> bool:
+        lock = self._lock_path(marker)
         try:
-            pid = int(self._lock_path(marker).read_text(encoding="utf-8").split()[0])
-        except (OSError, ValueError, IndexError):
+            text = lock.read_text(encoding="utf-8")
+            if not text.strip():  # created, its pid not written yet: a live holder if recent
+                return time.time() - lock.stat().st_mtime < _FRESH_LOCK_S
+            return _alive(int(text.split()[0]))
+        except (OSError, ValueError):
             return False
-        return _alive(pid)
+
+    def _try_start(self, dtype: str, marker: Path) -> bool:
+        """``_start``, or False (with a warning) when no process can be started: a read-only
+        cache, no fork/exec. The kernels then compile in this process on first use."""
+        try:
+            self._start(dtype, marker)
+            return True
+        except OSError as error:
+            warnings.warn(
+                f"ember: cannot start the background kernel compile for {dtype} ({error}); "
+                "compiling in this process instead",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return False
 
     def _start(self, dtype: str, marker: Path) -> None:
         """Start the compile process unless another live process already runs one."""
