@@ -38,7 +38,8 @@ def _compiled(standby: str | None = None, dtype_of: int = 0):
 
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            if self._tiers.ready_for(args[dtype_of]):
+            picked = args[dtype_of] if len(args) > dtype_of else next(iter(kwargs.values()), None)
+            if self._tiers.ready_for(picked):
                 return method(self, *args, **kwargs)
             if fallback is None:
                 return getattr(self, standby)(*args, **kwargs)
