@@ -161,10 +161,11 @@ def precompile(
         raise ValueError(
             f"precompile: dtypes must be float32/float64 and jobs >= 1, got {bad or dtypes}, {jobs}"
         )
-    # The workloads must compile the kernels, not run their stand-ins (nor start a second compile).
-    os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
     import ember.kernels.cpu  # noqa: F401  (configures the cache directory for the children too)
-    from ember.kernels.cpu.background_compile import mark_compiled
+    from ember.kernels.cpu.background_compile import compile_here, mark_compiled
+
+    # The workloads must compile the kernels, not run their stand-ins (nor start a second compile).
+    compile_here()
 
     timings: dict[str, float] = {}
     parallel = ["attention", "layers"]
@@ -213,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
-        os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
+        from ember.kernels.cpu.background_compile import compile_here
+
+        compile_here()
         _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
         return
     from ember.kernels.cpu.jit import cache_dir

@@ -235,3 +235,14 @@ def test_a_lock_without_its_pid_yet_counts_as_held_while_fresh(cache):
     tiers._command = _writer(0.1, calls)
     _wait(tiers, "float32")
     assert calls.read_text().count("started") == 1
+
+
+def test_compile_here_wins_over_a_backend_made_earlier(cache, monkeypatch):
+    # ember.precompile run in a process whose cpu backend already waits on an empty cache
+    tiers = bg.BackgroundCompile(command=_writer(30.0), poll_s=0.0)
+    assert not tiers.ready("float32")
+    monkeypatch.setattr(bg, "_compile_here", False)
+    bg.compile_here()
+    assert tiers.ready("float32")  # its workloads now compile the kernels
+    assert os.environ["EMBER_BACKGROUND_COMPILE"] == "0"
+    tiers._children["float32"].kill()

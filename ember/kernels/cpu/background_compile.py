@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BackgroundCompile", "enabled", "fingerprint", "mark_compiled", "marker_path"]
+__all__ = ["BackgroundCompile", "compile_here", "enabled", "fingerprint", "mark_compiled", "marker_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # How often a waiting process looks for the marker: a stat call, so cheap, but not every op.
@@ -44,6 +44,17 @@ _KERNEL_DTYPE = {
     np.dtype(np.float32): "float32",
     np.dtype(np.float64): "float64",
 }
+
+
+_compile_here = False
+
+
+def compile_here() -> None:
+    """From now on, in this process and the ones it starts, kernels compile on first use
+    (what ``ember.precompile`` needs of its workloads), whatever backends exist already."""
+    global _compile_here
+    _compile_here = True
+    os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
 
 
 def enabled() -> bool:
@@ -135,7 +146,7 @@ class BackgroundCompile:
         state = self._ready.get(dtype)
         if state:
             return True
-        if not self._active:
+        if not self._active or _compile_here:
             self._ready[dtype] = True
             return True
         now = time.monotonic()
