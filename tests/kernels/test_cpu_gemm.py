@@ -108,3 +108,26 @@ def test_a_forked_child_gets_its_own_threads():
 def _product_in_child(done):
     a = np.ones((600, 600))
     done.put(float(gemm.matmul(a, a).sum() / 600))
+
+
+def test_every_openblas_runs_one_thread_during_a_product():
+    # SciPy (which Numba imports) loads an OpenBLAS of its own; when it was listed first, only it
+    # was limited and NumPy's products ran two BLAS threads each inside ember's split
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    pytest.importorskip("scipy.linalg")
+    controllers = threadpoolctl.ThreadpoolController().select(internal_api="openblas").lib_controllers
+    numpy_blas = [c for c in controllers if "numpy" in c.filepath and c.threading_layer != "openmp"]
+    if not numpy_blas or all(c.num_threads == 1 for c in numpy_blas):
+        pytest.skip("NumPy's BLAS is not a multi-threaded OpenBLAS here")
+    limiter = gemm._OpenBlasThreads()
+    with limiter:
+        during = [
+            c.num_threads
+            for c in threadpoolctl.ThreadpoolController().select(internal_api="openblas").lib_controllers
+        ]
+    assert during == [1] * len(during)
+    assert [c.num_threads for c in numpy_blas] == [
+        c.num_threads
+        for c in threadpoolctl.ThreadpoolController().select(internal_api="openblas").lib_controllers
+        if "numpy" in c.filepath and c.threading_layer != "openmp"
+    ]
