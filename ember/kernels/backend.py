@@ -135,6 +135,12 @@ class Backend(OptimizerOps):
         e = self.unary("exp", self.binary("sub", x, m))
         return self.binary("add", self.unary("log", self.reduce("sum", e, (x.ndim - 1,), True)), m)
 
+    # ---- composites: linear layer ------------------------------------------------------
+    def linear(self, x, w, b):
+        """``x [N, d_in] @ w [d_in, d_out] + b [d_out]`` (``b`` None: no bias), all one dtype."""
+        y = self.matmul(x, w)
+        return y if b is None else self.binary("add", y, b)
+
     # ---- composites: normalisation ------------------------------------------------------
     def layer_norm(self, x, gamma, beta, eps):
         ax = (x.ndim - 1,)

@@ -10,6 +10,7 @@ from ember.nn.module import Module
 from ember.nn.param import Param
 from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
+from ember.tensor.ops.nn import linear
 from ember.tensor.tensor import Tensor
 
 __all__ = ["Linear", "LinearConfig", "LinearLayout"]
@@ -86,17 +87,12 @@ class Linear(Module):
             ``[..., d_output]``.
         """
         w = self.weight.val()
-        d_in, d_out = w.shape
+        d_in = w.shape[0]
         if not isinstance(x, Tensor):
             raise TypeError(f"Linear: expected a Tensor input, got {type(x).__name__}")
         if x.ndim == 0 or x.shape[-1] != d_in:
             raise ValueError(f"Linear: input of shape {shape_str(x.shape)} does not end with d_input={d_in}")
-        lead = x.shape[:-1]
-        # one 2-D GEMM over all leading dims: the weight gradient is then a single GEMM too
-        out = x.reshape(-1, d_in) @ w
-        if self.bias is not None:
-            out = out + self.bias.val()
-        return out.reshape(lead + (d_out,))
+        return linear(x, w, None if self.bias is None else self.bias.val())
 
     def extra_repr(self) -> dict:
         d_in, d_out = self.weight.shape

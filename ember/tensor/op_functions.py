@@ -45,6 +45,7 @@ from ember.tensor.ops.nn import embedding as _embedding
 from ember.tensor.ops.nn import embedding_bag as _embedding_bag
 from ember.tensor.ops.nn import gelu as _gelu
 from ember.tensor.ops.nn import layer_norm as _layer_norm
+from ember.tensor.ops.nn import linear as _linear
 from ember.tensor.ops.nn import log_softmax as _log_softmax
 from ember.tensor.ops.nn import quiet_softmax as _quiet_softmax
 from ember.tensor.ops.nn import rms_norm as _rms_norm
@@ -68,12 +69,12 @@ __all__ = [
     "abs", "add", "all", "any", "argmax", "argmin", "argsort", "attention", "cat", "ceil", "chunk", "clamp", "cos",
     "cross_entropy_per_sample", "cumsum", "div", "dropout", "embedding", "embedding_bag", "eq", "erf", "exp", "expm1",
     "flatten", "flip", "floor", "floor_divide", "gather", "ge", "gelu", "gt", "index_put", "index_select", "isfinite",
-    "isinf", "isnan", "layer_norm", "le", "leaky_relu", "log", "log1p", "log_softmax", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logsumexp", "lt", "mask_fill", "matmul", "max", "maximum", "mean", "min", "minimum",
-    "mul", "narrow", "ne", "neg", "one_hot", "pad", "permute", "pow", "prod", "quiet_softmax", "reciprocal", "relu",
-    "remainder", "reshape", "rms_norm", "round", "rsqrt", "scatter_add", "sigmoid", "sign", "silu", "sin", "softmax",
-    "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "swap_dims",
-    "take_along_dim", "tanh", "topk", "transpose", "unsqueeze", "var", "where",
+    "isinf", "isnan", "layer_norm", "le", "leaky_relu", "linear", "log", "log1p", "log_softmax", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "mask_fill", "matmul", "max", "maximum", "mean",
+    "min", "minimum", "mul", "narrow", "ne", "neg", "one_hot", "pad", "permute", "pow", "prod", "quiet_softmax",
+    "reciprocal", "relu", "remainder", "reshape", "rms_norm", "round", "rsqrt", "scatter_add", "sigmoid", "sign",
+    "silu", "sin", "softmax", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum",
+    "swap_dims", "take_along_dim", "tanh", "topk", "transpose", "unsqueeze", "var", "where",
 ]
 
 
@@ -851,6 +852,23 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if type(b) not in _PLAIN_TYPES and _holds_tensor_like(b):
         b = _converted(b)
     return _matmul(a, b)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight + bias`` over the last dim of ``x`` (Burn's ``linear``): ``x [..., d_in]``,
+    ``weight [d_in, d_out]``, ``bias [d_out]`` or None -> ``[..., d_out]``, in the operands'
+    promoted dtype, which must be float.
+
+    One backend call: the ``cpu`` backend adds the bias to each block of the product's rows
+    while they are in cache, instead of in a second pass over the whole result.
+    """
+    if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
+        x = _converted(x)
+    if type(weight) not in _PLAIN_TYPES and _holds_tensor_like(weight):
+        weight = _converted(weight)
+    if type(bias) not in _PLAIN_TYPES and _holds_tensor_like(bias):
+        bias = _converted(bias)
+    return _linear(x, weight, bias)
 
 
 def silu(x: Tensor) -> Tensor:

@@ -451,6 +451,16 @@ OPS = (
         reflected=("__rmatmul__",),
         backend=("matmul",),
     ),
+    _tensor_op(
+        "linear",
+        FUSED,
+        PROMOTE,
+        RULE,
+        "ops.nn.linear",
+        saves=("x", "weight"),
+        backend=("linear",),
+        **_NN_ONLY,
+    ),
     # ---- activations composed from the primitives -----------------------------------------------
     _tensor_op("silu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.silu"),
     _tensor_op("softplus", COMPOSED, FLOAT, THROUGH, "ops.elementwise.softplus"),

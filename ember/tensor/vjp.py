@@ -354,6 +354,15 @@ def _matmul(node, g):
     return ga, gb
 
 
+@rule("linear")
+def _linear(node, g):
+    c = node.ctx
+    gx = g @ c.weight.transpose() if needs(node, 0) else None
+    gw = c.x.transpose() @ g if needs(node, 1) else None
+    gb = g.sum(0) if needs(node, 2) else None
+    return gx, gw, gb
+
+
 # ---- fused composites: each calls its backend's fused backward -------------------------------
 def _fused(g, data):
     return wrap(data, g._device)

@@ -66,6 +66,9 @@ class CpuBackend(ArrayBackend):
     def _gemm(self, a, b):
         return gemm.matmul(a, b)  # single-threaded BLAS pieces on ember's threads (see gemm)
 
+    def linear(self, x, w, b):
+        return gemm.matmul(x, w, bias=b)  # the bias added to each block of rows while in cache
+
     @_compiled()
     def _erf(self, x):
         if x.dtype == np.float16:  # the kernel is float32/float64

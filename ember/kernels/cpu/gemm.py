@@ -98,40 +98,67 @@ def _setup():
     return _blas
 
 
-def _products(pieces):
-    return [(lambda a=a, b=b, out=out: np.matmul(a, b, out=out)) for a, b, out in pieces]
+#: Bytes of output a biased product covers per BLAS call, so that the bias is added while
+#: those rows are still in cache (a separate pass over a [5120, 512] result cost 1.9 ms).
+_BIAS_BLOCK_BYTES = 1 << 20
+
+
+def _product(a, b, out, bias):
+    if bias is None:
+        np.matmul(a, b, out=out)
+        return
+    rows = max(_MIN_ROWS, _BIAS_BLOCK_BYTES // max(1, out.shape[-1] * out.itemsize))
+    for r0 in range(0, max(1, a.shape[-2]), rows):
+        block = out[..., r0 : r0 + rows, :]
+        np.matmul(a[..., r0 : r0 + rows, :], b, out=block)
+        np.add(block, bias, out=block)
+
+
+def _products(pieces, bias=None):
+    return [(lambda a=a, b=b, out=out: _product(a, b, out, bias)) for a, b, out in pieces]
+
+
+def _plain(a, b, bias):
+    out = np.matmul(a, b)
+    if bias is not None:
+        out += bias
+    return out
 
 
 def _bounds(n, parts):
     return [(i * n // parts, (i + 1) * n // parts) for i in range(parts)]
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` (NumPy semantics). 2-D float products large enough are split by rows and
-    batched ones by their leading dimension; all run with single-threaded BLAS."""
+def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` (NumPy semantics), plus ``bias`` (broadcast over the result's rows) when given.
+    2-D float products large enough are split by rows and batched ones by their leading
+    dimension; all run with single-threaded BLAS, and each piece adds the bias to its rows
+    while they are in cache."""
     blas = _setup() if _blas is None else _blas
     if not blas.available:
-        return np.matmul(a, b)
+        return _plain(a, b, bias)
     if a.dtype not in _FLOATS or b.dtype != a.dtype or a.ndim < 2 or b.ndim < 2:
         with blas:
-            return np.matmul(a, b)
+            return _plain(a, b, bias)
     macs = math.prod(a.shape[:-1]) * a.shape[-1] * b.shape[-1]
     pool = threadpool.pool()
     if pool.threads == 1 or macs < _SPLIT_MIN_MACS:
         with blas:
-            return np.matmul(a, b)
+            return _plain(a, b, bias)
     if a.ndim == 2 and b.ndim == 2:
         parts = min(pool.threads, a.shape[0] // _MIN_ROWS)
         if parts > 1:
             out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+            pieces = [(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)]
             with blas:
-                pool.run(_products([(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)]))
+                pool.run(_products(pieces, bias))
             return out
     elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.shape[0] >= 2:
         parts = min(pool.threads, a.shape[0])
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
+        pieces = [(a[s:e], b[s:e], out[s:e]) for s, e in _bounds(a.shape[0], parts)]
         with blas:
-            pool.run(_products([(a[s:e], b[s:e], out[s:e]) for s, e in _bounds(a.shape[0], parts)]))
+            pool.run(_products(pieces, bias))
         return out
     with blas:
-        return np.matmul(a, b)
+        return _plain(a, b, bias)

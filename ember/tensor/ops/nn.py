@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ember.tensor import dtypes as dt
 from ember.tensor.grad_mode import is_grad_enabled
 from ember.tensor.ops._core import (
     Tensor,
@@ -188,6 +189,47 @@ def cross_entropy_per_sample(logits: Tensor, targets: Tensor, smoothing: float =
         lse=lse,
         smoothing=float(smoothing),
     )
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight + bias`` over the last dim of ``x`` (Burn's ``linear``): ``x [..., d_in]``,
+    ``weight [d_in, d_out]``, ``bias [d_out]`` or None -> ``[..., d_out]``, in the operands'
+    promoted dtype, which must be float.
+
+    One backend call: the ``cpu`` backend adds the bias to each block of the product's rows
+    while they are in cache, instead of in a second pass over the whole result.
+    """
+    op = "linear"
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor input, got {type(x).__name__}")
+    _float_input(op, weight)
+    if bias is not None:
+        _float_input(op, bias)
+        check_devices(op, x, weight, bias)
+    else:
+        check_devices(op, x, weight)
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be [d_input, d_output], got {shape_str(weight.shape)}")
+    d_in, d_out = weight.shape
+    if x.ndim == 0 or x.shape[-1] != d_in:
+        raise ValueError(f"{op}: input of shape {shape_str(x.shape)} does not end with d_input={d_in}")
+    if x._dtype.is_bool:
+        raise TypeError(f"{op}: bool inputs are not supported")
+    if bias is not None and tuple(bias.shape) != (d_out,):
+        raise ValueError(f"{op}: bias must be [d_output] = [{d_out}], got {shape_str(bias.shape)}")
+    rdt = dt.promote_types(x._dtype, weight._dtype)
+    if bias is not None:
+        rdt = dt.promote_types(rdt, bias._dtype)
+    lead = tuple(x.shape[:-1])
+    # one 2-D GEMM over all leading dims: the weight gradient is then a single GEMM too
+    rows = x.reshape(math.prod(lead), d_in).to(rdt)
+    w = weight.to(rdt)
+    b = None if bias is None else bias.to(rdt)
+    data = x._device.backend.linear(rows._data, w._data, None if b is None else b._data)
+    out = wrap(data, x._device, rdt)
+    if needs_grad(rows, w, b):
+        out = record(out, op, (rows, w, b), x=detached(rows), weight=detached(w))
+    return out.reshape(lead + (d_out,))
 
 
 def embedding(weight: Tensor, ids: Tensor) -> Tensor:
