@@ -56,7 +56,8 @@ def _attention(dtype: str) -> None:
 
 def _layers(dtype: str) -> None:
     """Every other kernel a text model reaches: embeddings, layer norm, GELU, dropout,
-    softmaxes, cross-entropy, Adam/AdamW, and the bag-of-embeddings path with its lazy Adam."""
+    softmaxes, cross-entropy, Adam/AdamW, token packing's rows, and the bag-of-embeddings path
+    with its lazy Adam."""
     import ember
     from ember import nn
     from ember.optim import AdamConfig, AdamWConfig, GradientsParams
@@ -89,6 +90,13 @@ def _layers(dtype: str) -> None:
             optim.step(1e-3, model, GradientsParams.from_grads(loss.backward(), model))
     with ember.no_grad():
         model.valid()(ids)
+
+    # token packing's row gather and scatter, at a size that takes the cpu row kernels
+    from ember.nn.token_packing import TokenPacking
+
+    packing = TokenPacking(_padding_mask(ember, 16, 256))
+    wide = packing.unpack(ember.randn(packing.count, 64, dtype=dt).require_grad())
+    packing.pack(wide * 2.0).sum().backward()
 
     bag = nn.EmbeddingBagConfig(50, 16).init(dtype=dt)
     offsets = ember.tensor([0, 5, 9])

@@ -265,7 +265,7 @@ class ArrayBackend(Backend):
 
     def _add_at(self, out, key, values):
         rows = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if _unique_rows(rows, out.shape[0] if out.ndim else 0):
+        if unique_rows(rows, out.shape[0] if out.ndim else 0):
             out[rows] += values  # unique rows: buffered fancy indexing adds each once, much faster
             return
         np.add.at(out, key, values)
@@ -317,7 +317,7 @@ for _name, _stats in HALF_VIA_SINGLE.items():
 del _name, _stats
 
 
-def _unique_rows(rows, n: int) -> bool:
+def unique_rows(rows, n: int) -> bool:
     """Whether ``rows`` is a 1-D array of distinct in-range row numbers (non-negative)."""
     if not isinstance(rows, np.ndarray) or rows.ndim != 1 or rows.dtype.kind not in "iu" or rows.size < 2:
         return False

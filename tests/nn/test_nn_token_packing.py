@@ -9,7 +9,7 @@ from nn_gradcheck import cpu_available
 
 import ember
 from ember import nn
-from ember.kernels.reference import _unique_rows
+from ember.kernels.reference import unique_rows
 from ember.nn.token_packing import TokenPacking
 
 BACKENDS = ["reference"] + (["cpu"] if cpu_available() else [])
@@ -108,10 +108,10 @@ def test_token_packing_round_trip_and_errors():
 
 
 def test_index_add_fast_path_is_exact_and_only_for_unique_rows():
-    assert _unique_rows(np.array([3, 0, 2]), 4)
-    assert not _unique_rows(np.array([1, 1]), 4)  # repeats accumulate: np.add.at
-    assert not _unique_rows(np.array([-1, 2]), 4)
-    assert not _unique_rows(np.array([[0, 1]]), 4)
+    assert unique_rows(np.array([3, 0, 2]), 4)
+    assert not unique_rows(np.array([1, 1]), 4)  # repeats accumulate: np.add.at
+    assert not unique_rows(np.array([-1, 2]), 4)
+    assert not unique_rows(np.array([[0, 1]]), 4)
     be = ember.Device("reference").backend
     values = np.arange(12.0).reshape(3, 4)
     for rows in (np.array([2, 0, 3]), np.array([1, 1, 3])):

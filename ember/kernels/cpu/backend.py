@@ -19,12 +19,41 @@ from ember.kernels.cpu import (
     norms,
     optim_sparse_updates,
     optim_updates,
+    rows,
     softmax,
 )
 from ember.kernels.cpu.background_compile import BackgroundCompile
-from ember.kernels.reference import ArrayBackend
+from ember.kernels.reference import ArrayBackend, unique_rows
 from ember.kernels.reference import half_via_single as _half_via_single
 from ember.kernels.threads import apply_blas_threads
+
+#: Elements below which NumPy's row indexing is as fast as the parallel row kernels.
+_ROWS_MIN_ELEMENTS = 1 << 16
+_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _row_key(x, key):
+    """The row numbers when ``x[key]`` picks whole rows of a large float array by one in-range
+    integer array (token packing's gather and scatter), else None."""
+    if isinstance(key, tuple):
+        if len(key) != 1:
+            return None
+        key = key[0]
+    if not (
+        isinstance(key, np.ndarray)
+        and key.ndim == 1
+        and key.dtype.kind in "iu"
+        and key.size
+        and isinstance(x, np.ndarray)
+        and x.ndim >= 2
+        and x.dtype in _ROW_DTYPES
+        and x.flags.c_contiguous
+        and key.size * (x.size // max(1, x.shape[0])) >= _ROWS_MIN_ELEMENTS
+    ):
+        return None
+    if key.min() < 0 or key.max() >= x.shape[0]:
+        return None  # (negative or out of range: NumPy's own indexing and errors)
+    return key
 
 
 def _compiled(standby: str | None = None, dtype_of: int = 0):
@@ -68,6 +97,40 @@ class CpuBackend(ArrayBackend):
 
     def linear(self, x, w, b):
         return gemm.matmul(x, w, bias=b)  # the bias added to each block of rows while in cache
+
+    # ---- token packing's row gather and scatter: one parallel sweep --------------------
+    def getitem(self, x, key):
+        picked = _row_key(x, key)
+        if picked is None or not self._tiers.ready_for(x):
+            return super().getitem(x, key)
+        return embedding.embedding(x.reshape(x.shape[0], -1), picked).reshape(picked.shape + x.shape[1:])
+
+    def index_put(self, x, key, values, accumulate):
+        if accumulate:
+            return self.index_add(x, key, values)
+        picked = self._row_update(x, key, values)
+        if picked is None:
+            return super().index_put(x, key, values, accumulate)
+        return rows.put_rows(x, picked, values, add=False)
+
+    def index_add(self, x, key, values):
+        picked = self._row_update(x, key, values)
+        if picked is None or not unique_rows(picked, x.shape[0]):
+            return super().index_add(x, key, values)
+        return rows.put_rows(x, picked, values, add=True)
+
+    def _row_update(self, x, key, values):
+        picked = _row_key(x, key)
+        if (
+            picked is None
+            or not isinstance(values, np.ndarray)
+            or values.dtype != x.dtype
+            or values.shape != picked.shape + x.shape[1:]
+            or not values.flags.c_contiguous
+            or not self._tiers.ready_for(x)
+        ):
+            return None
+        return picked
 
     @_compiled()
     def _erf(self, x):

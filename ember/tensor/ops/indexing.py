@@ -118,6 +118,16 @@ def getitem(x: Tensor, key) -> Tensor:
     return out
 
 
+def _indexed_shape(x: Tensor, akey) -> tuple:
+    """The shape of ``x[akey]``: read off a single integer index array (rows, as token packing
+    scatters them) instead of gathering the rows only to measure them."""
+    if isinstance(akey, tuple) and len(akey) == 1:
+        dtype = getattr(akey[0], "dtype", None)
+        if dtype is not None and dtype.kind in "iu":
+            return tuple(akey[0].shape) + tuple(x.shape[1:])
+    return tuple(x._device.backend.getitem(x._data, akey).shape)
+
+
 def index_put(x: Tensor, key, values, accumulate: bool = False) -> Tensor:
     """A copy of ``x`` with ``x[key] = values`` (or ``+=`` when ``accumulate``), as an op."""
     akey = _advanced_key(x, key) if _is_advanced(key) else _normalize_basic_key(key, x.shape)
@@ -125,7 +135,7 @@ def index_put(x: Tensor, key, values, accumulate: bool = False) -> Tensor:
         values = wrap(x._device.backend.full((), values, x._dtype), x._device, x._dtype)
     check_devices("index_put", x, values)
     values = values.to(x._dtype)
-    target_shape = x._device.backend.getitem(x._data, akey).shape
+    target_shape = _indexed_shape(x, akey)
     try:
         np.broadcast_shapes(values.shape, target_shape)
     except ValueError:
