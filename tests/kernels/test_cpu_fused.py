@@ -213,6 +213,13 @@ def test_tile_products_all_remainders(dtype, rng):
             expected = acc + a.astype(np.float64).T @ w
             tilegemm.accumulate_at_b(acc, a, w)
             close(acc, expected, dtype, scale=10)
+            # the two-row form rows_dot_rows takes on 16-register machines, tested on every machine
+            for first in range(m):
+                out = np.full((m, k), np.nan, dtype=dtype)
+                stop = tilegemm.dot_row_pairs(w, bt, out, first)
+                assert stop == m - (m - first) % 2
+                close(out[first:stop], w[first:stop].astype(np.float64) @ bt.T, dtype, scale=10)
+                assert np.isnan(out[:first]).all() and np.isnan(out[stop:]).all()
 
 
 # ------------------------------------------------------------------------- softmax
