@@ -11,6 +11,10 @@ import os as _os
 # kernels still do. The value is read when NumPy loads OpenBLAS, so it applies when ember is
 # imported before NumPy; set OPENBLAS_THREAD_TIMEOUT yourself to choose otherwise.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
+# Likewise OMP_WAIT_POLICY=passive, read when an OpenMP runtime loads: set here, at import, so
+# that one loaded after ember (PyTorch's libgomp, which Numba and the C++ kernels then share)
+# does not spin either; one loaded before is noted (see kernels/threads.py).
+from ember.kernels import threads as _threads  # noqa: F401  (light: os only)
 from ember.tensor import (
     Device,
     DType,

@@ -23,6 +23,10 @@ import pytest
 # the variable themselves). Subprocesses the tests start inherit it.
 os.environ.setdefault("EMBER_BACKGROUND_COMPILE", "0")
 
+# ember before any test module imports PyTorch: its OpenMP runtime then loads with the passive
+# policy ember sets, and the kernels stay on OpenMP as in a script that imports ember first.
+import ember  # noqa: F401
+
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _TESTS_DIR not in sys.path:  # makes ``helpers`` (tests/helpers/) importable from any test file
     sys.path.insert(0, _TESTS_DIR)

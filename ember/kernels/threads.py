@@ -14,9 +14,29 @@ import os
 
 _configured = False
 
+#: An OpenMP runtime was already loaded when ember was imported, with no ``OMP_WAIT_POLICY``
+#: set (``import torch`` first does this: PyTorch brings its libgomp). Its threads then spin
+#: after every parallel region, and the policy can no longer be changed, so ember keeps its
+#: kernels off OpenMP (see :mod:`ember.kernels.cpu.jit` and the cpu backend).
+SPINNING_OPENMP = False
+
+
+def _openmp_runtime_loaded() -> bool:
+    """Whether a GNU, Intel or LLVM OpenMP runtime is mapped into this process (Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            text = maps.read()
+    except OSError:  # (not Linux: nothing to tell)
+        return False
+    return any(name in text for name in ("/libgomp", "/libiomp", "/libomp"))
+
 
 def configure_openmp() -> None:
-    """Set the OpenMP wait policy before the runtime loads (idempotent)."""
+    """Set the OpenMP wait policy before the runtime loads (idempotent), noting whether a
+    runtime loaded earlier already ignores it."""
+    global SPINNING_OPENMP
+    if "OMP_WAIT_POLICY" not in os.environ and _openmp_runtime_loaded():
+        SPINNING_OPENMP = True
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 

@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ember.kernels import native_ops
+from ember.kernels import native_ops, threads
 from ember.kernels.cpu import (
     activations,
     attention,
@@ -88,7 +88,9 @@ class CpuBackend(ArrayBackend):
         # Only the calls where the C++ kernels measure faster than their Numba twins go to
         # C++ (float32 layer-norm forward, float64 exact GELU); bench/bench_native.py compares
         # the two, and Numba wins everywhere else.
-        self._native = native_ops.available()
+        # ... unless an OpenMP runtime loaded before ember spins after every parallel region
+        # (the C++ kernels are OpenMP; see ember.kernels.threads.SPINNING_OPENMP)
+        self._native = native_ops.available() and not threads.SPINNING_OPENMP
         self._tiers = BackgroundCompile()
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------

@@ -27,6 +27,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -205,8 +206,52 @@ FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz", "afn"})
 
 _COMMON = dict(cache=True, fastmath=set(FASTMATH), nogil=True, error_model="numpy")
 
-#: Decorator for kernels whose outer loop is a ``numba.prange``.
-kernel = functools.partial(numba.njit, parallel=True, **_COMMON)
+
+def _launch_layer() -> str | None:
+    """The threading layer ember picks for Numba's parallel kernels, or None for Numba's own
+    choice: ``workqueue`` when the OpenMP runtime already loaded spins (see
+    :data:`ember.kernels.threads.SPINNING_OPENMP`; AG News step 0.74 s on it, 0.45 s on
+    workqueue), unless ``NUMBA_THREADING_LAYER`` says otherwise."""
+    from ember.kernels import threads
+
+    if threads.SPINNING_OPENMP and "NUMBA_THREADING_LAYER" not in os.environ:
+        return "workqueue"
+    return None
+
+
+if _launch_layer() is not None:
+    numba.config.THREADING_LAYER = _launch_layer()
+
+#: One parallel kernel at a time: Numba's workqueue layer aborts the process on concurrent
+#: launches (two Python threads calling ember at once).
+_launch_lock = threading.Lock()
+
+
+class _SerialLaunches:
+    """A parallel dispatcher whose calls hold :data:`_launch_lock` (workqueue layer only)."""
+
+    def __init__(self, dispatcher):
+        self._dispatcher = dispatcher
+        functools.update_wrapper(self, dispatcher.py_func)
+
+    def __call__(self, *args, **kwargs):
+        with _launch_lock:
+            return self._dispatcher(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._dispatcher, name)
+
+
+def kernel(function=None, **options):
+    """Decorator for kernels whose outer loop is a ``numba.prange``."""
+
+    def decorate(fn):
+        dispatcher = numba.njit(parallel=True, **{**_COMMON, **options})(fn)
+        layer = numba.config.THREADING_LAYER
+        return _SerialLaunches(dispatcher) if layer == "workqueue" else dispatcher
+
+    return decorate(function) if function is not None else decorate
+
 
 #: Decorator for serial kernels and for helpers called from kernels.
 serial = functools.partial(numba.njit, **_COMMON)
