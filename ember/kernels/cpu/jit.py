@@ -242,15 +242,10 @@ class _SerialLaunches:
         return getattr(self._dispatcher, name)
 
 
-def kernel(function=None, **options):
+def kernel(function):
     """Decorator for kernels whose outer loop is a ``numba.prange``."""
-
-    def decorate(fn):
-        dispatcher = numba.njit(parallel=True, **{**_COMMON, **options})(fn)
-        layer = numba.config.THREADING_LAYER
-        return _SerialLaunches(dispatcher) if layer == "workqueue" else dispatcher
-
-    return decorate(function) if function is not None else decorate
+    dispatcher = numba.njit(parallel=True, **_COMMON)(function)
+    return _SerialLaunches(dispatcher) if numba.config.THREADING_LAYER == "workqueue" else dispatcher
 
 
 #: Decorator for serial kernels and for helpers called from kernels.
