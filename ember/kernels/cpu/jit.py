@@ -219,8 +219,9 @@ def _launch_layer() -> str | None:
     return None
 
 
-if _launch_layer() is not None:
-    numba.config.THREADING_LAYER = _launch_layer()
+_LAYER = _launch_layer()
+if _LAYER is not None:
+    numba.config.THREADING_LAYER = _LAYER
 
 #: One parallel kernel at a time: Numba's workqueue layer aborts the process on concurrent
 #: launches (two Python threads calling ember at once).

@@ -205,9 +205,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _float_input(op, weight)
     if bias is not None:
         _float_input(op, bias)
-        check_devices(op, x, weight, bias)
-    else:
-        check_devices(op, x, weight)
+    check_devices(op, x, weight, bias)  # (skips a None bias)
     if weight.ndim != 2:
         raise ValueError(f"{op}: weight must be [d_input, d_output], got {shape_str(weight.shape)}")
     d_in, d_out = weight.shape
