@@ -78,6 +78,18 @@ def test_rows_whose_scores_sit_below_the_fill_still_weigh_the_padded_keys():
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-8)
 
 
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_huge_scores_give_finite_gradients(masked):
+    # A score of 1e60: the backward's exp(s * scale - lse) must cancel exactly at the row's
+    # maximum. Fused into one FMA, the unrounded product left 1e43 there: exp = inf, grads NaN.
+    q = np.zeros((1, 2, 2, 2))
+    q[0, 1, 1, 1] = 1e30
+    mask = np.array([[False, masked]])
+    _assert_as_the_reference(q, q.copy(), np.zeros_like(q), mask, np.ones_like(q))
+    got = _run("cpu", q, q.copy(), np.zeros_like(q), mask, np.ones_like(q))
+    assert all(np.isfinite(g).all() for g in got)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("where", ["padded_value", "padded_key", "query", "dout"])
 def test_non_finite_values_propagate_as_in_the_full_product(where):

@@ -198,28 +198,48 @@ def test_erf_array(dtype, bound):
 # ------------------------------------------------------------------------- tile products
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tile_products_all_remainders(dtype, rng):
-    # Row and reduction counts around the 4 x 4 blocking, including 1.
-    for m in (1, 3, 4, 6, 9):
-        for k in (1, 3, 4, 5, 8):
-            n = 19
-            a, bt = data(rng, (m, k), dtype), data(rng, (k, n), dtype)
-            w, acc = data(rng, (m, n), dtype), data(rng, (k, n), dtype)
-            out = np.full((m, n), np.nan, dtype=dtype)
-            tilegemm.rows_by_matrix(a, bt, out)
-            close(out, a.astype(np.float64) @ bt, dtype, scale=10)
-            out = np.full((m, k), np.nan, dtype=dtype)
-            tilegemm.rows_dot_rows(w, bt, out)
-            close(out, w.astype(np.float64) @ bt.T, dtype, scale=10)
-            expected = acc + a.astype(np.float64).T @ w
-            tilegemm.accumulate_at_b(acc, a, w)
-            close(acc, expected, dtype, scale=10)
-            # the two-row form rows_dot_rows takes on 16-register machines, tested on every machine
-            for first in range(m):
-                out = np.full((m, k), np.nan, dtype=dtype)
-                stop = tilegemm.dot_row_pairs(w, bt, out, first)
-                assert stop == m - (m - first) % 2
-                close(out[first:stop], w[first:stop].astype(np.float64) @ bt.T, dtype, scale=10)
-                assert np.isnan(out[:first]).all() and np.isnan(out[stop:]).all()
+    # Row counts around the micro-kernel's strips (8, 4, 2, 1 rows), column counts around one
+    # and two vectors (masked last block), reductions including 0 and 1.
+    for m in (1, 2, 3, 5, 8, 9, 13, 17):
+        for k in (0, 1, 3, 32):
+            for n in (1, 7, 8, 15, 16, 17, 31, 32, 33, 65):
+                a, bt = data(rng, (m, k), dtype), data(rng, (k, n), dtype)
+                w, acc = data(rng, (m, n), dtype), data(rng, (k, n), dtype)
+                out = np.full((m, n), np.nan, dtype=dtype)
+                tilegemm.rows_by_matrix(a, bt, out)
+                close(out, a.astype(np.float64) @ bt, dtype, scale=10)
+                expected = acc + a.astype(np.float64).T @ w
+                tilegemm.accumulate_at_b(acc, a, w)
+                close(acc, expected, dtype, scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile_products_strided_views_leave_the_rest_alone(dtype, rng):
+    # a as a transposed view (element stride != 1), out and acc as column windows of wider
+    # arrays: the masked stores must not touch the columns beyond the window.
+    a = data(rng, (32, 11), dtype).T  # [11, 32], strides (elem, row)
+    bt = data(rng, (32, 21), dtype)
+    wide = np.full((11, 40), 7.0, dtype=dtype)
+    tilegemm.rows_by_matrix(a, bt, wide[:, 3:24])
+    close(wide[:, 3:24], a.astype(np.float64) @ bt, dtype, scale=10)
+    assert (wide[:, :3] == 7).all() and (wide[:, 24:] == 7).all()
+    w = data(rng, (11, 21), dtype)
+    acc = np.full((32, 40), 1.0, dtype=dtype)
+    tilegemm.accumulate_at_b(acc[:, 5:26], a, w)
+    close(acc[:, 5:26], 1.0 + a.astype(np.float64).T @ w, dtype, scale=10)
+    assert (acc[:, :5] == 1).all() and (acc[:, 26:] == 1).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile_products_propagate_nan_and_inf(dtype):
+    a = np.ones((9, 4), dtype=dtype)
+    a[2, 1] = np.nan
+    a[5, 0] = np.inf
+    bt = np.ones((4, 19), dtype=dtype)
+    out = np.empty((9, 19), dtype=dtype)
+    tilegemm.rows_by_matrix(a, bt, out)
+    assert np.isnan(out[2]).all() and np.isposinf(out[5]).all()
+    assert (np.delete(out, [2, 5], axis=0) == 4).all()
 
 
 # ------------------------------------------------------------------------- softmax

@@ -70,14 +70,20 @@ def enabled() -> bool:
 @functools.cache
 def fingerprint() -> str:
     """A hash of everything the compiled kernels depend on: the kernel sources, Numba's and
-    Python's versions and the host CPU (Numba compiles for the machine it runs on)."""
+    Python's versions and the host CPU and target features (Numba compiles for the machine
+    it runs on)."""
     import llvmlite.binding as llvm
     import numba
+
+    from . import jit  # noqa: F401  (sets the target features before they are read below)
 
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE_DIR.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(f"{numba.__version__}|{sys.version}|{llvm.get_host_cpu_name()}".encode())
+    # the target Numba compiles for when it is overridden (jit.py sets the features on AVX-512)
+    for name in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES"):
+        digest.update(f"|{os.environ.get(name, '')}".encode())
     return digest.hexdigest()[:24]
 
 

@@ -14,6 +14,11 @@ Importing this module configures Numba once, before any kernel is compiled:
 * **Threads.** ``EMBER_NUM_THREADS`` (a positive integer) sets the size of Numba's
   thread pool; by default Numba uses every core. BLAS threads are configured by the
   backend with the same variable, so the two never oversubscribe the machine.
+* **Vector width.** On CPUs with AVX-512 LLVM still emits 256-bit vectors unless told
+  otherwise (its tuning for Skylake-X onwards assumes 512-bit code lowers the clock, which
+  newer cores no longer do); unless ``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES`` is set,
+  ember sets ``NUMBA_CPU_FEATURES`` to the host's features with that preference removed, so
+  its loops use all 16 float32 lanes (GELU forward 1.70 -> 1.21 ms on a Xeon).
 
 The decorators ``kernel`` (parallel, for ``prange`` loops) and ``serial`` (helpers and
 small loops) carry the shared compilation options so every module compiles alike.
@@ -145,8 +150,23 @@ def _configure_threads_before_import() -> None:
         os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
 
 
+def _configure_vector_width_before_import() -> None:
+    # An environment variable rather than numba.config: Numba re-reads its config from the
+    # environment whenever a NUMBA_* variable changes, which would drop a value set in config.
+    if any(os.environ.get(name) for name in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")):
+        return
+    if os.environ.get("NUMBA_ENABLE_AVX", "1") == "0":
+        return
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features().flatten()
+    if "+avx512f" in features.split(","):
+        os.environ["NUMBA_CPU_FEATURES"] = features + ",-prefer-256-bit"
+
+
 _configure_cache()
 _configure_threads_before_import()
+_configure_vector_width_before_import()
 
 import numba  # noqa: E402  (must follow the environment setup above)
 from numba.core import caching as _caching  # noqa: E402
