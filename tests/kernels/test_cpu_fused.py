@@ -421,6 +421,22 @@ def test_gelu_float32_negative_tail_keeps_relative_accuracy(approximate):
     np.testing.assert_allclose(K.gelu(x, approximate), ref_gelu(x, approximate), rtol=2e-6)
 
 
+def test_gelu_exact_backward_float32_tail_keeps_relative_accuracy():
+    # The density comes from the tail's own exponential (exp(-x^2/2) with x^2 carried
+    # exactly): down to x = -13, where the derivative is about 1e-36, it keeps float32's
+    # relative precision; and a huge or infinite input gives the limits 0 and 1.
+    x = np.concatenate([np.linspace(-13, -1.2, 119), np.linspace(0.5, 13, 126)])
+    x = x.astype(np.float32).astype(np.float64)  # the oracle at the float32 inputs
+    cdf = 0.5 * np.vectorize(math.erfc)(-x / math.sqrt(2))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    got = K.gelu_backward(x.astype(np.float32), np.ones(x.shape, np.float32), False)
+    np.testing.assert_allclose(got, cdf + x * pdf, rtol=3e-6)
+    edges = np.array([-np.inf, -3e38, 3e38, np.inf, np.nan], dtype=np.float32)
+    got = K.gelu_backward(edges, np.ones_like(edges), False)
+    np.testing.assert_array_equal(got[:4], [0, 0, 1, 1])
+    assert np.isnan(got[4])
+
+
 def test_gelu_exact_backward_formula_float64(rng):
     x = data(rng, 40, np.float64, scale=3)
     dy = data(rng, 40, np.float64)

@@ -51,15 +51,12 @@ def _grad_arg(v):
 
 @kernel
 def _gelu_exact_backward(x, dy, dx):
-    half = vm.typed(0.5, x)
     one = vm.typed(1.0, x)
-    c = vm.typed(_INV_SQRT_2PI, x)
     zero = vm.typed(0.0, x)
     for i in prange(x.shape[0]):
         v = _grad_arg(x[i])
-        tail = vm.normal_tail(v)
+        tail, density = vm.normal_tail_density(v)
         phi = one - tail if v >= zero else tail
-        density = c * vm.exp(-half * v * v)
         dx[i] = dy[i] * (phi + v * density)
 
 

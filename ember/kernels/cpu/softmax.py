@@ -25,8 +25,10 @@ def _softmax_rows(x, y):
     for i in prange(n):
         xi = x[i]
         yi = y[i]
-        m = xi[0]
-        for j in range(1, d):
+        # From -inf over every element, not from xi[0] over the rest: a loop of d - 1 leaves
+        # a remainder of up to 63 elements (16 lanes x 4) to a scalar loop.
+        m = vm.typed(-np.inf, x)
+        for j in range(d):
             m = vm.vmax(m, xi[j])
         # Summed in x's dtype (terms in [0, 1], many partial sums): a float64 sum made
         # this loop ~45% slower; log_softmax, whose output is a log, keeps float64.
@@ -60,8 +62,10 @@ def _log_softmax_rows(x, y):
     n, d = x.shape
     for i in prange(n):
         xi = x[i]
-        m = xi[0]
-        for j in range(1, d):
+        # From -inf over every element, not from xi[0] over the rest: a loop of d - 1 leaves
+        # a remainder of up to 63 elements (16 lanes x 4) to a scalar loop.
+        m = vm.typed(-np.inf, x)
+        for j in range(d):
             m = vm.vmax(m, xi[j])
         if not math.isfinite(m):
             m = vm.typed(0.0, x)  # as the reference: a +-inf row gives +-inf, not NaN

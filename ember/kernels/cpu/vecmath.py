@@ -18,7 +18,9 @@ not vectorise either. This module provides drop-in replacements usable inside
   error < 4e-7 (a few ulps) over the whole line. float64: ``math.erfc`` (libm),
   because no cheap fit reaches 1e-12.
 * :func:`normal_tail` — ``P(Z > |x|) = erfc(|x| / sqrt2) / 2`` for a standard normal
-  ``Z``, with ``x^2 / 2`` carried exactly (relative error < 4e-7 in float32).
+  ``Z``, with ``x^2 / 2`` carried exactly (relative error < 4e-7 in float32);
+  :func:`normal_tail_density` returns the density ``exp(-x^2 / 2) / sqrt(2 pi)`` with it,
+  from the same exponential.
 * :func:`erf` — float32: its Maclaurin series for ``|x| < 0.5`` (relative accuracy
   near 0) and ``1 - erfc(|x|)`` beyond; float64: ``math.erf``.
 
@@ -37,7 +39,7 @@ from numba.np.numpy_support import as_dtype
 
 from .jit import FASTMATH
 
-__all__ = ["erf", "erfc", "exp", "normal_tail", "typed", "vmax"]
+__all__ = ["erf", "erfc", "exp", "normal_tail", "normal_tail_density", "typed", "vmax"]
 
 _JIT_OPTIONS = {"fastmath": set(FASTMATH), "error_model": "numpy"}
 
@@ -235,8 +237,9 @@ _ERFC_F = (
 
 
 @register_jitable(inline="always")
-def _erfc_core_f32(z, z2_hi, z2_lo):
-    """erfc(z) for float32 ``z >= 0`` given ``z^2 = z2_hi + z2_lo`` exactly."""
+def _erfc_parts_f32(z, z2_hi, z2_lo):
+    """``(t F(t), exp(-z^2))`` for float32 ``z >= 0`` given ``z^2 = z2_hi + z2_lo`` exactly:
+    erfc(z) is their product."""
     t = np.float32(1.0) / (np.float32(1.0) + np.float32(_ERFC_T) * z)
     f = np.float32(_ERFC_F[10])
     f = f * t + np.float32(_ERFC_F[9])
@@ -255,7 +258,14 @@ def _erfc_core_f32(z, z2_hi, z2_lo):
     # z^2 overflows (|z| >= 1.8e19, or inf) lo is -inf or NaN and 0 * (1 - lo) is NaN.
     one = np.float32(1.0)
     correction = one - z2_lo if z2_hi < np.float32(128.0) else one
-    return t * f * (exp(-z2_hi) * correction)
+    return t * f, exp(-z2_hi) * correction
+
+
+@register_jitable(inline="always")
+def _erfc_core_f32(z, z2_hi, z2_lo):
+    """erfc(z) for float32 ``z >= 0`` given ``z^2 = z2_hi + z2_lo`` exactly."""
+    rational, gauss = _erfc_parts_f32(z, z2_hi, z2_lo)
+    return rational * gauss
 
 
 @register_jitable(inline="always")
@@ -356,4 +366,40 @@ def _normal_tail_overload(x):
         return _normal_tail_f32
     if x == types.float64:
         return _normal_tail_f64
+    return None
+
+
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+def normal_tail_density(x):
+    """``(normal_tail(x), phi(x))``: the tail and the standard normal density
+    ``exp(-x^2 / 2) / sqrt(2 pi)``, which float32 gets from the tail's own exponential
+    (GELU's backward needs both: one exponential instead of two).
+
+    Args:
+        x: a float scalar.
+    """
+    return normal_tail(x), type(x)(_INV_SQRT_2PI * math.exp(-0.5 * float(x) * float(x)))
+
+
+def _normal_tail_density_f32(x):
+    a = abs(x)
+    hi, lo = _square_split_f32(a)
+    rational, gauss = _erfc_parts_f32(
+        a * np.float32(0.7071067811865476), np.float32(0.5) * hi, np.float32(0.5) * lo
+    )
+    return np.float32(0.5) * rational * gauss, np.float32(_INV_SQRT_2PI) * gauss
+
+
+def _normal_tail_density_f64(x):
+    return 0.5 * math.erfc(abs(x) * 0.7071067811865476), _INV_SQRT_2PI * exp(-0.5 * x * x)
+
+
+@overload(normal_tail_density, inline="always", jit_options=_JIT_OPTIONS)
+def _normal_tail_density_overload(x):
+    if x == types.float32:
+        return _normal_tail_density_f32
+    if x == types.float64:
+        return _normal_tail_density_f64
     return None
