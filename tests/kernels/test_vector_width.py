@@ -16,11 +16,11 @@ pytest.importorskip("numba")
 _PROBE = """
 import json, os
 import llvmlite.binding as llvm
-from ember.kernels.cpu import background_compile, jit, microkernel
+from ember.kernels.cpu import background_compile, jit, vector_ir
 print("RESULT " + json.dumps({
     "features": os.environ.get("NUMBA_CPU_FEATURES"),
     "host_avx512": "+avx512f" in llvm.get_host_cpu_features().flatten().split(","),
-    "vector_bytes": microkernel.VECTOR_BYTES,
+    "vector_bytes": vector_ir.VECTOR_BYTES,
     "fingerprint": background_compile.fingerprint(),
 }))
 """

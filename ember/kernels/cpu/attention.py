@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from . import threadpool
+from . import threadpool, vector_rows
 from . import vecmath as vm
 from .checks import contiguous, float_array, probability, seed_u64
 from .dropout import hash_bits, keep_threshold
@@ -223,19 +223,12 @@ def _exp_scores_row(
             row[j] = v
             m = vm.vmax(m, v)
     else:
-        for j in range(sk):
-            v = row[j] * scale
-            row[j] = v
-            m = vm.vmax(m, v)
+        m = vector_rows.scale_max(row, scale)
     if quiet:
         m = vm.vmax(m, zero)
     # Summed in the row's dtype: a float64 sum made this loop ~45% slower, and float32
     # lanes summing terms in [0, 1] lose < 1e-6 relative for rows of thousands.
-    total = zero
-    for j in range(sk):
-        e = vm.exp(row[j] - m)
-        row[j] = e
-        total += e
+    total = vector_rows.exp_sum(row, m)
     if quiet:
         total += vm.exp(-m)
     # lse in float64 whatever the input dtype: see _grad_row
@@ -293,15 +286,10 @@ def _grad_row(
             d = w * (grow[j] - delta) * scale
             grow[j] = zero if masked[j] else d
     else:
-        # The scores are scaled in a loop of their own: in one loop LLVM contracts
-        # s * scale - lse into an FMA, whose unrounded product no longer cancels exactly
-        # against the lse of rounded scores (exp(+1e43) = inf for a score of 1e60).
-        for j in range(sk):
-            row[j] *= scale
-        for j in range(sk):
-            w = vm.exp((row[j] - lse) - lse_lo)
-            row[j] = w
-            grow[j] = w * (grow[j] - delta) * scale
+        # (the product is rounded before lse is subtracted: fused into one FMA, the
+        # unrounded product would not cancel exactly against the lse of rounded scores,
+        # exp(+1e43) = inf for a score of 1e60)
+        vector_rows.exp_grad(row, grow, scale, lse, lse_lo, delta)
 
 
 @serial

@@ -17,7 +17,8 @@ the inputs.
 from __future__ import annotations
 
 from .jit import serial
-from .microkernel import ROWS, VECTOR_BYTES, block
+from .microkernel import ROWS, block
+from .vector_ir import VECTOR_BYTES
 
 __all__ = ["accumulate_at_b", "rows_by_matrix"]
 
