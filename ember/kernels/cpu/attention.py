@@ -49,8 +49,9 @@ from .tilegemm import accumulate_at_b, rows_by_matrix
 __all__ = ["attention", "attention_backward"]
 
 #: Bytes of one score tile (query rows x Sk); the backward keeps two per thread, plus
-#: the transposed k, v, dk and dv of the head, in L2. Timings at B=32, H=4, S=256,
-#: Dh=32 were flat from 16 to 256 KiB here.
+#: the head's gathered k and v (row and column layouts) and its dk and dv, in L2. Timings
+#: at B=32, H=4, S=256, Dh=32 were flat from 16 to 256 KiB (and from 8 to 128 query rows
+#: with AVX-512).
 _TILE_BYTES = 64 << 10
 _MASK_FILL = -1.0e4
 
@@ -77,8 +78,9 @@ def _gather(src, keep, n, dst):
 
 
 @serial
-def _scatter_transposed(src, keep, n, dst):
-    """``dst[keep[c], d] = src[d, c]`` for ``c < n``; the other rows of ``dst`` become 0."""
+def _scatter(src, keep, n, dst):
+    """``dst[keep[c]] = src[c]`` for ``c < n`` (``src [n, D]``, ``dst [S, D]``); the other rows
+    of ``dst`` become 0."""
     rows, cols = dst.shape
     zero = vm.typed(0.0, dst)
     if n < rows:
@@ -87,8 +89,9 @@ def _scatter_transposed(src, keep, n, dst):
                 dst[j, d] = zero
     for c in range(n):
         row = dst[keep[c]]
+        values = src[c]
         for d in range(cols):
-            row[d] = src[d, c]
+            row[d] = values[d]
 
 
 @serial
@@ -458,8 +461,10 @@ def _backward_pairs(
         kt = np.empty((dh, n), dtype=q.dtype)
         kc = np.empty((n, dh), dtype=q.dtype)
         vt = np.empty((d_v, n), dtype=q.dtype)
-        dkt = np.zeros((dh, n), dtype=q.dtype)
-        dvt = np.zeros((d_v, n), dtype=q.dtype)
+        # dk and dv of the kept keys, one row per key: [n, D] products of two vectors of
+        # columns exactly (no masked block), and a plain row copy into dk and dv
+        dkc = np.zeros((n, dh), dtype=q.dtype)
+        dvc = np.zeros((n, d_v), dtype=q.dtype)
         s_tile = np.empty((block, n), dtype=q.dtype)
         g_tile = np.empty((block, n), dtype=q.dtype)
         _gather_transposed(k[b, :, h, :], keep, n, kt)
@@ -514,10 +519,10 @@ def _backward_pairs(
                 dst = dq[b, at[r], h]
                 for d in range(dh):
                     dst[d] = dq_rows[r, d]
-            accumulate_at_b(dkt, q_rows[:rows], g)
-            accumulate_at_b(dvt, dout_rows[:rows], s)
-        _scatter_transposed(dkt, keep, n, dk[b, :, h, :])
-        _scatter_transposed(dvt, keep, n, dv[b, :, h, :])
+            accumulate_at_b(dkc, g, q_rows[:rows])
+            accumulate_at_b(dvc, s, dout_rows[:rows])
+        _scatter(dkc, keep, n, dk[b, :, h, :])
+        _scatter(dvc, keep, n, dv[b, :, h, :])
 
 
 def _heads_last(op: str, name: str, x: object, dtype: np.dtype | None) -> np.ndarray:
