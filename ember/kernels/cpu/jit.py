@@ -15,10 +15,11 @@ Importing this module configures Numba once, before any kernel is compiled:
   thread pool; by default Numba uses every core. BLAS threads are configured by the
   backend with the same variable, so the two never oversubscribe the machine.
 * **Vector width.** On CPUs with AVX-512 LLVM still emits 256-bit vectors unless told
-  otherwise (its tuning for Skylake-X onwards assumes 512-bit code lowers the clock, which
-  newer cores no longer do); unless ``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES`` is set,
-  ember sets ``NUMBA_CPU_FEATURES`` to the host's features with that preference removed, so
-  its loops use all 16 float32 lanes (GELU forward 1.70 -> 1.21 ms on a Xeon).
+  otherwise (its tuning dates from Skylake-SP, whose clock drops under heavy 512-bit code;
+  Ice Lake and later cores, and Zen 4, barely slow down). Unless ``NUMBA_CPU_NAME`` or
+  ``NUMBA_CPU_FEATURES`` is set, ember sets ``NUMBA_CPU_FEATURES`` to the host's features
+  with that preference removed, so its loops use all 16 float32 lanes (GELU forward
+  1.70 -> 1.21 ms on a Xeon); setting either variable keeps LLVM's choice.
 
 The decorators ``kernel`` (parallel, for ``prange`` loops) and ``serial`` (helpers and
 small loops) carry the shared compilation options so every module compiles alike.
