@@ -41,9 +41,6 @@ def _run(benchmark, group, impl, fn):
     once = time.perf_counter() - start
     # sub-millisecond kernels: several calls per round so timer and scheduler noise average out
     iterations = max(1, min(50, int(2e-3 / max(once, 1e-6))))
-    # The previous benchmark's BLAS/OpenMP threads spin for ~0.1 s after its last call and
-    # slow whichever implementation runs next: let them park first.
-    time.sleep(0.2)
     benchmark.pedantic(fn, rounds=15, iterations=iterations, warmup_rounds=2)
 
 
