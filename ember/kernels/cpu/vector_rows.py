@@ -63,58 +63,58 @@ def _scalar_args(context, builder, signature, args, first):
     return [context.cast(builder, v, t, dtype) for v, t in zip(args[first:], signature.args[first:])]
 
 
-@intrinsic
-def scale_max(typingctx, row, scale):
-    """``row *= scale`` in place; returns the largest scaled value (``-inf`` for no element)."""
+def _map_reduce(row, scalar, transform, identity, combine, finish):
+    """The intrinsic of a pass ``row[j] = transform(row[j], scalar)`` that also folds the new
+    values with ``combine`` (lanes past the row count as ``identity``) and returns
+    ``finish`` of the folded vector."""
     if not _is_row(row):
         return None
 
     def codegen(context, builder, signature, args):
         vec = Vectors(context, builder, signature.args[0].dtype)
         data, n = _row(context, builder, signature.args[0], args[0])
-        factor = vec.splat(_scalar_args(context, builder, signature, args, 1)[0])
-        minus_inf = vec.const(float("-inf"))
-        best = cgutils.alloca_once_value(builder, minus_inf)
+        value = vec.splat(_scalar_args(context, builder, signature, args, 1)[0])
+        neutral = vec.const(identity)
+        folded = cgutils.alloca_once_value(builder, neutral)
 
         def body(offset, mask):
             at = builder.gep(data, [offset])
-            v = builder.fmul(vec.load(at, mask), factor)
-            vec.store(v, at, mask)
+            y = transform(vec, vec.load(at, mask), value)
+            vec.store(y, at, mask)
             if mask is not None:
-                v = builder.select(mask, v, minus_inf)
-            builder.store(vec.maxnum(builder.load(best), v), best)
+                y = builder.select(mask, y, neutral)
+            builder.store(combine(vec, builder.load(folded), y), folded)
 
         _each_vector(vec, n, body)
-        return vec.reduce_max(builder.load(best))
+        return finish(vec, builder.load(folded))
 
-    return row.dtype(row, scale), codegen
+    return row.dtype(row, scalar), codegen
+
+
+@intrinsic
+def scale_max(typingctx, row, scale):
+    """``row *= scale`` in place; returns the largest scaled value (``-inf`` for no element)."""
+    return _map_reduce(
+        row,
+        scale,
+        lambda vec, x, factor: vec.builder.fmul(x, factor),
+        float("-inf"),
+        lambda vec, a, b: vec.maxnum(a, b),
+        lambda vec, v: vec.reduce_max(v),
+    )
 
 
 @intrinsic
 def exp_sum(typingctx, row, m):
     """``row = exp(row - m)`` in place; returns the sum of the new values."""
-    if not _is_row(row):
-        return None
-
-    def codegen(context, builder, signature, args):
-        vec = Vectors(context, builder, signature.args[0].dtype)
-        data, n = _row(context, builder, signature.args[0], args[0])
-        shift = vec.splat(_scalar_args(context, builder, signature, args, 1)[0])
-        zero = vec.const(0.0)
-        total = cgutils.alloca_once_value(builder, zero)
-
-        def body(offset, mask):
-            at = builder.gep(data, [offset])
-            e = vec.exp(builder.fsub(vec.load(at, mask), shift))
-            vec.store(e, at, mask)
-            if mask is not None:
-                e = builder.select(mask, e, zero)
-            builder.store(builder.fadd(builder.load(total), e), total)
-
-        _each_vector(vec, n, body)
-        return vec.reduce_sum(builder.load(total))
-
-    return row.dtype(row, m), codegen
+    return _map_reduce(
+        row,
+        m,
+        lambda vec, x, shift: vec.exp(vec.builder.fsub(x, shift)),
+        0.0,
+        lambda vec, a, b: vec.builder.fadd(a, b),
+        lambda vec, v: vec.reduce_sum(v),
+    )
 
 
 @intrinsic
