@@ -11,7 +11,9 @@ forward and backward, on NumPy arrays, agreeing with the ``reference`` backend:
 * :mod:`.embedding_bag` — ``embedding_bag`` (sum/mean/max over ragged bags), its row-sparse
   backward and the row-sparse helpers (``coalesce_rows``, ``rows_to_dense``);
 * :mod:`.dropout` — hash-RNG ``dropout`` and its backward;
-* :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward;
+* :mod:`.attention` — the attention core (mask, quiet softmax, dropout) and its backward, its
+  tile products in :mod:`.tilegemm` (on the :mod:`.microkernel`) and its row passes in
+  :mod:`.vector_rows`, both LLVM vector IR built with :mod:`.vector_ir`;
 * :mod:`.optim_updates` — the multi-tensor optimizer updates and gradient clipping, in place
   on whole parameter groups (one kernel call per group);
 * :mod:`.optim_sparse_updates` — the lazy optimizer updates of row-sparse gradients.
