@@ -84,9 +84,10 @@ class Vectors:
         return self.builder.call(fn, [a, b, c])
 
     def reduce_max(self, vector):
-        """The largest lane (NaN lanes ignored, as ``llvm.maxnum``)."""
+        """The largest lane (NaN lanes ignored, as ``llvm.maxnum``; no ``nnan`` flag, which
+        would make a NaN lane undefined)."""
         fn = self._intrinsic(f"llvm.vector.reduce.fmax.{self._suffix}", self.scalar, [self.type])
-        return self.builder.call(fn, [vector], fastmath=("nnan",))
+        return self.builder.call(fn, [vector])
 
     def reduce_sum(self, vector):
         """The sum of the lanes, as a tree (reassociated)."""
@@ -98,7 +99,7 @@ class Vectors:
         return self.builder.call(fn, [a, b])
 
     # ---- memory: ``at`` is an element pointer, ``mask`` None for a full vector
-    def load(self, at, mask=None, passthru=None):
+    def load(self, at, mask=None):
         pointer = self.builder.bitcast(at, self.pointer)
         if mask is None:
             return self.builder.load(pointer, align=self.itemsize)
@@ -107,8 +108,10 @@ class Vectors:
             self.type,
             [self.pointer, ir.IntType(32), self.mask_type, self.type],
         )
-        fill = self.const(0.0) if passthru is None else passthru
-        return self.builder.call(fn, [pointer, ir.Constant(ir.IntType(32), self.itemsize), mask, fill])
+        # masked-off lanes read as 0
+        return self.builder.call(
+            fn, [pointer, ir.Constant(ir.IntType(32), self.itemsize), mask, self.const(0.0)]
+        )
 
     def store(self, value, at, mask=None):
         pointer = self.builder.bitcast(at, self.pointer)
