@@ -263,6 +263,29 @@ def test_log_softmax_forward_backward(dtype, rng):
     close(K.log_softmax_backward(y, dy), expected, dtype, scale=10)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log_softmax_keeps_log_probabilities_near_zero(dtype, rng):
+    # Confident rows (one logit far above the rest, at a large offset): the log-probability
+    # of the top class is -log1p(tiny), which a sum that holds the maximum's 1 rounds away
+    # and which x - (m + log_total) loses at the scale of m. Logits on a 2^-10 grid so every
+    # x - m is exact and the float64 reference sees the same differences.
+    x = rng.standard_normal((64, 200)) * 3.0
+    x[:, 17] += np.linspace(6.0, 40.0, 64)
+    x += np.linspace(-900.0, 900.0, 64)[:, None]
+    x[-1, :] = x[-1, 0]  # all tied: total = d, not the log1p path
+    x[-2, :2] = x[-2].max() + 1.0  # two tied maxima: total just above 2
+    x = (np.round(x * 1024.0) / 1024.0).astype(dtype)
+    x64 = x.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    # log1p of (total - 1) keeps the reference's own log total accurate near 0 too.
+    below = np.where(x64 < m, np.exp(x64 - m), 0.0).sum(-1, keepdims=True)
+    expected = (x64 - m) - np.log1p(below + ((x64 == m).sum(-1, keepdims=True) - 1))
+    y = K.log_softmax(x)
+    rel = np.abs(y - expected) / np.maximum(np.abs(expected), 1e-300)
+    assert rel.max() < (1e-6 if dtype == np.float32 else 1e-13), np.unravel_index(rel.argmax(), rel.shape)
+    assert np.all(y[:-1, 17] < 0)
+
+
 def test_softmax_is_stable_and_handles_masked_rows():
     x = np.array([[1000.0, 999.0, -np.inf, 998.0], [-1e4, 0.0, -1e4, 1.0]], dtype=np.float32)
     y = K.softmax(x)
