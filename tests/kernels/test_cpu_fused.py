@@ -444,6 +444,19 @@ def test_gelu_float32_negative_tail_keeps_relative_accuracy(approximate):
     np.testing.assert_allclose(K.gelu(x, approximate), ref_gelu(x, approximate), rtol=2e-6)
 
 
+def test_gelu_exact_float32_relative_error_over_the_whole_line():
+    # Down to x = -12.5, where the output (about 1e-35) is still a normal float32: the
+    # tail's x^2 / 2 is carried exactly into its exponential, so the bound holds there too.
+    x = np.concatenate([np.linspace(-12.5, 9.0, 43_001), -np.geomspace(1e-30, 1.0, 200)])
+    x = x.astype(np.float32)
+    xd = x.astype(np.float64)
+    ref = xd * 0.5 * np.vectorize(math.erfc)(-xd / math.sqrt(2))
+    got = K.gelu(x, False)
+    assert got[ref == 0].tolist() == [0.0]  # x = 0
+    nonzero = ref != 0
+    assert float(np.max(np.abs(got - ref)[nonzero] / np.abs(ref[nonzero]))) < 5e-7
+
+
 def test_gelu_exact_backward_float32_tail_keeps_relative_accuracy():
     # The density comes from the tail's own exponential (exp(-x^2/2) with x^2 carried
     # exactly): down to x = -13, where the derivative is about 1e-36, it keeps float32's

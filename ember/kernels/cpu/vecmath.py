@@ -15,10 +15,10 @@ not vectorise either. This module provides drop-in replacements usable inside
   to 0, results above the largest finite value give ``inf``, NaN propagates.
 * :func:`erfc` — float32: ``t exp(-z^2) F(t)`` with a fitted polynomial ``F`` in
   ``t = 1 / (1 + 0.4 |z|)`` and ``z^2`` carried exactly into the exponential; relative
-  error < 4e-7 (a few ulps) over the whole line. float64: ``math.erfc`` (libm),
+  error < 5e-7 (a few ulps) over the whole line. float64: ``math.erfc`` (libm),
   because no cheap fit reaches 1e-12.
 * :func:`normal_tail` — ``P(Z > |x|) = erfc(|x| / sqrt2) / 2`` for a standard normal
-  ``Z``, with ``x^2 / 2`` carried exactly (relative error < 4e-7 in float32);
+  ``Z``, with ``x^2 / 2`` carried exactly (relative error < 5e-7 in float32);
   :func:`normal_tail_density` returns the density ``exp(-x^2 / 2) / sqrt(2 pi)`` with it,
   from the same exponential.
 * :func:`erf` — float32: its Maclaurin series for ``|x| < 0.5`` (relative accuracy
@@ -222,35 +222,64 @@ def erfc(x):
 
 
 # erfc(z) = t exp(-z^2) F(t) with t = 1 / (1 + 0.4 z): F is smooth and positive on
-# z >= 0, and this degree-10 least-squares fit of it (relative error < 3e-9 on
-# [0, 12]; erfc underflows float32 beyond z = 9.3) has small coefficients, so float32
-# Horner evaluation loses only ~1.6e-7; with the roundings of t and exp the result is
-# within 4e-7. (The log-domain Numerical-Recipes fit lost ~4.5e-7 in its polynomial
-# alone in float32, and evaluating it in float64 instead cost more than the whole kernel.)
+# z >= 0, and this degree-8 minimax fit of its relative error (< 6e-8 on [0, 9.33], where
+# the normal tail leaves float32's normal range) has small coefficients, so float32 Horner
+# evaluation loses little; with the roundings of t and of the exponential the results
+# stay within 5e-7. (Degree 10 reached 2e-9, which float32 cannot hold anyway, for two
+# more FMAs per element; the log-domain Numerical-Recipes fit lost ~4.5e-7 in its
+# polynomial alone in float32.)
 _ERFC_T = 0.4
 _ERFC_F = (
-    0.22568125307698467,
-    0.22553856618538293,
-    0.2091040513998594,
-    0.16261356912171568,
-    0.1539656423766176,
-    -0.0038273815040526546,
-    0.09968684767352871,
-    -0.023879170256093568,
-    -0.12298705268308785,
-    0.09547295660584024,
-    -0.021369284481383657,
+    0.22562324883350074,
+    0.2266261008489752,
+    0.20060902738778927,
+    0.1982947301904187,
+    0.06845412245352264,
+    0.104058264848481,
+    0.07013014349120575,
+    -0.1337057054768518,
+    0.03991012355700122,
 )
+# Adding 1.5 * 2^23 to |v| < 2^22 rounds v to an integer and leaves it in the low
+# mantissa bits of the sum: one FMA instead of a multiply, a round and a conversion.
+_ROUNDER_F32 = 12582912.0
+_ROUNDER_BITS_F32 = 0x4B400000
+#: Largest argument the erfc / normal-tail helpers take as it is: beyond, the result is
+#: 0 (or its complement) anyway, and the clamp keeps z^2 finite and small enough for
+#: the rounding trick in _exp_split_f32.
+_ERFC_Z_MAX = 1024.0
+
+
+@register_jitable(inline="always")
+def _exp_split_f32(hi, lo):
+    """``exp(hi + lo)`` for float32 ``-2^21 <= hi <= 0`` and ``|lo| <= ulp(hi) / 2``: the
+    low part joins the reduced argument, which rounding ``hi + lo`` could not keep.
+    Flushes to 0 below about -87.3, as :func:`exp`; NaN propagates."""
+    s = _fma(hi, np.float32(_LOG2E), np.float32(_ROUNDER_F32))
+    n = s - np.float32(_ROUNDER_F32)
+    r = _fma(n, np.float32(-_LN2_HI_F32), hi)
+    r = _fma(n, np.float32(-_LN2_LO_F32), r)
+    r = r + lo
+    p = np.float32(EXP_POLY_F32[0])
+    p = p * r + np.float32(EXP_POLY_F32[1])
+    p = p * r + np.float32(EXP_POLY_F32[2])
+    p = p * r + np.float32(EXP_POLY_F32[3])
+    p = p * r + np.float32(EXP_POLY_F32[4])
+    p = p * r + np.float32(EXP_POLY_F32[5])
+    p = p * r + np.float32(EXP_POLY_F32[6])
+    # The biased exponent n + 126 of 2^(n - 1) (paired with the 2 in p), read from the
+    # sum's bits; below the normal range it is clamped to 0, so the scale is 0.0.
+    biased = np.float32(s).view(np.int32) - np.int32(_ROUNDER_BITS_F32 - 126)
+    biased = biased if biased > np.int32(0) else np.int32(0)
+    return p * np.int32(biased << np.int32(23)).view(np.float32)
 
 
 @register_jitable(inline="always")
 def _erfc_parts_f32(z, z2_hi, z2_lo):
-    """``(t F(t), exp(-z^2))`` for float32 ``z >= 0`` given ``z^2 = z2_hi + z2_lo`` exactly:
-    erfc(z) is their product."""
+    """``(t F(t), exp(-z^2))`` for float32 ``0 <= z <= _ERFC_Z_MAX`` given
+    ``z^2 = z2_hi + z2_lo`` exactly: erfc(z) is their product."""
     t = np.float32(1.0) / (np.float32(1.0) + np.float32(_ERFC_T) * z)
-    f = np.float32(_ERFC_F[10])
-    f = f * t + np.float32(_ERFC_F[9])
-    f = f * t + np.float32(_ERFC_F[8])
+    f = np.float32(_ERFC_F[8])
     f = f * t + np.float32(_ERFC_F[7])
     f = f * t + np.float32(_ERFC_F[6])
     f = f * t + np.float32(_ERFC_F[5])
@@ -259,18 +288,13 @@ def _erfc_parts_f32(z, z2_hi, z2_lo):
     f = f * t + np.float32(_ERFC_F[2])
     f = f * t + np.float32(_ERFC_F[1])
     f = f * t + np.float32(_ERFC_F[0])
-    # exp(-(hi + lo)) = exp(-hi) (1 - lo) to float32 precision (|lo| <= ulp(hi) / 2);
-    # rounding z^2 instead would cost z^2 * 6e-8 relative, 5e-6 at z = 9.
-    # Beyond z^2 = 128 exp(-hi) is 0 anyway; the correction is dropped there because once
-    # z^2 overflows (|z| >= 1.8e19, or inf) lo is -inf or NaN and 0 * (1 - lo) is NaN.
-    one = np.float32(1.0)
-    correction = one - z2_lo if z2_hi < np.float32(128.0) else one
-    return t * f, exp(-z2_hi) * correction
+    # z^2 carried exactly: rounding it would cost z^2 * 6e-8 relative, 5e-6 at z = 9.
+    return t * f, _exp_split_f32(-z2_hi, -z2_lo)
 
 
 @register_jitable(inline="always")
 def _erfc_core_f32(z, z2_hi, z2_lo):
-    """erfc(z) for float32 ``z >= 0`` given ``z^2 = z2_hi + z2_lo`` exactly."""
+    """erfc(z) for float32 ``0 <= z <= _ERFC_Z_MAX`` given ``z^2 = z2_hi + z2_lo`` exactly."""
     rational, gauss = _erfc_parts_f32(z, z2_hi, z2_lo)
     return rational * gauss
 
@@ -282,8 +306,15 @@ def _square_split_f32(a):
     return hi, _fma(a, a, -hi)
 
 
+@register_jitable(inline="always")
+def _clamped_abs_f32(x, bound):
+    """``min(|x|, bound)``, with NaN passing through (the comparison fails for it)."""
+    a = abs(x)
+    return np.float32(bound) if a > np.float32(bound) else a
+
+
 def _erfc_f32(x):
-    z = abs(x)
+    z = _clamped_abs_f32(x, _ERFC_Z_MAX)
     hi, lo = _square_split_f32(z)
     result = _erfc_core_f32(z, hi, lo)
     if x < np.float32(0.0):
@@ -315,7 +346,7 @@ def erf(x):
 
 
 def _erf_f32(x):
-    z = abs(x)
+    z = _clamped_abs_f32(x, _ERFC_Z_MAX)
     # 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)), n <= 6: error < 2e-8 on |x| < 0.5
     t = x * x
     p = np.float32(1.0 / 9360.0)
@@ -356,11 +387,29 @@ def normal_tail(x):
     return type(x)(0.5 * math.erfc(abs(float(x)) / math.sqrt(2.0)))
 
 
+#: _ERFC_F halved (exactly), highest degree first: the normal tail's erfc(z) / 2.
+_HALF_ERFC_F = tuple(0.5 * c for c in reversed(_ERFC_F))
+
+
+@register_jitable(inline="always")
+def _normal_tail_parts_f32(x):
+    """``(t F(t) / 2, exp(-x^2 / 2))`` for float32 ``x``: the normal tail is their product.
+    ``-x^2 / 2`` is split exactly from ``|x| * (-|x| / 2)`` (the halving is exact), and the
+    halving of erfc and the ``1 / sqrt2`` of its argument are folded into constants."""
+    a = _clamped_abs_f32(x, _ERFC_Z_MAX * 1.4142135623730951)
+    q = a * np.float32(-0.5)
+    w_hi = a * q
+    w_lo = _fma(a, q, -w_hi)
+    t = np.float32(1.0) / _fma(a, np.float32(_ERFC_T * 0.7071067811865476), np.float32(1.0))
+    f = np.float32(_HALF_ERFC_F[0])
+    for c in _HALF_ERFC_F[1:]:
+        f = f * t + np.float32(c)
+    return t * f, _exp_split_f32(w_hi, w_lo)
+
+
 def _normal_tail_f32(x):
-    a = abs(x)
-    hi, lo = _square_split_f32(a)
-    z = a * np.float32(0.7071067811865476)
-    return np.float32(0.5) * _erfc_core_f32(z, np.float32(0.5) * hi, np.float32(0.5) * lo)
+    rational, gauss = _normal_tail_parts_f32(x)
+    return rational * gauss
 
 
 def _normal_tail_f64(x):
@@ -391,12 +440,8 @@ def normal_tail_density(x):
 
 
 def _normal_tail_density_f32(x):
-    a = abs(x)
-    hi, lo = _square_split_f32(a)
-    rational, gauss = _erfc_parts_f32(
-        a * np.float32(0.7071067811865476), np.float32(0.5) * hi, np.float32(0.5) * lo
-    )
-    return np.float32(0.5) * rational * gauss, np.float32(_INV_SQRT_2PI) * gauss
+    rational, gauss = _normal_tail_parts_f32(x)
+    return rational * gauss, np.float32(_INV_SQRT_2PI) * gauss
 
 
 def _normal_tail_density_f64(x):
