@@ -149,6 +149,8 @@ EXP_POLY_F32 = (
 EXP_POLY_F64 = tuple(2.0 / math.factorial(k) for k in range(12, 2, -1)) + (1.0, 2.0, 2.0)
 #: Clamps and exponent bias of each dtype's exponential (see _exp_f32).
 EXP_LIMITS = {"float32": (-87.0, 89.0, 126, 23), "float64": (-708.5, 710.0, 1022, 52)}
+_LOW_F32, _HIGH_F32, _BIAS_F32, _SHIFT_F32 = EXP_LIMITS["float32"]
+_LOW_F64, _HIGH_F64, _BIAS_F64, _SHIFT_F64 = EXP_LIMITS["float64"]
 LOG2E = _LOG2E
 LN2 = {"float32": (_LN2_HI_F32, _LN2_LO_F32), "float64": (_LN2_HI_F64, _LN2_LO_F64)}
 
@@ -169,8 +171,8 @@ def _exp_f32(x):
     # Clamps written so that NaN passes through them (and then through the result).
     # Below -87 the exponent field built further down is 0, so the result flushes to 0
     # without a separate test; above 88.72 the product overflows to inf by itself.
-    v = np.float32(-87.0) if x < np.float32(-87.0) else x
-    v = np.float32(89.0) if v > np.float32(89.0) else v
+    v = np.float32(_LOW_F32) if x < np.float32(_LOW_F32) else x
+    v = np.float32(_HIGH_F32) if v > np.float32(_HIGH_F32) else v
     n = np.rint(v * np.float32(_LOG2E))
     r = _fma(-n, np.float32(_LN2_HI_F32), v)
     r = _fma(-n, np.float32(_LN2_LO_F32), r)
@@ -183,14 +185,14 @@ def _exp_f32(x):
     p = p * r + np.float32(EXP_POLY_F32[4])
     p = p * r + np.float32(EXP_POLY_F32[5])
     p = p * r + np.float32(EXP_POLY_F32[6])
-    scale = np.int32((np.int32(n) + np.int32(126)) << np.int32(23)).view(np.float32)
+    scale = np.int32((np.int32(n) + np.int32(_BIAS_F32)) << np.int32(_SHIFT_F32)).view(np.float32)
     return p * scale
 
 
 def _exp_f64(x):
     # Same scheme as _exp_f32 with float64 limits.
-    v = -708.5 if x < -708.5 else x
-    v = 710.0 if v > 710.0 else v
+    v = _LOW_F64 if x < _LOW_F64 else x
+    v = _HIGH_F64 if v > _HIGH_F64 else v
     n = np.rint(v * _LOG2E)
     r = _fma(-n, _LN2_HI_F64, v)
     r = _fma(-n, _LN2_LO_F64, r)
@@ -198,7 +200,7 @@ def _exp_f64(x):
     p = EXP_POLY_F64[0]
     for c in EXP_POLY_F64[1:]:
         p = p * r + c
-    scale = np.int64((np.int64(n) + np.int64(1022)) << np.int64(52)).view(np.float64)
+    scale = np.int64((np.int64(n) + np.int64(_BIAS_F64)) << np.int64(_SHIFT_F64)).view(np.float64)
     return p * scale
 
 
@@ -269,9 +271,9 @@ def _exp_split_f32(hi, lo):
     p = p * r + np.float32(EXP_POLY_F32[6])
     # The biased exponent n + 126 of 2^(n - 1) (paired with the 2 in p), read from the
     # sum's bits; below the normal range it is clamped to 0, so the scale is 0.0.
-    biased = np.float32(s).view(np.int32) - np.int32(_ROUNDER_BITS_F32 - 126)
+    biased = np.float32(s).view(np.int32) - np.int32(_ROUNDER_BITS_F32 - _BIAS_F32)
     biased = biased if biased > np.int32(0) else np.int32(0)
-    return p * np.int32(biased << np.int32(23)).view(np.float32)
+    return p * np.int32(biased << np.int32(_SHIFT_F32)).view(np.float32)
 
 
 @register_jitable(inline="always")
