@@ -42,6 +42,7 @@ __all__ = [
     "cache_dir",
     "configured_threads",
     "dependency_stamp",
+    "host_cpu_features",
     "kernel",
     "num_threads",
     "serial",
@@ -151,6 +152,14 @@ def _configure_threads_before_import() -> None:
         os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
 
 
+@functools.cache
+def host_cpu_features() -> str:
+    """LLVM's feature string for this CPU (``+avx2,-avx512f,...``), read once per process."""
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_features().flatten()
+
+
 def _configure_vector_width_before_import() -> None:
     # An environment variable rather than numba.config: Numba re-reads its config from the
     # environment whenever a NUMBA_* variable changes, which would drop a value set in config.
@@ -158,9 +167,7 @@ def _configure_vector_width_before_import() -> None:
         return
     if os.environ.get("NUMBA_ENABLE_AVX", "1") == "0":
         return
-    import llvmlite.binding as llvm
-
-    features = llvm.get_host_cpu_features().flatten()
+    features = host_cpu_features()
     if "+avx512f" in features.split(","):
         os.environ["NUMBA_CPU_FEATURES"] = features + ",-prefer-256-bit"
 

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import os
 
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
 from . import vecmath as vm
+from .jit import host_cpu_features
 
 __all__ = ["VECTOR_BYTES", "Vectors", "lanes"]
 
 
 def _target_features() -> set[str]:
     # The features Numba compiles for: jit.py may have set NUMBA_CPU_FEATURES.
-    flat = os.environ.get("NUMBA_CPU_FEATURES") or llvm.get_host_cpu_features().flatten()
+    flat = os.environ.get("NUMBA_CPU_FEATURES") or host_cpu_features()
     return {f[1:] for f in flat.split(",") if f.startswith("+")}
 
 
