@@ -248,20 +248,20 @@ _ROUNDER_F32 = 12582912.0
 _ROUNDER_BITS_F32 = 0x4B400000
 #: Largest argument the erfc / normal-tail helpers take as it is: beyond, the result is
 #: 0 (or its complement) anyway, and the clamp keeps z^2 finite and small enough for
-#: the rounding trick in _exp_split_f32.
+#: the rounding trick in _exp_neg_product_f32.
 _ERFC_Z_MAX = 1024.0
 
 
 @register_jitable(inline="always")
-def _exp_split_f32(hi, lo):
-    """``exp(hi + lo)`` for float32 ``-2^21 <= hi <= 0`` and ``|lo| <= ulp(hi) / 2``: the
-    low part joins the reduced argument, which rounding ``hi + lo`` could not keep.
-    Flushes to 0 below about -87.3, as :func:`exp`; NaN propagates."""
-    s = _fma(hi, np.float32(_LOG2E), np.float32(_ROUNDER_F32))
+def _exp_neg_product_f32(a, b):
+    """``exp(-a * b)`` for float32 ``a, b >= 0`` with ``a * b <= 2^21``, the product never
+    rounded: it enters the reduced argument ``r = -a b - n ln2`` through one FMA (rounding
+    ``z^2`` first would cost ``z^2 * 6e-8`` relative, 5e-6 at z = 9). Flushes to 0 below
+    about 2^-126, as :func:`exp`; NaN propagates."""
+    s = _fma(a, b * np.float32(-_LOG2E), np.float32(_ROUNDER_F32))
     n = s - np.float32(_ROUNDER_F32)
-    r = _fma(n, np.float32(-_LN2_HI_F32), hi)
+    r = _fma(-a, b, n * np.float32(-_LN2_HI_F32))  # n * ln2_hi is exact wherever it matters
     r = _fma(n, np.float32(-_LN2_LO_F32), r)
-    r = r + lo
     p = np.float32(EXP_POLY_F32[0])
     p = p * r + np.float32(EXP_POLY_F32[1])
     p = p * r + np.float32(EXP_POLY_F32[2])
@@ -277,9 +277,8 @@ def _exp_split_f32(hi, lo):
 
 
 @register_jitable(inline="always")
-def _erfc_parts_f32(z, z2_hi, z2_lo):
-    """``(t F(t), exp(-z^2))`` for float32 ``0 <= z <= _ERFC_Z_MAX`` given
-    ``z^2 = z2_hi + z2_lo`` exactly: erfc(z) is their product."""
+def _erfc_parts_f32(z):
+    """``(t F(t), exp(-z^2))`` for float32 ``0 <= z <= _ERFC_Z_MAX``: erfc(z) is their product."""
     t = np.float32(1.0) / (np.float32(1.0) + np.float32(_ERFC_T) * z)
     f = np.float32(_ERFC_F[8])
     f = f * t + np.float32(_ERFC_F[7])
@@ -290,22 +289,14 @@ def _erfc_parts_f32(z, z2_hi, z2_lo):
     f = f * t + np.float32(_ERFC_F[2])
     f = f * t + np.float32(_ERFC_F[1])
     f = f * t + np.float32(_ERFC_F[0])
-    # z^2 carried exactly: rounding it would cost z^2 * 6e-8 relative, 5e-6 at z = 9.
-    return t * f, _exp_split_f32(-z2_hi, -z2_lo)
+    return t * f, _exp_neg_product_f32(z, z)
 
 
 @register_jitable(inline="always")
-def _erfc_core_f32(z, z2_hi, z2_lo):
-    """erfc(z) for float32 ``0 <= z <= _ERFC_Z_MAX`` given ``z^2 = z2_hi + z2_lo`` exactly."""
-    rational, gauss = _erfc_parts_f32(z, z2_hi, z2_lo)
+def _erfc_core_f32(z):
+    """erfc(z) for float32 ``0 <= z <= _ERFC_Z_MAX``."""
+    rational, gauss = _erfc_parts_f32(z)
     return rational * gauss
-
-
-@register_jitable(inline="always")
-def _square_split_f32(a):
-    """``(hi, lo)`` with ``hi + lo == a * a`` exactly."""
-    hi = a * a
-    return hi, _fma(a, a, -hi)
 
 
 @register_jitable(inline="always")
@@ -317,8 +308,7 @@ def _clamped_abs_f32(x, bound):
 
 def _erfc_f32(x):
     z = _clamped_abs_f32(x, _ERFC_Z_MAX)
-    hi, lo = _square_split_f32(z)
-    result = _erfc_core_f32(z, hi, lo)
+    result = _erfc_core_f32(z)
     if x < np.float32(0.0):
         result = np.float32(2.0) - result
     return result
@@ -359,8 +349,7 @@ def _erf_f32(x):
     p = p * t - np.float32(1.0 / 3.0)
     p = p * t + np.float32(1.0)
     small = np.float32(1.1283791670955126) * x * p
-    hi, lo = _square_split_f32(z)
-    large = np.float32(1.0) - _erfc_core_f32(z, hi, lo)
+    large = np.float32(1.0) - _erfc_core_f32(z)
     if x < np.float32(0.0):
         large = -large
     return small if z < np.float32(0.5) else large
@@ -396,17 +385,13 @@ _HALF_ERFC_F = tuple(0.5 * c for c in reversed(_ERFC_F))
 @register_jitable(inline="always")
 def _normal_tail_parts_f32(x):
     """``(t F(t) / 2, exp(-x^2 / 2))`` for float32 ``x``: the normal tail is their product.
-    ``-x^2 / 2`` is split exactly from ``|x| * (-|x| / 2)`` (the halving is exact), and the
-    halving of erfc and the ``1 / sqrt2`` of its argument are folded into constants."""
+    The halving of erfc and the ``1 / sqrt2`` of its argument are folded into constants."""
     a = _clamped_abs_f32(x, _ERFC_Z_MAX * 1.4142135623730951)
-    q = a * np.float32(-0.5)
-    w_hi = a * q
-    w_lo = _fma(a, q, -w_hi)
     t = np.float32(1.0) / _fma(a, np.float32(_ERFC_T * 0.7071067811865476), np.float32(1.0))
     f = np.float32(_HALF_ERFC_F[0])
     for c in _HALF_ERFC_F[1:]:
         f = f * t + np.float32(c)
-    return t * f, _exp_split_f32(w_hi, w_lo)
+    return t * f, _exp_neg_product_f32(a, a * np.float32(0.5))
 
 
 def _normal_tail_f32(x):
