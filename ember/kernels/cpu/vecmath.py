@@ -167,6 +167,19 @@ def exp(x):
         return type(x)(math.inf)
 
 
+@register_jitable(inline="always")
+def _two_exp_reduced_f32(r):
+    """``2 e^r`` for float32 ``|r| <= ln2 / 2``: the degree-6 fit of the relative error
+    (< 2e-9)."""
+    p = np.float32(EXP_POLY_F32[0])
+    p = p * r + np.float32(EXP_POLY_F32[1])
+    p = p * r + np.float32(EXP_POLY_F32[2])
+    p = p * r + np.float32(EXP_POLY_F32[3])
+    p = p * r + np.float32(EXP_POLY_F32[4])
+    p = p * r + np.float32(EXP_POLY_F32[5])
+    return p * r + np.float32(EXP_POLY_F32[6])
+
+
 def _exp_f32(x):
     # Clamps written so that NaN passes through them (and then through the result).
     # Below -87 the exponent field built further down is 0, so the result flushes to 0
@@ -176,17 +189,10 @@ def _exp_f32(x):
     n = np.rint(v * np.float32(_LOG2E))
     r = _fma(-n, np.float32(_LN2_HI_F32), v)
     r = _fma(-n, np.float32(_LN2_LO_F32), r)
-    # 2 e^r on |r| <= ln2/2: degree-6 fit of the relative error (< 2e-9); the factor 2
-    # pairs with the 2^(n-1) below, which keeps n = 128 representable.
-    p = np.float32(EXP_POLY_F32[0])
-    p = p * r + np.float32(EXP_POLY_F32[1])
-    p = p * r + np.float32(EXP_POLY_F32[2])
-    p = p * r + np.float32(EXP_POLY_F32[3])
-    p = p * r + np.float32(EXP_POLY_F32[4])
-    p = p * r + np.float32(EXP_POLY_F32[5])
-    p = p * r + np.float32(EXP_POLY_F32[6])
+    # The factor 2 in _two_exp_reduced_f32 pairs with the 2^(n-1) below, which keeps
+    # n = 128 representable.
     scale = np.int32((np.int32(n) + np.int32(_BIAS_F32)) << np.int32(_SHIFT_F32)).view(np.float32)
-    return p * scale
+    return _two_exp_reduced_f32(r) * scale
 
 
 def _exp_f64(x):
@@ -262,13 +268,7 @@ def _exp_neg_product_f32(a, b):
     n = s - np.float32(_ROUNDER_F32)
     r = _fma(-a, b, n * np.float32(-_LN2_HI_F32))  # n * ln2_hi is exact wherever it matters
     r = _fma(n, np.float32(-_LN2_LO_F32), r)
-    p = np.float32(EXP_POLY_F32[0])
-    p = p * r + np.float32(EXP_POLY_F32[1])
-    p = p * r + np.float32(EXP_POLY_F32[2])
-    p = p * r + np.float32(EXP_POLY_F32[3])
-    p = p * r + np.float32(EXP_POLY_F32[4])
-    p = p * r + np.float32(EXP_POLY_F32[5])
-    p = p * r + np.float32(EXP_POLY_F32[6])
+    p = _two_exp_reduced_f32(r)
     # The biased exponent n + 126 of 2^(n - 1) (paired with the 2 in p), read from the
     # sum's bits; below the normal range it is clamped to 0, so the scale is 0.0.
     biased = np.float32(s).view(np.int32) - np.int32(_ROUNDER_BITS_F32 - _BIAS_F32)
