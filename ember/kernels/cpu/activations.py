@@ -3,9 +3,10 @@
 Both forms are written so that no libm call sits in the element loop (float32), and
 so that the negative tail keeps its relative accuracy:
 
-* exact: ``gelu(x) = x * Phi(x)`` with the normal CDF ``Phi`` evaluated from its tail
-  ``T(x) = erfc(|x| / sqrt2) / 2`` as ``T`` for ``x < 0`` and ``1 - T`` otherwise, which
-  avoids the cancellation in ``1 + erf(x / sqrt2)`` for large negative ``x``;
+* exact: ``gelu(x) = x * Phi(x) = max(x, 0) - |x| T(x)`` with the tail of the normal CDF
+  ``T(x) = erfc(|x| / sqrt2) / 2``, which avoids the cancellation in
+  ``1 + erf(x / sqrt2)`` for large negative ``x`` (the backward takes ``Phi`` as ``T`` for
+  ``x < 0`` and ``1 - T`` otherwise);
 * tanh: ``0.5 x (1 + tanh(u)) = x / (1 + exp(-2u))`` with
   ``u = sqrt(2/pi) (x + 0.044715 x^3)``, one exponential and no cancellation.
 """
@@ -30,13 +31,18 @@ _GRAD_BOUND = 1e4
 
 @kernel
 def _gelu_exact(x, y):
-    one = vm.typed(1.0, x)
     zero = vm.typed(0.0, x)
     for i in prange(x.shape[0]):
         v = x[i]
-        tail = vm.normal_tail(v)
-        phi = one - tail if v >= zero else tail
-        y[i] = v * phi
+        bound = vm.typed(vm.NORMAL_TAIL_ARG_MAX, v)  # a constant in the loop: shared with T's clamp
+        # v Phi(v) = max(v, 0) - |v| T(v): no 1 - T rounded before the product, and no
+        # select between the two sides of 0. |v| is clamped where T is already 0, so that an
+        # infinite input gives max(v, 0) and not inf * 0; NaN fails both comparisons and
+        # propagates.
+        magnitude = abs(v)
+        magnitude = bound if magnitude > bound else magnitude
+        relu = zero if v < zero else v
+        y[i] = relu - magnitude * vm.normal_tail(v)
 
 
 @register_jitable(inline="always")

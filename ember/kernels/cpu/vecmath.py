@@ -13,12 +13,13 @@ not vectorise either. This module provides drop-in replacements usable inside
   ``2^n`` assembled from its exponent bits. float32: relative error < 1e-7;
   float64: < 1e-15. Results below about 2.5e-38 (float32) / 3e-308 (float64) flush
   to 0, results above the largest finite value give ``inf``, NaN propagates.
-* :func:`erfc` — float32: ``t exp(-z^2) F(t)`` with a fitted polynomial ``F`` in
-  ``t = 1 / (1 + 0.4 |z|)`` and ``z^2`` carried exactly into the exponential; relative
-  error < 5e-7 (a few ulps) over the whole line. float64: ``math.erfc`` (libm),
-  because no cheap fit reaches 1e-12.
+* :func:`erfc` — float32: ``exp(-z^2) P(z) / Q(z)`` with a fitted ratio of polynomials of
+  degrees 4 and 5 and ``z^2`` carried exactly into the exponential; relative error < 4e-7
+  (a few ulps) over the whole line. float64: ``math.erfc`` (libm), because no cheap fit
+  reaches 1e-12.
 * :func:`normal_tail` — ``P(Z > |x|) = erfc(|x| / sqrt2) / 2`` for a standard normal
-  ``Z``, with ``x^2 / 2`` carried exactly (relative error < 5e-7 in float32);
+  ``Z``, the same ratio in ``|x|`` times ``exp(-x^2 / 2)``, ``x^2 / 2`` carried exactly
+  (relative error < 4e-7 in float32);
   :func:`normal_tail_density` returns the density ``exp(-x^2 / 2) / sqrt(2 pi)`` with it,
   from the same exponential.
 * :func:`erf` — float32: its Maclaurin series for ``|x| < 0.5`` (relative accuracy
@@ -39,7 +40,7 @@ from numba.np.numpy_support import as_dtype
 
 from .jit import FASTMATH
 
-__all__ = ["erf", "erfc", "exp", "normal_tail", "normal_tail_density", "typed", "vmax"]
+__all__ = ["NORMAL_TAIL_ARG_MAX", "erf", "erfc", "exp", "normal_tail", "normal_tail_density", "typed", "vmax"]
 
 _JIT_OPTIONS = {"fastmath": set(FASTMATH), "error_model": "numpy"}
 
@@ -168,16 +169,13 @@ def exp(x):
 
 
 @register_jitable(inline="always")
-def _two_exp_reduced_f32(r):
-    """``2 e^r`` for float32 ``|r| <= ln2 / 2``: the degree-6 fit of the relative error
-    (< 2e-9)."""
-    p = np.float32(EXP_POLY_F32[0])
-    p = p * r + np.float32(EXP_POLY_F32[1])
-    p = p * r + np.float32(EXP_POLY_F32[2])
-    p = p * r + np.float32(EXP_POLY_F32[3])
-    p = p * r + np.float32(EXP_POLY_F32[4])
-    p = p * r + np.float32(EXP_POLY_F32[5])
-    return p * r + np.float32(EXP_POLY_F32[6])
+def _horner_f32(x, coefficients):
+    """The float32 polynomial with ``coefficients`` (highest degree first) at ``x``, one FMA a
+    step."""
+    p = np.float32(coefficients[0])
+    for c in coefficients[1:]:
+        p = _fma(p, x, np.float32(c))
+    return p
 
 
 def _exp_f32(x):
@@ -189,10 +187,10 @@ def _exp_f32(x):
     n = np.rint(v * np.float32(_LOG2E))
     r = _fma(-n, np.float32(_LN2_HI_F32), v)
     r = _fma(-n, np.float32(_LN2_LO_F32), r)
-    # The factor 2 in _two_exp_reduced_f32 pairs with the 2^(n-1) below, which keeps
+    # EXP_POLY_F32 is 2 e^r; the factor 2 pairs with the 2^(n-1) below, which keeps
     # n = 128 representable.
     scale = np.int32((np.int32(n) + np.int32(_BIAS_F32)) << np.int32(_SHIFT_F32)).view(np.float32)
-    return _two_exp_reduced_f32(r) * scale
+    return _horner_f32(r, EXP_POLY_F32) * scale
 
 
 def _exp_f64(x):
@@ -229,46 +227,66 @@ def erfc(x):
     return type(x)(math.erfc(x))
 
 
-# erfc(z) = t exp(-z^2) F(t) with t = 1 / (1 + 0.4 z): F is smooth and positive on
-# z >= 0, and this degree-8 minimax fit of its relative error (< 6e-8 on [0, 9.33], where
-# the normal tail leaves float32's normal range) has small coefficients, so float32 Horner
-# evaluation loses little; with the roundings of t and of the exponential the results
-# stay within 5e-7. (Degree 10 reached 2e-9, which float32 cannot hold anyway, for two
-# more FMAs per element; the log-domain Numerical-Recipes fit lost ~4.5e-7 in its
-# polynomial alone in float32.)
-_ERFC_T = 0.4
-_ERFC_F = (
-    0.22562324883350074,
-    0.2266261008489752,
-    0.20060902738778927,
-    0.1982947301904187,
-    0.06845412245352264,
-    0.104058264848481,
-    0.07013014349120575,
-    -0.1337057054768518,
-    0.03991012355700122,
+# erfc and the normal tail are each a Gaussian factor times a ratio of polynomials:
+# T(a) = P(a) / Q(a) exp(-a^2 / 2) for the normal tail T(a) = erfc(a / sqrt2) / 2, and so
+# erfc(z) = 2 T(sqrt2 z), whose ratio is the same one in z (coefficients times powers of
+# sqrt2). P/Q (degrees 4 and 5, all coefficients positive, so Horner's steps add no
+# cancellation on a >= 0) is the minimax fit of the relative error of erfcx(a / sqrt2) / 2 on
+# [0, 14] (5.5e-9; `python -m tools.fit_normal_tail` refits it); evaluated in float32 it stays
+# within 3e-7, and the whole tail within 4e-7. Highest degree first.
+_NORMAL_TAIL_P = (
+    0.004077810228050851,
+    0.04037394111422011,
+    0.18246598937960606,
+    0.4372565738734912,
+    0.5000000027696987,
 )
+_NORMAL_TAIL_Q = (
+    0.01022142570195485,
+    0.10120927054210074,
+    0.4674400595147924,
+    1.1993080863083208,
+    1.6723981030812007,
+    1.0,
+)
+_ERFC_P = tuple(
+    2.0 * c * math.sqrt(2.0) ** (len(_NORMAL_TAIL_P) - 1 - k) for k, c in enumerate(_NORMAL_TAIL_P)
+)
+_ERFC_Q = tuple(c * math.sqrt(2.0) ** (len(_NORMAL_TAIL_Q) - 1 - k) for k, c in enumerate(_NORMAL_TAIL_Q))
 # Adding 1.5 * 2^23 to |v| < 2^22 rounds v to an integer and leaves it in the low
 # mantissa bits of the sum: one FMA instead of a multiply, a round and a conversion.
 _ROUNDER_F32 = 12582912.0
 _ROUNDER_BITS_F32 = 0x4B400000
 #: Largest argument the erfc / normal-tail helpers take as it is: beyond, the result is
 #: 0 (or its complement) anyway, and the clamp keeps z^2 finite and small enough for
-#: the rounding trick in _exp_neg_product_f32.
+#: the rounding trick in _exp_neg_square_core_f32.
 _ERFC_Z_MAX = 1024.0
+#: ``|x|`` beyond which :func:`normal_tail` is 0 in either dtype; the float32 one clamps ``|x|``
+#: here, so a caller that clamps to it too shares the operation.
+NORMAL_TAIL_ARG_MAX = _ERFC_Z_MAX * 1.4142135623730951
+#: EXP_POLY_F32 in u = 2 r (coefficient of r^k times 2^-k, exact): exp(-a^2 / 2)'s reduction
+#: then needs no halving of a.
+_EXP_POLY_HALF_F32 = tuple(c * 0.5 ** (len(EXP_POLY_F32) - 1 - k) for k, c in enumerate(EXP_POLY_F32))
 
 
 @register_jitable(inline="always")
-def _exp_neg_product_f32(a, b):
-    """``exp(-a * b)`` for float32 ``a, b >= 0`` with ``a * b <= 2^21``, the product never
-    rounded: it enters the reduced argument ``r = -a b - n ln2`` through one FMA (rounding
-    ``z^2`` first would cost ``z^2 * 6e-8`` relative, 5e-6 at z = 9). Flushes to 0 below
-    about 2^-126, as :func:`exp`; NaN propagates."""
-    s = _fma(a, b * np.float32(-_LOG2E), np.float32(_ROUNDER_F32))
+def _ratio_f32(x, numerator, denominator):
+    """``P(x) / Q(x)`` in float32 by Horner's rule (coefficients highest degree first)."""
+    return _horner_f32(x, numerator) / _horner_f32(x, denominator)
+
+
+@register_jitable(inline="always")
+def _exp_neg_square_core_f32(a, k_log2e, ln2_hi_over_k, ln2_lo_over_k, poly):
+    """``exp(-k a^2)`` for float32 ``a >= 0``, ``k`` a power of two and ``k a^2 <= 2^21``, the
+    square never rounded: it enters the reduced argument ``u = r / k`` with
+    ``r = -k a^2 - n ln2`` through one FMA (rounding ``a^2`` first would cost
+    ``a^2 * 6e-8`` relative, 5e-6 at a = 9), and ``poly`` is EXP_POLY_F32 rescaled to ``u``.
+    Flushes to 0 below about 2^-126, as :func:`exp`; NaN propagates."""
+    s = _fma(a, a * np.float32(-k_log2e), np.float32(_ROUNDER_F32))
     n = s - np.float32(_ROUNDER_F32)
-    r = _fma(-a, b, n * np.float32(-_LN2_HI_F32))  # n * ln2_hi is exact wherever it matters
-    r = _fma(n, np.float32(-_LN2_LO_F32), r)
-    p = _two_exp_reduced_f32(r)
+    u = _fma(-a, a, n * np.float32(-ln2_hi_over_k))  # n * ln2_hi is exact wherever it matters
+    u = _fma(n, np.float32(-ln2_lo_over_k), u)
+    p = _horner_f32(u, poly)
     # The biased exponent n + 126 of 2^(n - 1) (paired with the 2 in p), read from the
     # sum's bits; below the normal range it is clamped to 0, so the scale is 0.0.
     biased = np.float32(s).view(np.int32) - np.int32(_ROUNDER_BITS_F32 - _BIAS_F32)
@@ -277,26 +295,21 @@ def _exp_neg_product_f32(a, b):
 
 
 @register_jitable(inline="always")
-def _erfc_parts_f32(z):
-    """``(t F(t), exp(-z^2))`` for float32 ``0 <= z <= _ERFC_Z_MAX``: erfc(z) is their product."""
-    t = np.float32(1.0) / (np.float32(1.0) + np.float32(_ERFC_T) * z)
-    f = np.float32(_ERFC_F[8])
-    f = f * t + np.float32(_ERFC_F[7])
-    f = f * t + np.float32(_ERFC_F[6])
-    f = f * t + np.float32(_ERFC_F[5])
-    f = f * t + np.float32(_ERFC_F[4])
-    f = f * t + np.float32(_ERFC_F[3])
-    f = f * t + np.float32(_ERFC_F[2])
-    f = f * t + np.float32(_ERFC_F[1])
-    f = f * t + np.float32(_ERFC_F[0])
-    return t * f, _exp_neg_product_f32(z, z)
+def _exp_neg_square_f32(z):
+    """``exp(-z^2)`` for float32 ``0 <= z <= _ERFC_Z_MAX`` (see _exp_neg_square_core_f32)."""
+    return _exp_neg_square_core_f32(z, _LOG2E, _LN2_HI_F32, _LN2_LO_F32, EXP_POLY_F32)
+
+
+@register_jitable(inline="always")
+def _exp_neg_half_square_f32(a):
+    """``exp(-a^2 / 2)`` for float32 ``0 <= a <= NORMAL_TAIL_ARG_MAX``."""
+    return _exp_neg_square_core_f32(a, 0.5 * _LOG2E, 2.0 * _LN2_HI_F32, 2.0 * _LN2_LO_F32, _EXP_POLY_HALF_F32)
 
 
 @register_jitable(inline="always")
 def _erfc_core_f32(z):
     """erfc(z) for float32 ``0 <= z <= _ERFC_Z_MAX``."""
-    rational, gauss = _erfc_parts_f32(z)
-    return rational * gauss
+    return _ratio_f32(z, _ERFC_P, _ERFC_Q) * _exp_neg_square_f32(z)
 
 
 @register_jitable(inline="always")
@@ -378,20 +391,12 @@ def normal_tail(x):
     return type(x)(0.5 * math.erfc(abs(float(x)) / math.sqrt(2.0)))
 
 
-#: _ERFC_F halved (exactly), highest degree first: the normal tail's erfc(z) / 2.
-_HALF_ERFC_F = tuple(0.5 * c for c in reversed(_ERFC_F))
-
-
 @register_jitable(inline="always")
 def _normal_tail_parts_f32(x):
-    """``(t F(t) / 2, exp(-x^2 / 2))`` for float32 ``x``: the normal tail is their product.
-    The halving of erfc and the ``1 / sqrt2`` of its argument are folded into constants."""
-    a = _clamped_abs_f32(x, _ERFC_Z_MAX * 1.4142135623730951)
-    t = np.float32(1.0) / _fma(a, np.float32(_ERFC_T * 0.7071067811865476), np.float32(1.0))
-    f = np.float32(_HALF_ERFC_F[0])
-    for c in _HALF_ERFC_F[1:]:
-        f = f * t + np.float32(c)
-    return t * f, _exp_neg_product_f32(a, a * np.float32(0.5))
+    """``(P(a) / Q(a), exp(-a^2 / 2))`` with ``a = |x|`` (clamped) for float32 ``x``: the
+    normal tail is their product."""
+    a = _clamped_abs_f32(x, NORMAL_TAIL_ARG_MAX)
+    return _ratio_f32(a, _NORMAL_TAIL_P, _NORMAL_TAIL_Q), _exp_neg_half_square_f32(a)
 
 
 def _normal_tail_f32(x):
