@@ -13,6 +13,8 @@ so that the negative tail keeps its relative accuracy:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import prange
 from numba.extending import register_jitable
@@ -34,14 +36,16 @@ def _gelu_exact(x, y):
     zero = vm.typed(0.0, x)
     for i in prange(x.shape[0]):
         v = x[i]
-        bound = vm.typed(vm.NORMAL_TAIL_ARG_MAX, v)  # a constant in the loop: shared with T's clamp
         # v Phi(v) = max(v, 0) - |v| T(v): no 1 - T rounded before the product, and no
-        # select between the two sides of 0. |v| is clamped where T is already 0, so that an
-        # infinite input gives max(v, 0) and not inf * 0; NaN fails both comparisons and
-        # propagates.
+        # select between the two sides of 0. |v| is clamped where T is already 0 (the same
+        # clamp as T's, so one operation), so that no product overflows whatever order
+        # fast-math gives them and +inf gives inf; -inf gives -inf * 0 = NaN, as the formula
+        # (and the reference backend); NaN propagates.
+        bound = vm.typed(vm.NORMAL_TAIL_ARG_MAX, v)
         magnitude = abs(v)
         magnitude = bound if magnitude > bound else magnitude
         relu = zero if v < zero else v
+        relu = vm.typed(math.nan, v) if v == vm.typed(-math.inf, v) else relu
         y[i] = relu - magnitude * vm.normal_tail(v)
 
 
