@@ -12,11 +12,14 @@ layers, vocabulary 28,996) and the DbPedia model (d_model 256, ff 1024, 8 heads)
   warm-up steps);
 * inference batch: ember's ``model.valid()`` under ``ember.no_grad()`` against PyTorch's
   ``eval()`` under ``torch.inference_mode()`` (its fused encoder fast path), softmax output;
+* the first training step of a new process with a warm kernel cache, alone and with what comes
+  before it in the process (importing the framework, building the model);
 * first training step of a new process with an empty kernel cache (a temporary
   ``EMBER_CACHE_DIR``: ember compiles its Numba kernels in a background process and runs the
-  composed kernels meanwhile), the time until the compiled kernels take over, and the first
-  step with the warm cache;
-* peak resident memory of the training process.
+  composed kernels meanwhile), and the time until the compiled kernels take over;
+* peak resident memory of the training process;
+* the AG News train step again with PyTorch, then pandas, imported before ember (after NumPy):
+  ember's thread settings must hold whatever the user imported first.
 
 Batches are random token ids with lengths drawn between a quarter of the sequence and all of
 it, padded with 0 and masked. Prints a Markdown table (ratios are ember / PyTorch, lower is
@@ -144,9 +147,12 @@ def _torch_runner(shape: dict, mode: str):
 
 def worker(args) -> None:
     """Run one framework / model / mode in this process and print its figures as JSON."""
+    import importlib
     import resource
 
     start = time.perf_counter()
+    if args.import_first:
+        importlib.import_module(args.import_first)
     runner = _ember_runner if args.framework == "ember" else _torch_runner
     step = runner(MODELS[args.model], args.mode)
     t0 = time.perf_counter()
@@ -180,10 +186,17 @@ def worker(args) -> None:
 
 
 def _spawn(
-    framework: str, model: str, mode: str, steps: int, env: dict | None = None, until_compiled: bool = False
+    framework: str,
+    model: str,
+    mode: str,
+    steps: int,
+    env: dict | None = None,
+    until_compiled: bool = False,
+    import_first: str | None = None,
 ) -> dict:
     cmd = [sys.executable, __file__, "--worker", framework, model, mode, "--steps", str(steps)]
     cmd += ["--until-compiled"] if until_compiled else []
+    cmd += ["--import-first", import_first] if import_first else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env or os.environ.copy())
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -196,6 +209,7 @@ def _merge(runs: list[dict]) -> dict:
     merged = {"runs": runs}
     for key in ("median_s", "first_step_s", "setup_s"):
         merged[key] = statistics.median(r[key] for r in runs)
+    merged["setup_and_first_step_s"] = statistics.median(r["setup_s"] + r["first_step_s"] for r in runs)
     merged["peak_rss_gb"] = max(r["peak_rss_gb"] for r in runs)
     return merged
 
@@ -205,6 +219,31 @@ def _row(label: str, ember_value: float, torch_value: float | None, unit: str) -
     if torch_value is None:
         return f"| {label} | {fmt(ember_value)} | — | — |"
     return f"| {label} | {fmt(ember_value)} | {fmt(torch_value)} | {ember_value / torch_value:.2f} |"
+
+
+#: Modules a user's script may import before ember (after NumPy), and their row labels.
+IMPORTED_FIRST = {"torch": "PyTorch", "pandas": "pandas"}
+
+
+def _import_order_rows(args, raw: dict) -> list[str]:
+    """The first model's train step with each of IMPORTED_FIRST imported before ember (a module
+    that is not installed is left out), against PyTorch's train step."""
+    import importlib.util
+
+    model = args.models.split(",")[0]
+    name = {"agnews": "AG News", "dbpedia": "DbPedia"}[model]
+    theirs = raw.get(f"{model}/train/torch", {}).get("median_s")
+    rows = []
+    for module, label in IMPORTED_FIRST.items():
+        if importlib.util.find_spec(module) is None:
+            continue
+        runs = [_spawn("ember", model, "train", args.steps, import_first=module) for _ in range(args.repeats)]
+        raw[f"{model}/train/ember/{module}-first"] = merged = _merge(runs)
+        print(f"  {model} train ember, {module} first: {merged['median_s']:.3f} s", file=sys.stderr)
+        rows.append(
+            _row(f"{name} train step, {label} imported before ember", merged["median_s"], theirs, "s")
+        )
+    return rows
 
 
 def main() -> None:
@@ -217,7 +256,9 @@ def main() -> None:
     )
     ap.add_argument("--no-fresh", action="store_true", help="skip the empty-kernel-cache first step")
     ap.add_argument("--no-torch", action="store_true", help="ember only")
+    ap.add_argument("--no-import-order", action="store_true", help="skip the import-order rows")
     ap.add_argument("--until-compiled", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--import-first", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         args.framework, args.model, args.mode = args.worker
@@ -241,10 +282,13 @@ def main() -> None:
             ("train step", "train", "median_s", "s"),
             ("inference batch", "infer", "median_s", "s"),
             ("first step, warm cache", "train", "first_step_s", "s"),
+            ("imports + set-up + first step, warm cache", "train", "setup_and_first_step_s", "s"),
             ("peak RSS (train)", "train", "peak_rss_gb", "GB"),
         ):
             theirs = raw[f"{model}/{mode}/torch"][key] if "torch" in frameworks else None
             lines.append(_row(f"{name} {label}", raw[f"{model}/{mode}/ember"][key], theirs, unit))
+    if not args.no_import_order:
+        lines += _import_order_rows(args, raw)
     if not args.no_fresh:
         model = args.models.split(",")[0]
         with tempfile.TemporaryDirectory(prefix="ember-fresh-cache-") as cache:
