@@ -3,10 +3,13 @@
     python bench/run.py                       # every bench_*.py except the CUDA ones
     python bench/run.py bench/bench_kernels.py -k attention
     python bench/run.py --json out.json
+    python bench/run.py --repeat 3 bench/bench_kernels.py   # medians over 3 whole runs
 
 Ratios are speed-ups of the first ember implementation of a group (ember-cpu, else ember-*,
 else native) against NumPy and PyTorch measured in the same run: "x2.0 vs numpy" means twice as
-fast as the op composed from NumPy.
+fast as the op composed from NumPy. Each implementation's rounds run one after the other, so a
+slow spell of the machine can fall on one of them only; ``--repeat N`` runs the whole selection N
+times and takes each figure's median over the runs (the per-run medians go to the JSON too).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,17 +59,23 @@ def collect(pytest_args: list[str]) -> dict:
             return json.load(f)
 
 
-def table(raw: dict) -> list[dict]:
-    groups = defaultdict(dict)
-    for b in raw["benchmarks"]:
-        impl = b.get("extra_info", {}).get("impl", b["name"])
-        groups[b["group"] or b["name"]][impl] = b["stats"]["median"]
+def table(raws: list[dict]) -> list[dict]:
+    """One row per benchmark group: each implementation's median (over ``raws``, several runs
+    of the same selection, the median of their medians) and the speed-ups of ember's."""
+    runs = defaultdict(lambda: defaultdict(list))
+    for raw in raws:
+        for b in raw["benchmarks"]:
+            impl = b.get("extra_info", {}).get("impl", b["name"])
+            runs[b["group"] or b["name"]][impl].append(b["stats"]["median"])
     rows = []
-    for group, impls in groups.items():
+    for group, per_impl in runs.items():
+        impls = {k: statistics.median(v) for k, v in per_impl.items()}
         ours = next((i for i in ("ember-cpu", "native") if i in impls), None) or next(
             (i for i in impls if i.startswith("ember")), None
         )
         row = {"group": group, "medians_ms": {k: v * 1e3 for k, v in impls.items()}}
+        if len(raws) > 1:
+            row["runs_ms"] = {k: [t * 1e3 for t in v] for k, v in per_impl.items()}
         if ours:
             row["ember_impl"] = ours
             for base in ("numpy", "torch", "numba"):
@@ -103,8 +113,11 @@ def main() -> None:
     ap.add_argument(
         "--json", default=os.path.join(HERE, "results", "latest.json"), help="where to write the table"
     )
+    ap.add_argument("--repeat", type=int, default=1, help="whole runs; each figure is their median")
     args, pytest_args = ap.parse_known_args()
-    rows = table(collect(pytest_args))
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    rows = table([collect(pytest_args) for _ in range(args.repeat)])
     print()
     print(render(rows))
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
