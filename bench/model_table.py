@@ -18,8 +18,8 @@ layers, vocabulary 28,996) and the DbPedia model (d_model 256, ff 1024, 8 heads)
   ``EMBER_CACHE_DIR``: ember compiles its Numba kernels in a background process and runs the
   composed kernels meanwhile), and the time until the compiled kernels take over;
 * peak resident memory of the training process;
-* the AG News train step again with PyTorch, then pandas, imported before ember (after NumPy):
-  ember's thread settings must hold whatever the user imported first.
+* the AG News train step and inference batch again with PyTorch, then pandas, imported before
+  ember (after NumPy): ember's thread settings must hold whatever the user imported first.
 
 Batches are random token ids with lengths drawn between a quarter of the sequence and all of
 it, padded with 0 and masked. Prints a Markdown table (ratios are ember / PyTorch, lower is
@@ -225,25 +225,14 @@ def _row(label: str, ember_value: float, torch_value: float | None, unit: str) -
 IMPORTED_FIRST = {"torch": "PyTorch", "pandas": "pandas"}
 
 
-def _import_order_rows(args, raw: dict) -> list[str]:
-    """The first model's train step with each of IMPORTED_FIRST imported before ember (a module
-    that is not installed is left out), against PyTorch's train step."""
+def _imported_first(args, model: str) -> list[str]:
+    """The modules of IMPORTED_FIRST to measure before ember for ``model`` (the first model
+    only, and only those installed)."""
     import importlib.util
 
-    model = args.models.split(",")[0]
-    name = {"agnews": "AG News", "dbpedia": "DbPedia"}[model]
-    theirs = raw.get(f"{model}/train/torch", {}).get("median_s")
-    rows = []
-    for module, label in IMPORTED_FIRST.items():
-        if importlib.util.find_spec(module) is None:
-            continue
-        runs = [_spawn("ember", model, "train", args.steps, import_first=module) for _ in range(args.repeats)]
-        raw[f"{model}/train/ember/{module}-first"] = merged = _merge(runs)
-        print(f"  {model} train ember, {module} first: {merged['median_s']:.3f} s", file=sys.stderr)
-        rows.append(
-            _row(f"{name} train step, {label} imported before ember", merged["median_s"], theirs, "s")
-        )
-    return rows
+    if args.no_import_order or model != args.models.split(",")[0]:
+        return []
+    return [m for m in IMPORTED_FIRST if importlib.util.find_spec(m) is not None]
 
 
 def main() -> None:
@@ -268,16 +257,29 @@ def main() -> None:
     frameworks = ["ember"] if args.no_torch else ["ember", "torch"]
     raw: dict = {}
     lines = ["| figure | ember `cpu` | PyTorch | ratio |", "|---|---|---|---|"]
+    import_rows = []
     for model in args.models.split(","):
-        for mode in ("train", "infer"):
-            runs: dict[str, list] = {fw: [] for fw in frameworks}
-            for _ in range(args.repeats):  # alternating, so a slow spell hits both frameworks
-                for fw in frameworks:
-                    runs[fw].append(_spawn(fw, model, mode, args.steps))
-                    print(f"  {model} {mode} {fw}: {runs[fw][-1]['median_s']:.3f} s", file=sys.stderr)
-            for fw in frameworks:
-                raw[f"{model}/{mode}/{fw}"] = _merge(runs[fw])
         name = {"agnews": "AG News", "dbpedia": "DbPedia"}[model]
+        # (framework, module imported before it): ember with NumPy first, PyTorch, then ember
+        # again with each of IMPORTED_FIRST imported before it
+        variants = [(fw, None) for fw in frameworks] + [("ember", m) for m in _imported_first(args, model)]
+        for mode in ("train", "infer"):
+            runs: dict[tuple, list] = {v: [] for v in variants}
+            for _ in range(args.repeats):  # alternating, so a slow spell hits every variant
+                for fw, first in variants:
+                    runs[fw, first].append(_spawn(fw, model, mode, args.steps, import_first=first))
+                    after = f", {first} first" if first else ""
+                    print(
+                        f"  {model} {mode} {fw}{after}: {runs[fw, first][-1]['median_s']:.3f} s",
+                        file=sys.stderr,
+                    )
+            for (fw, first), figures in runs.items():
+                raw[f"{model}/{mode}/{fw}" + (f"/{first}-first" if first else "")] = merged = _merge(figures)
+                if first:
+                    theirs = raw.get(f"{model}/{mode}/torch", {}).get("median_s")
+                    label = f"{name} {'train step' if mode == 'train' else 'inference batch'}, "
+                    label += f"{IMPORTED_FIRST[first]} imported before ember"
+                    import_rows.append(_row(label, merged["median_s"], theirs, "s"))
         for label, mode, key, unit in (
             ("train step", "train", "median_s", "s"),
             ("inference batch", "infer", "median_s", "s"),
@@ -287,8 +289,7 @@ def main() -> None:
         ):
             theirs = raw[f"{model}/{mode}/torch"][key] if "torch" in frameworks else None
             lines.append(_row(f"{name} {label}", raw[f"{model}/{mode}/ember"][key], theirs, unit))
-    if not args.no_import_order:
-        lines += _import_order_rows(args, raw)
+    lines += import_rows
     if not args.no_fresh:
         model = args.models.split(",")[0]
         with tempfile.TemporaryDirectory(prefix="ember-fresh-cache-") as cache:
