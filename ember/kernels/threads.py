@@ -17,25 +17,28 @@ _configured = False
 #: An OpenMP runtime was already loaded when ember was imported, with no ``OMP_WAIT_POLICY``
 #: set (``import torch`` first does this: PyTorch brings its libgomp). Its threads then spin
 #: after every parallel region, and the policy can no longer be changed, so ember keeps its
-#: kernels off OpenMP (see :mod:`ember.kernels.cpu.jit` and the cpu backend).
+#: kernels off that runtime: Numba's OpenMP layer gets a runtime of its own where it can (see
+#: :mod:`ember.kernels.cpu.jit`), and the C++ kernels, which would share it, are left aside.
 SPINNING_OPENMP = False
 
 
-def _openmp_runtime_loaded() -> bool:
-    """Whether a GNU, Intel or LLVM OpenMP runtime is mapped into this process (Linux)."""
+def openmp_runtimes() -> set[str]:
+    """The files of the GNU, Intel or LLVM OpenMP runtimes mapped into this process (Linux;
+    empty elsewhere)."""
     try:
         with open("/proc/self/maps") as maps:
-            text = maps.read()
+            lines = maps.read().splitlines()
     except OSError:  # (not Linux: nothing to tell)
-        return False
-    return any(name in text for name in ("/libgomp", "/libiomp", "/libomp"))
+        return set()
+    paths = {line.split(maxsplit=5)[-1] for line in lines if line.count(" ") >= 5}
+    return {p for p in paths if any(name in p for name in ("/libgomp", "/libiomp", "/libomp"))}
 
 
 def configure_openmp() -> None:
     """Set the OpenMP wait policy before the runtime loads (idempotent), noting whether a
     runtime loaded earlier already ignores it."""
     global SPINNING_OPENMP
-    if "OMP_WAIT_POLICY" not in os.environ and _openmp_runtime_loaded():
+    if "OMP_WAIT_POLICY" not in os.environ and openmp_runtimes():
         SPINNING_OPENMP = True
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 

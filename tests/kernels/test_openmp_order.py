@@ -1,7 +1,9 @@
 """An OpenMP runtime loaded before ember (``import torch`` first brings PyTorch's libgomp) reads
-no ``OMP_WAIT_POLICY`` and spins after every parallel region. ember then runs its Numba kernels on
-the workqueue layer (launches serialised, so threads calling ember at once do not abort it) and
-leaves its C++ OpenMP kernels aside; loaded after ``import ember``, the runtime is passive."""
+no ``OMP_WAIT_POLICY`` and spins after every parallel region. ember then binds Numba's OpenMP layer
+to a runtime of its own where the loader gives one (PyTorch's libgomp is another file than the
+system's), else runs its Numba kernels on the workqueue layer (launches serialised, so threads
+calling ember at once do not abort it), and leaves its C++ OpenMP kernels aside; loaded after
+``import ember``, the runtime is passive."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import pytest
 _GOMP = ctypes.util.find_library("gomp")
 
 _PROBE = """
-import ctypes, json, os, sys, threading
+import ctypes, json, os, sys, threading, time
 if {preload!r}:
     ctypes.CDLL({gomp!r}, mode=ctypes.RTLD_GLOBAL)
+if {torch_first!r}:
+    import torch
 import numpy as np
 import ember, numba
 from ember.kernels import threads
@@ -35,7 +39,13 @@ def work():
 workers = [threading.Thread(target=work) for _ in range(3)]
 [w.start() for w in workers]
 [w.join() for w in workers]
+# CPU time burnt in one second after a kernel: a spinning runtime's threads show up here
+start = time.process_time()
+ember.softmax(ember.tensor(x), 1).numpy()
+time.sleep(1.0)
 print("RESULT " + json.dumps({{
+    "idle_cpu_s": time.process_time() - start,
+    "runtimes": sorted(threads.openmp_runtimes()),
     "spinning": threads.SPINNING_OPENMP,
     "layer": numba.threading_layer(),
     "native": ember.Device("cpu").backend._native,
@@ -45,12 +55,12 @@ print("RESULT " + json.dumps({{
 """
 
 
-def _probe(preload: bool, **env) -> dict:
+def _probe(preload: bool, torch_first: bool = False, **env) -> dict:
     full_env = {**os.environ, "EMBER_BACKGROUND_COMPILE": "0", **env}
     for name in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER"):
         if name not in env:
             full_env.pop(name, None)
-    code = _PROBE.format(preload=preload, gomp=_GOMP)
+    code = _PROBE.format(preload=preload, gomp=_GOMP, torch_first=torch_first)
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=600
     )
@@ -95,3 +105,13 @@ def test_a_threading_layer_set_by_the_user_wins():
 def test_nothing_loaded_first_keeps_numbas_choice():
     got = _probe(preload=False)
     assert got["spinning"] is False and got["policy"] == "passive" and got["errors"] == []
+
+
+def test_pytorch_imported_first_gets_numba_a_passive_runtime_of_its_own():
+    pytest.importorskip("torch")
+    got = _probe(preload=False, torch_first=True)
+    assert got["spinning"] is True and got["native"] is False
+    assert len(got["runtimes"]) == 2, got["runtimes"]  # PyTorch's libgomp and Numba's own
+    assert got["layer"] == "omp"
+    assert got["idle_cpu_s"] < 0.2  # no thread spins while ember waits
+    assert got["errors"] == []  # three threads at once, same results

@@ -235,20 +235,61 @@ FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz", "afn"})
 _COMMON = dict(cache=True, fastmath=set(FASTMATH), nogil=True, error_model="numpy")
 
 
-def _launch_layer() -> str | None:
-    """The threading layer ember picks for Numba's parallel kernels, or None for Numba's own
-    choice: ``workqueue`` when the OpenMP runtime already loaded spins (see
-    :data:`ember.kernels.threads.SPINNING_OPENMP`; AG News step 0.74 s on it, 0.45 s on
-    workqueue), unless ``NUMBA_THREADING_LAYER`` says otherwise."""
+def _own_openmp_runtime() -> bool:
+    """Load Numba's OpenMP layer so that it binds to an OpenMP runtime of its own, not to the
+    one loaded before ember; True when it got one.
+
+    The layer's extension names its runtime by file (``libgomp.so.1.0.0``), so the loader maps
+    the system's libgomp even when PyTorch's (``libgomp.so.1``) is loaded already, but binds the
+    layer's calls to whichever came first. ``RTLD_DEEPBIND`` makes it look in its own
+    dependencies first: a fresh runtime, which reads the passive policy ember set. Where the
+    two are one file (or the layer was loaded before ember), no new runtime appears and the
+    answer is False."""
     from ember.kernels import threads
 
-    if threads.SPINNING_OPENMP and "NUMBA_THREADING_LAYER" not in os.environ:
-        return "workqueue"
+    deepbind = getattr(os, "RTLD_DEEPBIND", None)  # glibc only
+    if deepbind is None or "numba.np.ufunc.omppool" in sys.modules:
+        return False
+    before = threads.openmp_runtimes()
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | deepbind)
+    try:
+        import numba.np.ufunc.omppool  # noqa: F401  (Numba's layer selection finds it loaded)
+    except ImportError:
+        return False
+    finally:
+        sys.setdlopenflags(flags)
+    return bool(threads.openmp_runtimes() - before)
+
+
+def _launch_layer() -> str | None:
+    """The threading layer ember picks for Numba's parallel kernels, or None for Numba's own
+    choice. When the OpenMP runtime already loaded spins (see
+    :data:`ember.kernels.threads.SPINNING_OPENMP`): ``omp`` on a runtime of its own where the
+    loader allows one (:func:`_own_openmp_runtime`), else ``workqueue`` (AG News step 0.74 s
+    on the spinning runtime, 0.45 s on workqueue, whose launches cost about 100 us against
+    omp's 60 us). ``NUMBA_THREADING_LAYER``, when set, wins."""
+    from ember.kernels import threads
+
+    chosen = os.environ.get("NUMBA_THREADING_LAYER")
+    if chosen is not None and chosen != os.environ.get(_OWN_LAYER_MARK):
+        return None  # the user's
+    if threads.SPINNING_OPENMP:
+        return "omp" if _own_openmp_runtime() else "workqueue"
+    if chosen is not None:  # inherited from an ember process that had to choose: choose anew
+        os.environ.pop("NUMBA_THREADING_LAYER")
+        os.environ.pop(_OWN_LAYER_MARK, None)
     return None
 
 
+# The choice goes into the environment, not only numba.config: Numba re-reads its config from
+# the environment whenever a NUMBA_* variable changes, and a value set in config alone was lost
+# before the first parallel launch (then Numba took its default, the spinning runtime). The mark
+# tells ember's choice from the user's in the processes that inherit it.
+_OWN_LAYER_MARK = "EMBER_CHOSE_NUMBA_THREADING_LAYER"
 _LAYER = _launch_layer()
 if _LAYER is not None:
+    os.environ["NUMBA_THREADING_LAYER"] = os.environ[_OWN_LAYER_MARK] = _LAYER
     numba.config.THREADING_LAYER = _LAYER
 
 #: One parallel kernel at a time: Numba's workqueue layer aborts the process on concurrent
