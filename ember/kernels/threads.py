@@ -30,7 +30,7 @@ def openmp_runtimes() -> set[str]:
             lines = maps.read().splitlines()
     except OSError:  # (not Linux: nothing to tell)
         return set()
-    paths = {line.split(maxsplit=5)[-1] for line in lines if line.count(" ") >= 5}
+    paths = {line.split(maxsplit=5)[-1] for line in lines}  # the path may hold spaces
     return {p for p in paths if any(name in p for name in ("/libgomp", "/libiomp", "/libomp"))}
 
 

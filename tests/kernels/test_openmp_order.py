@@ -115,3 +115,12 @@ def test_pytorch_imported_first_gets_numba_a_passive_runtime_of_its_own():
     assert got["layer"] == "omp"
     assert got["idle_cpu_s"] < 0.2  # no thread spins while ember waits
     assert got["errors"] == []  # three threads at once, same results
+
+
+def test_a_layer_ember_chose_in_a_parent_process_is_chosen_anew():
+    # a child of a process that imported PyTorch first inherits ember's choice, marked as such;
+    # with nothing loaded before ember here, Numba's own choice applies again
+    got = _probe(
+        preload=False, NUMBA_THREADING_LAYER="workqueue", EMBER_CHOSE_NUMBA_THREADING_LAYER="workqueue"
+    )
+    assert got["spinning"] is False and got["layer"] != "workqueue" and got["errors"] == []

@@ -279,6 +279,7 @@ def _launch_layer() -> str | None:
     if chosen is not None:  # inherited from an ember process that had to choose: choose anew
         os.environ.pop("NUMBA_THREADING_LAYER")
         os.environ.pop(_OWN_LAYER_MARK, None)
+        numba.config.THREADING_LAYER = "default"  # (Numba read the inherited one at import)
     return None
 
 
