@@ -221,6 +221,8 @@ def _row(label: str, ember_value: float, torch_value: float | None, unit: str) -
     return f"| {label} | {fmt(ember_value)} | {fmt(torch_value)} | {ember_value / torch_value:.2f} |"
 
 
+#: Row labels of the two timed modes.
+MODE_LABELS = {"train": "train step", "infer": "inference batch"}
 #: Modules a user's script may import before ember (after NumPy), and their row labels.
 IMPORTED_FIRST = {"torch": "PyTorch", "pandas": "pandas"}
 
@@ -263,7 +265,7 @@ def main() -> None:
         # (framework, module imported before it): ember with NumPy first, PyTorch, then ember
         # again with each of IMPORTED_FIRST imported before it
         variants = [(fw, None) for fw in frameworks] + [("ember", m) for m in _imported_first(args, model)]
-        for mode in ("train", "infer"):
+        for mode in MODE_LABELS:
             runs: dict[tuple, list] = {v: [] for v in variants}
             for _ in range(args.repeats):  # alternating, so a slow spell hits every variant
                 for fw, first in variants:
@@ -277,12 +279,11 @@ def main() -> None:
                 raw[f"{model}/{mode}/{fw}" + (f"/{first}-first" if first else "")] = merged = _merge(figures)
                 if first:
                     theirs = raw.get(f"{model}/{mode}/torch", {}).get("median_s")
-                    label = f"{name} {'train step' if mode == 'train' else 'inference batch'}, "
-                    label += f"{IMPORTED_FIRST[first]} imported before ember"
+                    label = f"{name} {MODE_LABELS[mode]}, {IMPORTED_FIRST[first]} imported before ember"
                     import_rows.append(_row(label, merged["median_s"], theirs, "s"))
         for label, mode, key, unit in (
-            ("train step", "train", "median_s", "s"),
-            ("inference batch", "infer", "median_s", "s"),
+            (MODE_LABELS["train"], "train", "median_s", "s"),
+            (MODE_LABELS["infer"], "infer", "median_s", "s"),
             ("first step, warm cache", "train", "first_step_s", "s"),
             ("imports + set-up + first step, warm cache", "train", "setup_and_first_step_s", "s"),
             ("peak RSS (train)", "train", "peak_rss_gb", "GB"),
