@@ -5,6 +5,11 @@ One queue carries saves and deletes, so a delete can never overtake the save it 
 and no request is ever sent to a stopped worker (Burn #3990, "sending on a closed
 channel"). A failure in the worker is re-raised in the training thread at the next call,
 at ``flush`` or at ``close``.
+
+Several checkpointers (one thread each) are ordered with tickets: ``ticket()`` is done once
+every request queued before it is, and a request given ``after=[ticket, ...]`` waits for
+those tickets and is dropped if one of them saw a failure. ``LearningCheckpointer`` uses
+them to write an epoch's completion marker only once its other files are on disk.
 """
 
 from __future__ import annotations
@@ -12,11 +17,34 @@ from __future__ import annotations
 import queue
 import threading
 
-__all__ = ["AsyncCheckpointer", "CheckpointerError"]
+__all__ = ["AsyncCheckpointer", "CheckpointerError", "Ticket"]
 
 
 class CheckpointerError(RuntimeError):
     """A background checkpoint write failed."""
+
+
+class Ticket:
+    """Done once the requests queued before it on one checkpointer are done; ``ok`` is False
+    when one of them failed."""
+
+    def __init__(self, owner: str):
+        self.owner = owner
+        self.ok = True
+        self._done = threading.Event()
+
+    def finish(self, ok: bool) -> None:
+        self.ok = ok
+        self._done.set()
+
+    def wait(self) -> bool:
+        """Block until done; whether every request before it succeeded."""
+        self._done.wait()
+        return self.ok
+
+    def __repr__(self) -> str:
+        state = ("ok" if self.ok else "failed") if self._done.is_set() else "pending"
+        return f"Ticket({self.owner}, {state})"
 
 
 class AsyncCheckpointer:
@@ -45,8 +73,16 @@ class AsyncCheckpointer:
             try:
                 if task is None:
                     return
-                if self._error is None:  # after a failure, later requests are not attempted
-                    kind, epoch, data = task
+                kind, epoch, data, after = task
+                if kind == "ticket":
+                    data.finish(self._error is None)
+                elif self._error is None:  # after a failure, later requests are not attempted
+                    failed = [t.owner for t in after if not t.wait()]
+                    if failed:  # what this request had to follow did not happen: neither does it
+                        raise CheckpointerError(
+                            f"{kind} of epoch {epoch} not done: the write it must follow failed "
+                            f"({', '.join(failed)})"
+                        )
                     if kind == "save":
                         self.inner.save(epoch, data)
                     else:
@@ -63,15 +99,29 @@ class AsyncCheckpointer:
                 f"checkpoint write failed in the background ({self.inner!r}): {type(error).__name__}: {error}"
             ) from error
 
-    def save(self, epoch: int, data: bytes) -> None:
-        self._raise_pending()
-        self._ensure_worker()
-        self._queue.put(("save", epoch, data))
+    def save(self, epoch: int, data: bytes, after: tuple[Ticket, ...] = ()) -> None:
+        """Queue a write of ``data`` for ``epoch``.
 
-    def delete(self, epoch: int) -> None:
+        Args:
+            after: tickets (of other checkpointers) the write waits for; it is dropped, with
+                an error, if one of them reports a failure.
+        """
         self._raise_pending()
         self._ensure_worker()
-        self._queue.put(("delete", epoch, None))
+        self._queue.put(("save", epoch, data, tuple(after)))
+
+    def delete(self, epoch: int, after: tuple[Ticket, ...] = ()) -> None:
+        """Queue the removal of ``epoch``'s file (after ``after``, as :meth:`save`)."""
+        self._raise_pending()
+        self._ensure_worker()
+        self._queue.put(("delete", epoch, None, tuple(after)))
+
+    def ticket(self) -> Ticket:
+        """A ticket done once every request queued so far is done."""
+        self._ensure_worker()
+        ticket = Ticket(repr(self.inner))
+        self._queue.put(("ticket", None, ticket, ()))
+        return ticket
 
     def restore(self, epoch: int) -> bytes:
         self.flush()

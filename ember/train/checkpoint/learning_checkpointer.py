@@ -4,8 +4,10 @@ together, plus the loop's own state (Burn's ``LearningCheckpointer``, ``strategi
 Beyond Burn, a fourth file ``training-<epoch>.bpk`` (scalars and metadata only) records what
 an exact resume needs that the three records lack: the generators of the backends (dropout
 masks, random init after resume) and, for a run interrupted mid-epoch, how many batches of
-that epoch were done. It is written last, after the other three, and a checkpoint is complete
-only when all four files of its epoch exist.
+that epoch were done. It is the checkpoint's completion marker: it is written only once the
+other three files are durable (each written atomically and fsynced, by its own background
+thread: the marker's write waits for theirs), and deleted first. A checkpoint whose marker is
+missing is treated as absent by :meth:`LearningCheckpointer.load_checkpoint`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,45 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ember.train.checkpoint.async_checkpointer import AsyncCheckpointer, CheckpointerError
 from ember.train.checkpoint.strategy import CheckpointingStrategy
 from ember.train.store import MetricsStore
 
 __all__ = ["LearningCheckpointer", "TrainingState"]
+
+_RECORDS = ("model", "optim", "scheduler")
+
+
+def _done_marks(checkpointers) -> tuple:
+    """Tickets marking the requests queued so far on ``checkpointers`` as done; one that is
+    not an ``AsyncCheckpointer`` is flushed now if it can be (a plain one is synchronous)."""
+    tickets = []
+    for checkpointer in checkpointers:
+        if isinstance(checkpointer, AsyncCheckpointer):
+            tickets.append(checkpointer.ticket())
+        elif callable(getattr(checkpointer, "flush", None)):
+            checkpointer.flush()
+    return tuple(tickets)
+
+
+def _queue(checkpointer, kind: str, epoch: int, data: bytes | None, after: tuple) -> None:
+    """``save``/``delete`` on ``checkpointer`` once the tickets ``after`` are done."""
+    if isinstance(checkpointer, AsyncCheckpointer):
+        if kind == "save":
+            checkpointer.save(epoch, data, after=after)
+        else:
+            checkpointer.delete(epoch, after=after)
+        return
+    failed = [t.owner for t in after if not t.wait()]  # a synchronous one waits here
+    if failed:
+        raise CheckpointerError(
+            f"checkpoint: {kind} of epoch {epoch} not done: the write it must follow failed "
+            f"({', '.join(failed)})"
+        )
+    if kind == "save":
+        checkpointer.save(epoch, data)
+    else:
+        checkpointer.delete(epoch)
 
 
 @dataclass
@@ -82,8 +119,22 @@ class LearningCheckpointer:
             "scheduler": state_to_bytes(learner.lr_scheduler),
             "training": state.to_bytes(),
         }
-        for name, data in payloads.items():  # the training state last: it marks completion
-            self.checkpointers[name].save(state.epoch, data)
+        records = [self.checkpointers[name] for name in _RECORDS]
+        for name in _RECORDS:
+            self.checkpointers[name].save(state.epoch, payloads[name])
+        # The marker only once the three records are on disk (they are written by other
+        # threads): a marker can never name a checkpoint that is not all there.
+        _queue(
+            self.checkpointers["training"], "save", state.epoch, payloads["training"], _done_marks(records)
+        )
+
+    def _delete_all(self, epoch: int) -> None:
+        # The marker first, so a checkpoint half deleted reads as absent, never as complete.
+        marker = self.checkpointers["training"]
+        marker.delete(epoch)
+        after = _done_marks([marker])
+        for name in _RECORDS:
+            _queue(self.checkpointers[name], "delete", epoch, None, after)
 
     def checkpoint(self, learner, epoch: int, store: MetricsStore) -> list:
         """Apply the strategy's actions for the end of ``epoch``; returns them."""
@@ -94,8 +145,7 @@ class LearningCheckpointer:
             if action.kind == "save":
                 self._save_all(learner, TrainingState(epoch, 0, rng_states()))
             else:
-                for checkpointer in self.checkpointers.values():
-                    checkpointer.delete(action.epoch)
+                self._delete_all(action.epoch)
         return actions
 
     def checkpoint_partial(self, learner, epoch: int, iterations_done: int) -> None:
@@ -115,8 +165,15 @@ class LearningCheckpointer:
         from ember.nn.module_record import ModuleRecord
         from ember.optim.scheduler_record import state_from_bytes
 
-        data = {name: c.restore(epoch) for name, c in self.checkpointers.items()}
-        state = TrainingState.from_bytes(data["training"])
+        try:  # the marker first: without it the checkpoint is incomplete, whatever else exists
+            marker = self.checkpointers["training"].restore(epoch)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(
+                f"checkpoint({epoch}): there is no complete checkpoint of epoch {epoch} (its "
+                f"completion marker is missing: it was never finished, or was deleted). {exc}"
+            ) from None
+        data = {name: self.checkpointers[name].restore(epoch) for name in _RECORDS}
+        state = TrainingState.from_bytes(marker)
         learner.model.load_record(ModuleRecord.from_bytes(data["model"]))
         learner.optimizer.from_bytes(data["optim"])
         state_from_bytes(data["scheduler"], learner.lr_scheduler)
