@@ -97,6 +97,40 @@ def _check_broadcast(op: str, a: Tensor, b: Tensor):
             )
 
 
+# Integer ops whose result is undefined for some divisor or exponent: what the kernels would
+# give there (0, or NumPy's own error) is not an answer, so they raise as PyTorch does.
+_INTEGER_CHECKS = {
+    "floordiv": ("eq", "floordiv (//, floor_divide): integer division by zero", "divisor", "zero"),
+    "mod": ("eq", "mod (%, remainder): integer modulo by zero", "divisor", "zero"),
+    "pow": (
+        "lt",
+        "pow (**): integers to negative integer powers are not allowed",
+        "exponent",
+        "negative value",
+    ),
+}
+
+
+def _check_integer_operands(op: str, a: Tensor, b: Tensor) -> None:
+    """Raise when an integer ``op`` meets a divisor of 0 (floordiv, mod) or a negative exponent
+    (pow) in ``b`` at a position the result holds (an empty result computes nothing)."""
+    if 0 in np.broadcast_shapes(a.shape, b.shape):
+        return
+    compare, problem, role, what = _INTEGER_CHECKS[op]
+    backend = b._device.backend
+    hits = backend.cast(backend.binary(compare, b._data, backend.full((), 0, b._dtype)), dt.int64)
+    count = int(np.asarray(backend.to_host(backend.reduce("sum", hits, tuple(range(b.ndim)), False))))
+    if not count:
+        return
+    detail = (
+        f"{problem}: the {role}, {b._dtype} of shape {shape_str(b.shape)}, has {count} "
+        f"{what}{'s' if count > 1 else ''} (the other operand is {a._dtype} of shape {shape_str(a.shape)})"
+    )
+    if op == "pow":
+        raise ValueError(detail + "; cast the base to a float dtype for fractional powers")
+    raise ZeroDivisionError(detail + "; cast to a float dtype for inf/NaN results")
+
+
 def binary(op: str, a, b) -> Tensor:
     """The binary op ``op`` of the op table (``"add"``, ``"lt"``, ...) on ``a`` and ``b``
     (tensors or scalars, at least one a tensor), broadcasting."""
@@ -109,6 +143,8 @@ def binary(op: str, a, b) -> Tensor:
         raise TypeError(f"{op}: not defined for bool tensors; cast with .int() or .float() first")
     if op in _FLOAT_BINARY and not a._dtype.is_float:
         a, b = a.to(dt.default_float), b.to(dt.default_float)
+    if a._dtype.is_int and op in _INTEGER_CHECKS:
+        _check_integer_operands(op, a, b)
     backend = a._device.backend
     out = wrap(backend.binary(op, a._data, b._data), a._device)
     if op in _NO_GRAD_BINARY or not needs_grad(a, b):
