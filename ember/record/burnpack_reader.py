@@ -7,7 +7,9 @@ metadata size (at most 100 MB, and no more than the file holds), the tensor coun
 100,000, checked on the map's declared length before any entry is decoded), each tensor's
 dtype, shape (at most 64 dims that NumPy can represent), byte range (inside the data section,
 at most 10 GB, exactly ``prod(shape) * itemsize`` bytes, and shared with no other tensor),
-and the CBOR itself (depth, item count, lengths).
+the CBOR itself (depth, item count, lengths), and the layout: the data section is exactly
+covered by the tensors' byte ranges plus the zero alignment padding between them, so bytes
+inserted into or appended to a file are refused rather than loaded as shifted values.
 """
 
 from __future__ import annotations
@@ -174,6 +176,8 @@ class _Parser:
         for name, desc in ordered:
             self._check_range(name, desc, data_size)
         self._check_disjoint(ordered)
+        self._check_padding(fmt.HEADER_SIZE + meta_size, min(data_start, size), "before the data section")
+        self._check_coverage(ordered, data_start, data_size)
         tensors = {name: self._view(name, desc, data_start) for name, desc in ordered}
         return tensors, metadata, scalars
 
@@ -325,6 +329,52 @@ class _Parser:
                     name,
                 )
             previous, reach = name, end
+
+    def _check_padding(self, begin: int, end: int, where: str, tensor: str | None = None) -> None:
+        """Alignment padding (file bytes ``begin..end``) is written as zeros; anything else
+        there means the bytes were shifted by an insertion or overwritten."""
+        chunk = bytes(self.buf[begin:end])
+        rest = chunk.lstrip(b"\0")
+        if rest:
+            at = begin + len(chunk) - len(rest)
+            raise self.fail(
+                f"alignment padding {where} (file bytes {begin}..{end}) holds a non-zero byte "
+                f"at {at}: bytes were inserted or overwritten (corrupt file)",
+                tensor,
+            )
+
+    def _check_coverage(self, ordered: list, data_start: int, data_size: int) -> None:
+        """The data section must be exactly its tensors' bytes: each tensor starts where the
+        previous one ends or at the next 256-byte boundary after it (the zero padding Burn's
+        writer inserts), and the section ends where the last tensor does. Extra bytes,
+        inserted or appended, would otherwise load every later tensor from shifted bytes."""
+        previous, reach = None, 0
+        for name, desc in ordered:
+            start, end = desc["start"], desc["end"]
+            if start <= reach and start == end:
+                continue  # an empty tensor holds no bytes (overlaps were refused before)
+            if start not in (reach, fmt.align(reach)):
+                after = f"the end of tensor '{previous}'" if previous is not None else "the section start"
+                raise self.fail(
+                    f"data_offsets ({start}, {end}) leave data bytes {reach}..{start} after "
+                    f"{after} covered by no tensor; only zero padding up to the "
+                    f"{fmt.ALIGNMENT}-byte boundary {fmt.align(reach)} may lie between tensors "
+                    "(corrupt or hand-edited file)",
+                    name,
+                )
+            self._check_padding(
+                data_start + reach, data_start + start, f"before data_offsets ({start}, {end})", name
+            )
+            previous, reach = name, end
+        if data_size != reach:
+            covered = (
+                f"its tensors end at {reach} (tensor '{previous}')" if previous else "no tensor has bytes"
+            )
+            raise self.fail(
+                f"the data section holds {data_size} bytes (file bytes {data_start}..{data_start + data_size}) "
+                f"but {covered}: {data_size - reach} bytes belong to no tensor (inserted, which shifts "
+                "the tensors stored after them, or appended)"
+            )
 
     def _view(self, name: str, desc: dict, data_start: int) -> TensorView:
         storage, shape, start = desc["storage"], desc["shape"], desc["start"]

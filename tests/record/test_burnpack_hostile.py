@@ -266,9 +266,123 @@ def test_shapes_numpy_cannot_represent_are_record_errors(tmp_path, shape, offset
 
 
 def test_the_largest_representable_empty_shape_loads():
-    loaded = rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[0, 2**60], offsets=[0, 0])}}, bytes(8)))
+    loaded = rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[0, 2**60], offsets=[0, 0])}}))
     assert loaded["w"].shape == (0, 2**60) and loaded["w"].numpy().size == 0
     assert (
-        rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[1] * 64, offsets=[0, 4])}}, bytes(8)))["w"].ndim
+        rec.from_bytes(_pack({"tensors": {"w": _tensor(shape=[1] * 64, offsets=[0, 4])}}, bytes(4)))["w"].ndim
         == 64
     )
+
+
+# ---- the data section must be exactly covered by the tensors (issue #30 item 4) ------------------
+def _two_tensor_file() -> bytes:
+    # "a" = 3 float32 (12 bytes, then 244 bytes of padding), "b" = 4 float32 at 256.
+    return rec.to_bytes({"a": np.float32([1, 2, 3]), "b": np.float32([4, 5, 6, 7])})
+
+
+def _data_start(data: bytes) -> int:
+    return -(-(10 + int.from_bytes(data[6:10], "little")) // 256) * 256
+
+
+def test_the_two_tensor_file_loads_as_written():
+    loaded = rec.from_bytes(_two_tensor_file())
+    assert loaded["a"].numpy().tolist() == [1, 2, 3] and loaded["b"].numpy().tolist() == [4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("extra", [b"\x00", bytes(256), b"\x7f" * 3], ids=["zero", "aligned", "three"])
+def test_appended_bytes_are_refused(tmp_path, extra):
+    data = _two_tensor_file()
+    start = _data_start(data)
+    err = _load_bounded(data + extra, "belong to no tensor", tmp_path)
+    message = str(err)
+    assert f"holds {256 + 16 + len(extra)} bytes (file bytes {start}..{len(data) + len(extra)})" in message
+    assert "its tensors end at 272 (tensor 'b')" in message and f": {len(extra)} bytes" in message
+
+
+@pytest.mark.parametrize("where", ["start of a", "middle of a", "padding", "start of b"])
+def test_inserted_bytes_are_refused_instead_of_shifting_later_tensors(tmp_path, where):
+    data = _two_tensor_file()
+    start = _data_start(data)
+    at = {"start of a": start, "middle of a": start + 6, "padding": start + 100, "start of b": start + 256}[
+        where
+    ]
+    for inserted in (b"\x00" * 4, b"\x42" * 4, bytes(256)):
+        _load_bounded(data[:at] + inserted + data[at:], r"(padding|belong to no tensor)", tmp_path)
+
+
+def test_nonzero_byte_in_the_padding_names_tensor_and_offset(tmp_path):
+    data = bytearray(_two_tensor_file())
+    start = _data_start(data)
+    data[start + 200] = 1  # inside the 244 bytes between "a" and "b"
+    err = _load_bounded(
+        bytes(data),
+        rf"tensor 'b': alignment padding before data_offsets \(256, 272\) \(file bytes {start + 12}"
+        rf"\.\.{start + 256}\) holds a non-zero byte at {start + 200}",
+        tmp_path,
+    )
+    assert "inserted or overwritten" in str(err)
+
+
+def test_nonzero_byte_before_the_data_section_is_refused(tmp_path):
+    data = bytearray(_two_tensor_file())
+    data[_data_start(data) - 1] = 9
+    _load_bounded(bytes(data), "padding before the data section .* non-zero byte", tmp_path)
+
+
+@pytest.mark.parametrize(
+    "tensors, data, match",
+    [
+        (  # 8 unused bytes between two tensors
+            {"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[16, 24])},
+            bytes(24),
+            r"tensor 'b': data_offsets \(16, 24\) leave data bytes 8\.\.16 after the end of tensor 'a' "
+            r"covered by no tensor; only zero padding up to the 256-byte boundary 256",
+        ),
+        (  # a whole aligned slot skipped
+            {"a": _tensor(shape=[2], offsets=[0, 8]), "b": _tensor(shape=[2], offsets=[512, 520])},
+            bytes(520),
+            r"tensor 'b': data_offsets \(512, 520\) leave data bytes 8\.\.512",
+        ),
+        (  # nothing at the start of the section
+            {"a": _tensor(shape=[2], offsets=[256, 264])},
+            bytes(264),
+            r"tensor 'a': data_offsets \(256, 264\) leave data bytes 0\.\.256 after the section start",
+        ),
+        (  # an empty tensor may not claim a gap either
+            {"a": _tensor(shape=[2], offsets=[0, 8]), "e": _tensor(shape=[0], offsets=[100, 100])},
+            bytes(100),
+            r"tensor 'e': data_offsets \(100, 100\) leave data bytes 8\.\.100",
+        ),
+        (  # no tensors, yet a data section
+            {},
+            bytes(8),
+            r"the data section holds 8 bytes .* but no tensor has bytes: 8 bytes belong to no tensor",
+        ),
+    ],
+    ids=["gap", "skipped-slot", "leading-gap", "empty-in-gap", "no-tensors"],
+)
+def test_gaps_in_the_data_section_are_refused(tmp_path, tensors, data, match):
+    _load_bounded(_pack({"tensors": tensors}, data), match, tmp_path)
+
+
+def test_burn_layouts_still_load():
+    # Tightly packed tensors, aligned ones, and an empty tensor at the next boundary (where
+    # Burn's writer puts it, padding included) are all covered layouts.
+    meta = {
+        "tensors": {
+            "a": _tensor(shape=[2], offsets=[0, 8]),
+            "b": _tensor(shape=[2], offsets=[8, 16]),
+            "c": _tensor(shape=[1], offsets=[256, 260]),
+            "e": _tensor(shape=[0], offsets=[512, 512]),
+        }
+    }
+    data = np.float32([1, 2, 3, 4]).tobytes() + bytes(240) + np.float32([5]).tobytes() + bytes(252)
+    loaded = rec.from_bytes(_pack(meta, data))
+    assert [loaded[n].numpy().tolist() for n in "abc"] == [[1, 2], [3, 4], [5]]
+    saved = rec.to_bytes({"x": np.float32([1]), "empty": np.zeros(0, np.float32)})
+    assert rec.from_bytes(saved)["empty"].shape == (0,)
+
+
+def test_truncated_last_tensor_names_it(tmp_path):
+    data = _two_tensor_file()
+    _load_bounded(data[:-1], r"tensor 'b': data_offsets \(256, 272\) reach past the end", tmp_path)
