@@ -11,6 +11,7 @@ import os
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "GUARDIAN_VARIABLE",
     "RUN_DIR_VARIABLE",
     "TIMEOUT_VARIABLE",
     "env_rank",
@@ -25,6 +26,8 @@ DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_VARIABLE = "EMBER_DISTRIBUTED_TIMEOUT"
 # Set by ``ember.distributed.launch``: where each rank notes its pid and why it failed.
 RUN_DIR_VARIABLE = "EMBER_DISTRIBUTED_RUN_DIR"
+# Set by the launcher's guardian (``guardian.py``) for the rank it runs: the guardian's pid.
+GUARDIAN_VARIABLE = "EMBER_DISTRIBUTED_GUARDIAN_PID"
 
 _RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
 _SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS")

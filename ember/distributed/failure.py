@@ -5,8 +5,9 @@ An MPI job whose rank raised does not end by itself: the failed rank waits in
 multi-rank process installs an exception hook that prints the traceback, a line naming the
 rank, records that line for ``ember.distributed.launch``, and calls ``MPI_Abort``.
 
-Under the launcher each rank also writes ``rank-<r>.json`` (its pid and host) in the run
-directory, which lets the launcher name the rank behind a pid that the MPI reports as killed.
+Under the launcher each rank also writes ``rank-<r>.json`` (its pid, host and guardian's pid)
+in the run directory, which lets the launcher name the rank behind a pid that the MPI reports
+as killed; how a rank ended the guardian records (:mod:`ember.distributed.guardian`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .environment import RUN_DIR_VARIABLE
+from .environment import GUARDIAN_VARIABLE, RUN_DIR_VARIABLE
 
 __all__ = ["announce_rank", "install_abort_on_exception", "record_failure", "run_dir"]
 
@@ -44,6 +45,9 @@ def announce_rank(rank: int, world_size: int) -> None:
     if folder is None:
         return
     info = {"rank": rank, "world_size": world_size, "pid": os.getpid(), "host": socket.gethostname()}
+    guardian = os.environ.get(GUARDIAN_VARIABLE, "").strip()
+    if guardian.isdigit() and int(guardian) == os.getppid():  # the pid mpiexec knows this rank by
+        info["guardian_pid"] = int(guardian)
     path = folder / f"rank-{rank}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(info))
