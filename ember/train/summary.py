@@ -1,5 +1,7 @@
 """The table printed at the end of training (Burn's ``LearnerSummary``, ``learner/summary.rs``):
-for each split and numeric metric, the best and worst epoch aggregates and their epochs."""
+for each split and numeric metric, the best and worst epoch aggregates and their epochs, and
+(beyond Burn, not printed) the last epoch's value. A metric whose every epoch is NaN keeps its
+row, with NaN."""
 
 from __future__ import annotations
 
@@ -13,12 +15,17 @@ __all__ = ["LearnerSummary", "MetricSummary"]
 
 @dataclass(frozen=True)
 class MetricSummary:
+    """One row: the lowest and highest epoch aggregates (NaN epochs ignored unless every
+    epoch is NaN) and the last epoch's aggregate (``last_value``, NaN included)."""
+
     split: str
     name: str
     min_value: float
     min_epoch: int
     max_value: float
     max_epoch: int
+    last_value: float = math.nan
+    last_epoch: int = 0
 
 
 def _fmt(value: float) -> str:
@@ -53,19 +60,37 @@ class LearnerSummary:
         rows = []
         for split in ("train", "valid"):
             for name in sorted(names.get(split, ())):
-                values = [(e, v) for e, v in store.epochs(name, split, epochs) if not math.isnan(v)]
-                if not values:
+                logged = store.epochs(name, split, epochs)
+                if not logged:
+                    continue
+                last = logged[-1]
+                values = [(e, v) for e, v in logged if not math.isnan(v)]
+                if not values:  # every epoch NaN: a NaN row says so, dropping it would hide it
+                    rows.append(
+                        MetricSummary(split, name, math.nan, last[0], math.nan, last[0], last[1], last[0])
+                    )
                     continue
                 lo = min(values, key=lambda ev: (ev[1], ev[0]))
                 hi = max(values, key=lambda ev: (ev[1], -ev[0]))
-                rows.append(MetricSummary(split, name, lo[1], lo[0], hi[1], hi[0]))
+                rows.append(MetricSummary(split, name, lo[1], lo[0], hi[1], hi[0], last[1], last[0]))
         return cls(model, epochs, rows)
 
-    def get(self, split: str, name: str) -> MetricSummary | None:
+    def get(self, split: str, name: str) -> MetricSummary:
+        """The row of metric ``name`` (exact, as registered: ``"Accuracy"``) on ``split``.
+
+        Raises:
+            KeyError: an unknown split or name; the message lists the valid ones.
+        """
+        splits = sorted({row.split for row in self.metrics})
+        if split not in splits:
+            raise KeyError(
+                f"LearnerSummary.get: no split {split!r} in the summary; splits: {splits or 'none'}"
+            )
         for row in self.metrics:
             if row.split == split and row.name == name:
                 return row
-        return None
+        names = [row.name for row in self.metrics if row.split == split]
+        raise KeyError(f"LearnerSummary.get: no metric {name!r} on split {split!r}; metrics: {names}")
 
     def __str__(self) -> str:
         width = max([len(r.name) for r in self.metrics] + [6])

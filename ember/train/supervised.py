@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,28 @@ from ember.train.learner import Learner, base_lr
 from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
 from ember.train.logger.application_logger import OwnInfoFilter
 from ember.train.metric import MetricMetadata
+from ember.train.metric._array import to_numpy
+from ember.train.metric.base import NumericEntry
 from ember.train.plots import MetricPlotter
 from ember.train.renderer import MetricState, TrainingProgress, default_renderer
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
 from ember.train.strategy import SingleDevice, TrainingStrategy
 from ember.train.summary import LearnerSummary
 
-__all__ = ["LearningResult", "SupervisedTraining"]
+__all__ = ["LearningResult", "NonFiniteLossError", "SupervisedTraining"]
 
 _log = logging.getLogger("ember.train")
 # Records the dashboard shows in its own way (progress, summary): experiment.log only.
 _QUIET = {"ember_quiet": True}
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The training loss was NaN or infinite and ``on_non_finite_loss("stop")`` (the default)
+    ended the run before the optimizer step that would have used it."""
+
+
+# What the loop does at a non-finite training loss (``on_non_finite_loss``).
+_NON_FINITE_ACTIONS = ("stop", "skip_batch", "continue")
 
 
 class _NotQuiet(logging.Filter):
@@ -62,7 +74,11 @@ class LearningResult:
         renderer: the renderer that displayed the run.
         epochs_trained: the last epoch completed (less than ``num_epochs`` after early
             stopping or an interrupt).
-        interrupted: True when the run was stopped by the interrupter or Ctrl-C.
+        interrupted: True when the run was stopped by the interrupter, Ctrl-C or SIGTERM.
+        metrics: the aggregates of the last epoch trained, ``{split: {metric name: value}}``
+            (numeric metrics only; empty when no epoch was completed).
+        skipped_batches: batches whose update was dropped for a non-finite loss
+            (``on_non_finite_loss("skip_batch")``).
     """
 
     model: Any
@@ -70,6 +86,8 @@ class LearningResult:
     renderer: Any
     epochs_trained: int
     interrupted: bool = False
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    skipped_batches: int = 0
 
 
 @dataclass
@@ -127,6 +145,8 @@ class SupervisedTraining:
         self._summary = False
         self._plots = True
         self._handle_sigint = True
+        self._handle_sigterm = True
+        self._non_finite = "stop"
 
     # ---- metrics ------------------------------------------------------------------------------
     def _add(self, split: str, metric, numeric: bool) -> "SupervisedTraining":
@@ -257,6 +277,30 @@ class SupervisedTraining:
         self._handle_sigint = bool(enabled)
         return self
 
+    def with_sigterm_handler(self, enabled: bool) -> "SupervisedTraining":
+        """Whether SIGTERM (sent by SLURM, Kubernetes, ``kill``) stops the run like Ctrl-C: at
+        the end of the batch, with a checkpoint to resume from (default on, main thread only)."""
+        self._handle_sigterm = bool(enabled)
+        return self
+
+    def on_non_finite_loss(self, action: str) -> "SupervisedTraining":
+        """What a NaN or infinite training loss does (checked before the optimizer step).
+
+        Args:
+            action: ``"stop"`` (default): raise :class:`NonFiniteLossError` before the step,
+                so the weights and the last checkpoint stay finite; ``"skip_batch"``: drop
+                the batch (no update, not in the metrics; counted in
+                ``LearningResult.skipped_batches`` and logged); ``"continue"``: apply it
+                like any other batch. The loss is read from the training output's ``loss``.
+        """
+        if action not in _NON_FINITE_ACTIONS:
+            raise ValueError(
+                f"on_non_finite_loss: action must be one of {', '.join(map(repr, _NON_FINITE_ACTIONS))}, "
+                f"got {action!r}"
+            )
+        self._non_finite = action
+        return self
+
     def early_stopping(self, strategy) -> "SupervisedTraining":
         """Stop when ``strategy.should_stop(epoch, store)`` says so (e.g.
         ``MetricEarlyStoppingStrategy``)."""
@@ -317,6 +361,9 @@ class SupervisedTraining:
                 f"checkpoint({self._checkpoint}): no checkpointers to resume from; add "
                 ".with_default_checkpointers() (or custom ones)"
             )
+        _check_not_empty("train", self.dataloader_train)
+        if self.dataloader_valid is not None:
+            _check_not_empty("valid", self.dataloader_valid)
         if self.dataloader_valid is not None and not callable(getattr(learner.model, "inference_step", None)):
             raise TypeError(
                 f"launch: {type(learner.model).__name__} must define inference_step(batch) to be "
@@ -326,6 +373,20 @@ class SupervisedTraining:
             self.directory.mkdir(parents=True, exist_ok=True)
         run = _Run(self, learner, strategy)
         return run.execute()
+
+
+def _check_not_empty(split: str, loader) -> None:
+    """An empty loader is an error before anything runs: the loop would train nothing."""
+    try:
+        batches = len(loader)
+    except TypeError:  # an iterable without a length: nothing to check
+        return
+    if batches == 0:
+        skip = " or pass dataloader_valid=None to skip validation" if split == "valid" else ""
+        raise ValueError(
+            f"SupervisedTraining: the {split} loader has no batches ({loader!r}); check its dataset "
+            f"(is the {split} split empty, or filtered to nothing?){skip}"
+        )
 
 
 def _flatten(metrics) -> list:
@@ -377,8 +438,10 @@ class _Run:
         self.resumed_partial: tuple[str, int] | None = None
         self.plotter = MetricPlotter(training.directory / "plots") if training._plots and main else None
         self._log_handler = None
-        self._previous_sigint = None
+        self._previous_handlers: dict[int, Any] = {}
         self._previous_level: int | None = None
+        self.skipped_batches = 0
+        self.last_checkpoint: int | None = None  # the newest epoch checkpointed (or resumed from)
 
     # ---- setup and teardown -------------------------------------------------------------------
     def _install(self) -> None:
@@ -394,25 +457,33 @@ class _Run:
         if _log.getEffectiveLevel() > logging.INFO:  # the loop's own INFO messages must be made
             self._previous_level = _log.level
             _log.setLevel(logging.INFO)
-        if self.t._handle_sigint and threading.current_thread() is threading.main_thread():
-            self._previous_sigint = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._on_sigint)
+        if threading.current_thread() is threading.main_thread():  # (Python's rule for signals)
+            wanted = [(signal.SIGINT, self.t._handle_sigint), (signal.SIGTERM, self.t._handle_sigterm)]
+            for signum, enabled in wanted:
+                if enabled:
+                    self._previous_handlers[signum] = signal.getsignal(signum)
+                    signal.signal(signum, self._on_signal)
 
-    def _on_sigint(self, signum, frame) -> None:
-        if self.interrupter.should_stop():  # a second Ctrl-C: stop now
-            raise KeyboardInterrupt
-        self.interrupter.stop("Ctrl-C")
+    def _on_signal(self, signum, frame) -> None:
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        if self.interrupter.should_stop():  # a second one: stop now
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + signum)
+        self.interrupter.stop(name)
+        again = "press Ctrl-C" if signum == signal.SIGINT else f"send {name}"
         self.renderer.on_message(
-            "Ctrl-C: stopping after this batch and saving a checkpoint (press Ctrl-C again to abort at once)"
+            f"{name}: stopping after this batch and saving a checkpoint ({again} again to abort at once)"
         )
 
     def _uninstall(self) -> None:
         if self._previous_level is not None:
             _log.setLevel(self._previous_level)
             self._previous_level = None
-        if self._previous_sigint is not None:
-            signal.signal(signal.SIGINT, self._previous_sigint)
-            self._previous_sigint = None
+        for signum, previous in self._previous_handlers.items():
+            # (None: a handler not set from Python; the default is the closest to restore)
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+        self._previous_handlers = {}
         if self._log_handler is not None:
             logging.getLogger().removeHandler(self._log_handler)
             self._log_handler = None
@@ -461,7 +532,9 @@ class _Run:
                     self._valid_split(epoch)
                 last_epoch = epoch
                 if self.checkpointer is not None:
-                    self.checkpointer.checkpoint(self.learner, epoch, store)
+                    actions = self.checkpointer.checkpoint(self.learner, epoch, store)
+                    if any(a.kind == "save" for a in actions):
+                        self.last_checkpoint = epoch
                 if self.plotter is not None:
                     self.plotter.draw(store, self.numeric_names, epoch)
                 if t._early_stopping is not None and self._early_stop(epoch):
@@ -492,7 +565,27 @@ class _Run:
                     logger.close()
                 self.renderer.close()
                 self._uninstall()
-        return LearningResult(self.learner.model.valid(), summary, self.renderer, last_epoch, interrupted)
+        return LearningResult(
+            self.learner.model.valid(),
+            summary,
+            self.renderer,
+            last_epoch,
+            interrupted,
+            self._last_metrics(last_epoch),
+            self.skipped_batches,
+        )
+
+    def _last_metrics(self, epoch: int) -> dict[str, dict[str, float]]:
+        """``{split: {name: aggregate}}`` of ``epoch`` (the main process's; empty elsewhere)."""
+        out: dict[str, dict[str, float]] = {}
+        if epoch < 1:
+            return out
+        for split, names in self.numeric_names.items():
+            values = {name: self.store.aggregate(name, epoch, split) for name in names}
+            values = {name: value for name, value in values.items() if value is not None}
+            if values:
+                out[split] = values
+        return out
 
     def _should_stop(self) -> bool:
         """Whether the interrupter asks to stop, in this or (distributed) any other process:
@@ -527,6 +620,7 @@ class _Run:
             start, skip = epoch + 1, 0
             text = f"Resuming from the checkpoint of epoch {epoch}: continuing at epoch {start}"
         self.checkpointer.replay(start - 1, self.store)
+        self.last_checkpoint = epoch
         stopper = self.t._early_stopping
         if stopper is not None:
             for past in range(1, start):
@@ -577,6 +671,8 @@ class _Run:
         self._start_split("train", loader, epoch)
         accumulate = self.t._grad_accum if self.t._grad_accum and self.t._grad_accum > 1 else None
         accumulator = GradientsAccumulator() if accumulate else None
+        in_group = 0  # batches of the current accumulation group, skipped ones included
+        skipped = 0
         iteration = 0
         for batch in loader:
             iteration += 1
@@ -584,21 +680,72 @@ class _Run:
                 continue
             lr = learner.lr_step()
             output = learner.train_step(batch)
+            if self._non_finite_loss(output.item, epoch, iteration):  # only under skip_batch
+                skipped += 1
+                in_group += 1
+                if accumulator is not None and in_group >= accumulate:
+                    in_group = 0
+                    if accumulator.num_accumulated:  # the group steps with its finite batches
+                        learner.optimizer_step(accumulator.grads())
+                if self._after_batch("train", loader, epoch, iteration, None, base_lr(lr)):
+                    break
+                continue
             grads = strategy.gradients(output.grads, learner.model, loader)
             if accumulator is None:
                 learner.optimizer_step(grads)
             else:
                 accumulator.accumulate(learner.model, grads)
-                if accumulator.num_accumulated >= accumulate:
+                in_group += 1
+                if in_group >= accumulate:
+                    in_group = 0
                     learner.optimizer_step(accumulator.grads())
             item = strategy.metric_item(_synced(output.item), loader)
             if self._after_batch("train", loader, epoch, iteration, item, base_lr(lr)):
                 break
+        if skipped:
+            self.skipped_batches += skipped
+            self._message(
+                f"Epoch {epoch}: skipped {skipped} batch(es) with a non-finite loss (no update, not "
+                "in the metrics)"
+            )
         if accumulator is not None and accumulator.num_accumulated:
             # the last, incomplete group of the split still counts (Burn drops it)
             learner.optimizer_step(accumulator.grads())
         self._end_split("train", epoch)
         return iteration
+
+    def _non_finite_loss(self, item, epoch: int, iteration: int) -> bool:
+        """Check the batch's loss before its update: raise under ``stop``, True (drop the
+        batch) under ``skip_batch``; every process takes the same decision."""
+        action = self.t._non_finite
+        if action == "continue":
+            return False
+        value = _loss_value(item)
+        bad = value is not None and not math.isfinite(value)
+        if not self.strategy.any_process(bad):
+            return False
+        shown = f"{value}" if bad else "non-finite in another process"
+        if action == "skip_batch":
+            _log.warning(
+                "Epoch %d batch %d: loss %s, batch skipped (on_non_finite_loss)", epoch, iteration, shown
+            )
+            return True
+        kept = self._last_checkpoint_note()
+        raise NonFiniteLossError(
+            f"training loss is {shown} at epoch {epoch}, batch {iteration}; stopped before the "
+            f"optimizer step, so the weights are still finite{kept}. To find the op that produced "
+            "it, run the training step under `with ember.detect_anomaly():` (backward then raises "
+            "at the first op whose gradient is NaN or Inf); lower the learning rate, or choose "
+            ".on_non_finite_loss('skip_batch') or ('continue')"
+        )
+
+    def _last_checkpoint_note(self) -> str:
+        if self.checkpointer is None:
+            return " (no checkpointers were set)"
+        if self.last_checkpoint is None:
+            return "; no checkpoint was written yet"
+        e = self.last_checkpoint
+        return f"; the last checkpoint, of epoch {e}, is from before it (resume with .checkpoint({e}))"
 
     def _valid_split(self, epoch: int) -> None:
         loader = self.valid_loader
@@ -614,12 +761,14 @@ class _Run:
         self._end_split("valid", epoch)
 
     def _after_batch(self, split: str, loader, epoch: int, iteration: int, item, lr) -> bool:
-        """Metrics, logs and display of one batch; True when the interrupter asks to stop."""
+        """Metrics, logs and display of one batch (``item`` None: a skipped batch, display
+        only); True when the interrupter asks to stop."""
         progress = _progress_of(loader, iteration)
         meta = MetricMetadata(
             progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, lr=lr
         )
-        self._update(split, item, meta, epoch)
+        if item is not None:
+            self._update(split, item, meta, epoch)
         state = TrainingProgress(
             progress=progress, epoch=epoch, epoch_total=self.t._num_epochs, iteration=iteration, split=split
         )
@@ -651,22 +800,40 @@ class _Run:
             )
 
     def _end_split(self, split: str, epoch: int) -> None:
-        # An epoch resumed mid-way gets no `final` line: its aggregate is read back as the
-        # count-weighted mean of all its iteration lines, those before the interrupt included.
+        # An epoch resumed mid-way: the metrics saw only the batches after the interrupt, so
+        # its `final` line is the count-weighted mean of all its iteration lines, those before
+        # the interrupt included (read back from the logs).
         partial = self.resumed_partial == (split, epoch)
+        if partial:
+            for logger in self.loggers:
+                flush = getattr(logger, "flush", None)
+                if callable(flush):
+                    flush()
         for reg in self.metrics[split]:
             if not reg.numeric:
                 continue
-            running = reg.metric.running_value()
-            if not partial:
-                for logger in self.loggers:
-                    logger.log(split, epoch, reg.metric.name, running.serialize())
-                self.store.record(split, reg.metric.name, epoch, running.current())
+            final = reg.metric.running_value()
+            if partial:
+                read = self._read_numeric(split, reg.metric.name, epoch)
+                if read is not None:
+                    final = NumericEntry.Final(read)
+            for logger in self.loggers:
+                logger.log(split, epoch, reg.metric.name, final.serialize())
+            self.store.record(split, reg.metric.name, epoch, final.current())
         for logger in self.loggers:
             logger.end_split(split, epoch)
         if partial:
             self.resumed_partial = None
         self.renderer.on_split_end(split, epoch)
+
+
+def _loss_value(item) -> float | None:
+    """The batch's loss as one number (its sum: non-finite exactly when an element is), or
+    None when the training output has no ``loss``."""
+    loss = getattr(item, "loss", None)
+    if loss is None:
+        return None
+    return float(to_numpy(loss).astype("float64").sum())
 
 
 def _synced(item):

@@ -113,6 +113,21 @@ class _SigintAt:
             os.kill(os.getpid(), signal.SIGINT)
 
 
+class _WaitForStopAt:
+    """Progress logger that, at (epoch, iteration), creates ``marker`` and waits (a minute at
+    most) until the run is asked to stop: the test sends its signal from outside then."""
+
+    def __init__(self, epoch: int, iteration: int, marker: str, interrupter):
+        self.at, self.marker, self.interrupter = (epoch, iteration), marker, interrupter
+
+    def log_progress(self, progress) -> None:
+        if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
+            open(self.marker, "w").close()
+            deadline = time.monotonic() + 60
+            while not self.interrupter.should_stop() and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+
 class _SlowCheckpoint:
     """Makes every checkpoint write take long enough to be killed in the middle of it."""
 
@@ -144,6 +159,7 @@ def main(argv=None) -> None:
     parser.add_argument("--kill-at", type=int, nargs=2)
     parser.add_argument("--sigint-at", type=int, nargs=2)
     parser.add_argument("--slow-checkpoint-marker")
+    parser.add_argument("--wait-for-signal-at", nargs=3, metavar=("EPOCH", "ITERATION", "MARKER"))
     args = parser.parse_args(argv)
     t = training(args.directory, epochs=args.epochs)
     if args.resume:
@@ -152,6 +168,9 @@ def main(argv=None) -> None:
         t = t.with_progress_logger(_KillAt(*args.kill_at))
     if args.sigint_at:
         t = t.with_progress_logger(_SigintAt(*args.sigint_at))
+    if args.wait_for_signal_at:
+        epoch, iteration, marker = args.wait_for_signal_at
+        t = t.with_progress_logger(_WaitForStopAt(int(epoch), int(iteration), marker, t.interrupter()))
     if args.slow_checkpoint_marker:
         _SlowCheckpoint(args.slow_checkpoint_marker).install()
     result = t.launch(learner())

@@ -178,7 +178,7 @@ def test_kill_during_checkpoint_write_leaves_complete_files(tmp_path):
     assert not finished  # the half-written file never took a checkpoint's name
     scratch = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert scratch  # only the recognisable scratch file is left behind
-    with pytest.raises(FileNotFoundError, match="no model checkpoint for epoch 1"):
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint of epoch 1"):
         toy.training(tmp_path / "run", renderer=quiet()).checkpoint(1).launch(toy.learner())
 
 
@@ -203,9 +203,13 @@ def test_interrupt_then_resume_equals_uninterrupted(tmp_path):
     full = run(tmp_path / "full", epochs=3)
     for (path, a), (_, b) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
         np.testing.assert_array_equal(a.value.numpy(), b.value.numpy(), err_msg=path)
-    loss_log = lines(tmp_path / "stopped" / "train" / "epoch-2" / "Loss.log")
-    assert len(loss_log) == N_BATCHES  # every batch once, no `final` line for the resumed epoch
-    assert loss_log == lines(tmp_path / "full" / "train" / "epoch-2" / "Loss.log")[:-1]
+    for name in ("Loss", "Accuracy", "Learning_Rate"):
+        log = lines(tmp_path / "stopped" / "train" / "epoch-2" / f"{name}.log")
+        full_log = lines(tmp_path / "full" / "train" / "epoch-2" / f"{name}.log")
+        assert len(log) == N_BATCHES + 1  # every batch once, then the whole epoch's `final` line
+        assert log[:-1] == full_log[:-1]
+        assert log[-1].endswith(",final"), name
+        assert float(log[-1].split(",")[0]) == pytest.approx(float(full_log[-1].split(",")[0]), rel=1e-12)
 
 
 def test_ctrl_c_checkpoints_and_says_how_to_resume(tmp_path):
