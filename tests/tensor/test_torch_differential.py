@@ -1,0 +1,111 @@
+"""Differential test against PyTorch: every op of ember's op table and of ``ember.nn``'s
+functional composites, at every dtype, on edge values (±0, ±inf, NaN, 1e-38, ±3e38,
+ordinary values, empty dims, broadcasting), forward and gradients, on every backend.
+
+The op map lives in ``tests/helpers/torch_ops.py`` (one row per op, or a reason why it has
+no counterpart, and the documented differences: ``BY_DESIGN``, ``DTYPE_RULES``,
+``UNDEFINED``); the inputs and the comparison rules in ``tests/helpers/torch_compare.py``.
+
+Mismatches that other work on issue #30 is fixing are listed in :data:`PENDING_FIXES`, and
+the ones found here and not fixed yet in :data:`KNOWN_MISMATCHES`: both strictly expected to
+fail, so a fix that lands shows up as XPASS and its entry must go.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers.torch_compare import DTYPES, FAMILIES, UNDEFINED_MODES, check  # noqa: E402
+from helpers.torch_ops import BY_DESIGN, DTYPE_RULES, NO_TORCH, REEXPORTED, TORCH_OPS, UNDEFINED, policy  # noqa: E402
+
+import ember.nn.functional as EF  # noqa: E402
+from ember.tensor import op_table  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+_H2_INF = (
+    "H2: log_softmax/cross-entropy of a row with ±inf or |x| ≈ 3e38 must follow PyTorch (NaN where it is NaN)"
+)
+PENDING_FIXES = {
+    "pow[int32]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
+    "pow[int64]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
+    "rms_norm[float32]": "H2: norm overflow: the gradient of a row whose float32 mean square overflows is 0, PyTorch NaN",
+}
+"""``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
+
+_SORT = "H3: a descending sort (and topk) puts NaN last, PyTorch first; and sorts an int's minimum first (its negation overflows)"
+KNOWN_MISMATCHES = {
+    **{
+        f"{op}[{d}]": _SORT
+        for op in ("sort", "topk")
+        for d in ("float16", "float32", "float64", "int32", "int64")
+    },
+    "prod[float32]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
+    "prod[float64]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
+    "clamp[float32]": "H3: with tensor bounds and min > max, ember sends min the gradient though the result is max",
+    "clamp[float64]": "H3: with tensor bounds and min > max, ember sends min the gradient though the result is max",
+    "std[float32]": "H3: float32 std of a row with 3e38 is inf (its variance overflows); PyTorch accumulates in float64: 1.5e38",
+    "silu[float32]": "H3: silu's gradient at 3e38 is NaN (inf·0); its limit is 1",
+    "mish[float32]": "H3: mish's gradient at 3e38 is NaN (inf·0); its limit is 1",
+}
+"""``op[dtype]`` -> a mismatch this suite found that nobody has fixed yet (reported on issue #30)."""
+
+
+CASES = [f"{name}[{dtype}]" for name, case in TORCH_OPS.items() for dtype in DTYPES if dtype in case.dtypes]
+
+
+@pytest.fixture(autouse=True)
+def _expected_failures(request):
+    """Mark the cases of PENDING_FIXES and KNOWN_MISMATCHES as strictly expected to fail."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or "case" not in callspec.params:
+        return
+    case_id, device = callspec.params["case"], callspec.params.get("device")
+    for table in (PENDING_FIXES, KNOWN_MISMATCHES):
+        reason = table.get(f"{case_id}@{device}") or table.get(case_id)
+        if reason:
+            request.node.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_torch(device, case):
+    name = case.split("[")[0]
+    problems = check(TORCH_OPS[name], case.split("[")[1][:-1], device, **policy(case))
+    if case in BY_DESIGN:
+        # ember refuses (or accepts) this input by design: that may differ, nothing else
+        problems = [p for p in problems if p[0] not in ("refuses", "accepts")]
+    assert not problems, f"{case} on {device} differs from PyTorch:\n  " + "\n  ".join(m for _, m in problems)
+
+
+def test_every_op_has_a_torch_counterpart_or_a_reason():
+    ops = {op.name for op in op_table.OPS}
+    missing = sorted(ops - set(TORCH_OPS) - set(NO_TORCH))
+    assert not missing, (
+        f"ops of the op table not in helpers/torch_ops.py (map them or say why not): {missing}"
+    )
+    functional = sorted(set(EF.__all__) - REEXPORTED - set(TORCH_OPS))
+    assert not functional, f"ember.nn.functional names not in helpers/torch_ops.py: {functional}"
+    assert all(NO_TORCH.values()), "every op without a counterpart needs its reason"
+
+
+def test_documented_differences_name_real_cases():
+    keyed = list(PENDING_FIXES) + list(KNOWN_MISMATCHES) + list(BY_DESIGN) + list(DTYPE_RULES)
+    stale = [k for k in keyed if k.split("@")[0] not in CASES]
+    stale += [k for k in UNDEFINED if k not in TORCH_OPS and k not in CASES]
+    assert not stale, f"entries that name no case: {stale}"
+    assert all(set(modes) <= set(UNDEFINED_MODES) and why for modes, why in UNDEFINED.values())
+    assert all(case.inputs in FAMILIES for case in TORCH_OPS.values())
+
+
+def test_by_design_differences_are_real_and_clear(device):
+    """Each BY_DESIGN entry still differs (else it is stale), and ember's refusals there are
+    its own clear errors (an ``unclear`` problem fails test_matches_torch)."""
+    stale = []
+    for case in BY_DESIGN:
+        name, dtype = case.split("[")[0], case.split("[")[1][:-1]
+        kinds = {k for k, _ in check(TORCH_OPS[name], dtype, device, **policy(case))}
+        if not kinds & {"refuses", "accepts"}:
+            stale.append(case)
+    assert not stale, f"BY_DESIGN entries where ember and PyTorch now agree: {stale}"
