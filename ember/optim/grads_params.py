@@ -59,13 +59,33 @@ class GradientsParams:
         Args:
             grads: the :class:`ember.Gradients` returned by ``loss.backward()``.
             module: the ``ember.nn.Module`` whose parameters produced the loss.
+
+        Raises:
+            ValueError: ``grads`` holds gradients but none of them belongs to a trainable
+                parameter of ``module`` (they come from another model, or from a copy of it,
+                whose parameters are other tensors). :meth:`from_module` allows that.
         """
-        return cls._collect(grads, module, None, "from_grads")
+        out = cls._collect(grads, module, None, "from_grads")
+        held = len(grads) if hasattr(grads, "__len__") else 0
+        if not out and held:
+            trainable = sum(1 for _, p in module.named_parameters() if p.require_grad)
+            if trainable:
+                raise ValueError(
+                    f"GradientsParams.from_grads: `grads` holds {held} gradients but none of "
+                    f"them belongs to a trainable parameter of the {type(module).__name__} given "
+                    f"({trainable} trainable parameters): they come from the backward pass of another "
+                    "model, or of a copy of this one (clone(), fork() and to() make new parameter "
+                    "tensors), or were already taken out by an earlier from_grads. Pass the module "
+                    "whose forward pass produced the loss; if the loss does not use this module, "
+                    "GradientsParams.from_module(grads, module) returns an empty container instead"
+                )
+        return out
 
     @classmethod
     def from_module(cls, grads, module) -> "GradientsParams":
         """Same as :meth:`from_grads` (Burn's variant taking ``&mut Gradients``): the
-        module's gradients are removed from ``grads``; others stay for another module."""
+        module's gradients are removed from ``grads``; others stay for another module.
+        A module the loss did not use gives an empty container (no error)."""
         return cls._collect(grads, module, None, "from_module")
 
     @classmethod

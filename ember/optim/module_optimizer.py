@@ -225,6 +225,11 @@ class ModuleOptimizer:
 
         Returns:
             ``module``.
+
+        Raises:
+            ValueError: ``grads`` is not empty but none of its gradients belongs to a parameter
+                of ``module`` (gradients of another model). An empty ``grads``, or one holding
+                gradients of frozen parameters only, is a step that updates nothing.
         """
         if not isinstance(grads, GradientsParams):
             raise TypeError(
@@ -236,11 +241,17 @@ class ModuleOptimizer:
                 f"ModuleOptimizer.step: `module` must be an ember.nn.Module, got {type(module).__name__}"
             )
         lr_of = _lr_resolver(lr)
-        selected = [
-            (path, param)
-            for path, param in module.named_parameters()
-            if param.require_grad and param.id in grads
-        ]
+        named = list(module.named_parameters())
+        selected = [(path, param) for path, param in named if param.require_grad and param.id in grads]
+        if not selected and len(grads) and not any(param.id in grads for _, param in named):
+            trainable = sum(1 for _, param in named if param.require_grad)
+            raise ValueError(
+                f"ModuleOptimizer.step: `grads` holds {len(grads)} gradients but none of them belongs "
+                f"to a parameter of the {type(module).__name__} being stepped ({trainable} trainable of "
+                f"{len(named)} parameters), so nothing would be updated: they were taken from another "
+                "model, whose parameters have other ParamIds (e.g. one built again with init()). Take "
+                "them from the model you step: GradientsParams.from_grads(loss.backward(), model)"
+            )
         for path, param in selected:  # check every gradient before updating anything
             grad = grads.get(param.id)
             if grad.shape != param.value.shape:
