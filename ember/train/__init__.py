@@ -36,7 +36,7 @@ from ember.train.steps import InferenceStep, TrainOutput, TrainStep, TrainStepMi
 from ember.train.store import Aggregate, Direction, MetricsStore, Split
 from ember.train.strategy import DistributedDataParallel, MultiDevice, SingleDevice, TrainingStrategy
 from ember.train.summary import LearnerSummary
-from ember.train.supervised import LearningResult, SupervisedTraining
+from ember.train.supervised import LearningResult, NonFiniteLossError, SupervisedTraining
 
 __all__ = [
     "Aggregate",
@@ -63,6 +63,7 @@ __all__ = [
     "MetricsStore",
     "MultiDevice",
     "MultiLabelClassificationOutput",
+    "NonFiniteLossError",
     "RegressionOutput",
     "SequenceOutput",
     "SingleDevice",

@@ -734,9 +734,10 @@ class _Run:
         raise NonFiniteLossError(
             f"training loss is {shown} at epoch {epoch}, batch {iteration}; stopped before the "
             f"optimizer step, so the weights are still finite{kept}. To find the op that produced "
-            "it, run the training step under `with ember.detect_anomaly():` (backward then raises "
-            "at the first op whose gradient is NaN or Inf); lower the learning rate, or choose "
-            ".on_non_finite_loss('skip_batch') or ('continue')"
+            "it, run again with the launch inside `with ember.detect_anomaly():` (backward then "
+            "raises at the first op whose gradient is NaN or Inf, naming it and where it was "
+            "created); or lower the learning rate, or choose .on_non_finite_loss('skip_batch') or "
+            "('continue')"
         )
 
     def _last_checkpoint_note(self) -> str:

@@ -64,7 +64,12 @@ def test_stop_is_the_default_and_keeps_the_last_checkpoint_finite(tmp_path):
     restored.load_file(ckpt / "model-1.bpk")
     assert finite(restored)
     assert "NonFiniteLossError" in (tmp_path / "experiment.log").read_text()
-    assert ember.detect_anomaly is not None  # the function the message points to exists
+
+
+def test_detect_anomaly_as_the_message_says_names_the_op(tmp_path):
+    learner = poisoned_learner({9})
+    with pytest.raises(FloatingPointError, match="op 'mul' produced a non-finite"), ember.detect_anomaly():
+        training(tmp_path).launch(learner)
 
 
 def test_stop_with_gradient_accumulation(tmp_path):
