@@ -5,6 +5,7 @@ Those with settings have a ``...Config`` whose defaults are Burn's. The two with
 :class:`PRelu` and :class:`SwiGlu`, live in :mod:`ember.nn.activation_learned` and are
 re-exported here.
 Burn's ``lambda`` settings are spelled ``lambd`` here (``lambda`` is a Python keyword).
+At kinks, ±0 and NaN the gradients are PyTorch's (README, "A tour of the API": gradients at kinks).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ class LeakyReluConfig(Config):
 
 
 class LeakyRelu(Module):
-    """``x`` for x ≥ 0, ``negative_slope·x`` otherwise.
+    """``x`` for x > 0, ``negative_slope·x`` otherwise (the gradient at 0 is ``negative_slope``).
 
     Args:
         negative_slope: slope for x < 0.
@@ -576,7 +577,7 @@ class RReluConfig(Config):
 
 class RRelu(Module):
     """Randomized leaky ReLU: while training (and recording gradients, like :class:`Dropout`)
-    each negative element is scaled by its own slope drawn from U[lower, upper); otherwise
+    each element <= 0 is scaled by its own slope drawn from U[lower, upper); otherwise
     the fixed slope ``(lower + upper) / 2`` is used.
 
     Args:
@@ -594,7 +595,7 @@ class RRelu(Module):
         if not (self._training and is_grad_enabled()) or self.lower == self.upper:
             return leaky_relu(x, (self.lower + self.upper) / 2.0)
         slope = rand(x.shape, dtype=x.dtype, device=x.device, low=self.lower, high=self.upper)
-        return where(x < 0.0, x * slope, x)
+        return where(x <= 0.0, x * slope, x)  # x = 0 takes its slope as gradient (PyTorch's)
 
     def extra_repr(self) -> dict:
         return {"lower": self.lower, "upper": self.upper}

@@ -5,6 +5,8 @@ and returns one of the same shape (``glu`` halves one dim), with gradients throu
 Forms are chosen so that neither the value nor the gradient overflows: branches that call
 ``exp`` see only the inputs they are selected for (``exp`` of a clamped input), because a
 ``where`` whose unselected branch is ``inf`` would still send ``0 · inf = NaN`` backwards.
+At a kink, at ±0 and at NaN each function's gradient is PyTorch's (README, "A tour of the API":
+gradients at kinks), checked in ``tests/tensor/test_kinks.py``.
 
     import ember
     from ember.nn import functional as F
@@ -71,6 +73,12 @@ def _exp_minus_one_of_negative(x: Tensor) -> Tensor:
     return x.clamp(max=0.0).expm1()
 
 
+def _clip_flat_outside(x: Tensor, low: float, high: float, outside: Tensor) -> Tensor:
+    """``clamp(x, low, high)`` with gradient 0 where ``outside`` and 1 elsewhere (a NaN passes
+    through with the gradient ``outside`` gives it), unlike ``clamp``'s 1 on the bounds."""
+    return where(outside, x.detach().clamp(low, high), x)
+
+
 def tanh(x: Tensor) -> Tensor:
     """``tanh(x)``."""
     _float("tanh", x)
@@ -84,17 +92,18 @@ def gelu_approximate(x: Tensor) -> Tensor:
 
 
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """``clamp(x, min_val, max_val)``."""
+    """``clamp(x, min_val, max_val)``; its gradient is 0 on the bounds, 1 at NaN (PyTorch's)."""
     _float("hardtanh", x)
     if not min_val <= max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must be <= max_val ({max_val})")
-    return x.clamp(float(min_val), float(max_val))
+    low, high = float(min_val), float(max_val)
+    return _clip_flat_outside(x, low, high, (x <= low) | (x >= high))
 
 
 def relu6(x: Tensor) -> Tensor:
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``; its gradient is 0 at 0 and 6, 1 at NaN (PyTorch's)."""
     _float("relu6", x)
-    return x.clamp(0.0, 6.0)
+    return _clip_flat_outside(x, 0.0, 6.0, (x <= 0.0) | (x >= 6.0))
 
 
 def tanhshrink(x: Tensor) -> Tensor:
@@ -104,8 +113,8 @@ def tanhshrink(x: Tensor) -> Tensor:
 
 
 def prelu(x: Tensor, alpha: Tensor) -> Tensor:
-    """``x`` where x ≥ 0, ``alpha·x`` elsewhere; ``alpha`` is ``[1]`` or one slope per channel
-    (dim 1 of ``x``, as Burn and PyTorch).
+    """``x`` where x > 0, ``alpha·x`` elsewhere (the gradient at 0 is ``alpha``, as PyTorch's);
+    ``alpha`` is ``[1]`` or one slope per channel (dim 1 of ``x``, as Burn and PyTorch).
 
     Args:
         x: the input, at least 2-D when ``alpha`` has more than one element.
@@ -124,7 +133,7 @@ def prelu(x: Tensor, alpha: Tensor) -> Tensor:
                 f"prelu: {n} slopes need an input whose dim 1 has {n} channels, got {shape_str(x.shape)}"
             )
         weight = alpha.reshape((1, n) + (1,) * (x.ndim - 2))
-    return where(x >= 0.0, x, x * weight.to(x.dtype))
+    return where(x > 0.0, x, x * weight.to(x.dtype))
 
 
 def softmin(x: Tensor, dim: int = -1) -> Tensor:
@@ -134,9 +143,11 @@ def softmin(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def hard_sigmoid(x: Tensor, alpha: float = 0.2, beta: float = 0.5) -> Tensor:
-    """``max(0, min(1, alpha·x + beta))`` (Burn's defaults 0.2 and 0.5)."""
+    """``max(0, min(1, alpha·x + beta))`` (Burn's defaults 0.2 and 0.5); its gradient is
+    ``alpha`` strictly inside (0, 1) and 0 on the bounds and at NaN (PyTorch's)."""
     _float("hard_sigmoid", x)
-    return (x * float(alpha) + float(beta)).clamp(0.0, 1.0)
+    z = x * float(alpha) + float(beta)
+    return _clip_flat_outside(z, 0.0, 1.0, ((z > 0.0) & (z < 1.0)).logical_not())
 
 
 def log_sigmoid(x: Tensor) -> Tensor:
@@ -146,9 +157,11 @@ def log_sigmoid(x: Tensor) -> Tensor:
 
 
 def hard_swish(x: Tensor) -> Tensor:
-    """``x · hard_sigmoid(x, 1/6, 1/2)``."""
+    """``x · hard_sigmoid(x, 1/6, 1/2)``: 0 for x <= −3, ``x·(x + 3)/6`` below 3, x from 3 on
+    (PyTorch's gradient: 0 at −3, 1 at 3 and at NaN)."""
     _float("hard_swish", x)
-    return x * hard_sigmoid(x, 1.0 / 6.0, 0.5)
+    xm = x.clamp(-3.0, 3.0)  # the middle branch's gradient stays finite where it is not selected
+    return where(x <= -3.0, 0.0, where(x < 3.0, xm * (xm + 3.0) / 6.0, x))
 
 
 def mish(x: Tensor) -> Tensor:
@@ -172,9 +185,10 @@ def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def selu(x: Tensor) -> Tensor:
-    """``scale·x`` where x > 0, ``scale·alpha·(exp(x) − 1)`` where x ≤ 0 (α ≈ 1.6733, scale ≈ 1.0507)."""
+    """``scale·x`` where x > 0, ``scale·alpha·(exp(x) − 1)`` where x ≤ 0 (α ≈ 1.6733, scale ≈ 1.0507;
+    the gradient at 0 is ``scale·alpha``, as PyTorch's)."""
     _float("selu", x)
-    return where(x >= 0.0, x * SELU_SCALE, _exp_minus_one_of_negative(x) * (SELU_ALPHA * SELU_SCALE))
+    return where(x <= 0.0, _exp_minus_one_of_negative(x) * (SELU_ALPHA * SELU_SCALE), x * SELU_SCALE)
 
 
 def thresholded_relu(x: Tensor, alpha: float = 1.0) -> Tensor:

@@ -14,7 +14,7 @@ import numpy as np
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig2d, padding_2d
 from ember.nn.pool_adaptive import adaptive_avg_pool
-from ember.nn.unfold import out_size, per_axis, unfold_windows
+from ember.nn.unfold import max_over_windows, out_size, per_axis, unfold_windows
 from ember.record.config import Config
 from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
@@ -96,7 +96,8 @@ class MaxPool2dConfig(Config):
 
 
 class MaxPool2d(Module):
-    """Maximum over each window: ``[B, C, H, W] -> [B, C, H_out, W_out]``; ties share the gradient.
+    """Maximum over each window: ``[B, C, H, W] -> [B, C, H_out, W_out]``; each window's gradient
+    goes to one element, PyTorch's choice (:func:`ember.nn.unfold.max_over_windows`).
 
     Args:
         kernel_size, stride, padding, dilation, ceil_mode: as in the config.
@@ -122,8 +123,12 @@ class MaxPool2d(Module):
             "MaxPool2d", x, self.kernel_size, self.stride, self.dilation, self.padding, self.ceil_mode
         )
         xp = _pad(x, pads, float("-inf"))
-        windows = unfold_windows(xp, self.kernel_size, self.stride, self.dilation, outs)  # [B, C, K, L]
-        return windows.max(2).reshape(x.shape[:2] + outs)
+        geometry = (self.kernel_size, self.stride, self.dilation, outs)
+        windows = unfold_windows(xp, *geometry)  # [B, C, K, L]
+        (top, _, _), (left, _, _) = pads
+        inside = np.zeros(xp.shape[2:], dtype=bool)
+        inside[top : top + x.shape[2], left : left + x.shape[3]] = True
+        return max_over_windows(windows, inside, *geometry).reshape(x.shape[:2] + outs)
 
     def extra_repr(self) -> dict:
         return {

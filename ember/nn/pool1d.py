@@ -14,7 +14,7 @@ import numpy as np
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig1d, padding_1d
 from ember.nn.pool_adaptive import adaptive_avg_pool
-from ember.nn.unfold import out_size, unfold_windows
+from ember.nn.unfold import max_over_windows, out_size, unfold_windows
 from ember.record.config import Config
 from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
@@ -88,8 +88,9 @@ class MaxPool1dConfig(Config):
 
 
 class MaxPool1d(Module):
-    """Maximum over each window: ``[B, C, L] -> [B, C, L_out]``; ties share the gradient; a
-    NaN in a window gives NaN.
+    """Maximum over each window: ``[B, C, L] -> [B, C, L_out]``; a NaN in a window gives NaN.
+    Each window's gradient goes to one element, PyTorch's choice
+    (:func:`ember.nn.unfold.max_over_windows`).
 
     Args:
         kernel_size, stride, padding, dilation, ceil_mode: as in the config.
@@ -116,12 +117,14 @@ class MaxPool1d(Module):
         left, right, overhang, n = _geometry(
             "MaxPool1d", x, self.kernel_size, self.stride, self.dilation, self.padding, self.ceil_mode
         )
+        length = x.shape[2]
         if left or right or overhang:
             x = x.pad((left, right + overhang), float("-inf"))
-        windows = unfold_windows(
-            x, (self.kernel_size,), (self.stride,), (self.dilation,), (n,)
-        )  # [B, C, K, n]
-        return windows.max(2)
+        geometry = ((self.kernel_size,), (self.stride,), (self.dilation,), (n,))
+        windows = unfold_windows(x, *geometry)  # [B, C, K, n]
+        inside = np.zeros(x.shape[2], dtype=bool)
+        inside[left : left + length] = True
+        return max_over_windows(windows, inside, *geometry)
 
     def extra_repr(self) -> dict:
         return {

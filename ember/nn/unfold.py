@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.tensor import dtypes as dt
 from ember.tensor.creation import from_numpy, zeros
+from ember.tensor.grad_mode import no_grad
+from ember.tensor.ops._core import needs_grad
+from ember.tensor.ops.elementwise import where
 from ember.tensor.tensor import Tensor
 
-__all__ = ["fold_windows", "out_size", "per_axis", "unfold_windows"]
+__all__ = ["fold_windows", "max_over_windows", "out_size", "per_axis", "unfold_windows"]
 
 _INDEX_CACHE: dict = {}
 
@@ -103,6 +107,37 @@ def unfold_windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out
     flat = x.reshape(b, c, int(np.prod(spatial)))
     picked = flat.index_select(2, from_numpy(index, x.device))
     return picked.reshape(b, c, k, n_out)
+
+
+def max_over_windows(
+    windows: Tensor, inside: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, outs: tuple
+) -> Tensor:
+    """The maximum of each window of ``windows [B, C, K, L]`` (from :func:`unfold_windows` of a
+    block padded with ``-inf``), as ``[B, C, L]``, whose gradient goes to one element per window
+    as in PyTorch's max pooling: the first maximum (in row-major window order), the last NaN of a
+    window holding NaNs, and the first element inside the input when all of them are ``-inf``
+    (never the padding).
+
+    Args:
+        windows: the unfolded windows.
+        inside: bool ``[*padded]``, True on the input's own positions of the padded block.
+        kernel, stride, dilation, outs: what ``windows`` was unfolded with.
+    """
+    if not needs_grad(windows):  # the same values; only the gradient needs the picks
+        return windows.max(2)
+    k = windows.shape[2]
+    with no_grad():
+        nan = windows.isnan()
+        pick = windows.mask_fill(nan, float("-inf")).argmax(2, keepdim=True)  # argmax: the first
+        last_nan = (k - 1) - nan.flip(2).to(dt.int32).argmax(2, keepdim=True)
+        pick = where(nan.any(2, keepdim=True), last_nan, pick)
+        index = _window_index(inside.shape, tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
+        first_inside = inside.reshape(-1)[index].reshape(k, -1).argmax(0)  # [L]
+        if first_inside.any():  # padding leads some window: all -inf there takes the first inside
+            all_low = windows.max(2, keepdim=True) == float("-inf")
+            fallback = from_numpy(first_inside.reshape(1, 1, 1, -1).astype(np.int64), windows.device)
+            pick = where(all_low, fallback, pick)
+    return windows.gather(2, pick.expand(windows.shape[:2] + (1, windows.shape[3]))).squeeze(2)
 
 
 def fold_windows(

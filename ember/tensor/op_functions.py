@@ -149,7 +149,7 @@ def rsqrt(x: Tensor) -> Tensor:
 
 
 def abs(x: Tensor) -> Tensor:
-    """The absolute value, element-wise (its gradient at 0 is 0).
+    """The absolute value, element-wise (its gradient at 0 and NaN is 0).
 
     Result dtype: the input's dtype.
     """
@@ -219,7 +219,7 @@ def erf(x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """``max(x, 0)``, element-wise.
+    """``max(x, 0)``, element-wise (its gradient at 0 is 0, at NaN 1).
 
     Result dtype: the input's dtype.
     """
@@ -403,7 +403,7 @@ def pow(a, b) -> Tensor:
 
 
 def maximum(a, b) -> Tensor:
-    """The larger of a and b, element-wise (ties share the gradient).
+    """The larger of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).
 
     Result dtype: the operands' promoted dtype (a Python scalar takes the tensor's).
     """
@@ -415,7 +415,7 @@ def maximum(a, b) -> Tensor:
 
 
 def minimum(a, b) -> Tensor:
-    """The smaller of a and b, element-wise (ties share the gradient).
+    """The smaller of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).
 
     Result dtype: the operands' promoted dtype (a Python scalar takes the tensor's).
     """
@@ -586,14 +586,14 @@ def prod(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False
 
 
 def max(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-    """Maximum over ``dim``; ties share the gradient equally."""
+    """Maximum over ``dim``; ties share the gradient equally, a NaN maximum among the NaNs."""
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _max(x, dim, keepdim)
 
 
 def min(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-    """Minimum over ``dim``; ties share the gradient equally."""
+    """Minimum over ``dim``; ties share the gradient equally, a NaN minimum among the NaNs."""
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _min(x, dim, keepdim)
@@ -879,14 +879,20 @@ def silu(x: Tensor) -> Tensor:
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, linear above ``threshold`` for stability."""
+    """log(1 + exp(beta x)) / beta, linear where ``beta x > threshold`` for stability.
+
+    Its gradient is ``sigmoid(beta x)`` (1/2 at 0), 1 where linear, as PyTorch's (README, "A tour
+    of the API": gradients at kinks).
+    """
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _softplus(x, beta, threshold)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
+    """``x`` where ``x > 0``, ``negative_slope * x`` elsewhere (so the gradient at 0 and at NaN is
+    ``negative_slope``, as PyTorch's).
+    """
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _leaky_relu(x, negative_slope)

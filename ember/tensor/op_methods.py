@@ -120,7 +120,7 @@ class OpMethods:
         return _unary("rsqrt", self)
 
     def abs(self) -> Tensor:
-        """The absolute value, element-wise (its gradient at 0 is 0).
+        """The absolute value, element-wise (its gradient at 0 and NaN is 0).
 
         Result dtype: the input's dtype.
         """
@@ -171,7 +171,7 @@ class OpMethods:
         return _unary("erf", self)
 
     def relu(self) -> Tensor:
-        """``max(x, 0)``, element-wise.
+        """``max(x, 0)``, element-wise (its gradient at 0 is 0, at NaN 1).
 
         Result dtype: the input's dtype.
         """
@@ -316,7 +316,7 @@ class OpMethods:
     __pow__ = pow
 
     def maximum(self, other) -> Tensor:
-        """The larger of a and b, element-wise (ties share the gradient).
+        """The larger of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).
 
         Result dtype: the operands' promoted dtype (a Python scalar takes the tensor's).
         """
@@ -325,7 +325,7 @@ class OpMethods:
         return _binary("maximum", self, other)
 
     def minimum(self, other) -> Tensor:
-        """The smaller of a and b, element-wise (ties share the gradient).
+        """The smaller of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).
 
         Result dtype: the operands' promoted dtype (a Python scalar takes the tensor's).
         """
@@ -468,11 +468,11 @@ class OpMethods:
         return _prod(self, dim, keepdim)
 
     def max(self, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-        """Maximum over ``dim``; ties share the gradient equally."""
+        """Maximum over ``dim``; ties share the gradient equally, a NaN maximum among the NaNs."""
         return _max(self, dim, keepdim)
 
     def min(self, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-        """Minimum over ``dim``; ties share the gradient equally."""
+        """Minimum over ``dim``; ties share the gradient equally, a NaN minimum among the NaNs."""
         return _min(self, dim, keepdim)
 
     def all(self, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
@@ -648,11 +648,17 @@ class OpMethods:
         return _silu(self)
 
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-        """log(1 + exp(beta x)) / beta, linear above ``threshold`` for stability."""
+        """log(1 + exp(beta x)) / beta, linear where ``beta x > threshold`` for stability.
+
+        Its gradient is ``sigmoid(beta x)`` (1/2 at 0), 1 where linear, as PyTorch's (README, "A tour
+        of the API": gradients at kinks).
+        """
         return _softplus(self, beta, threshold)
 
     def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
-        """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
+        """``x`` where ``x > 0``, ``negative_slope * x`` elsewhere (so the gradient at 0 and at NaN is
+        ``negative_slope``, as PyTorch's).
+        """
         return _leaky_relu(self, negative_slope)
 
     def softmax(self, dim: int = -1) -> Tensor:

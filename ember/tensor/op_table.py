@@ -199,14 +199,20 @@ OPS = (
     _unary("expm1", FLOAT, ("y",), "``exp(x) - 1``, element-wise (accurate for small x)."),
     _unary("sqrt", FLOAT, ("y",), "The square root, element-wise."),
     _unary("rsqrt", FLOAT, ("y",), "``1 / sqrt(x)``, element-wise."),
-    _unary("abs", SAME, ("x",), "The absolute value, element-wise (its gradient at 0 is 0).", operator="abs"),
+    _unary(
+        "abs",
+        SAME,
+        ("x",),
+        "The absolute value, element-wise (its gradient at 0 and NaN is 0).",
+        operator="abs",
+    ),
     _unary("sign", SAME, None, "-1, 0 or 1 by the sign of each element."),
     _unary("sin", FLOAT, ("x",), "The sine (of radians), element-wise."),
     _unary("cos", FLOAT, ("x",), "The cosine (of radians), element-wise."),
     _unary("tanh", FLOAT, ("y",), "The hyperbolic tangent, element-wise."),
     _unary("sigmoid", FLOAT, ("y",), "``1 / (1 + exp(-x))``, element-wise (computed without overflow)."),
     _unary("erf", FLOAT, ("x",), "The Gauss error function, element-wise."),
-    _unary("relu", SAME, ("x",), "``max(x, 0)``, element-wise."),
+    _unary("relu", SAME, ("x",), "``max(x, 0)``, element-wise (its gradient at 0 is 0, at NaN 1)."),
     _unary("reciprocal", FLOAT, ("y",), "``1 / x``, element-wise."),
     _unary("square", SAME, ("x",), "``x * x``, element-wise."),
     _unary("floor", SAME, None, "Each element rounded down to an integer value."),
@@ -249,9 +255,17 @@ OPS = (
     _binary(
         "pow", PROMOTE, ("a", "b", "y"), "``a ** b`` (the gradient of b is 0 where a <= 0).", operator="pow"
     ),
-    _binary("maximum", PROMOTE, ("a", "b"), "The larger of a and b, element-wise (ties share the gradient)."),
     _binary(
-        "minimum", PROMOTE, ("a", "b"), "The smaller of a and b, element-wise (ties share the gradient)."
+        "maximum",
+        PROMOTE,
+        ("a", "b"),
+        "The larger of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).",
+    ),
+    _binary(
+        "minimum",
+        PROMOTE,
+        ("a", "b"),
+        "The smaller of a and b, element-wise (a tie gives each half the gradient, a NaN both all of it).",
     ),
     _comparison("eq", "``a == b``, element-wise.", aliases=("equal",)),
     _comparison("ne", "``a != b``, element-wise."),
@@ -463,7 +477,9 @@ OPS = (
     ),
     # ---- activations composed from the primitives -----------------------------------------------
     _tensor_op("silu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.silu"),
-    _tensor_op("softplus", COMPOSED, FLOAT, THROUGH, "ops.elementwise.softplus"),
+    _tensor_op(
+        "softplus", COMPOSED, FLOAT, RULE, "ops.elementwise.softplus", saves=("x", "beta", "threshold")
+    ),
     _tensor_op("leaky_relu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.leaky_relu"),
     _tensor_op("quiet_softmax", COMPOSED, FLOAT_ONLY, THROUGH, "ops.nn.quiet_softmax", **_NN_ONLY),
     # ---- fused composites: one backend kernel forward, one backward ---------------------------

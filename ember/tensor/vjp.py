@@ -1,5 +1,9 @@
 """The table of backward rules (vector-Jacobian products), keyed by op name.
 
+Where an op is not differentiable (a kink, a tie, a NaN operand) its rule returns PyTorch's
+choice of gradient; README.md ("A tour of the API": gradients at kinks) states the rule and
+``tests/tensor/test_kinks.py`` checks every case against PyTorch.
+
 Each rule is ``rule(node, g) -> tuple`` with one gradient (or None) per recorded input, written
 with tensor ops; the engine runs it under ``no_grad`` and then undoes broadcasting and casts
 for every input in one place (``backward.py``), so rules may return broadcast-shaped grads.
@@ -80,7 +84,9 @@ def _rsqrt(node, g):
 
 @rule("abs")
 def _abs(node, g):
-    return (g * node.ctx.x.sign(),)
+    # PyTorch's sgn: 0 at ±0 and at NaN (where sign(NaN) is NaN)
+    x = node.ctx.x
+    return (g * ((x > 0).to(g.dtype) - (x < 0).to(g.dtype)),)
 
 
 @rule("sin")
@@ -113,7 +119,8 @@ def _erf(node, g):
 
 @rule("relu")
 def _relu(node, g):
-    return (where(node.ctx.x > 0, g, 0.0),)
+    # PyTorch's threshold_backward: 0 where x <= 0 (at 0 too), g elsewhere (NaN included)
+    return (where(node.ctx.x <= 0, 0.0, g),)
 
 
 @rule("reciprocal")
@@ -125,6 +132,14 @@ def _reciprocal(node, g):
 @rule("square")
 def _square(node, g):
     return (g * 2 * node.ctx.x,)
+
+
+@rule("softplus")
+def _softplus(node, g):
+    # PyTorch's softplus_backward: sigmoid(beta·x) (1/2 at 0), 1 where beta·x > threshold
+    c = node.ctx
+    bx = c.x * c.beta if c.beta != 1.0 else c.x
+    return (where(bx > c.threshold, g, g * bx.sigmoid()),)
 
 
 @rule("cast", "to_device")
@@ -174,21 +189,25 @@ def _mod(node, g):
     return g, (-g * (c.a / c.b).floor() if needs(node, 1) else None)
 
 
-def _minmax(node, g, pick_a):
+def _minmax(node, g, a_loses, b_loses):
+    # PyTorch's: a tie gives each operand half; a NaN operand (no comparison holds) gives both
+    # the whole gradient
     c = node.ctx
-    tie = (c.a == c.b).to(g.dtype) * 0.5
-    wa = pick_a.to(g.dtype) + tie
-    return g * wa, g * (1 - wa)
+    half = where(c.a == c.b, g * 0.5, g)
+    return (
+        where(a_loses, 0.0, half) if needs(node, 0) else None,
+        where(b_loses, 0.0, half) if needs(node, 1) else None,
+    )
 
 
 @rule("maximum")
 def _maximum(node, g):
-    return _minmax(node, g, node.ctx.a > node.ctx.b)
+    return _minmax(node, g, node.ctx.a < node.ctx.b, node.ctx.a > node.ctx.b)
 
 
 @rule("minimum")
 def _minimum(node, g):
-    return _minmax(node, g, node.ctx.a < node.ctx.b)
+    return _minmax(node, g, node.ctx.a > node.ctx.b, node.ctx.a < node.ctx.b)
 
 
 @rule("clamp")
@@ -225,9 +244,10 @@ def _sum(node, g):
 
 @rule("max", "min")
 def _max(node, g):
+    # ties share evenly (torch.amax); a NaN result is shared by the NaNs it came from (torch.max())
     c = node.ctx
     y = _keepdim(c.y, c.axes, c.keepdim)
-    mask = (c.x == y).to(g.dtype)
+    mask = ((c.x == y) | (c.x.isnan() & y.isnan())).to(g.dtype)
     return (_keepdim(g, c.axes, c.keepdim) * mask / mask.sum(c.axes, keepdim=True),)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ember.tensor import dtypes as dt
 from ember.tensor import op_table as _table
+from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,
@@ -200,8 +201,6 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     """
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    from ember.tensor.grad_mode import no_grad
-
     with no_grad():
         out = x
         if min is not None:
@@ -246,15 +245,24 @@ def silu(x: Tensor) -> Tensor:
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, linear above ``threshold`` for stability."""
-    bx = binary("mul", x, beta) if beta != 1.0 else x
-    # log1p(exp(-|bx|)) + max(bx, 0) never overflows
-    soft = binary("add", unary("log1p", unary("exp", unary("neg", unary("abs", bx)))), unary("relu", bx))
-    if beta != 1.0:
-        soft = binary("div", soft, beta)
-    return where(binary("gt", bx, threshold), x, soft)
+    """log(1 + exp(beta x)) / beta, linear where ``beta x > threshold`` for stability.
+
+    Its gradient is ``sigmoid(beta x)`` (1/2 at 0), 1 where linear, as PyTorch's (README, "A tour
+    of the API": gradients at kinks).
+    """
+    with no_grad():  # the composition's own gradient would be 0 at x = 0 (|x| and max(x, 0))
+        bx = binary("mul", x, beta) if beta != 1.0 else x
+        # log1p(exp(-|bx|)) + max(bx, 0) never overflows
+        soft = binary("add", unary("log1p", unary("exp", unary("neg", unary("abs", bx)))), unary("relu", bx))
+        if beta != 1.0:
+            soft = binary("div", soft, beta)
+        out = where(binary("gt", bx, threshold), x, soft)
+    if not needs_grad(x):
+        return out
+    return record(out, "softplus", (x,), x=detached(x), beta=float(beta), threshold=float(threshold))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
-    return where(binary("ge", x, 0.0), x, binary("mul", x, negative_slope))
+    """``x`` where ``x > 0``, ``negative_slope * x`` elsewhere (so the gradient at 0 and at NaN is
+    ``negative_slope``, as PyTorch's)."""
+    return where(binary("gt", x, 0.0), x, binary("mul", x, negative_slope))

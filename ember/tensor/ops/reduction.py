@@ -39,12 +39,12 @@ def prod(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False
 
 
 def max(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-    """Maximum over ``dim``; ties share the gradient equally."""
+    """Maximum over ``dim``; ties share the gradient equally, a NaN maximum among the NaNs."""
     return _reduce("max", x, dim, keepdim)
 
 
 def min(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
-    """Minimum over ``dim``; ties share the gradient equally."""
+    """Minimum over ``dim``; ties share the gradient equally, a NaN minimum among the NaNs."""
     return _reduce("min", x, dim, keepdim)
 
 
