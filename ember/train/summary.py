@@ -1,7 +1,8 @@
 """The table printed at the end of training (Burn's ``LearnerSummary``, ``learner/summary.rs``):
 for each split and numeric metric, the best and worst epoch aggregates and their epochs, and
-(beyond Burn, not printed) the last epoch's value. A metric whose every epoch is NaN keeps its
-row, with NaN."""
+(beyond Burn, not printed) the last epoch's value. NaN epochs are never hidden: a metric whose
+every epoch is NaN keeps its row, with NaN, and the epochs with a NaN aggregate are listed under
+the table."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ __all__ = ["LearnerSummary", "MetricSummary"]
 @dataclass(frozen=True)
 class MetricSummary:
     """One row: the lowest and highest epoch aggregates (NaN epochs ignored unless every
-    epoch is NaN) and the last epoch's aggregate (``last_value``, NaN included)."""
+    epoch is NaN), the last epoch's aggregate (``last_value``, NaN included) and the epochs
+    whose aggregate is NaN (``nan_epochs``)."""
 
     split: str
     name: str
@@ -26,6 +28,7 @@ class MetricSummary:
     max_epoch: int
     last_value: float = math.nan
     last_epoch: int = 0
+    nan_epochs: tuple[int, ...] = ()
 
 
 def _fmt(value: float) -> str:
@@ -64,15 +67,16 @@ class LearnerSummary:
                 if not logged:
                     continue
                 last = logged[-1]
+                nan_epochs = tuple(e for e, v in logged if math.isnan(v))
                 values = [(e, v) for e, v in logged if not math.isnan(v)]
                 if not values:  # every epoch NaN: a NaN row says so, dropping it would hide it
-                    rows.append(
-                        MetricSummary(split, name, math.nan, last[0], math.nan, last[0], last[1], last[0])
-                    )
-                    continue
-                lo = min(values, key=lambda ev: (ev[1], ev[0]))
-                hi = max(values, key=lambda ev: (ev[1], -ev[0]))
-                rows.append(MetricSummary(split, name, lo[1], lo[0], hi[1], hi[0], last[1], last[0]))
+                    lo = hi = (last[0], math.nan)
+                else:
+                    lo = min(values, key=lambda ev: (ev[1], ev[0]))
+                    hi = max(values, key=lambda ev: (ev[1], -ev[0]))
+                rows.append(
+                    MetricSummary(split, name, lo[1], lo[0], hi[1], hi[0], last[1], last[0], nan_epochs)
+                )
         return cls(model, epochs, rows)
 
     def get(self, split: str, name: str) -> MetricSummary:
@@ -109,4 +113,10 @@ class LearnerSummary:
                 f"| {r.split.capitalize():<5} | {r.name:<{width}} | {_fmt(r.min_value)} | "
                 f"{r.min_epoch:<9} | {_fmt(r.max_value)} | {r.max_epoch:<9} |"
             )
+        nan_rows = [r for r in self.metrics if r.nan_epochs]
+        if nan_rows:
+            lines.append("")
+            lines.append("NaN epoch aggregates (not in Min./Max.):")
+            for r in nan_rows:
+                lines.append(f"  {r.split.capitalize()} {r.name}: epochs {', '.join(map(str, r.nan_epochs))}")
         return "\n".join(lines)

@@ -108,6 +108,15 @@ def test_continue_applies_it_and_the_summary_keeps_nan_rows(tmp_path):
     assert math.isnan(result.summary.get("valid", "Loss").last_value)
 
 
+def test_the_summary_lists_nan_epochs_beside_the_finite_ones(tmp_path):
+    t = training(tmp_path, epochs=2).on_non_finite_loss("continue")
+    summary = t.launch(poisoned_learner(range(7, 99))).summary  # epoch 2 is NaN throughout
+    row = summary.get("train", "Loss")
+    assert math.isfinite(row.min_value) and (row.min_epoch, row.max_epoch) == (1, 1)
+    assert math.isnan(row.last_value) and row.nan_epochs == (2,)
+    assert "  Train Loss: epochs 2" in str(summary).splitlines()
+
+
 def test_an_unknown_action_is_refused(tmp_path):
     with pytest.raises(ValueError, match="'stop', 'skip_batch', 'continue'.*'ignore'"):
         training(tmp_path).on_non_finite_loss("ignore")
