@@ -1,10 +1,14 @@
 """Every code block of README.md runs as written, so the README cannot drift from the code.
 
-* ```python blocks run in order, in a fresh interpreter per ``##`` section (the blocks of a
-  section share one namespace, as a reader pasting them into one session would), in an empty
-  working directory, offline (``HF_HUB_OFFLINE=1``) and with plain progress lines
-  (``EMBER_RENDERER=cli``). A block with an ``if __name__ == "__main__":`` guard is a complete
-  script: it is saved to a file and run as ``python script.py`` in that directory.
+* ```python blocks run in order, each in a fresh interpreter, so a reader can paste any one of
+  them alone, in an empty working directory per ``##`` section (files a block writes are there
+  for the blocks below it), offline (``HF_HUB_OFFLINE=1``) and with plain progress lines
+  (``EMBER_RENDERER=cli``). A block that needs names from the blocks above it says so on its
+  first line, ``# continues the example above: uses model and batches``; the blocks of its
+  section down to it then run in one interpreter, as a reader pasting them into one session
+  would, and every unmarked block still runs alone too. A block with an
+  ``if __name__ == "__main__":`` guard is a complete script: it is saved to a file and run as
+  ``python script.py`` in that directory.
 * The training section's script is run by ``tests/train/test_readme_training.py`` (which also
   checks what it prints and writes), so it is only located here.
 * A block that cannot run here says why in an HTML comment on the line before it,
@@ -35,6 +39,7 @@ NO_RUN = re.compile(r"^<!--\s*no-run:?(.*?)-->\s*$")
 MAX_NO_RUN = 1  # the Hub download: everything else runs offline
 SCRIPT_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
 SHELL = {"bash", "sh", "shell", "console"}
+CONTINUES = re.compile(r"^# continues the example above\b")
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,34 @@ def python_sections() -> list[str]:
     return list(dict.fromkeys(b.section for b in runnable_python(readme_blocks())))
 
 
+def continues(block: Block) -> bool:
+    """Whether the block says it uses names defined by the blocks above it."""
+    return bool(CONTINUES.match(block.code))
+
+
+def section_runs(blocks: list[Block]) -> list[tuple[str, list[Block]]]:
+    """How one section's runnable python blocks are run, in order: ``("session", blocks)`` in
+    one interpreter, or ``("script", [block])`` as ``python script.py``.
+
+    Every session block runs alone, except those marked as continuing: the blocks down to the
+    last marked one run first as one session (the section's first block alone at its start),
+    then each other unmarked block alone, so a block that needs another's names and does not
+    say so fails with a NameError.
+    """
+    session = [b for b in blocks if not SCRIPT_GUARD.search(b.code)]
+    marked = [i for i, b in enumerate(session) if continues(b)]
+    runs: list[tuple[str, list[Block]]] = []
+    together = session[: marked[-1] + 1] if marked else session[:1]
+    if together:
+        runs.append(("session", together))
+    for block in blocks:
+        if SCRIPT_GUARD.search(block.code):
+            runs.append(("script", [block]))
+        elif not continues(block) and block is not together[0]:
+            runs.append(("session", [block]))
+    return runs
+
+
 # ---- what every block is ---------------------------------------------------------------------------
 def test_the_parser_sees_sections_fences_and_markers():
     text = (
@@ -126,6 +159,36 @@ def test_every_block_is_run_or_checked_somewhere():
         )
         if block.lang != "python":
             assert block.no_run is None, f"{where}: only python blocks are run, so only they can be no-run"
+
+
+def test_continuing_blocks_follow_a_block_of_their_section():
+    by_section: dict[str, list[Block]] = {}
+    for block in runnable_python(readme_blocks()):
+        where = f"README.md:{block.line}"
+        if continues(block):
+            assert not SCRIPT_GUARD.search(block.code), f"{where}: a script is complete, it continues nothing"
+            assert by_section.get(block.section), (
+                f"{where}: continues, but no python block of its section is above it"
+            )
+        by_section.setdefault(block.section, []).append(block)
+
+
+def test_section_runs_run_unmarked_blocks_alone():
+    text = (
+        "## S\n```python\na = 1\n```\n```python\nb = 2\n```\n"
+        "```python\n# continues the example above: uses a\nc = a\n```\n"
+        "```python\nd = 4\n```\n```python\nif __name__ == '__main__':\n    pass\n```\n"
+    )
+    blocks = readme_blocks(text)
+    plan = [(kind, [b.code.split("\n")[-2] for b in run]) for kind, run in section_runs(blocks)]
+    assert plan == [
+        ("session", ["a = 1", "b = 2", "c = a"]),
+        ("session", ["b = 2"]),
+        ("session", ["d = 4"]),
+        ("script", ["    pass"]),
+    ]
+    unmarked = [b for b in blocks if "c = a" not in b.code]
+    assert [[b.code for b in run] for _, run in section_runs(unmarked)] == [[b.code] for b in unmarked]
 
 
 def test_no_run_blocks_say_why_and_stay_few():
@@ -171,30 +234,23 @@ def test_readme_section_runs_as_written(section, tmp_path):
     work.mkdir()
     env = readme_env(tmp_path)
     (tmp_path / "runner.py").write_text(RUNNER)
-    pending: list[Block] = []  # consecutive session blocks, run together in one interpreter
-
-    def flush():
-        if pending:
-            (tmp_path / "blocks.json").write_text(json.dumps([[b.line, b.code] for b in pending]))
-            run(
-                [str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
-                work,
-                env,
-                f"the blocks of '{section}' at README.md lines {[b.line for b in pending]}",
-            )
-            pending.clear()
-
-    for block in runnable_python(readme_blocks()):
-        if block.section != section:
-            continue
-        if SCRIPT_GUARD.search(block.code):
-            flush()
+    blocks = [b for b in runnable_python(readme_blocks()) if b.section == section]
+    for kind, blocks_run in section_runs(blocks):
+        if kind == "script":
+            (block,) = blocks_run
             script = work / f"readme_{block.line}.py"  # workers re-import a script's module by its file
             script.write_text(block.code)
             run([script.name], work, env, f"the script at README.md:{block.line}")
-        else:
-            pending.append(block)
-    flush()
+            continue
+        lines = [b.line for b in blocks_run]
+        what = (
+            f"the block at README.md:{lines[0]}, run alone (if it uses names from a block above, start it "
+            "with `# continues the example above: uses ...`)"
+            if len(lines) == 1
+            else f"the blocks of '{section}' at README.md lines {lines}, run as one session"
+        )
+        (tmp_path / "blocks.json").write_text(json.dumps([[b.line, b.code] for b in blocks_run]))
+        run([str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")], work, env, what)
 
 
 # ---- shell and command blocks --------------------------------------------------------------------------
