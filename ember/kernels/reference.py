@@ -212,10 +212,14 @@ class ArrayBackend(Backend):
 
     def sort(self, x, axis, descending):
         xp = self.xp
-        key = -x if (descending and x.dtype != np.bool_) else x
-        if descending and x.dtype == np.bool_:
-            key = ~x
-        idx = xp.argsort(key, axis=axis, kind="stable")
+        if not descending:
+            idx = xp.argsort(x, axis=axis, kind="stable")
+        else:
+            # Descending, stable, NaN first (as PyTorch): the ascending sort of the reversed
+            # row, reversed. Negating the keys instead would put NaN last and the minimum of
+            # an int type (whose negation overflows to itself) first.
+            n = x.shape[axis]
+            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis)
         return xp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
 
     # ---- movement -----------------------------------------------------------------------

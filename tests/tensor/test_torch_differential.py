@@ -35,13 +35,7 @@ PENDING_FIXES = {
 }
 """``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
 
-_SORT = "H3: a descending sort (and topk) puts NaN last, PyTorch first; and sorts an int's minimum first (its negation overflows)"
 KNOWN_MISMATCHES = {
-    **{
-        f"{op}[{d}]": _SORT
-        for op in ("sort", "topk")
-        for d in ("float16", "float32", "float64", "int32", "int64")
-    },
     "prod[float32]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
     "prod[float64]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
     "clamp[float32]": "H3: with tensor bounds and min > max, ember sends min the gradient though the result is max",

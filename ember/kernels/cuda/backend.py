@@ -136,8 +136,14 @@ class CudaBackend(ArrayBackend):
 
     def sort(self, x, axis, descending):
         xp = self.xp
-        key = -x if descending and x.dtype != np.bool_ else (~x if descending else x)
-        idx = xp.argsort(key, axis=axis)  # CuPy's sort is a stable radix sort
+        if not descending:
+            idx = xp.argsort(x, axis=axis)  # CuPy's sort is a stable radix sort
+        else:
+            # Descending, stable, NaN first (as PyTorch): the ascending sort of the reversed
+            # row, reversed. Negating the keys instead would put NaN last and the minimum of
+            # an int type (whose negation overflows to itself) first.
+            n = x.shape[axis]
+            idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis), axis=axis), axis)
         return xp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
 
     # ---- fused composites ---------------------------------------------------------------
