@@ -8,8 +8,10 @@ the head to AG News's 4 classes and trains the adapters and the head. Burn's rec
 with L2 weight decay 5e-5 at a constant 1e-3, 5 epochs of 25,000 sampled rows. Artifacts in
 /tmp/text-classification-ag-news; infer with ``ag_news_infer.py``.
 
-``--model fasttext`` is refused with a clear error: LoRA has no weight matrix to adapt in the
-fastText-style model (train it on AG News directly, ``ag_news_train.py --model fasttext``).
+A fastText-style run is refused with a clear error, whether ``--model fasttext`` says so or the
+pretrained run's ``config.json`` does (``"model": "fasttext"``; ``--model transformer`` then
+contradicts it): LoRA has no weight matrix to adapt in that model (train it on AG News
+directly, ``ag_news_train.py --model fasttext``).
 
 Run (the chain):
     python examples/text_classification/db_pedia_train.py
@@ -40,7 +42,7 @@ MODEL = cli.ModelShape(d_model=256, d_ff=1024, n_heads=8, n_layers=4, norm_first
 def main(argv=None):
     """Parse the flags, fine-tune, save; returns the ``LearningResult`` (for tests)."""
     from text_classification.finetune import lora_finetuning
-    from text_classification.inference import ArtifactError, load_config
+    from text_classification.inference import ArtifactError, load_config, run_model_kind
 
     parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
     parser.add_argument(
@@ -55,18 +57,29 @@ def main(argv=None):
         default=NUM_CLASSES_BEFORE,
         help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)",
     )
+    parser.set_defaults(model=None)  # the pretrained run's config.json decides; a flag must agree
     args = parser.parse_args(argv)
-    if args.model == "fasttext":
+    pretrained = Path(args.pretrained)
+    has_config = (pretrained.parent / "config.json").is_file()
+    base_kind = run_model_kind(pretrained.parent) if has_config else "transformer"
+    if "fasttext" in (args.model, base_kind):
+        why = (
+            "--model fasttext"
+            if base_kind != "fasttext"
+            else f'--pretrained {pretrained}: its config.json says "model": "fasttext"'
+            + (" (--model transformer contradicts it)" if args.model == "transformer" else "")
+        )
         parser.error(
-            "--model fasttext: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
+            f"{why}: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
             "an embedding table, trained row-sparse, and the head that fine-tuning replaces; no weight "
             "matrix to adapt). Train it on AG News directly: ag_news_train.py --model fasttext (about 40 s)"
         )
+    args.model = "transformer"
     cli.resolve_model_flags(parser, args, ARTIFACT_DIR)
+    cli.check_run_dir(parser, args.artifact_dir, args.resume)
     device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
-    pretrained = Path(args.pretrained)
     base = None
-    if (pretrained.parent / "config.json").is_file():
+    if has_config:
         base = load_config(pretrained.parent)
     elif not pretrained.is_file():
         raise ArtifactError(
