@@ -213,17 +213,24 @@ def _minimum(node, g):
 @rule("clamp")
 def _clamp(node, g):
     # PyTorch's clamp_backward: x gets g where low <= x <= high (bounds included), a tensor
-    # low where x < low, a tensor high where x > high (a NaN x passes to none of them)
+    # low where x < low, a tensor high where x > high (a NaN x passes to none of them); where
+    # low > high the result is high, so high gets g and low nothing
     c = node.ctx
     x = c.x
+    both = c.low is not None and c.high is not None
     inside = None
     if c.low is not None:
         inside = x >= c.low
     if c.high is not None:
         inside = (x <= c.high) if inside is None else inside & (x <= c.high)
     gx = where(inside, g, 0.0) if needs(node, 0) else None
-    glow = where(x < c.low, g, 0.0) if needs(node, 1) else None
-    ghigh = where(x > c.high, g, 0.0) if needs(node, 2) else None
+    glow = ghigh = None
+    if needs(node, 1):
+        below = (x < c.low) & (c.low < c.high) if both else x < c.low
+        glow = where(below, g, 0.0)
+    if needs(node, 2):
+        above = (x > c.high) | (c.high < c.low) if both else x > c.high
+        ghigh = where(above, g, 0.0)
     return gx, glow, ghigh
 
 
@@ -253,8 +260,14 @@ def _max(node, g):
 
 @rule("prod")
 def _prod(node, g):
+    # d prod / d x_i is the product of the others: y / x_i where the slice has no zero; else
+    # a lone zero gets the product of the rest and every other element 0 (PyTorch's rule)
     c = node.ctx
-    return (_keepdim(g, c.axes, c.keepdim) * _keepdim(c.y, c.axes, c.keepdim) / c.x,)
+    g, y, x = _keepdim(g, c.axes, c.keepdim), _keepdim(c.y, c.axes, c.keepdim), c.x
+    zero = x == 0.0
+    zeros = zero.sum(c.axes, keepdim=True)
+    rest = where(zero, 1.0, x).prod(c.axes, keepdim=True)
+    return (g * where(zeros == 0, y / x, where(zero & (zeros == 1), rest, 0.0)),)
 
 
 @rule("cumsum")

@@ -81,6 +81,7 @@ TENSOR_CASES = {
     "abs": (lambda x: x.abs(), torch.abs, [0.0], True),
     "clamp": (lambda x: x.clamp(-1.0, 0.5), lambda t: t.clamp(-1.0, 0.5), [-1.0, 0.5], True),
     "clamp_min": (lambda x: x.clamp(min=0.5), lambda t: t.clamp(min=0.5), [0.5], True),
+    "sign": (lambda x: x.sign() + x, lambda t: t.sign() + t, [0.0], True),  # sign's gradient is 0
     "softplus_beta": (
         lambda x: ember.softplus(x, 2.0, 3.0),
         lambda t: tF.softplus(t, 2.0, 3.0),
@@ -256,6 +257,31 @@ def test_a_parameter_initialised_to_zero_through_softplus_trains(device):
     raw = model.raw.val().numpy()
     assert (raw > 0.4).all(), f"the parameter barely moved from 0: {raw}"
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("bounds", ("both", "low", "high"))
+def test_clamp_with_tensor_bounds_matches_pytorch(device, bounds):
+    # PyTorch: x's gradient on [low, high] bounds included; where low > high the result is high,
+    # which then takes the gradient (low none)
+    xs = [0.0, 1.0, 2.0, 3.0, -1.0, 1.5, NAN, 1.0]
+    lows = [1.0, 1.0, 1.0, 2.0, 2.0, 1.5, 0.0, 1.0]
+    highs = [2.0, 0.5, 0.5, 1.0, 1.0, 1.5, 1.0, 1.0]
+    x, low, high = (ember.tensor(v, dtype="float64", device=device).require_grad() for v in (xs, lows, highs))
+    tx, tlow, thigh = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (xs, lows, highs))
+    args = {
+        "both": ((low, high), (tlow, thigh)),
+        "low": ((low, None), (tlow, None)),
+        "high": ((None, high), (None, thigh)),
+    }
+    (lo, hi), (tlo, thi) = args[bounds]
+    y = x.clamp(lo, hi)
+    grads = y.sum().backward()
+    ty = torch.clamp(tx, tlo, thi)
+    ty.sum().backward()
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    for mine, theirs in ((x, tx), (lo, tlo), (hi, thi)):
+        if mine is not None:
+            np.testing.assert_array_equal(grads.get(mine).numpy(), theirs.grad.numpy())
 
 
 # ---- maximum / minimum and the max / min reductions ----------------------------------------------
