@@ -3,8 +3,9 @@ metrics, logs, checkpoints, resume, early stopping and a live display (Burn's
 ``SupervisedTraining``, ``learner/supervised/paradigm.rs`` and ``strategies/single/``).
 
 One iteration, as in Burn: the scheduler is stepped (before every batch, the first one
-included), ``train_step`` runs, then the optimizer steps — or the gradients are summed until
-``grads_accumulation(n)`` batches are in — and the metrics see the batch's output. After the
+included), ``train_step`` runs, its loss is checked for NaN/Inf (``on_non_finite_loss``, beyond
+Burn), then the optimizer steps — or the gradients are summed until ``grads_accumulation(n)``
+batches are in — and the metrics see the batch's output. After the
 training split, the validation split runs on ``model.valid()`` (dropout off, no graph), then
 the checkpointing strategy acts and early stopping decides.
 """
