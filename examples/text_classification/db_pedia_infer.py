@@ -8,6 +8,7 @@ Run:
     python examples/text_classification/db_pedia_infer.py
     python examples/text_classification/db_pedia_infer.py --text "Mont Blanc is the highest mountain in the Alps."
     python examples/text_classification/db_pedia_infer.py --model fasttext   # the run of *_train.py --model fasttext
+    python examples/text_classification/db_pedia_infer.py --evaluate         # accuracy on the shipped sample's test rows
 """
 
 from __future__ import annotations
