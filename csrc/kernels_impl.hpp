@@ -261,8 +261,11 @@ void layer_norm_rows(const T* __restrict x, const T* __restrict gamma,
         const T* __restrict xr = x + r * dim;
         T* __restrict yr = y + r * dim;
         const T m = T(row_sum<T, false>(xr, dim, T(0)) * inv_dim);
-        const double var = row_sum<T, true>(xr, dim, m) * inv_dim;
-        const T s = T(1.0 / std::sqrt(var + eps));
+        const double squares = row_sum<T, true>(xr, dim, m);
+        // squares past T's range (a row with 1e20 in float): NaN, as the reference, not
+        // rstd = 0 and a row of zeros that looks healthy
+        const T s = std::isinf(T(squares)) ? std::numeric_limits<T>::quiet_NaN()
+                                            : T(1.0 / std::sqrt(squares * inv_dim + eps));
         mean[r] = m;
         rstd[r] = s;
 #pragma omp simd

@@ -119,7 +119,18 @@ class Backend(OptimizerOps):
         return self.binary("mul", y, self.binary("sub", dy, s))
 
     def log_softmax(self, x):
-        return self.binary("sub", x, self.logsumexp(x))
+        # (x - max) - log(sum(exp(x - max))), as PyTorch: exact 0 for a dominant logit at any
+        # magnitude (x - logsumexp(x) rounds log(sum) away beside 3e38), and NaN for a row with
+        # +inf or of -inf only, as softmax gives
+        if x.shape[-1] == 0:
+            return x
+        return self._shifted_log_softmax(x)[0]
+
+    def _shifted_log_softmax(self, x):
+        """``(log_softmax(x), log(sum(exp(x - max))))`` over the last axis."""
+        shifted = self.binary("sub", x, self.reduce("max", x, (x.ndim - 1,), True))
+        log_total = self.unary("log", self.reduce("sum", self.unary("exp", shifted), (x.ndim - 1,), True))
+        return self.binary("sub", shifted, log_total), log_total
 
     def log_softmax_backward(self, y, dy):
         s = self.reduce("sum", dy, (y.ndim - 1,), True)
@@ -149,6 +160,9 @@ class Backend(OptimizerOps):
         xc = self.binary("sub", x, mean)
         var = self.binary("div", self.reduce("sum", self.unary("square", xc), ax, True), self._scalar(d, x))
         rstd = self.unary("rsqrt", self.binary("add", var, self._scalar(eps, x)))
+        # a variance past the dtype's range would give rstd 0 and a row of zeros that looks
+        # healthy: NaN instead (as PyTorch for a row with 1e20 in float32), forward and backward
+        rstd = self.where(self.unary("isinf", var), self.full(rstd.shape, math.nan, self.dtype_of(x)), rstd)
         y = self.binary("mul", xc, rstd)
         if gamma is not None:
             y = self.binary("mul", y, gamma)
@@ -283,22 +297,33 @@ class Backend(OptimizerOps):
 
     # ---- composites: losses and lookups -------------------------------------------------
     def cross_entropy(self, logits, targets, smoothing):
+        # -(1 - s) logp[t] - (s / C) sum_j logp[j] over logp = log_softmax(logits), as PyTorch:
+        # no cancellation of lse against the logits (the loss at |logit| ~ 3e38 is exact), and
+        # NaN for a row with +inf or of -inf only
         n, c = logits.shape
-        lse = self.reshape(self.logsumexp(logits), (n,))
-        loss = lse
+        if c == 0:  # no classes, so no rows either (targets index a class): nothing to reduce
+            lse = self.reshape(self.logsumexp(logits), (n,))
+            return lse, lse
+        logp, log_total = self._shifted_log_softmax(logits)
+        lse = self.reshape(self.binary("add", self.reduce("max", logits, (1,), True), log_total), (n,))
+        loss = self.full((n,), 0.0, self.dtype_of(logits))
         # terms of weight 0 are left out rather than multiplied by 0: a -inf (masked) logit
         # would turn them into NaN
         if smoothing < 1.0:
-            picked = self.reshape(self.gather(logits, 1, self.reshape(targets, (n, 1))), (n,))
-            loss = self.binary("sub", lse, self.binary("mul", picked, self._scalar(1.0 - smoothing, logits)))
+            picked = self.reshape(self.gather(logp, 1, self.reshape(targets, (n, 1))), (n,))
+            loss = self.binary("sub", loss, self.binary("mul", picked, self._scalar(1.0 - smoothing, logits)))
         if smoothing:
-            mean_logit = self.binary("div", self.reduce("sum", logits, (1,), False), self._scalar(c, logits))
-            loss = self.binary("sub", loss, self.binary("mul", mean_logit, self._scalar(smoothing, logits)))
+            total = self.reduce("sum", logp, (1,), False)
+            loss = self.binary("sub", loss, self.binary("mul", total, self._scalar(smoothing / c, logits)))
         return loss, lse
 
     def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
         n, c = logits.shape
+        # exp(x - lse) normalised by its own row sum: lse = max + log(sum) rounds log(sum) away
+        # at large |max| (the softmax of [1e20, 1e20] came out [1, 1]); the common error of the
+        # shift cancels in the ratio
         p = self.unary("exp", self.binary("sub", logits, self.reshape(lse, (n, 1))))
+        p = self.binary("div", p, self.reduce("sum", p, (1,), True))
         onehot = self.scatter_add(
             self.full((n, c), 0.0, self.dtype_of(logits)),
             1,

@@ -1,8 +1,9 @@
 """Fused cross-entropy with label smoothing over logits ``[N, C]``, forward and backward.
 
-Forward reads each row of logits once (max and plain sum in one sweep, then the
-exponential sum) and keeps only ``lse`` for the backward; the backward rebuilds the
-softmax from ``lse`` instead of storing ``[N, C]`` probabilities. Targets are checked
+Forward reads each row of logits in short sweeps (max, exponential sum, and with label
+smoothing the sum of log-probabilities) and keeps only ``lse`` for the backward; the
+backward rebuilds the softmax from ``lse`` (normalised by its own sum) instead of storing
+``[N, C]`` probabilities. Targets are checked
 to lie in ``[0, C)`` before the kernels run, since they index without bounds checks.
 """
 
@@ -15,37 +16,54 @@ from numba import prange
 
 from . import vecmath as vm
 from .checks import float_array, index_array
-from .jit import kernel
+from .jit import kernel, serial_ordered
 
 __all__ = ["cross_entropy", "cross_entropy_backward"]
+
+
+@serial_ordered
+def _log_prob(x, m, log_total):
+    # in this order: reassociated to x - (m + log_total), the rounding of the sum at |m|'s
+    # scale swamps a log-probability near 0 (the loss at logits ~3e38 came out ~1e31)
+    return (x - m) - log_total
+
+
+@serial_ordered
+def _sum_log_probs(xi, m, log_total):
+    # terms of one sign, summed in float64: past the dtype's range only where the reference's
+    # sum is too (then -inf once cast); not reassociated into sum(x) - C m, which cancels
+    summed = 0.0
+    for j in range(xi.shape[0]):
+        summed += (xi[j] - m) - log_total
+    return summed
 
 
 @kernel
 def _cross_entropy_rows(logits, targets, smoothing, loss, lse):
     n, c = logits.shape
-    keep = 1.0 - smoothing
-    spread = smoothing / c
+    keep = vm.typed(1.0 - smoothing, logits)
+    spread = vm.typed(smoothing / c, logits)
     for i in prange(n):
         li = logits[i]
         m = li[0]
-        plain = 0.0
         for j in range(c):
             m = vm.vmax(m, li[j])
-            plain += li[j]
-        if not math.isfinite(m):
-            m = vm.typed(0.0, logits)  # as the reference: lse of a -inf row is -inf
+        # no stand-in for a maximum of +-inf: a row with +inf, or of -inf only, gives NaN
+        # (inf - inf), as the reference and PyTorch do
         total = 0.0
         for j in range(c):
             total += vm.exp(li[j] - m)
-        row_lse = m + math.log(total)
-        lse[i] = row_lse
+        log_total = vm.typed(math.log(total), logits)
+        lse[i] = m + log_total
+        # -(1 - s) logp[t] - (s / C) sum_j logp[j] with logp = (x - max) - log_total, each in
+        # the logits' dtype, as the reference: no cancellation of lse against the logits
+        value = vm.typed(0.0, logits)
         # a term whose weight is 0 is left out, not multiplied: 0 * -inf (a masked logit in
         # the sum, or a masked target with s = 1) would make the loss NaN
-        value = row_lse
         if keep != 0.0:
-            value -= keep * li[targets[i]]
+            value -= keep * _log_prob(li[targets[i]], m, log_total)
         if spread != 0.0:
-            value -= spread * plain
+            value -= spread * vm.typed(_sum_log_probs(li, m, log_total), logits)
         loss[i] = value
 
 
@@ -59,8 +77,15 @@ def _cross_entropy_backward_rows(logits, targets, lse, dloss, smoothing, dlogits
         di = dlogits[i]
         g = dloss[i]
         row_lse = lse[i]
+        # exp(x - lse) normalised by its own row sum: lse = max + log(sum) rounds log(sum)
+        # away at large |max| (the softmax of [1e20, 1e20] came out [1, 1]); the common
+        # error of the shift cancels in the ratio
+        total = 0.0
         for j in range(c):
-            di[j] = g * (vm.exp(li[j] - row_lse) - spread)
+            total += vm.exp(li[j] - row_lse)
+        inv = vm.typed(1.0 / total, logits)
+        for j in range(c):
+            di[j] = g * (vm.exp(li[j] - row_lse) * inv - spread)
         di[targets[i]] -= g * keep
 
 
@@ -100,8 +125,9 @@ def _per_row(op: str, name: str, arr: object, logits: np.ndarray) -> np.ndarray:
 def cross_entropy(logits: np.ndarray, targets: np.ndarray, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-row cross-entropy with label smoothing ``s``.
 
-    ``lse_i = logsumexp(logits_i)``,
-    ``loss_i = lse_i - (1 - s) logits[i, t_i] - (s / C) sum_j logits[i, j]``.
+    ``logp_i = log_softmax(logits_i)``, ``lse_i = logsumexp(logits_i)``,
+    ``loss_i = -(1 - s) logp[i, t_i] - (s / C) sum_j logp[i, j]`` (NaN for a row with +inf
+    or of -inf only).
 
     Args:
         logits: float32/float64 ``[N, C]``.
@@ -136,7 +162,7 @@ def cross_entropy_backward(
     """Gradient of :func:`cross_entropy` with respect to the logits.
 
     ``dlogits_ij = dloss_i * (softmax_ij - (1 - s) onehot_ij - s / C)`` with the
-    softmax rebuilt as ``exp(logits_ij - lse_i)``.
+    softmax rebuilt as ``exp(logits_ij - lse_i)`` divided by its row sum.
 
     Args:
         logits: the forward logits ``[N, C]``.

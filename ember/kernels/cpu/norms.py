@@ -36,6 +36,10 @@ def _layer_norm_rows(x, gamma, beta, eps, y, mean, rstd):
             c = xi[j] - mu
             sq += c * c
         r = vm.typed(1.0 / math.sqrt(sq / d + eps), x)
+        if math.isinf(vm.typed(sq, x)):
+            # squares past x's range (a row with 1e20 in float32): NaN, as the reference,
+            # not the row of zeros that rstd = 0 would give
+            r = vm.typed(np.nan, x)
         yi = y[i]
         for j in range(d):
             yi[j] = (xi[j] - mu) * r * gamma[j] + beta[j]

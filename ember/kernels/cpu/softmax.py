@@ -76,8 +76,8 @@ def _log_softmax_rows(x, y):
         m = vm.typed(-np.inf, x)
         for j in range(d):
             m = vm.vmax(m, xi[j])
-        if not math.isfinite(m):
-            m = vm.typed(0.0, x)  # as the reference: a +-inf row gives +-inf, not NaN
+        # no stand-in for a maximum of +-inf: a row with +inf, or of -inf only, gives NaN
+        # (inf - inf), as softmax, the reference and PyTorch do
         # Summed in x's dtype, the terms kept in y: the maximum's term is exactly 1, and when
         # the total is below 2 (one dominant logit) its log is near 0 and carried by the
         # rest, which a float32 sum holding that 1 rounds away; the rest is then summed again

@@ -1,7 +1,8 @@
 """Fused cross-entropy with label smoothing (forward and backward) on CuPy arrays.
 
-``lse_i = logsumexp(logits_i)``,
-``loss_i = lse_i - (1 - s) * logits[i, t_i] - (s / C) * sum_j logits[i, j]``,
+``logp_i = log_softmax(logits_i)``, ``lse_i = logsumexp(logits_i)``,
+``loss_i = -(1 - s) * logp[i, t_i] - (s / C) * sum_j logp[i, j]`` (NaN for a row with +inf or
+of -inf only, as PyTorch),
 ``dlogits_ij = dloss_i * (softmax_ij - (1 - s) * [j == t_i] - s / C)``.
 Targets are range-checked on the device before the unchecked kernels run.
 """

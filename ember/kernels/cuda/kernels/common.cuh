@@ -78,6 +78,14 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
   return __longlong_as_double((long long)0xfff0000000000000ull);
 }
 
+template <typename A> __device__ __forceinline__ A quiet_nan();
+template <> __device__ __forceinline__ float quiet_nan<float>() {
+  return __int_as_float((int)0x7fc00000u);
+}
+template <> __device__ __forceinline__ double quiet_nan<double>() {
+  return __longlong_as_double((long long)0x7ff8000000000000ull);
+}
+
 __device__ __forceinline__ long long ll_min(long long a, long long b) { return a < b ? a : b; }
 
 // ---- reductions -------------------------------------------------------------------------

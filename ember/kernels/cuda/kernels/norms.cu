@@ -27,7 +27,9 @@ layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, const T* __
     q += d * d;
   }
   const A var = row_sum<WARP>(q, scratch) / (A)cols;
-  const A rstd = (A)1 / e_sqrt(var + eps);
+  // squares past the accumulation type's range: NaN, as the reference, not rstd = 0 (a row
+  // of zeros that looks healthy)
+  const A rstd = isinf(var) ? quiet_nan<A>() : (A)1 / e_sqrt(var + eps);
   if (lane == 0) {
     mean_out[row] = mean;
     rstd_out[row] = rstd;

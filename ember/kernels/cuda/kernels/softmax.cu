@@ -20,8 +20,10 @@ softmax_fwd(const T* __restrict__ x, T* __restrict__ y, long long rows, int cols
   for (int c = lane; c < cols; c += width) s += e_exp(to_acc(xr[c]) - m);
   s = row_sum<WARP>(s, scratch);
   if (LOG) {
-    const A lse = m + e_log(s);
-    for (int c = lane; c < cols; c += width) yr[c] = from_acc<T>(to_acc(xr[c]) - lse);
+    // (x - m) - log(s), not x - (m + log(s)): beside m ~ 3e38 that sum rounds log(s) away.
+    // A row with +inf, or of -inf only, is NaN (inf - inf), as in softmax and the reference.
+    const A log_s = e_log(s);
+    for (int c = lane; c < cols; c += width) yr[c] = from_acc<T>((to_acc(xr[c]) - m) - log_s);
   } else {
     for (int c = lane; c < cols; c += width) yr[c] = from_acc<T>(e_exp(to_acc(xr[c]) - m) / s);
   }
