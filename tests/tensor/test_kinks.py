@@ -214,6 +214,13 @@ def test_rrelu_training_gives_zero_its_random_slope(device):
     np.testing.assert_allclose(g, [0.25, 0.25, 0.25, 1.0, 1.0], rtol=1e-8)
 
 
+def test_hard_sigmoid_with_burns_defaults_is_flat_on_its_kinks(device):
+    # Burn's alpha 0.2, beta 0.5 put the kinks at ±2.5; PyTorch's rule (0 on them) carries over
+    x = ember.tensor([-2.5, -1.0, 0.0, 2.5, NAN], dtype="float64", device=device).require_grad()
+    g = nn.HardSigmoid()(x).sum().backward().get(x).numpy()
+    np.testing.assert_allclose(g, [0.0, 0.2, 0.2, 0.0, 0.0], rtol=1e-12)
+
+
 # ---- softplus at 0 and what is built on it -------------------------------------------------------
 def test_softplus_log_sigmoid_gradient_at_zero_is_one_half(device):
     x = ember.tensor([0.0, -0.0], dtype="float32", device=device).require_grad()
