@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
 import json
 import os
 import types
@@ -298,6 +299,45 @@ def _make_with(name: str):
     return with_field
 
 
+def _construction_text(config: "Config") -> str:
+    """``LinearConfig(3, 2)``: the config's class called with its required fields' values
+    (``LinearConfig(...)`` when they are not short plain values)."""
+    name = type(config).__name__
+    parts = []
+    for f in _fields(type(config)):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        value = getattr(config, f.name, None)
+        plain = (bool, int, float, str, type(None))
+        if not isinstance(value, plain) and not (
+            isinstance(value, (tuple, list)) and all(isinstance(v, plain) for v in value)
+        ):
+            return f"{name}(...)"
+        parts.append(f"{f.name}={value!r}" if f.kw_only else repr(value))
+    text = f"{name}({', '.join(parts)})"
+    return text if len(text) <= 80 else f"{name}(...)"
+
+
+def _call_hint(config: "Config", args: tuple, kwargs: dict) -> str:
+    """Why a config cannot be called, and what to call instead."""
+    name = type(config).__name__
+    init = getattr(type(config), "init", None)
+    if not callable(init):
+        return f"{name} is a config (settings saved as JSON), not a module or a function: it cannot be called"
+    try:
+        takes_device = "device" in inspect.signature(init).parameters
+    except (TypeError, ValueError):
+        takes_device = False
+    built = _construction_text(config)
+    if takes_device:
+        given = "x" if len(args) == 1 and not kwargs else "..."
+        return (
+            f"{name} is a config, not a module: build the module with `.init(device)` first, "
+            f"e.g. `{built}.init()({given})` (init() without a device uses the default one)"
+        )
+    return f"{name} is a config, not the object it configures: build that with `.init()` first, e.g. `{built}.init()`"
+
+
 # typing.dataclass_transform (3.11+) tells type checkers that subclasses are dataclasses.
 _dataclass_transform = getattr(typing, "dataclass_transform", lambda **_: lambda cls: cls)
 
@@ -325,6 +365,11 @@ class Config:
             if f"with_{f.name}" not in cls.__dict__:
                 setattr(cls, f"with_{f.name}", _make_with(f.name))
         _HINTS.pop(cls, None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A config is not callable; this raises a ``TypeError`` saying to ``init()`` it first
+        (``LinearConfig(3, 2)(x)`` instead of ``LinearConfig(3, 2).init()(x)``)."""
+        raise TypeError(_call_hint(self, args, kwargs))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (nested dicts, lists and scalars)."""

@@ -190,3 +190,58 @@ def test_reserved_field_names_and_unstorable_values():
 
     with pytest.raises(ConfigError, match="cannot store"):
         Holder(value=object()).to_json()
+
+
+# ---- calling a config instead of what it builds (issue #30 item 15) -----------------------------
+class LayerConfig(Config, kw_only=True):
+    width: int
+    scale: float = 1.0
+
+    def init(self, device=None):
+        return None
+
+
+class StackConfig(Config):
+    encoder: EncoderConfig
+
+    def init(self):
+        return None
+
+
+def test_calling_a_layer_config_says_to_init_it_first():
+    import ember
+    from ember import nn
+
+    x = ember.ones(4, 3)
+    expected = (
+        "LinearConfig is a config, not a module: build the module with `.init(device)` first, "
+        "e.g. `LinearConfig(3, 2).init()(x)`"
+    )
+    with pytest.raises(TypeError) as info:
+        nn.LinearConfig(3, 2)(x)
+    assert str(info.value).startswith(expected)
+    assert nn.LinearConfig(3, 2).init()(x).shape == (4, 2)  # what the hint says works
+    with pytest.raises(TypeError, match=r"e\.g\. `MaxPool2dConfig\(\(2, 2\)\)\.init\(\)\(x\)`"):
+        nn.MaxPool2dConfig((2, 2))(x)
+    with pytest.raises(TypeError, match=r"e\.g\. `LayerConfig\(width=8\)\.init\(\)\(\.\.\.\)`"):
+        LayerConfig(width=8)(x, mask=None)
+
+
+def test_calling_other_configs_names_their_init():
+    from ember.optim import AdamConfig
+
+    with pytest.raises(
+        TypeError,
+        match=r"^AdamConfig is a config, not the object it configures: build that with `\.init\(\)` "
+        r"first, e.g\. `AdamConfig\(\)\.init\(\)`$",
+    ):
+        AdamConfig()(1e-3)
+    with pytest.raises(
+        TypeError, match=r"^EncoderConfig is a config \(settings saved as JSON\).*cannot be called"
+    ):
+        EncoderConfig(128, 4)()
+    # Required values that are not short plain ones are elided.
+    with pytest.raises(
+        TypeError, match=r"not the object it configures: .* e\.g\. `StackConfig\(\.\.\.\)\.init\(\)`$"
+    ):
+        StackConfig(EncoderConfig(128, 4))()
