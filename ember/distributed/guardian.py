@@ -37,14 +37,18 @@ except ImportError:  # run as a script: the directory of this file is sys.path[0
 __all__ = ["EXIT_RECORD_GLOB", "main", "read_exit_records", "write_exit_record"]
 
 EXIT_RECORD_GLOB = "exit-*.json"
-# Signals a user or mpiexec sends to the process it started; the rank must receive them.
-_FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+# Signals a user or mpiexec sends to the process it started; the rank must receive them (once:
+# it runs in a process group of its own, so hydra's killpg of the guardian's group misses it;
+# a second Ctrl-C would abort the training instead of stopping it at the next batch).
+_FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGTSTP", "SIGCONT")
 _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the guardian dies (hydra kills guardians)."""
+    """In the child before exec: a process group of its own (signals reach it through the
+    guardian only), and SIGKILL when the guardian dies (hydra kills guardians)."""
     parent = int(os.environ[GUARDIAN_VARIABLE])
+    os.setpgid(0, 0)
     try:
         import ctypes
 

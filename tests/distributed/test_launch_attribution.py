@@ -181,3 +181,22 @@ def test_the_launcher_names_the_killed_rank_whatever_the_process_manager_lists(t
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode != 0
     assert "rank 1 of 2" in last and "SIGKILL" in last, done.stderr[-2000:]
+
+
+def test_a_signal_to_the_guardians_process_group_reaches_the_rank_once(tmp_path):
+    """hydra starts each process in a session of its own and signals its group (killpg): the
+    rank must see one Ctrl-C, not the group's and the guardian's (a second one aborts training)."""
+    code = (
+        "import signal, sys, time\n"
+        "seen = []\n"
+        "signal.signal(signal.SIGINT, lambda *a: seen.append(1))\n"
+        "print('ready', flush=True)\n"
+        "deadline = time.monotonic() + 30\n"
+        "while not seen and time.monotonic() < deadline: time.sleep(0.01)\n"
+        "time.sleep(0.5)\n"
+        "sys.exit(len(seen))\n"
+    )
+    guardian = _guard(tmp_path, code, stdout=subprocess.PIPE, start_new_session=True)
+    assert guardian.stdout.readline().strip() == b"ready"
+    os.killpg(guardian.pid, signal.SIGINT)
+    assert guardian.wait(30) == 1
