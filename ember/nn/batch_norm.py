@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ember.nn.init import Ones, Zeros
 from ember.nn.module import Module
 from ember.nn.param import Param, RunningState
@@ -115,7 +117,9 @@ class BatchNorm(Module):
         else:
             mean = self.running_mean.value.to(x.device).reshape(bshape)
             var = self.running_var.value.to(x.device).reshape(bshape)
-        x_hat = (x - mean) * (var + self.epsilon).rsqrt()
+        # a variance past the dtype's range: NaN, as layer_norm, not rstd = 0 and a channel of
+        # zeros that looks healthy
+        x_hat = (x - mean) * (var + self.epsilon).rsqrt().mask_fill(var.isinf(), math.nan)
         return x_hat * self.gamma.val().reshape(bshape) + self.beta.val().reshape(bshape)
 
     def extra_repr(self) -> dict:

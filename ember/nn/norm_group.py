@@ -61,7 +61,10 @@ def group_norm(
         grouped = grouped.to(dt.float32)
     centred = grouped - grouped.mean(2, keepdim=True)
     var = centred.square().mean(2, keepdim=True)
-    normed = (centred / (var + epsilon).sqrt()).to(x.dtype).reshape(shape)
+    # a variance past the dtype's range: NaN, as layer_norm (and PyTorch's group_norm), not
+    # centred / inf, a group of zeros that looks healthy
+    std = (var + epsilon).sqrt().mask_fill(var.isinf(), math.nan)
+    normed = (centred / std).to(x.dtype).reshape(shape)
     if gamma is None:
         return normed
     affine_shape = (1, channels) + (1,) * (len(shape) - 2)

@@ -100,6 +100,34 @@ def test_rms_norm_at_the_edges_matches_torch(device, row):
     np.testing.assert_array_equal(ember.rms_norm(_t([row], device), eps=1e-5).numpy(), want)
 
 
+@pytest.mark.parametrize("layer", ["group", "instance", "batch"])
+def test_group_instance_and_batch_norm_with_an_overflowing_variance_are_nan(device, layer):
+    from ember import nn
+
+    # [batch 2, channels 2, 3]: channel 0 of sample 0 holds 1e20, channel 1 is ordinary
+    x = np.array([[[1e20, 1.0, 2.0], [1.0, 2.0, 4.0]], [[0.5, 1.0, 2.0], [3.0, 2.0, 4.0]]], np.float32)
+    if layer == "group":
+        norm, bad = nn.GroupNormConfig(2, 2).init(device), (0, 0)
+    elif layer == "instance":
+        norm, bad = nn.InstanceNormConfig(2).init(device), (0, 0)
+    else:  # statistics per channel over the batch: channel 0 of both samples
+        norm, bad = nn.BatchNormConfig(2).init(device), (slice(None), 0)
+    xt = ember.tensor(x, device=device, requires_grad=True)
+    y = norm(xt)
+    got = y.numpy()
+    assert np.isnan(got[bad]).all(), got
+    healthy = np.ones(got.shape, bool)
+    healthy[bad] = False
+    assert np.isfinite(got[healthy]).all(), got
+    dx = (
+        (y * ember.tensor(np.arange(12.0, dtype=np.float32).reshape(2, 2, 3), device=device))
+        .sum()
+        .backward()[xt]
+    )
+    assert np.isnan(dx.numpy()[bad]).all()
+    assert np.isfinite(dx.numpy()[healthy]).all()
+
+
 # ---- log-softmax ------------------------------------------------------------------------------
 SPECIAL_ROWS = {
     "+inf": [math.inf, 1.0, 2.0, 3.0],
