@@ -260,14 +260,38 @@ def _max(node, g):
 
 @rule("prod")
 def _prod(node, g):
-    # d prod / d x_i is the product of the others: y / x_i where the slice has no zero; else
-    # a lone zero gets the product of the rest and every other element 0 (PyTorch's rule)
+    # d prod / d x_i is the product of the others, taken as such (not y / x_i, which is NaN
+    # at a zero or an infinity): PyTorch's prod_safe_zeros_backward
     c = node.ctx
-    g, y, x = _keepdim(g, c.axes, c.keepdim), _keepdim(c.y, c.axes, c.keepdim), c.x
-    zero = x == 0.0
-    zeros = zero.sum(c.axes, keepdim=True)
-    rest = where(zero, 1.0, x).prod(c.axes, keepdim=True)
-    return (g * where(zeros == 0, y / x, where(zero & (zeros == 1), rest, 0.0)),)
+    return (_keepdim(g, c.axes, c.keepdim) * _products_of_the_others(c.x, c.axes),)
+
+
+def _products_of_the_others(x, axes):
+    """For each element of ``x``, the product of the other elements of its slice over
+    ``axes``: the exclusive prefix product times the exclusive suffix product."""
+    if not x.numel:
+        return x
+    kept = [a for a in range(x.ndim) if a not in axes]
+    order = kept + sorted(axes)
+    xt = x.permute(order)
+    lead = tuple(xt.shape[: len(kept)])
+    flat = xt.reshape(lead + (math.prod(xt.shape[len(kept) :]),))
+    others = _exclusive_products(flat) * _exclusive_products(flat.flip(-1)).flip(-1)
+    inverse = [0] * len(order)
+    for i, a in enumerate(order):
+        inverse[a] = i
+    return others.reshape(xt.shape).permute(inverse)
+
+
+def _exclusive_products(t):
+    """``[1, t0, t0·t1, ...]`` along the last dim: inclusive products by doubling (each step
+    multiplies by the row shifted ``s`` places), then shifted by one."""
+    n = t.shape[-1]
+    s = 1
+    while s < n:
+        t = t * t.narrow(-1, 0, n - s).pad((s, 0), 1.0)
+        s *= 2
+    return t.narrow(-1, 0, n - 1).pad((1, 0), 1.0)
 
 
 @rule("cumsum")

@@ -173,7 +173,11 @@ _TABLE = {
     "mask_fill": one(lambda x, m: x.mask_fill(m, -1), lambda x, m: x.masked_fill(m, -1), "mask"),
     # ---- reductions and scans -----------------------------------------------------------------
     "sum": _dims(ember.sum, _torch_reduce("sum")),
-    "prod": _dims(ember.prod, _torch_reduce("prod")),
+    # torch.prod(x)'s backward returns 0 everywhere when x holds two zeros, even beside a NaN
+    # (the product of the others is then NaN); its dim form computes the products exactly
+    "prod": _dims(
+        ember.prod, lambda x, d, k: torch.prod(x.flatten(), 0) if d is None else torch.prod(x, d, k)
+    ),
     "max": _dims(ember.max, _amax("amax")),
     "min": _dims(ember.min, _amax("amin")),
     "all": _dims(ember.all, _torch_reduce("all")),

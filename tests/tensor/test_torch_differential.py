@@ -36,8 +36,6 @@ PENDING_FIXES = {
 """``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
 
 KNOWN_MISMATCHES = {
-    "prod[float32]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
-    "prod[float64]": "H3: the gradient of prod at an element equal to 0 is NaN (y / x); PyTorch: the product of the others",
     "std[float32]": "H3: float32 std of a row with 3e38 is inf (its variance overflows); PyTorch accumulates in float64: 1.5e38",
     "silu[float32]": "H3: silu's gradient at 3e38 is NaN (inf·0); its limit is 1",
     "mish[float32]": "H3: mish's gradient at 3e38 is NaN (inf·0); its limit is 1",
