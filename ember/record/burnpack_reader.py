@@ -51,6 +51,19 @@ def shape_problem(shape, itemsize: int) -> str | None:
     return None
 
 
+def _packed_from(ordered: list, data_start: int, size: int) -> bool:
+    """Whether the tensors (sorted by start) fill bytes ``data_start..size`` back to back,
+    with no padding: Burn 0.19's layout, before tensors were 256-byte aligned."""
+    reach = 0
+    for _, desc in ordered:
+        if desc["end"] == desc["start"] and desc["start"] <= reach:
+            continue
+        if desc["start"] != reach:
+            return False
+        reach = desc["end"]
+    return data_start + reach == size
+
+
 def _exact_float(value: Any) -> bool:
     """Whether an integer stands for a float exactly (a Float scalar written as an integer
     must not change value on the way in)."""
@@ -173,11 +186,23 @@ class _Parser:
         # File (data offset) order: saving a loaded record back reproduces the same layout.
         ordered = sorted(descriptors.items(), key=lambda kv: (kv[1]["start"], kv[0]))
         # Validate every descriptor before creating any view onto the buffer.
-        for name, desc in ordered:
-            self._check_range(name, desc, data_size)
-        self._check_disjoint(ordered)
-        self._check_padding(fmt.HEADER_SIZE + meta_size, min(data_start, size), "before the data section")
-        self._check_coverage(ordered, data_start, data_size)
+        try:
+            for name, desc in ordered:
+                self._check_range(name, desc, data_size)
+            self._check_disjoint(ordered)
+            self._check_padding(fmt.HEADER_SIZE + meta_size, min(data_start, size), "before the data section")
+            self._check_coverage(ordered, data_start, data_size)
+        except RecordError as exc:
+            unaligned = fmt.HEADER_SIZE + meta_size
+            if unaligned != data_start and _packed_from(ordered, unaligned, size):
+                raise RecordError(
+                    f"{exc}. The file is laid out as Burn 0.19 wrote burnpack files: its tensors packed "
+                    f"from byte {unaligned}, right after the metadata, where format version 1 now "
+                    f"starts the data section at the 256-byte boundary {data_start} (Burn 0.20 and "
+                    "later read it there too); load it with Burn 0.19 and save it as safetensors, which "
+                    "ember.record.load_safetensors reads"
+                ) from None
+            raise
         tensors = {name: self._view(name, desc, data_start) for name, desc in ordered}
         return tensors, metadata, scalars
 

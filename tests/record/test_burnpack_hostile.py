@@ -386,3 +386,15 @@ def test_burn_layouts_still_load():
 def test_truncated_last_tensor_names_it(tmp_path):
     data = _two_tensor_file()
     _load_bounded(data[:-1], r"tensor 'b': data_offsets \(256, 272\) reach past the end", tmp_path)
+
+
+def test_burn_0_19_layout_is_refused_with_its_reason(tmp_path):
+    # Burn 0.19 packed the tensors right after the metadata, unaligned; format version 1 (and
+    # Burn 0.20+) reads the data section from the next 256-byte boundary.
+    meta = {"tensors": {"a": _tensor(shape=[3], offsets=[0, 12]), "b": _tensor(shape=[4], offsets=[12, 28])}}
+    blob = cbor2.dumps(meta)
+    data = struct.pack("<IHI", 0x4255524E, 1, len(blob)) + blob + np.float32([1, 2, 3, 4, 5, 6, 7]).tobytes()
+    err = _load_bounded(data, "laid out as Burn 0.19 wrote burnpack files", tmp_path)
+    assert f"packed from byte {10 + len(blob)}" in str(err) and "boundary 256" in str(err)
+    # Other damage is not mistaken for it.
+    assert "Burn 0.19" not in str(_load_bounded(_two_tensor_file() + bytes(3), "belong to no tensor"))
