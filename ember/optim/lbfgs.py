@@ -222,6 +222,14 @@ class LBFGS:
                 "LBFGS.step: the closure must return (loss, GradientsParams), got gradients of type "
                 f"{type(grads).__name__}"
             )
+        if len(grads) and not any(p.id in grads for p in params):
+            # all zeros would read as a converged minimum: nothing would move, silently
+            raise ValueError(
+                f"LBFGS.step: the closure's GradientsParams holds {len(grads)} gradients but none of them "
+                f"belongs to one of the module's {len(params)} trainable parameters: they were taken from "
+                "another model; return GradientsParams.from_grads(loss.backward(), m) for the module m "
+                "the closure is given"
+            )
         pieces = []
         for p in params:
             g = grads.get(p.id)

@@ -158,3 +158,23 @@ def test_lora_adapters_only():
     assert set(grads.ids()) <= trainable and len(grads) > 0
     AdamConfig().init().step(1e-2, model, grads)
     assert grads.is_empty()
+
+
+def test_lbfgs_closure_returning_another_models_gradients_raises():
+    from ember.optim import LBFGSConfig
+
+    a, b = _linear(0), _linear(0)
+    x = _x()
+
+    def closure(m):  # the mistake: b's loss and gradients, whatever module it is given
+        loss = _loss(b, x)
+        return loss, GradientsParams.from_grads(loss.backward(), b)
+
+    before = _values(a)
+    with pytest.raises(
+        ValueError,
+        match=r"LBFGS.step: .* holds 2 gradients but none of them belongs to one of the "
+        r"module's 2 trainable parameters",
+    ):
+        LBFGSConfig().init().step(1.0, a, closure)
+    _assert_unchanged(a, before)
