@@ -37,13 +37,25 @@ class GradientsAccumulator:
         Args:
             module: the model the gradients belong to.
             grads: gradients of one backward pass (consumed).
+
+        Raises:
+            ValueError: ``grads`` is not empty but none of its gradients belongs to a
+                parameter of ``module`` (gradients of another model).
         """
         if not isinstance(grads, GradientsParams):
             raise TypeError(
                 f"GradientsAccumulator.accumulate: expected GradientsParams, got {type(grads).__name__}"
             )
+        held, named = len(grads), list(module.named_parameters())
+        if held and not any(param.id in grads for _, param in named):
+            raise ValueError(
+                f"GradientsAccumulator.accumulate: `grads` holds {held} gradients but none of them belongs "
+                f"to a parameter of the {type(module).__name__} given ({len(named)} parameters): they were "
+                "taken from another model; take them from this one with "
+                "GradientsParams.from_grads(loss.backward(), model)"
+            )
         with no_grad():
-            for _, param in module.named_parameters():
+            for _, param in named:
                 new = grads.remove(param.id)
                 if new is None:
                     continue

@@ -178,3 +178,20 @@ def test_lbfgs_closure_returning_another_models_gradients_raises():
     ):
         LBFGSConfig().init().step(1.0, a, closure)
     _assert_unchanged(a, before)
+
+
+def test_accumulating_another_models_gradients_raises():
+    from ember.optim import GradientsAccumulator
+
+    a, b = _linear(0), _linear(0)
+    acc = GradientsAccumulator()
+    grads_b = GradientsParams.from_grads(_loss(b, _x()).backward(), b)
+    with pytest.raises(
+        ValueError,
+        match=r"GradientsAccumulator.accumulate: `grads` holds 2 gradients but none of them belongs to a "
+        r"parameter of the Linear given \(2 parameters\)",
+    ):
+        acc.accumulate(a, grads_b)
+    assert acc.num_accumulated == 0 and len(grads_b) == 2
+    acc.accumulate(a, GradientsParams())  # an empty pass still counts, as before
+    assert acc.num_accumulated == 1 and acc.grads().is_empty()
