@@ -218,6 +218,10 @@ class Backend(OptimizerOps):
             self._scalar(max(x.shape[-1], 1), x),
         )
         dx = self.binary("mul", self.binary("sub", g, self.binary("mul", xhat, mgx)), rstd)
+        # rstd 0: the mean square overflowed; the forward's x * 0 is PyTorch's, the gradient is
+        # NaN (as PyTorch's at 3e38), not a 0 that hides the overflow
+        overflowed = self.binary("eq", rstd, self._scalar(0.0, rstd))
+        dx = self.where(overflowed, self.full(dx.shape, math.nan, self.dtype_of(dx)), dx)
         return dx, dgamma
 
     # ---- composites: activations --------------------------------------------------------

@@ -128,6 +128,41 @@ def test_group_instance_and_batch_norm_with_an_overflowing_variance_are_nan(devi
     assert np.isfinite(dx.numpy()[healthy]).all()
 
 
+@pytest.mark.parametrize("affine", [False, True], ids=["plain", "affine"])
+def test_rms_norm_row_whose_mean_square_overflows_has_a_nan_gradient(device, affine):
+    # forward x * rstd = x * 0 is PyTorch's 0; the gradient is NaN, as PyTorch's at 3e38 (at
+    # 1e20 PyTorch's is 0 or NaN depending on whether its sum(dy * x) overflows), not a 0
+    # that hides the overflow
+    x = _t([[1e20, 1.0, 2.0, 3.0], [3e38, -3e38, 0.0, 1.0], [1.0, 2.0, 3.0, 5.0]], device, grad=True)
+    gamma = _t([1.0, 2.0, 0.5, 1.0], device, grad=True) if affine else None
+    y = ember.rms_norm(x, gamma)
+    np.testing.assert_array_equal(y.numpy()[:2], np.zeros((2, 4)))
+    grads = (y * _t([[1.0, -2.0, 3.0, 0.5]] * 3, device)).sum().backward()
+    dx = grads[x].numpy()
+    assert np.isnan(dx[:2]).all(), dx
+    assert np.isfinite(dx[2]).all()
+    if affine:
+        np.testing.assert_array_equal(np.isfinite(grads[gamma].numpy()), [True] * 4)
+
+
+@pytest.mark.torch
+def test_rms_norm_gradient_is_nan_wherever_torchs_is(device):
+    # PyTorch's gradient of an overflowed row is NaN where its inf * 0 terms land (every
+    # element of [3e38, -3e38, 0, 1]; only the 3e38 of [3e38, 1, 2, 3]); ember's is NaN over
+    # the whole row, and equal to PyTorch's on healthy rows
+    torch = _torch()
+    rows = [[3e38, -3e38, 0.0, 1.0], [3e38, 1.0, 2.0, 3.0], [0.5, -1.5, 2.0, 3.0]]
+    tx = torch.tensor(rows, requires_grad=True)
+    seed = [[1.0, -0.5, 2.0, 0.25]] * 3
+    torch.nn.functional.rms_norm(tx, (4,), eps=1e-5).backward(torch.tensor(seed))
+    want = tx.grad.numpy()
+    x = _t(rows, device, grad=True)
+    dx = (ember.rms_norm(x, eps=1e-5) * _t(seed, device)).sum().backward()[x].numpy()
+    assert np.isnan(dx[np.isnan(want)]).all()
+    assert np.isnan(dx[:2]).all()
+    np.testing.assert_allclose(dx[2], want[2], rtol=1e-5, atol=1e-6)
+
+
 # ---- log-softmax ------------------------------------------------------------------------------
 SPECIAL_ROWS = {
     "+inf": [math.inf, 1.0, 2.0, 3.0],

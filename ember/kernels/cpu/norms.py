@@ -146,6 +146,11 @@ def _rms_norm_backward_chunks(dy, x, rstd, gamma, dx, dgamma_part):
             b = sum_gx * inv_d
             for j in range(d):
                 dxi[j] = r * (dxi[j] - xi[j] * r * b)
+            if r == zero:
+                # the mean square overflowed: the forward's x * 0 is PyTorch's, the gradient
+                # is NaN (as PyTorch's at 3e38), not a 0 that hides the overflow
+                for j in range(d):
+                    dxi[j] = vm.typed(np.nan, x)
             if (i - start) % _FLUSH_ROWS == _FLUSH_ROWS - 1 or i == stop - 1:
                 for j in range(d):
                     pg[j] += bg[j]

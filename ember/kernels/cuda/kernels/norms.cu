@@ -128,7 +128,9 @@ rms_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
     A g = to_acc(dy[base + c]);
     if (has_gamma) g *= to_acc(gamma[c]);
     const A xhat = to_acc(x[base + c]) * r;
-    dx[base + c] = from_acc<T>((g - xhat * mgx) * r);
+    // rstd 0: the mean square overflowed; the forward's x * 0 is PyTorch's, the gradient is
+    // NaN (as PyTorch's at 3e38), not a 0 that hides the overflow
+    dx[base + c] = from_acc<T>(r == (A)0 ? quiet_nan<A>() : (g - xhat * mgx) * r);
   }
 }
 
