@@ -872,7 +872,11 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def silu(x: Tensor) -> Tensor:
-    """``x * sigmoid(x)`` (SiLU, also called swish)."""
+    """``x * sigmoid(x)`` (SiLU, also called swish).
+
+    Its gradient is ``sigmoid(x)·(1 + x·(1 − sigmoid(x)))``, as PyTorch's: the composition's
+    own would multiply the output gradient by x first, which overflows at large |x| (NaN then).
+    """
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _silu(x)

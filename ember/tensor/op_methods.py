@@ -644,7 +644,11 @@ class OpMethods:
     __matmul__ = matmul
 
     def silu(self) -> Tensor:
-        """``x * sigmoid(x)`` (SiLU, also called swish)."""
+        """``x * sigmoid(x)`` (SiLU, also called swish).
+
+        Its gradient is ``sigmoid(x)·(1 + x·(1 − sigmoid(x)))``, as PyTorch's: the composition's
+        own would multiply the output gradient by x first, which overflows at large |x| (NaN then).
+        """
         return _silu(self)
 
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:

@@ -476,7 +476,7 @@ OPS = (
         **_NN_ONLY,
     ),
     # ---- activations composed from the primitives -----------------------------------------------
-    _tensor_op("silu", COMPOSED, FLOAT, THROUGH, "ops.elementwise.silu"),
+    _tensor_op("silu", COMPOSED, FLOAT, RULE, "ops.elementwise.silu", saves=("x",)),
     _tensor_op(
         "softplus", COMPOSED, FLOAT, RULE, "ops.elementwise.softplus", saves=("x", "beta", "threshold")
     ),

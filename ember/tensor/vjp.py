@@ -142,6 +142,14 @@ def _softplus(node, g):
     return (where(bx > c.threshold, g, g * bx.sigmoid()),)
 
 
+@rule("silu")
+def _silu(node, g):
+    # PyTorch's silu_backward: sigmoid(x)·(1 + x·(1 − sigmoid(x))), finite at any finite x
+    x = node.ctx.x
+    s = x.sigmoid()
+    return (g * (s * (1 + x * (1 - s))),)
+
+
 @rule("cast", "to_device")
 def _identity_cast(node, g):
     dev = getattr(node.ctx, "device", None) if node.ctx is not None else None

@@ -118,6 +118,7 @@ _RECORDING = {
     "where": lambda x, d: ember.where(x > 1.0, x, 0.0),
     "clamp": lambda x, d: x.clamp(min=1.0),
     "softplus": lambda x, d: x.softplus(2.0, 3.0),
+    "silu": lambda x, d: x.silu(),
     "cumsum": lambda x, d: x.cumsum(1),
     "cast": lambda x, d: x.to(ember.float32),
     "to_device": lambda x, d: x.to("reference" if d != "reference" else "cpu"),

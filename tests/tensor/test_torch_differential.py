@@ -25,19 +25,14 @@ from ember.tensor import op_table  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-_H2_INF = (
-    "H2: log_softmax/cross-entropy of a row with ±inf or |x| ≈ 3e38 must follow PyTorch (NaN where it is NaN)"
-)
 PENDING_FIXES = {
     "pow[int32]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
     "pow[int64]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
-    "rms_norm[float32]": "H2: norm overflow: the gradient of a row whose float32 mean square overflows is 0, PyTorch NaN",
 }
 """``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
 
 KNOWN_MISMATCHES = {
     "std[float32]": "H3: float32 std of a row with 3e38 is inf (its variance overflows); PyTorch accumulates in float64: 1.5e38",
-    "silu[float32]": "H3: silu's gradient at 3e38 is NaN (inf·0); its limit is 1",
     "mish[float32]": "H3: mish's gradient at 3e38 is NaN (inf·0); its limit is 1",
 }
 """``op[dtype]`` -> a mismatch this suite found that nobody has fixed yet (reported on issue #30)."""

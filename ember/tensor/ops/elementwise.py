@@ -240,8 +240,16 @@ def sigmoid(x):
 
 
 def silu(x: Tensor) -> Tensor:
-    """``x * sigmoid(x)`` (SiLU, also called swish)."""
-    return binary("mul", x, unary("sigmoid", x))
+    """``x * sigmoid(x)`` (SiLU, also called swish).
+
+    Its gradient is ``sigmoid(x)·(1 + x·(1 − sigmoid(x)))``, as PyTorch's: the composition's
+    own would multiply the output gradient by x first, which overflows at large |x| (NaN then).
+    """
+    with no_grad():
+        out = binary("mul", x, unary("sigmoid", x))
+    if not needs_grad(x):
+        return out
+    return record(out, "silu", (x,), x=detached(x))
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
