@@ -646,7 +646,12 @@ def var(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False,
 
 
 def std(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    """Standard deviation: the square root of :func:`var` (same ``correction``)."""
+    """Standard deviation: the square root of :func:`var` (same ``correction``).
+
+    float16 and float32 inputs take their variance in the next wider float (as PyTorch
+    accumulates), so a standard deviation within the dtype's range stays finite when its
+    variance is not (1.5e38 from a float32 variance of 2.25e76).
+    """
     if type(x) not in _PLAIN_TYPES and _holds_tensor_like(x):
         x = _converted(x)
     return _std(x, dim, keepdim, correction)

@@ -504,7 +504,12 @@ class OpMethods:
         return _var(self, dim, keepdim, correction)
 
     def std(self, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation: the square root of :func:`var` (same ``correction``)."""
+        """Standard deviation: the square root of :func:`var` (same ``correction``).
+
+        float16 and float32 inputs take their variance in the next wider float (as PyTorch
+        accumulates), so a standard deviation within the dtype's range stays finite when its
+        variance is not (1.5e38 from a float32 variance of 2.25e76).
+        """
         return _std(self, dim, keepdim, correction)
 
     def logsumexp(self, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:

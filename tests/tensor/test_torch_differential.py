@@ -32,7 +32,6 @@ PENDING_FIXES = {
 """``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
 
 KNOWN_MISMATCHES = {
-    "std[float32]": "H3: float32 std of a row with 3e38 is inf (its variance overflows); PyTorch accumulates in float64: 1.5e38",
     "mish[float32]": "H3: mish's gradient at 3e38 is NaN (inf·0); its limit is 1",
 }
 """``op[dtype]`` -> a mismatch this suite found that nobody has fixed yet (reported on issue #30)."""

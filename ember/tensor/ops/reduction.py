@@ -90,8 +90,19 @@ def var(
 def std(
     x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False, correction: int = 1
 ) -> Tensor:
-    """Standard deviation: the square root of :func:`var` (same ``correction``)."""
-    return unary("sqrt", var(x, dim, keepdim, correction))
+    """Standard deviation: the square root of :func:`var` (same ``correction``).
+
+    float16 and float32 inputs take their variance in the next wider float (as PyTorch
+    accumulates), so a standard deviation within the dtype's range stays finite when its
+    variance is not (1.5e38 from a float32 variance of 2.25e76).
+    """
+    wide = _WIDER.get(x._dtype)
+    if wide is None:
+        return unary("sqrt", var(x, dim, keepdim, correction))
+    return unary("sqrt", var(x.to(wide), dim, keepdim, correction)).to(x._dtype)
+
+
+_WIDER = {dt.float16: dt.float32, dt.float32: dt.float64}
 
 
 def logsumexp(x: Tensor, dim: int | tuple | list | None = None, keepdim: bool = False) -> Tensor:
