@@ -296,3 +296,21 @@ def test_the_backends_agree_on_every_special_row():
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_float16_rows_are_computed_in_float32_while_the_cpu_kernels_compile(monkeypatch):
+    # until its kernels are compiled the cpu backend runs composed stand-ins: they too compute
+    # float16 in float32, as the kernels and the reference (squares of 1000 overflow float16)
+    from ember.tensor.device import as_device
+
+    monkeypatch.setattr(as_device("cpu").backend._tiers, "ready_for", lambda array: False)
+    x = np.array([[1000.0, 1.0, 2.0, 3.0], [-300.0, 0.5, 200.0, 1.0]], np.float16)
+    results = {}
+    for device in ("reference", "cpu"):
+        t = ember.tensor(x, device=device, requires_grad=True)
+        outs = [ember.layer_norm(t), ember.rms_norm(t)]
+        grads = (outs[0] * outs[0] + outs[1]).sum().backward()
+        results[device] = [o.numpy() for o in outs] + [grads[t].numpy()]
+    for got, want in zip(results["cpu"], results["reference"]):
+        assert np.isfinite(want).all()
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)

@@ -23,7 +23,7 @@ from ember.kernels.cpu import (
     softmax,
 )
 from ember.kernels.cpu.background_compile import BackgroundCompile
-from ember.kernels.reference import ArrayBackend, unique_rows
+from ember.kernels.reference import HALF_VIA_SINGLE, ArrayBackend, unique_rows
 from ember.kernels.reference import half_via_single as _half_via_single
 from ember.kernels.threads import apply_blas_threads
 
@@ -65,14 +65,24 @@ def _compiled(standby: str | None = None, dtype_of: int = 0):
     def wrap(method):
         fallback = getattr(ArrayBackend, method.__name__) if standby is None else None
 
+        def stand_in(self, *args, **kwargs):
+            if fallback is None:
+                return getattr(self, standby)(*args, **kwargs)
+            return fallback(self, *args, **kwargs)
+
+        # float16 computed in float32 by the stand-in too, as by the kernel and the reference
+        # (in float16 a layer-norm row's squares overflowed past ~256 while the kernels compiled)
+        stats = HALF_VIA_SINGLE.get(method.__name__)
+        stand_in_half = stand_in if stats is None else _half_via_single(stats)(stand_in)
+
         @functools.wraps(method)
         def run(self, *args, **kwargs):
             picked = args[dtype_of] if len(args) > dtype_of else next(iter(kwargs.values()), None)
             if self._tiers.ready_for(picked):
                 return method(self, *args, **kwargs)
-            if fallback is None:
-                return getattr(self, standby)(*args, **kwargs)
-            return fallback(self, *args, **kwargs)
+            if kwargs:  # (half_via_single takes positional arguments; ember passes them so)
+                return stand_in(self, *args, **kwargs)
+            return stand_in_half(self, *args)
 
         return run
 
