@@ -160,10 +160,22 @@ def _sigkill_cause(oom_kills: int | None) -> str:
     )
 
 
+def _failed_ranks(run_dir: Path) -> set[int]:
+    """The ranks that wrote why they failed (``rank-<r>.failed``)."""
+    ranks = set()
+    for path in run_dir.glob("rank-*.failed"):
+        number = path.stem.split("-", 1)[1]
+        if number.isdigit():
+            ranks.add(int(number))
+    return ranks
+
+
 def _from_exit_records(run_dir: Path, oom_kills: int | None) -> str | None:
-    """The line naming the first rank that the guardians saw die by a signal, else None."""
+    """The line naming the first rank that the guardians saw die by a signal, else None. A rank
+    that recorded an exception first is left out: its own abort may end it by a signal."""
     records = read_exit_records(run_dir)
-    killed = [info for info in records if info.get("signal")]
+    explained = _failed_ranks(run_dir)
+    killed = [info for info in records if info.get("signal") and info.get("rank") not in explained]
     if not killed:
         return None
     info = killed[0]  # the earliest: the ranks hydra kills afterwards leave no record

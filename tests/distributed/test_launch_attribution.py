@@ -200,3 +200,9 @@ def test_a_signal_to_the_guardians_process_group_reaches_the_rank_once(tmp_path)
     assert guardian.stdout.readline().strip() == b"ready"
     os.killpg(guardian.pid, signal.SIGINT)
     assert guardian.wait(30) == 1
+
+
+def test_a_rank_that_raised_is_named_by_its_reason_though_its_abort_ended_it_by_a_signal(tmp_path):
+    (tmp_path / "rank-1.failed").write_text("ember.distributed: rank 1 of 2 failed with ValueError: x")
+    _record(tmp_path, 1, 201, -6, at=1.0)  # MPI_Abort may end the raising rank by SIGABRT
+    assert failure_report(tmp_path, [], 1).startswith("ember.distributed: rank 1 of 2 failed with ValueError")
