@@ -24,10 +24,10 @@ error, not silently ignored. Fine-tuning applies to the Transformer only.
 shipped DbPedia rows) for the DbPedia scripts, ``hub`` for AG News (no rows ship); an
 unreachable Hub with nothing cached ends in a one-line error naming the offline sources.
 
-``--recipe burn`` (the Transformer's default, except on ``--source sample``) is exactly Burn's example: the script's Transformer, Adam with
-L2 weight decay 5e-5, Noam(1e-2) warm-up 1,000 steps scaled by d_model, sequences of 256,
-batches of 32, 5 epochs of 25,000 items drawn with replacement, 2,500 for validation (the
-fine-tuning: constant 1e-3). ``--recipe ember`` is ember's recommended recipe, tuned per dataset
+``--recipe burn`` (the Transformer's default, except on ``--source sample``) is exactly Burn's
+example: the script's Transformer, Adam with L2 weight decay 5e-5, Noam(1e-2) warm-up 1,000
+steps scaled by d_model, sequences of 256, batches of 32, 5 epochs of 25,000 items drawn with
+replacement, 2,500 for validation (the fine-tuning: constant 1e-3). ``--recipe ember`` is ember's recommended recipe, tuned per dataset
 (:data:`EMBER_RECIPES`: :data:`EMBER_RECIPE` on the DbPedia sample, :data:`EMBER_AG_NEWS_RECIPE`
 on AG News). On ``--source sample`` the Transformer's default is ``--recipe ember``: Burn's recipe
 draws 25,000 rows an epoch from the sample's 4,000 at sequences of 256 (about 6 minutes an epoch
@@ -696,10 +696,9 @@ def load_datasets(
         ) from error
 
 
-def inference_parser(
-    description: str, artifact_dir: str, default_source: str = "hub"
-) -> argparse.ArgumentParser:
-    """``--backend``, ``--dtype``, ``--artifact-dir``, ``--tokenizer``, ``--text``."""
+def inference_parser(description: str, artifact_dir: str, source: str = "hub") -> argparse.ArgumentParser:
+    """``--backend``, ``--dtype``, ``--artifact-dir``, ``--tokenizer``, ``--text`` (and
+    ``--evaluate --source``, ``source`` by default)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--model",
@@ -739,8 +738,8 @@ def inference_parser(
     parser.add_argument(
         "--source",
         choices=SOURCES,
-        default=default_source,
-        help=f"the test split's source for --evaluate (default {default_source})",
+        default=source,
+        help=f"the test split's source for --evaluate (default {source})",
     )
     parser.add_argument("--data-dir", default=None, metavar="DIR", help="the directory of --source local")
     return parser
