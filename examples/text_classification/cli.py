@@ -27,11 +27,12 @@ unreachable Hub with nothing cached ends in a one-line error naming the offline 
 ``--recipe burn`` (the Transformer's default, except on ``--source sample``) is exactly Burn's
 example: the script's Transformer, Adam with L2 weight decay 5e-5, Noam(1e-2) warm-up 1,000
 steps scaled by d_model, sequences of 256, batches of 32, 5 epochs of 25,000 items drawn with
-replacement, 2,500 for validation (the fine-tuning: constant 1e-3). ``--recipe ember`` is ember's recommended recipe, tuned per dataset
-(:data:`EMBER_RECIPES`: :data:`EMBER_RECIPE` on the DbPedia sample, :data:`EMBER_AG_NEWS_RECIPE`
-on AG News). On ``--source sample`` the Transformer's default is ``--recipe ember``: Burn's recipe
-draws 25,000 rows an epoch from the sample's 4,000 at sequences of 256 (about 6 minutes an epoch
-on 2 cores). Any flag given explicitly overrides the preset.
+replacement, 2,500 for validation (the fine-tuning: constant 1e-3). ``--recipe ember`` is
+ember's recommended recipe, tuned per dataset (:data:`EMBER_RECIPES`: :data:`EMBER_RECIPE` on
+the DbPedia sample, :data:`EMBER_AG_NEWS_RECIPE` on AG News). On ``--source sample`` the
+Transformer's default is ``--recipe ember``: Burn's recipe draws 25,000 rows an epoch from the
+sample's 4,000 at sequences of 256 (about 6 minutes an epoch on 2 cores). Any flag given
+explicitly overrides the preset.
 
 A bad ``--artifact-dir`` (a file, a directory that cannot be created or written) or a
 ``--resume EPOCH`` without a complete checkpoint of that epoch ends with a usage error (exit 2)
