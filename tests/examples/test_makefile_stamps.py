@@ -71,3 +71,9 @@ def test_a_changed_kernel_only_precompiles(tmp_path):
     _stamp(venv / ".ember-precompiled")
     out = _dry_run("test", venv, "--what-if=ember/kernels/cpu/gemm.py")
     assert PIP not in out and PRECOMPILE in out
+
+
+def test_cis_new_venv_with_torch_but_no_stamp_installs(tmp_path):
+    """.ci/run creates .venv-ci and installs PyTorch into it before `make test VENV=.venv-ci`."""
+    out = _dry_run("test", _fake_venv(tmp_path))
+    assert "-m venv" not in out and PIP in out and PRECOMPILE in out and "-m pytest" in out
