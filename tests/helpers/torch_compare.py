@@ -10,13 +10,14 @@ frameworks.
 Comparison rules (:func:`compare`): same shape and dtype; ints and bools exactly; floats NaN
 where NaN, ±inf where ±inf with the sign, finite values within the dtype's tolerance. The
 sign of a zero is not compared (-0.0 == 0.0, as in IEEE 754 and ``tests/helpers/differential.py``),
-nor a NaN's sign or payload. Where PyTorch raises, ember must raise too, from its own code;
-where ember raises and PyTorch does not, that is a mismatch unless the op table says why.
+nor a NaN's sign or payload. Where PyTorch raises, ember must raise too, a clear error from
+its own code; where ember raises and PyTorch does not, that is a mismatch unless
+``helpers.torch_ops.BY_DESIGN`` says why. Gradients (float32 and float64) are those of
+``sum(output · seed)`` for a fixed uneven seed, against ``torch.autograd.grad``.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import traceback
 
@@ -24,24 +25,24 @@ import numpy as np
 import torch
 
 import ember
+from helpers.differential_values import FLOATS, INF, NAN
+from helpers.numeric import tol
 
-DTYPES = ("float16", "float32", "float64", "int32", "int64", "bool")
-FLOATS = ("float16", "float32", "float64")
 GRAD_DTYPES = ("float32", "float64")
-INF, NAN = math.inf, math.nan
 
 EDGE_FLOATS = (0.0, -0.0, INF, -INF, NAN, 1e-38, -1e-38, 3e38, -3e38, 1.0, -1.0, 0.5, -2.5, 2.0)
-"""The float edge values, written once in float64 and rounded to each dtype."""
+"""The float edge values of issue #30, one list for every float dtype (rounded to it), where
+``helpers.differential_values`` draws specials chosen per dtype."""
 
-# Rtol and atol of the finite values: results of the same formula rounded in another order
-# (PyTorch's vectorised loops and ember's kernels sum and fuse differently).
-TOLERANCES = {"float16": (4e-3, 1e-3), "float32": (2e-5, 1e-6), "float64": (1e-10, 1e-12)}
+
+def tolerance(dtype: str) -> tuple[float, float]:
+    """(rtol, atol) of the finite values: ``helpers.numeric.tol`` with twice its rtol, as
+    PyTorch's vectorised loops and ember's kernels round the same formula in another order."""
+    rtol, atol = tol(dtype)
+    return 2 * rtol, atol
+
 
 _EMBER_DIR = os.path.dirname(os.path.abspath(ember.__file__)) + os.sep
-
-
-def np_dtype(name: str) -> np.dtype:
-    return np.dtype(name)
 
 
 def edge(dtype: str) -> np.ndarray:
@@ -69,8 +70,8 @@ def ordinary(shape, dtype: str, shift: int = 0) -> np.ndarray:
 
 
 def rows(dtype: str, width: int = 4) -> np.ndarray:
-    """``[R, width]``: row i holds edge value i among ordinary ones; for floats two more rows
-    of only specials (+inf twice, all -inf)."""
+    """``[R, width]``: row i holds edge value i among ordinary ones; for floats two more rows,
+    +inf twice beside ordinary values and -inf only."""
     e = edge(dtype)
     m = ordinary((len(e), width), dtype)
     m[:, min(2, width - 1)] = e
@@ -321,7 +322,7 @@ def compare(
             return f"{what}: {got[tuple(i)]!r} != PyTorch's {want[tuple(i)]!r} at {tuple(i)} ({int(bad.sum())} differ)"
         return None
     g, w = got.astype(np.float64), want.astype(np.float64)
-    rtol, atol = TOLERANCES[got.dtype.name]
+    rtol, atol = tolerance(got.dtype.name)
     rtol = max(rtol, min_rtol)
     with np.errstate(invalid="ignore", over="ignore"):
         finite = np.isfinite(g) & np.isfinite(w)

@@ -21,7 +21,7 @@ import ember
 import ember.nn as enn
 from ember.nn import functional as EF
 from ember.nn.conv import conv_nd
-from helpers.torch_compare import DTYPES, FLOATS
+from helpers.differential_values import DTYPES, FLOATS
 
 
 @dataclass(frozen=True)
