@@ -395,7 +395,9 @@ class HuberLoss(Module):
 
     def forward_residuals(self, residuals: Tensor) -> Tensor:
         """The element-wise loss of given residuals."""
+        # Each branch sees only what it may be selected for: the branch a residual does not take
+        # gets gradient 0, and 0 times an infinite residual's derivative would be NaN.
         large = residuals.abs() > self.delta
-        outside = residuals.clamp(-self.delta, self.delta) * residuals - self.lin_bias
-        inside = residuals.square() * 0.5
+        outside = residuals.abs() * self.delta - self.lin_bias
+        inside = residuals.mask_fill(large, 0.0).square() * 0.5  # a NaN residual stays NaN
         return inside.mask_where(large, outside)

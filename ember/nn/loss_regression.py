@@ -60,8 +60,11 @@ class SmoothL1Loss(Module):
         error = _error("SmoothL1Loss", predictions, targets)
         magnitude = error.abs()
         linear = magnitude - 0.5 * self.beta
-        quadratic = error.square() * (0.5 / self.beta)
-        return quadratic.where(magnitude < self.beta, linear)
+        # squared only where it is taken: the linear part's gradient at an infinite error must
+        # not meet 0 · inf = NaN from the other branch; a NaN error takes the square (NaN gradient)
+        small = ~(magnitude >= self.beta)
+        quadratic = error.mask_fill(~small, 0.0).square() * (0.5 / self.beta)
+        return quadratic.where(small, linear)
 
     def forward_with_reduction(
         self, predictions: Tensor, targets: Tensor, reduction=Reduction.Auto

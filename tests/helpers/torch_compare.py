@@ -171,6 +171,14 @@ def _family(name: str, dtype: str) -> list:
     if name == "conv":
         w, b = ordinary((3, 2, 2, 2), dtype, 1), ordinary((3,), dtype, 2)
         return [("image", (_image(dtype), w, b)), ("empty", (zeros((0, 2, 4, 4), dtype), w, b))]
+    if name == "signal":
+        return [("signal", (_image(dtype).reshape(1, 2, 16),)), ("empty", (zeros((0, 2, 16), dtype),))]
+    if name == "conv1d":
+        w, b = ordinary((3, 2, 3), dtype, 1), ordinary((3,), dtype, 2)
+        return [
+            ("signal", (_image(dtype).reshape(1, 2, 16), w, b)),
+            ("empty", (zeros((0, 2, 16), dtype), w, b)),
+        ]
     if name == "attention":
         return [("q_edge", _attention(dtype))]
     if name == "norm":
@@ -200,6 +208,8 @@ FAMILIES = (
     "bce",
     "image",
     "conv",
+    "signal",
+    "conv1d",
     "attention",
     "norm",
 )

@@ -107,8 +107,17 @@ def _torch_conv(x, w, b):
 
 
 def _module(config):
-    module = config.init()
-    return lambda *xs: module(*xs)
+    """A module of ``config`` built on the first input's device and (float) dtype, called."""
+
+    def call(*xs):
+        dtype = xs[0].dtype if xs[0].dtype.is_float else None
+        return config.init(device=xs[0].device, dtype=dtype)(*xs)
+
+    return call
+
+
+def _conv1d(x, w, b):
+    return conv_nd(x, w, b, (2,), ((1, 1),), (1,), 1)
 
 
 _TABLE = {
@@ -387,6 +396,19 @@ _MODULES = {
         _module(enn.AdaptiveAvgPool2dConfig((3, 2))), lambda x: F.adaptive_avg_pool2d(x, (3, 2)), "image"
     ),
     "conv2d": one(_conv, _torch_conv, "conv"),
+    "conv1d": one(_conv1d, lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), "conv1d"),
+    "MaxPool1d": one(_module(enn.MaxPool1dConfig(2)), lambda x: F.max_pool1d(x, 2), "signal"),
+    "AvgPool1d": one(_module(enn.AvgPool1dConfig(2)), lambda x: F.avg_pool1d(x, 2), "signal"),
+    "GroupNorm": one(_module(enn.GroupNormConfig(2, 2)), lambda x: F.group_norm(x, 2), "image"),
+    "InstanceNorm": one(_module(enn.InstanceNormConfig(2)), F.instance_norm, "image"),
+    "HuberLoss": one(
+        lambda a, b: enn.HuberLossConfig(1.0).init()(a, b), lambda a, b: F.huber_loss(a, b, delta=1.0), "pair"
+    ),
+    "SmoothL1Loss": one(
+        lambda a, b: enn.SmoothL1LossConfig(1.0).init().forward_with_reduction(a, b),
+        lambda a, b: F.smooth_l1_loss(a, b),
+        "pair",
+    ),
 }
 """The ``ember.nn`` composites built from modules or their shared functions."""
 
@@ -487,6 +509,9 @@ BY_DESIGN = {
         _FLOAT_ONLY,
     ),
     "AvgPool2d[int64]": _FLOAT_ONLY,
+    "AvgPool1d[int64]": _FLOAT_ONLY,
+    "conv1d[bool]": _BOOL_KIND,
+    **_each(("InstanceNorm",), ("int32", "int64", "bool"), _FLOAT_ONLY),
     **_each(("mean", "var", "std"), ("int32", "int64", "bool"), _INT_TO_FLOAT),
     **_each(("leaky_relu", "silu", "softplus"), ("int32", "int64"), _INT_TO_FLOAT),
     "leaky_relu[bool]": _INT_TO_FLOAT,
