@@ -166,6 +166,14 @@ def _family(name: str, dtype: str) -> list:
         ]
     if name == "bce":
         return [("logits", (e, (np.arange(len(e)) % 2).astype(dtype)))]
+    if name == "counts":  # predictions and non-negative targets
+        return [("rows", (r, np.abs(ordinary(r.shape, dtype, 4))))]
+    if name == "probabilities":  # log-probabilities and target probabilities, 0 and 1 included
+        p = np.abs(ordinary(r.shape, dtype, 4)) / 2
+        p[:2, 0] = [0.0, 1.0]
+        return [("rows", (r, p))]
+    if name == "signs":  # logits and ±1 targets
+        return [("logits", (e, np.where(np.arange(len(e)) % 2, 1, -1).astype(dtype)))]
     if name == "image":
         return [("image", (_image(dtype),)), ("empty", (zeros((0, 2, 4, 4), dtype),))]
     if name == "conv":
@@ -206,6 +214,9 @@ FAMILIES = (
     "embedding_bag",
     "cross_entropy",
     "bce",
+    "signs",
+    "counts",
+    "probabilities",
     "image",
     "conv",
     "signal",
@@ -235,13 +246,17 @@ def _float_array(a: np.ndarray, grad: bool) -> bool:
     return grad and a.dtype.kind == "f" and a.dtype.name in GRAD_DTYPES
 
 
-def run_ember(fn, arrays, device: str, grad: bool):
+def _wants_grad(arrays, grad: bool, constants=()) -> list:
+    return [_float_array(a, grad) and i not in constants for i, a in enumerate(arrays)]
+
+
+def run_ember(fn, arrays, device: str, grad: bool, constants=()):
     """``(outputs, grads, error)``: the outputs as host arrays, the gradient of each float
     input (None when it got none) of ``sum(out · seed)``, or the exception raised."""
     ts = []
-    for a in arrays:
+    for a, wants in zip(arrays, _wants_grad(arrays, grad, constants)):
         t = ember.tensor(a, dtype=ember.dtype_from_numpy(a.dtype), device=device)
-        if _float_array(a, grad):
+        if wants:
             t.require_grad()
         ts.append(t)
     try:
@@ -269,9 +284,9 @@ def run_ember(fn, arrays, device: str, grad: bool):
     return host, grads, None
 
 
-def run_torch(fn, arrays, grad: bool):
+def run_torch(fn, arrays, grad: bool, constants=()):
     """As :func:`run_ember`, with ``torch.autograd.grad``."""
-    ts = [torch.tensor(a, requires_grad=_float_array(a, grad)) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=w) for a, w in zip(arrays, _wants_grad(arrays, grad, constants))]
     try:
         outs = _as_list(fn(*ts))
         host = [o.detach().numpy().copy() for o in outs]
@@ -405,8 +420,8 @@ def check(
         for form, efn, tfn in case.forms:
             where = f"{form or 'forward'}({label})"
             grad = case.grad and dtype in GRAD_DTYPES
-            t_out, t_grads, t_err = run_torch(tfn, arrays, grad)
-            e_out, e_grads, e_err = run_ember(efn, arrays, device, grad)
+            t_out, t_grads, t_err = run_torch(tfn, arrays, grad, case.constants)
+            e_out, e_grads, e_err = run_ember(efn, arrays, device, grad, case.constants)
             if t_err is not None:
                 if e_err is None:
                     first = str(t_err).splitlines()[0]
@@ -439,7 +454,7 @@ def check(
                     problems.append(("value", msg))
             for k, (g, w) in enumerate(zip(e_grads or [], t_grads or [])):
                 ref = arrays[k]
-                if (g is None and w is None) or not _float_array(ref, grad):
+                if (g is None and w is None) or not _wants_grad(arrays, grad, case.constants)[k]:
                     continue
                 g = np.zeros(ref.shape, ref.dtype) if g is None else g
                 w = np.zeros(ref.shape, ref.dtype) if w is None else w

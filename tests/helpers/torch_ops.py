@@ -36,6 +36,8 @@ class Case:
     """Compare gradients (float32/float64) too."""
     rtol: float = 0.0
     """A larger relative tolerance than the dtype's, where PyTorch rounds a constant coarser."""
+    constants: tuple = ()
+    """Indices of float inputs that take no gradient (PyTorch refuses one for them)."""
 
 
 def one(ember_fn, torch_fn, inputs: str, **kw) -> Case:
@@ -404,6 +406,31 @@ _MODULES = {
     "HuberLoss": one(
         lambda a, b: enn.HuberLossConfig(1.0).init()(a, b), lambda a, b: F.huber_loss(a, b, delta=1.0), "pair"
     ),
+    # ember's default reduction of the KL divergence is Burn's (and PyTorch's recommended) batchmean
+    "KLDivLoss": one(
+        lambda a, b: enn.KLDivLossConfig().init()(a, b),
+        lambda a, b: F.kl_div(a, b, reduction="batchmean"),
+        "probabilities",
+    ),
+    "SoftMarginLoss": one(
+        lambda a, b: enn.SoftMarginLoss()(a, b), F.soft_margin_loss, "signs", constants=(1,)
+    ),
+    "HingeEmbeddingLoss": one(
+        lambda a, b: enn.HingeEmbeddingLossConfig(1.0).init()(a, b),
+        F.hinge_embedding_loss,
+        "signs",
+        constants=(1,),
+    ),
+    "PoissonNllLoss": one(lambda a, b: enn.PoissonNllLossConfig().init()(a, b), F.poisson_nll_loss, "counts"),
+    "LpLoss(1)": one(lambda a, b: enn.LpLossConfig(1.0).init()(a, b), F.l1_loss, "pair"),
+    "CosineSimilarity": one(
+        lambda a, b: enn.CosineSimilarityConfig(1).init()(a, b),
+        lambda a, b: F.cosine_similarity(a, b, 1),
+        "pair",
+    ),
+    "PairwiseDistance": one(
+        lambda a, b: enn.PairwiseDistanceConfig().init()(a, b), F.pairwise_distance, "pair"
+    ),
     "SmoothL1Loss": one(
         lambda a, b: enn.SmoothL1LossConfig(1.0).init().forward_with_reduction(a, b),
         lambda a, b: F.smooth_l1_loss(a, b),
@@ -512,6 +539,7 @@ BY_DESIGN = {
     "AvgPool1d[int64]": _FLOAT_ONLY,
     "conv1d[bool]": _BOOL_KIND,
     **_each(("InstanceNorm",), ("int32", "int64", "bool"), _FLOAT_ONLY),
+    **_each(("PoissonNllLoss", "PairwiseDistance"), ("int32", "int64"), _FLOAT_ONLY),
     **_each(("mean", "var", "std"), ("int32", "int64", "bool"), _INT_TO_FLOAT),
     **_each(("leaky_relu", "silu", "softplus"), ("int32", "int64"), _INT_TO_FLOAT),
     "leaky_relu[bool]": _INT_TO_FLOAT,
@@ -568,6 +596,14 @@ UNDEFINED = {
     "gelu_approximate": (
         {"grad@inf", "grad:torch_nonfinite"},
         "PyTorch's tanh-gelu gradient at ±inf and 3e38 is NaN; the limits are 1 and 0",
+    ),
+    "KLDivLoss": (
+        {"grad:torch_nonfinite"},
+        "the gradient of a target of 0 (log 0 + 1 − x): PyTorch NaN, ember 0 (the term is absent)",
+    ),
+    "SoftMarginLoss": (
+        {"grad:torch_nonfinite"},
+        "the gradient at a logit of ±inf: PyTorch's exp(inf)/(1 + exp(inf)) is NaN, the limit ±1/N",
     ),
     "max": (
         {"grad:torch_nonfinite"},
