@@ -12,7 +12,9 @@ import math
 
 from ember.nn.module import Module
 from ember.record.config import Config
+from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import shape_str
+from ember.tensor.ops.elementwise import binary
 from ember.tensor.tensor import Tensor
 
 __all__ = [
@@ -93,8 +95,22 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     # broadcast first: a norm taken along a broadcast dim must see the repeated entries
     x1 = x1 if tuple(x1.shape) == shape else x1.expand(*shape)
     x2 = x2 if tuple(x2.shape) == shape else x2.expand(*shape)
-    dot = (x1 * x2).sum(dim)
-    return dot / (lp_norm(x1, 2, dim).clamp(min=eps) * lp_norm(x2, 2, dim).clamp(min=eps))
+    # Each vector divided by its largest |x| first (the value is unchanged: a positive scale of
+    # a vector and its eps bound cancel), so the dot and the norms cannot overflow: at 3e38 in
+    # float32 they were inf/inf = NaN where the similarity is finite.
+    s1, s2 = _scale(x1, dim), _scale(x2, dim)
+    y1, y2 = x1 / s1, x2 / s2
+    dot = (y1 * y2).sum(dim)
+    n1 = binary("maximum", lp_norm(y1, 2, dim), (eps / s1).squeeze(dim))
+    n2 = binary("maximum", lp_norm(y2, 2, dim), (eps / s2).squeeze(dim))
+    return dot / (n1 * n2)
+
+
+def _scale(x: Tensor, dim: int) -> Tensor:
+    """The largest |x| along ``dim`` (kept), 1 where that is 0 or not finite; a constant."""
+    with no_grad():
+        m = x.abs().max(dim, keepdim=True)
+        return m.mask_fill(~(m.isfinite() & (m > 0)), 1.0)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6) -> Tensor:

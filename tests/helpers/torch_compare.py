@@ -330,10 +330,12 @@ def compare(
     skip: np.ndarray | None = None,
     overflow: bool = False,
     min_rtol: float = 0.0,
+    overflow_to_zero: bool = False,
 ) -> str | None:
     """None when ember's ``got`` matches PyTorch's ``want`` by the module's rules, else why
     not; elements where ``skip`` is True are not compared; ``overflow``: PyTorch's ±inf
-    matches a finite value of the same sign within 1/64 of the dtype's largest."""
+    matches a finite value of the same sign within 1/64 of the dtype's largest;
+    ``overflow_to_zero``: PyTorch's 0 matches any finite value."""
     if got.shape != want.shape:
         return f"{what}: shape {got.shape} != PyTorch's {want.shape}"
     if got.dtype != want.dtype:
@@ -362,6 +364,8 @@ def compare(
         )
         same_special |= big
     bad = ~np.where(finite, close, same_special)
+    if overflow_to_zero:
+        bad &= ~((w == 0) & np.isfinite(g))
     if skip is not None:
         bad &= ~skip
     if bad.any():
@@ -385,11 +389,20 @@ def _input_mask(arrays, shape, test) -> np.ndarray | None:
 
 _TESTS = {"nan": np.isnan, "inf": np.isinf}
 
-UNDEFINED_MODES = ("forward@nan", "forward@inf", "grad@nan", "grad@inf", "grad:torch_nonfinite", "overflow")
+UNDEFINED_MODES = (
+    "forward@nan",
+    "forward@inf",
+    "grad@nan",
+    "grad@inf",
+    "grad:torch_nonfinite",
+    "overflow",
+    "overflow_to_zero",
+)
 """What an entry of ``torch_ops.UNDEFINED`` may leave out: the outputs (gradients) at NaN or
 ±inf inputs (element-wise ops); the gradients where PyTorch's is not finite; and ``overflow``:
 PyTorch's ±inf where ember has a finite value of the same sign near the dtype's limit (an
-intermediate overflowed in PyTorch only)."""
+intermediate overflowed in PyTorch only); ``overflow_to_zero``: PyTorch's 0 where ember has a
+finite value (PyTorch divided by an overflowed intermediate)."""
 
 
 def _skip(undefined, kind: str, arrays, shape, want) -> np.ndarray | None:
@@ -416,6 +429,7 @@ def check(
     are left out, where PyTorch's result is undefined."""
     problems = []
     overflow = "overflow" in undefined
+    to_zero = "overflow_to_zero" in undefined
     for label, arrays in inputs(case.inputs, dtype):
         for form, efn, tfn in case.forms:
             where = f"{form or 'forward'}({label})"
@@ -450,7 +464,7 @@ def check(
                 if cast_torch:
                     w = w.astype(g.dtype)
                 skip = _skip(undefined, "forward", arrays, g.shape, w)
-                if (msg := compare(g, w, f"{where} output {k}", skip, overflow, rtol)) is not None:
+                if (msg := compare(g, w, f"{where} output {k}", skip, overflow, rtol, to_zero)) is not None:
                     problems.append(("value", msg))
             for k, (g, w) in enumerate(zip(e_grads or [], t_grads or [])):
                 ref = arrays[k]
@@ -459,6 +473,8 @@ def check(
                 g = np.zeros(ref.shape, ref.dtype) if g is None else g
                 w = np.zeros(ref.shape, ref.dtype) if w is None else w
                 skip = _skip(undefined, "grad", arrays, g.shape, w)
-                if (msg := compare(g, w, f"{where} gradient of input {k}", skip, overflow, rtol)) is not None:
+                if (
+                    msg := compare(g, w, f"{where} gradient of input {k}", skip, overflow, rtol, to_zero)
+                ) is not None:
                     problems.append(("value", msg))
     return problems

@@ -597,6 +597,11 @@ UNDEFINED = {
         {"grad@inf", "grad:torch_nonfinite"},
         "PyTorch's tanh-gelu gradient at ±inf and 3e38 is NaN; the limits are 1 and 0",
     ),
+    "CosineSimilarity[float32]": (
+        {"overflow_to_zero"},
+        "a row holding 3e38: PyTorch's norm overflows to inf and the similarity (and the other row's gradient) "
+        "to 0; ember scales each row by its largest |x| first and gives the finite value",
+    ),
     "KLDivLoss": (
         {"grad:torch_nonfinite"},
         "the gradient of a target of 0 (log 0 + 1 − x): PyTorch NaN, ember 0 (the term is absent)",

@@ -36,8 +36,6 @@ PENDING_FIXES = {
 KNOWN_MISMATCHES = {
     "mish[float32]": "H3: mish's gradient at 3e38 is NaN (the output gradient times x overflows, then ·0); its limit "
     "is 1 (not fixed: ember/nn/functional.py is H1's file; a rule of its own, as silu's, fixes it)",
-    "CosineSimilarity[float32]": "H3: a row holding 3e38 overflows its dot and norm (inf/inf = NaN in ember, x/inf = 0 "
-    "in PyTorch) where the true value is finite: neither is right; scaling each row by its largest |x| first fixes it",
 }
 """``op[dtype]`` -> a mismatch this suite found that nobody has fixed yet (reported on issue #30)."""
 
