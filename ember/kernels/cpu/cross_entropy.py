@@ -28,16 +28,6 @@ def _log_prob(x, m, log_total):
     return (x - m) - log_total
 
 
-@serial_ordered
-def _sum_log_probs(xi, m, log_total):
-    # terms of one sign, summed in float64: past the dtype's range only where the reference's
-    # sum is too (then -inf once cast); not reassociated into sum(x) - C m, which cancels
-    summed = 0.0
-    for j in range(xi.shape[0]):
-        summed += (xi[j] - m) - log_total
-    return summed
-
-
 @kernel
 def _cross_entropy_rows(logits, targets, smoothing, loss, lse):
     n, c = logits.shape
@@ -51,8 +41,11 @@ def _cross_entropy_rows(logits, targets, smoothing, loss, lse):
         # no stand-in for a maximum of +-inf: a row with +inf, or of -inf only, gives NaN
         # (inf - inf), as the reference and PyTorch do
         total = 0.0
+        shifted_sum = vm.typed(0.0, logits)
         for j in range(c):
-            total += vm.exp(li[j] - m)
+            shifted = li[j] - m
+            total += vm.exp(shifted)
+            shifted_sum += shifted
         log_total = vm.typed(math.log(total), logits)
         lse[i] = m + log_total
         # -(1 - s) logp[t] - (s / C) sum_j logp[j] with logp = (x - max) - log_total, each in
@@ -63,7 +56,10 @@ def _cross_entropy_rows(logits, targets, smoothing, loss, lse):
         if keep != 0.0:
             value -= keep * _log_prob(li[targets[i]], m, log_total)
         if spread != 0.0:
-            value -= spread * vm.typed(_sum_log_probs(li, m, log_total), logits)
+            # sum_j logp[j] = sum_j (x_j - max) - C log_total: two sums of terms of one sign
+            # (no cancellation), in float64, then past the dtype's range (-inf once cast)
+            # only where the reference's sum of logp is too
+            value -= spread * vm.typed(shifted_sum - c * float(log_total), logits)
         loss[i] = value
 
 
@@ -77,15 +73,33 @@ def _cross_entropy_backward_rows(logits, targets, lse, dloss, smoothing, dlogits
         di = dlogits[i]
         g = dloss[i]
         row_lse = lse[i]
-        # exp(x - lse) normalised by its own row sum: lse = max + log(sum) rounds log(sum)
-        # away at large |max| (the softmax of [1e20, 1e20] came out [1, 1]); the common
-        # error of the shift cancels in the ratio
+        for j in range(c):
+            di[j] = g * (vm.exp(li[j] - row_lse) - spread)
+        di[targets[i]] -= g * keep
+
+
+@kernel
+def _cross_entropy_backward_normalised_rows(logits, targets, lse, dloss, smoothing, rows, dlogits):
+    # exp(x - lse) normalised by its own row sum: lse = max + log(sum) rounds log(sum) away at
+    # large |max| (the softmax of [1e20, 1e20] came out [1, 1]); the common error of the shift
+    # cancels in the ratio
+    c = logits.shape[1]
+    keep = vm.typed(1.0 - smoothing, logits)
+    spread = vm.typed(smoothing / c, logits)
+    for k in prange(rows.shape[0]):
+        i = rows[k]
+        li = logits[i]
+        di = dlogits[i]
+        g = dloss[i]
+        row_lse = lse[i]
         total = 0.0
         for j in range(c):
-            total += vm.exp(li[j] - row_lse)
-        inv = vm.typed(1.0 / total, logits)
+            e = vm.exp(li[j] - row_lse)
+            di[j] = e
+            total += e
+        scale = vm.typed(1.0 / total, logits)
         for j in range(c):
-            di[j] = g * (vm.exp(li[j] - row_lse) * inv - spread)
+            di[j] = g * (di[j] * scale - spread)
         di[targets[i]] -= g * keep
 
 
@@ -186,4 +200,10 @@ def cross_entropy_backward(
     dlogits = np.empty_like(logits)
     if logits.shape[0]:
         _cross_entropy_backward_rows(logits, targets, lse, dloss, s, dlogits)
+        # past |lse| = 2^-18 / eps (32 in float32) the rounding of lse moves exp(x - lse) by
+        # more than 2e-6 relative: those rows (a NaN lse too) are redone normalised
+        with np.errstate(invalid="ignore"):
+            redo = np.flatnonzero(~(np.abs(lse) < 2.0**-18 / float(np.finfo(logits.dtype).eps)))
+        if redo.size:
+            _cross_entropy_backward_normalised_rows(logits, targets, lse, dloss, s, redo, dlogits)
     return dlogits
