@@ -1,10 +1,11 @@
 """Fused cross-entropy with label smoothing over logits ``[N, C]``, forward and backward.
 
-Forward reads each row of logits in short sweeps (max, exponential sum, and with label
-smoothing the sum of log-probabilities) and keeps only ``lse`` for the backward; the
-backward rebuilds the softmax from ``lse`` (normalised by its own sum) instead of storing
-``[N, C]`` probabilities. Targets are checked
-to lie in ``[0, C)`` before the kernels run, since they index without bounds checks.
+Forward reads each row of logits twice (its max, then the exponential sum and the sum of
+the shifted logits in one sweep) and keeps only ``lse`` for the backward; the backward
+rebuilds the softmax as ``exp(x - lse)`` instead of storing ``[N, C]`` probabilities, and
+normalises it by its own sum in the rare rows where ``lse`` is too large for that to be
+exact. Targets are checked to lie in ``[0, C)`` before the kernels run, since they index
+without bounds checks.
 """
 
 from __future__ import annotations
