@@ -544,6 +544,12 @@ BY_DESIGN = {
     **_each(("leaky_relu", "silu", "softplus"), ("int32", "int64"), _INT_TO_FLOAT),
     "leaky_relu[bool]": _INT_TO_FLOAT,
     **_each(("argmax", "argmin"), ("bool",), _BOOL_ARG),
+    # issue #30 item 3 allows a clear error or PyTorch's result: ember raises (the README says so)
+    **_each(
+        ("pow",),
+        ("int32", "int64"),
+        "an int base to a negative int power raises ValueError naming pow; PyTorch returns its truncated integer",
+    ),
 }
 """``op[dtype]`` -> why ember refuses an input PyTorch accepts (or the reverse), by design. The
 test checks that these are the only differences there, and that ember's refusals are clear."""

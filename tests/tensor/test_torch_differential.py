@@ -27,10 +27,7 @@ from ember.tensor import op_table  # noqa: E402
 # NumPy's overflow and invalid-value warnings on the ±inf, NaN and 3e38 inputs are expected here
 pytestmark = [pytest.mark.torch, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
-PENDING_FIXES = {
-    "pow[int32]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
-    "pow[int64]": "H2: integer pow with a negative exponent: PyTorch returns its integer result, ember raises",
-}
+PENDING_FIXES: dict = {}
 """``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
 
 KNOWN_MISMATCHES = {
