@@ -590,10 +590,13 @@ class _Run:
 
     def _should_stop(self) -> bool:
         """Whether the interrupter asks to stop, in this or (distributed) any other process:
-        every process then stops at the same batch."""
-        if self.strategy.any_process(self.interrupter.should_stop()) and not self.interrupter.should_stop():
+        every process then stops at the same batch. The answer is the collective's: a signal
+        handled after the flag was read (e.g. as the collective's wait returns) is seen at the
+        next check, by every process together, so their collectives stay paired."""
+        stop = self.strategy.any_process(self.interrupter.should_stop())
+        if stop and not self.interrupter.should_stop():
             self.interrupter.stop("another rank was interrupted")
-        return self.interrupter.should_stop()
+        return stop
 
     def _early_stop(self, epoch: int) -> bool:
         """The early-stopping decision, taken on the main process (which has the metrics)."""
