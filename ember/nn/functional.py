@@ -165,9 +165,11 @@ def hard_swish(x: Tensor) -> Tensor:
 
 
 def mish(x: Tensor) -> Tensor:
-    """``x · tanh(softplus(x))``."""
+    """``x · tanh(softplus(x))``; above 20 the factor is 1 in float64 already, so the value is
+    ``x`` and the gradient 1 (the product rule would multiply a huge ``x`` by a zero factor: NaN
+    at 3e38)."""
     _float("mish", x)
-    return x * softplus(x).tanh()
+    return where(x > 20.0, x, x * softplus(x).tanh())
 
 
 def elu(x: Tensor, alpha: float = 1.0) -> Tensor:

@@ -6,9 +6,8 @@ The op map lives in ``tests/helpers/torch_ops.py`` (one row per op, or a reason 
 no counterpart, and the documented differences: ``BY_DESIGN``, ``DTYPE_RULES``,
 ``UNDEFINED``); the inputs and the comparison rules in ``tests/helpers/torch_compare.py``.
 
-Mismatches that other work on issue #30 is fixing are listed in :data:`PENDING_FIXES`, and
-the ones found here and not fixed yet in :data:`KNOWN_MISMATCHES`: both strictly expected to
-fail, so a fix that lands shows up as XPASS and its entry must go.
+A mismatch found here and not fixed yet goes in :data:`KNOWN_MISMATCHES` (empty now), strictly
+expected to fail, so a fix that lands shows up as XPASS and its entry must go.
 """
 
 from __future__ import annotations
@@ -27,14 +26,8 @@ from ember.tensor import op_table  # noqa: E402
 # NumPy's overflow and invalid-value warnings on the ±inf, NaN and 3e38 inputs are expected here
 pytestmark = [pytest.mark.torch, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
-PENDING_FIXES: dict = {}
-"""``op[dtype]`` (every backend) or ``op[dtype]@device`` -> the helper fixing it and what is wrong."""
-
-KNOWN_MISMATCHES = {
-    "mish[float32]": "H3: mish's gradient at 3e38 is NaN (the output gradient times x overflows, then ·0); its limit "
-    "is 1 (not fixed: ember/nn/functional.py is H1's file; a rule of its own, as silu's, fixes it)",
-}
-"""``op[dtype]`` -> a mismatch this suite found that nobody has fixed yet (reported on issue #30)."""
+KNOWN_MISMATCHES: dict = {}
+"""``op[dtype]`` (every backend) or ``op[dtype]@device`` -> what is wrong, and where it is tracked."""
 
 
 CASES = [f"{name}[{dtype}]" for name, case in TORCH_OPS.items() for dtype in DTYPES if dtype in case.dtypes]
@@ -42,15 +35,14 @@ CASES = [f"{name}[{dtype}]" for name, case in TORCH_OPS.items() for dtype in DTY
 
 @pytest.fixture(autouse=True)
 def _expected_failures(request):
-    """Mark the cases of PENDING_FIXES and KNOWN_MISMATCHES as strictly expected to fail."""
+    """Mark the cases of KNOWN_MISMATCHES as strictly expected to fail."""
     callspec = getattr(request.node, "callspec", None)
     if callspec is None or "case" not in callspec.params:
         return
     case_id, device = callspec.params["case"], callspec.params.get("device")
-    for table in (PENDING_FIXES, KNOWN_MISMATCHES):
-        reason = table.get(f"{case_id}@{device}") or table.get(case_id)
-        if reason:
-            request.node.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+    reason = KNOWN_MISMATCHES.get(f"{case_id}@{device}") or KNOWN_MISMATCHES.get(case_id)
+    if reason:
+        request.node.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -75,7 +67,7 @@ def test_every_op_has_a_torch_counterpart_or_a_reason():
 
 
 def test_documented_differences_name_real_cases():
-    keyed = list(PENDING_FIXES) + list(KNOWN_MISMATCHES) + list(BY_DESIGN) + list(DTYPE_RULES)
+    keyed = list(KNOWN_MISMATCHES) + list(BY_DESIGN) + list(DTYPE_RULES)
     stale = [k for k in keyed if k.split("@")[0] not in CASES]
     stale += [k for k in UNDEFINED if k not in TORCH_OPS and k not in CASES]
     assert not stale, f"entries that name no case: {stale}"
