@@ -128,9 +128,12 @@ def max_over_windows(
     k = windows.shape[2]
     with no_grad():
         nan = windows.isnan()
-        pick = windows.mask_fill(nan, float("-inf")).argmax(2, keepdim=True)  # argmax: the first
-        last_nan = (k - 1) - nan.flip(2).to(dt.int32).argmax(2, keepdim=True)
-        pick = where(nan.any(2, keepdim=True), last_nan, pick)
+        if nan.any().item():  # (rare: checked once so the common case skips three passes)
+            pick = windows.mask_fill(nan, float("-inf")).argmax(2, keepdim=True)  # argmax: the first
+            last_nan = (k - 1) - nan.flip(2).to(dt.int32).argmax(2, keepdim=True)
+            pick = where(nan.any(2, keepdim=True), last_nan, pick)
+        else:
+            pick = windows.argmax(2, keepdim=True)
         index = _window_index(inside.shape, tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
         first_inside = inside.reshape(-1)[index].reshape(k, -1).argmax(0)  # [L]
         if first_inside.any():  # padding leads some window: all -inf there takes the first inside
