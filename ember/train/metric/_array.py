@@ -110,7 +110,10 @@ def topk_rows(x: Any, k: int) -> np.ndarray:
 
         return ember.topk(x.detach(), k, -1)[1].numpy()
     a = np.asarray(x)
-    return np.argsort(-a, axis=-1, kind="stable")[..., :k]
+    # Descending as ``ember.topk``: NaN first, lower index first on ties, and no negation (which
+    # overflows an integer type's minimum): a stable ascending sort of the reversed row, reversed.
+    n = a.shape[-1]
+    return (n - 1 - np.argsort(a[..., ::-1], axis=-1, kind="stable")[..., ::-1])[..., :k]
 
 
 def target_log_probs(logits: Any, targets: Any) -> np.ndarray:
