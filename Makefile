@@ -18,7 +18,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(INSTALLED): $(INSTALL_INPUTS) | $(PY)
-	$(PY) -m pip install -e ".[test,text,train,examples,distributed]"
+	$(PY) -m pip install -e ".[test,text,train,examples,distributed,interop]"
 	touch $@
 
 # Compiles the cpu kernels into the on-disk cache (a minute at most) so that the first
