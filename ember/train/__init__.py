@@ -25,7 +25,7 @@ from ember.train.checkpoint import (
 from ember.train.early_stopping import EarlyStoppingStrategy, MetricEarlyStoppingStrategy, StoppingCondition
 from ember.train.interrupter import Interrupter
 from ember.train.learner import Learner
-from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger
+from ember.train.logger import FileApplicationLoggerInstaller, FileMetricLogger, TensorBoardLogger
 from ember.train.output import (
     ClassificationOutput,
     MultiLabelClassificationOutput,
@@ -70,6 +70,7 @@ __all__ = [
     "Split",
     "StoppingCondition",
     "SupervisedTraining",
+    "TensorBoardLogger",
     "TrainOutput",
     "TrainStep",
     "TrainStepMixin",
