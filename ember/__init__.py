@@ -58,7 +58,7 @@ from ember.tensor.creation import (
 )
 
 # The op functions (ember.sum, ember.exp, ember.where, ember.softmax, ...), generated from the op
-# table (ember/tensor/op_table.py); each takes tensor-likes (an nn.Param) wherever it takes a Tensor.
+# table (ember/core/op_table.py); each takes tensor-likes (an nn.Param) wherever it takes a Tensor.
 from ember.tensor.op_functions import *  # noqa: F403
 from ember.tensor.sparse import RowSparse
 
@@ -129,7 +129,7 @@ def __getattr__(name):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in ("nn", "optim", "record", "data", "train"):
+    if name in ("nn", "optim", "record", "data", "train", "pretrained"):
         import importlib
 
         return importlib.import_module(f"ember.{name}")

@@ -1,0 +1,123 @@
+"""from_pretrained against transformers on random BERT, DistilBERT and RoBERTa checkpoints:
+the last hidden state and the classification logits, with and without an attention mask."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.pretrained import from_pretrained
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.torch
+
+FAMILIES = ["bert", "distilbert", "roberta"]
+F32_TOL = 1e-5  # the issue's bound, float32
+# float16 ember against float32 transformers: hidden states after LayerNorm reach ~4, where
+# float16's spacing is 2^-9 ≈ 2e-3; a few roundings per layer give up to ~4.4e-3 measured here
+F16_TOL = 1e-2
+
+
+def _inputs(family: str, masked: bool):
+    rng = np.random.default_rng(7)
+    ids = rng.integers(5, 64, size=(3, 9)).astype(np.int64)
+    mask = np.ones_like(ids)
+    if masked:
+        mask[1, 6:] = 0
+        mask[2, 3:] = 0
+        ids[mask == 0] = 1 if family == "roberta" else 0  # the pad id
+    return ids, mask
+
+
+def _torch_outputs(model, ids, mask, masked):
+    kwargs = {"attention_mask": torch.tensor(mask)} if masked else {}
+    with torch.no_grad():
+        return model(torch.tensor(ids), **kwargs)
+
+
+def _ember_outputs(model, ids, mask, masked, device):
+    args = (ember.tensor(ids, dtype=ember.int64, device=device),)
+    if masked:
+        args += (ember.tensor(mask, dtype=ember.int64, device=device),)
+    return model(*args).to(ember.float32).numpy()
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_last_hidden_state_matches_transformers(checkpoint, family, masked, device):
+    directory, hf = checkpoint(family, head=False)
+    ids, mask = _inputs(family, masked)
+    want = _torch_outputs(hf, ids, mask, masked).last_hidden_state.numpy()
+    model = from_pretrained(directory, device=device).valid()
+    got = _ember_outputs(model, ids, mask, masked, device)
+    assert got.shape == want.shape == (3, 9, 32)
+    # padded positions too: both attend them to the real keys only
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_classification_logits_match_transformers(checkpoint, family, masked, device):
+    directory, hf = checkpoint(family)
+    ids, mask = _inputs(family, masked)
+    want = _torch_outputs(hf, ids, mask, masked).logits.numpy()
+    model = from_pretrained(directory, num_classes=3, device=device).valid()
+    assert model.fresh_parameters == []
+    got = _ember_outputs(model, ids, mask, masked, device)
+    assert got.shape == (3, 3)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_float16_matches_transformers_float32(checkpoint, family, masked):
+    directory, hf = checkpoint(family)
+    ids, mask = _inputs(family, masked)
+    want_logits = _torch_outputs(hf, ids, mask, masked).logits.numpy()
+    want_hidden = _torch_outputs(hf.base_model, ids, mask, masked).last_hidden_state.numpy()
+    model = from_pretrained(directory, num_classes=3, dtype=ember.float16).valid()
+    assert model.embeddings.word.weight.dtype is ember.float16
+    args = [ember.tensor(ids, dtype=ember.int64)]
+    if masked:
+        args.append(ember.tensor(mask, dtype=ember.int64))
+    hidden = model.hidden_state(*args)
+    assert hidden.dtype is ember.float16
+    np.testing.assert_allclose(hidden.to(ember.float32).numpy(), want_hidden, atol=F16_TOL, rtol=0)
+    np.testing.assert_allclose(model(*args).to(ember.float32).numpy(), want_logits, atol=F16_TOL, rtol=0)
+
+
+def test_bert_token_type_ids_match_transformers(checkpoint):
+    directory, hf = checkpoint("bert", head=False)
+    ids, mask = _inputs("bert", True)
+    types = np.zeros_like(ids)
+    types[:, 4:] = 1
+    with torch.no_grad():
+        want = hf(torch.tensor(ids), attention_mask=torch.tensor(mask), token_type_ids=torch.tensor(types))
+    model = from_pretrained(directory).valid()
+    got = model(ember.tensor(ids), ember.tensor(mask), ember.tensor(types)).numpy()
+    np.testing.assert_allclose(got, want.last_hidden_state.numpy(), atol=F32_TOL, rtol=0)
+
+
+def test_bool_attention_mask_is_the_int_mask(checkpoint):
+    directory, _ = checkpoint("distilbert", head=False)
+    ids, mask = _inputs("distilbert", True)
+    model = from_pretrained(directory).valid()
+    a = model(ember.tensor(ids), ember.tensor(mask)).numpy()
+    b = model(ember.tensor(ids), ember.tensor(mask.astype(bool))).numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_training_mode_drops_out_and_backward_reaches_every_parameter(checkpoint):
+    directory, _ = checkpoint("bert")
+    ids, mask = _inputs("bert", True)
+    ember.seed(0)
+    model = from_pretrained(directory, num_classes=3)
+    logits = model(ember.tensor(ids), ember.tensor(mask))
+    inference = model.valid()(ember.tensor(ids), ember.tensor(mask))
+    assert not np.allclose(logits.numpy(), inference.numpy())  # dropout is active while training
+    grads = logits.sum().backward()
+    for path, param in model.named_parameters():
+        if path != "embeddings.token_type.weight":  # only row 0 is used, the rest stays zero
+            assert np.abs(grads.get(param.val()).numpy()).max() > 0, path
