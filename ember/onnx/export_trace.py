@@ -1,0 +1,172 @@
+"""Tracing a forward for ONNX export: every backend call it makes, recorded once.
+
+Every tensor op computes through its device's backend (``Device.backend``), so the narrowest
+place to watch a forward is the backend itself: for the length of a trace the device's
+backend is replaced by a :class:`_Recorder` that forwards each call to the real backend and
+notes what it was (method, arguments, results) and which module was running. Nothing in
+``ember.tensor`` changes and ops cost nothing extra when no trace runs. Only calls from the
+tracing thread are recorded; other threads computing on the same device meanwhile pass
+straight through.
+
+Arrays are identified by identity: a result of a recorded call is a :class:`Ref` to that call's
+output, an example input's array is an input, a parameter's array an initializer with its
+dotted path, and any other array (a module's constant tensor, a table) a constant.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+class Ref(NamedTuple):
+    """A value of the traced graph: ``kind`` is "input" (``key`` its position), "param" or
+    "const" (``key`` its name) or "call" (``key`` = (call index, output position))."""
+
+    kind: str
+    key: Any
+
+
+class Call(NamedTuple):
+    """One recorded backend call: method name, arguments with arrays replaced by
+    :class:`Ref`, the refs of its array results, and the module path that made it."""
+
+    method: str
+    args: tuple
+    kwargs: dict
+    outputs: tuple
+    module: str
+
+
+class Trace:
+    """What one run of a forward did: its calls, its values' shapes and dtypes, its constants."""
+
+    def __init__(self, inputs, params: dict, constants: dict):
+        self.calls: list[Call] = []
+        self.meta: dict[Ref, tuple] = {}  # ref -> (shape, numpy dtype) of the traced run
+        self.const_arrays: dict[str, np.ndarray] = {}
+        self._values: dict[int, Ref] = {}
+        self._keep: list = []  # keeps every seen array alive, so that ids are never reused
+        self._param_names = params
+        self._constant_names = constants
+        self._modules = [""]
+        self.thread = threading.get_ident()
+        for i, data in enumerate(inputs):
+            self._see(data, Ref("input", i))
+
+    def _see(self, array, ref: Ref) -> Ref:
+        self._values[id(array)] = ref
+        self._keep.append(array)
+        self.meta[ref] = (tuple(array.shape), np.dtype(array.dtype))
+        return ref
+
+    def ref_of(self, array) -> Ref:
+        """The ref of an array an op reads (a param, a constant or a fresh constant if unseen)."""
+        ref = self._values.get(id(array))
+        if ref is not None:
+            return ref
+        name = self._param_names.get(id(array))
+        if name is not None:
+            return self._see(array, Ref("param", name))
+        name = self._constant_names.get(id(array)) or f"constant_{len(self.const_arrays)}"
+        self.const_arrays[name] = np.asarray(array)
+        return self._see(array, Ref("const", name))
+
+    def _encode(self, value):
+        if _is_array(value):
+            return self.ref_of(value)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._encode(v) for v in value)
+        if isinstance(value, np.generic) and not isinstance(value, np.ndarray):
+            return value.item()
+        return value
+
+    def record(self, method: str, args: tuple, kwargs: dict, result) -> None:
+        enc_args = self._encode(args)
+        enc_kwargs = {k: self._encode(v) for k, v in kwargs.items()}
+        index = len(self.calls)
+        outs = []
+        leaves = result if isinstance(result, tuple) else (result,)
+        for pos, leaf in enumerate(leaves):
+            outs.append(self._see(leaf, Ref("call", (index, pos))) if _is_array(leaf) else None)
+        if not any(o is not None for o in outs):
+            return  # a call computing no array (a seed, a dtype) is not part of the graph
+        self.calls.append(Call(method, enc_args, enc_kwargs, tuple(outs), self._modules[-1]))
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
+
+
+class _Recorder:
+    """Stands in for a backend during a trace: runs each call on ``real``, records it in ``trace``."""
+
+    def __init__(self, real, trace: Trace):
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_trace", trace)
+
+    def __getattr__(self, name):
+        attr = getattr(self._real, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        trace = self._trace
+
+        def call(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            if threading.get_ident() == trace.thread:
+                trace.record(name, args, kwargs, result)
+            return result
+
+        return call
+
+
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def tracing(module, devices, trace: Trace):
+    """Record ``trace`` while the block runs: the backends of ``devices`` replaced by recorders,
+    each sub-module's ``forward`` wrapped to note its dotted path."""
+    from ember.kernels import registry
+
+    with _LOCK:
+        swapped = []
+        wrapped = []
+        try:
+            reals = [device.backend for device in devices]  # every one before any is replaced
+            recorders: dict[int, _Recorder] = {}
+            for device, real in zip(devices, reals):
+                recorder = recorders.setdefault(id(real), _Recorder(real, trace))
+                key = (device.kind, device.index)
+                swapped.append((device, real, key, registry._BACKENDS.get(key)))
+                device._backend = recorder
+                registry._BACKENDS[key] = recorder
+            for path, sub in module.named_modules():
+                if "forward" in vars(sub):
+                    continue  # an instance that set its own forward: keep it as it is
+                wrapped.append(sub)
+                object.__setattr__(sub, "forward", _with_path(sub.forward, path or "", trace))
+            yield trace
+        finally:
+            for sub in wrapped:
+                del sub.__dict__["forward"]
+            for device, real, key, registered in reversed(swapped):
+                device._backend = real
+                if registered is None:
+                    registry._BACKENDS.pop(key, None)
+                else:
+                    registry._BACKENDS[key] = registered
+
+
+def _with_path(forward, path: str, trace: Trace):
+    def run(*args, **kwargs):
+        trace._modules.append(path)
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            trace._modules.pop()
+
+    return run

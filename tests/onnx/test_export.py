@@ -1,0 +1,249 @@
+"""ember.onnx.export: exported models run in ONNX Runtime and give ember's outputs (float32,
+within 1e-5 max abs), at the example's shape and at other batch and sequence sizes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from ember.onnx.export_graph import ExportError  # noqa: E402
+
+_EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
+TOL = 1e-5
+
+
+def _run(path, feeds: dict) -> list:
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _ember(fn, *inputs) -> list:
+    out = fn(*inputs)
+    return [t.numpy() for t in (out if isinstance(out, (tuple, list)) else (out,))]
+
+
+def _check(model, inputs, path, *, fn=None, dynamic_axes=None, others=()):
+    """Export ``model`` on ``inputs`` and compare ONNX Runtime with ember there and on each
+    input tuple of ``others`` (other dynamic sizes)."""
+    proto = ember.onnx.export(fn or model, inputs, path, dynamic_axes=dynamic_axes)
+    onnx.checker.check_model(proto)
+    infer = model.valid()
+    call = getattr(infer, fn.__name__) if fn is not None else infer
+    names = [i.name for i in proto.graph.input]
+    for case in (inputs, *others):
+        case = case if isinstance(case, tuple) else (case,)
+        got = _run(path, {n: t.numpy() for n, t in zip(names, case)})
+        want = _ember(call, *case)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, atol=TOL, rtol=0)
+    return proto
+
+
+def _x(*shape, seed=0):
+    return ember.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+class _Mlp(nn.Module):
+    def __init__(self):
+        self.hidden = nn.LinearConfig(6, 16).init()
+        self.out = nn.LinearConfig(16, 3).init()
+
+    def forward(self, x):
+        return self.out(ember.relu(self.hidden(x)))
+
+
+class _Cnn(nn.Module):
+    def __init__(self):
+        self.conv1 = nn.Conv2dConfig((3, 8), (3, 3), padding=(1, 1)).init()
+        self.pool = nn.MaxPool2dConfig((2, 2)).init()
+        self.conv2 = nn.Conv2dConfig((8, 4), (3, 3)).init()
+        self.avg = nn.AdaptiveAvgPool2dConfig((1, 1)).init()
+        self.head = nn.LinearConfig(4, 5).init()
+
+    def forward(self, x):
+        h = self.avg(ember.relu(self.conv2(self.pool(ember.relu(self.conv1(x))))))
+        return self.head(h.reshape(h.shape[0], 4))
+
+
+def test_mlp_dynamic_batch(tmp_path):
+    proto = _check(_Mlp(), _x(4, 6), tmp_path / "mlp.onnx", others=(_x(7, 6, seed=1), _x(2, 6, seed=2)))
+    # weights are initializers under their dotted paths; the batch axis is symbolic
+    assert {"hidden.weight", "hidden.bias", "out.weight", "out.bias"} <= {
+        i.name for i in proto.graph.initializer
+    }
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+
+
+def test_cnn_conv_pool(tmp_path):
+    _check(_Cnn(), _x(2, 3, 8, 8), tmp_path / "cnn.onnx", others=(_x(5, 3, 8, 8, seed=3),))
+
+
+def test_static_shapes_reject_nothing_and_keep_dims(tmp_path):
+    proto = ember.onnx.export(_Mlp(), _x(4, 6), tmp_path / "s.onnx", dynamic_axes={})
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 4
+
+
+def _text_model(pooling="first"):
+    sys.path.insert(0, _EXAMPLES) if _EXAMPLES not in sys.path else None
+    from text_classification.model import TextClassificationModelConfig
+
+    cfg = TextClassificationModelConfig(
+        nn.TransformerEncoderConfig(16, 32, 2, 2),
+        n_classes=4,
+        vocab_size=50,
+        max_seq_length=12,
+        pooling=pooling,
+    )
+    return cfg.init()
+
+
+def _tokens(b, s, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.zeros((b, s), bool)
+    mask[0, s // 2 :] = True  # one padded row
+    return ember.tensor(rng.integers(0, 50, (b, s))), ember.tensor(mask)
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_example_transformer_dynamic_batch_and_seq(tmp_path, pooling):
+    model = _text_model(pooling)
+    axes = {"tokens": {0: "batch", 1: "seq"}, "mask_pad": {0: "batch", 1: "seq"}}
+    proto = ember.onnx.export(
+        model.logits,
+        _tokens(3, 8),
+        tmp_path / "tc.onnx",
+        dynamic_axes=axes,
+        input_names=["tokens", "mask_pad"],
+    )
+    infer = model.valid()
+    for b, s in ((3, 8), (2, 5), (6, 12), (1, 1)):
+        tokens, mask = _tokens(b, s, seed=b * s)
+        got = _run(tmp_path / "tc.onnx", {"tokens": tokens.numpy(), "mask_pad": mask.numpy()})[0]
+        np.testing.assert_allclose(got, infer.logits(tokens, mask).numpy(), atol=TOL, rtol=0)
+    dims = [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq"]
+
+
+def test_attention_with_key_padding_mask(tmp_path):
+    mha = nn.MultiHeadAttentionConfig(16, 4).init()
+
+    class _SelfAttention(nn.Module):
+        def __init__(self):
+            self.mha = mha
+
+        def forward(self, x, mask):
+            return self.mha(nn.MhaInput.self_attn(x).mask_pad(mask)).context
+
+    x = _x(2, 6, 16)
+    mask = ember.tensor(np.array([[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0]], bool))
+    other_mask = ember.tensor(np.array([[0, 0, 1]] * 3, bool))
+    axes = {0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}}
+    _check(
+        _SelfAttention(),
+        (x, mask),
+        tmp_path / "mha.onnx",
+        dynamic_axes=axes,
+        others=((_x(3, 3, 16, seed=4), other_mask),),
+    )
+
+
+# ---- errors ------------------------------------------------------------------------------------
+class _Sorter(nn.Module):
+    def forward(self, x):
+        return ember.sort(x, dim=-1)[0]
+
+
+class _WithSorter(nn.Module):
+    def __init__(self):
+        self.first = nn.LinearConfig(6, 6).init()
+        self.inner = _Sorter()
+
+    def forward(self, x):
+        return self.inner(self.first(x))
+
+
+def test_unexportable_op_names_op_and_module_path(tmp_path):
+    with pytest.raises(ExportError, match=r"op sort in module 'inner' \(_Sorter\).*sort"):
+        ember.onnx.export(_WithSorter(), _x(3, 6), tmp_path / "bad.onnx")
+    assert not (tmp_path / "bad.onnx").exists()
+
+
+def test_backend_restored_after_export_and_after_failure(tmp_path):
+    from ember.kernels import registry
+    from ember.tensor.device import as_device
+
+    device = as_device("cpu")
+    before = device.backend
+    ember.onnx.export(_Mlp(), _x(4, 6), tmp_path / "m.onnx")
+    model = _WithSorter()
+    with pytest.raises(ExportError):
+        ember.onnx.export(model, _x(3, 6), tmp_path / "bad.onnx")
+    assert device.backend is before
+    assert registry._BACKENDS[("cpu", None)] is before
+    assert all("forward" not in vars(m) for _, m in model.named_modules())
+    assert type(ember.relu(_x(2, 2))._device.backend) is type(before)  # ops run untraced again
+
+
+class _Branchy(nn.Module):
+    def forward(self, x):
+        return ember.relu(x) if x.shape[0] > 3 else ember.tanh(x)
+
+
+def test_shape_dependent_branch_is_rejected_with_dynamic_axes(tmp_path):
+    with pytest.raises(ExportError, match="runs other ops when the dynamic axes \\(batch\\) change size"):
+        ember.onnx.export(_Branchy(), _x(4, 6), tmp_path / "b.onnx")
+    # static shapes export the branch taken
+    _check(_Branchy(), _x(4, 6), tmp_path / "b.onnx", dynamic_axes={})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"model": "not a module"}, TypeError, "model must be an ember.nn.Module"),
+        (
+            {"example_inputs": (np.zeros((2, 6), np.float32),)},
+            TypeError,
+            "example input 0 must be an ember.Tensor",
+        ),
+        ({"example_inputs": ()}, ValueError, "example_inputs is empty"),
+        ({"opset": 11}, ValueError, "opset must be an int from 17 to 21, got 11"),
+        ({"dynamic_axes": {"nope": {0: "b"}}}, ValueError, "dynamic_axes names input 'nope'"),
+        (
+            {"dynamic_axes": {0: {2: "b"}}},
+            ValueError,
+            "dynamic axis 2 of input 0 is out of range for its shape",
+        ),
+        ({"dynamic_axes": {0: {1: ""}}}, ValueError, "dynamic axis 1 of input 0 needs a name"),
+        ({"example_inputs": _x(1, 6)}, ValueError, "dynamic axis 'batch' .* has size 1 in the example"),
+        ({"input_names": ["a", "b"]}, ValueError, "input_names must be 1 distinct non-empty strings"),
+    ],
+)
+def test_bad_arguments(tmp_path, kwargs, error, match):
+    args = {"model": _Mlp(), "example_inputs": _x(2, 6), "path": tmp_path / "x.onnx"} | kwargs
+    with pytest.raises(error, match=match):
+        ember.onnx.export(args.pop("model"), args.pop("example_inputs"), args.pop("path"), **args)
+
+
+def test_missing_onnx_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match=r'pip install "ember\[interop\]"'):
+        ember.onnx.export(_Mlp(), _x(2, 6), tmp_path / "x.onnx")
+
+
+def test_importing_ember_onnx_imports_neither_onnx_nor_onnxruntime():
+    import subprocess
+
+    code = "import sys, ember, ember.onnx; print(sorted({'onnx', 'onnxruntime', 'torch'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
