@@ -1,0 +1,144 @@
+"""The one table of ONNX ops ember imports: (op type, range of op versions) -> implementation.
+
+An ONNX op's meaning is fixed by its *version* (the ``since_version`` of its schema in the
+file's opset), so an entry lists the versions its function implements; ``ember.onnx.load``
+resolves every node's version and refuses the file, listing every op it lacks, before
+building anything. ``static`` names the inputs the function needs as host int64 arrays
+(shapes, axes, bounds): the graph reads them on the host, not as data tensors.
+``frozen`` names float inputs that are statistics, not weights: an initializer feeding them
+becomes a parameter that does not require grad.
+
+Only the default domain (``ai.onnx``) is implemented, for opsets ``MIN_OPSET``..``MAX_OPSET``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ember.onnx import import_math as m
+from ember.onnx import import_nn as nn
+from ember.onnx import import_shape as s
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "TABLE", "OpSpec", "lookup"]
+
+MIN_OPSET = 13
+MAX_OPSET = 22
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    fn: Callable
+    static: tuple = ()
+    frozen: tuple = ()
+
+
+def _e(fn, static=(), frozen=()) -> OpSpec:
+    return OpSpec(fn, tuple(static), tuple(frozen))
+
+
+# op type -> [(first version, last version, spec)]; versions are schema since_versions
+TABLE: dict[str, list] = {
+    # element-wise
+    "Add": [(7, 14, _e(m.add))],
+    "Sub": [(7, 14, _e(m.sub))],
+    "Mul": [(7, 14, _e(m.mul))],
+    "Div": [(7, 14, _e(m.div))],
+    "Mod": [(13, 13, _e(m.mod))],
+    "Pow": [(13, 15, _e(m.pow_))],
+    "Sqrt": [(13, 13, _e(m.sqrt))],
+    "Exp": [(13, 13, _e(m.exp))],
+    "Log": [(13, 13, _e(m.log))],
+    "Erf": [(13, 13, _e(m.erf))],
+    "Tanh": [(13, 13, _e(m.tanh))],
+    "Sigmoid": [(13, 13, _e(m.sigmoid))],
+    "Relu": [(13, 14, _e(m.relu))],
+    "Neg": [(13, 13, _e(m.neg))],
+    "Abs": [(13, 13, _e(m.abs_))],
+    "Reciprocal": [(13, 13, _e(m.reciprocal))],
+    "Floor": [(13, 13, _e(m.floor))],
+    "Ceil": [(13, 13, _e(m.ceil))],
+    "Round": [(11, 22, _e(m.round_))],
+    "Sign": [(13, 13, _e(m.sign))],
+    "Sin": [(7, 22, _e(m.sin))],
+    "Cos": [(7, 22, _e(m.cos))],
+    "Gelu": [(20, 20, _e(m.gelu))],
+    "LeakyRelu": [(6, 16, _e(m.leaky_relu))],
+    "Elu": [(6, 22, _e(m.elu))],
+    "Softplus": [(1, 22, _e(m.softplus))],
+    "HardSigmoid": [(6, 22, _e(m.hard_sigmoid))],
+    "HardSwish": [(14, 22, _e(m.hard_swish))],
+    "Mish": [(18, 22, _e(m.mish))],
+    "Clip": [(13, 13, _e(m.clip, static=(1, 2)))],
+    "Where": [(9, 16, _e(m.where))],
+    "Equal": [(13, 19, _e(m.equal))],
+    "Less": [(13, 13, _e(m.less))],
+    "LessOrEqual": [(12, 16, _e(m.less_equal))],
+    "Greater": [(13, 13, _e(m.greater))],
+    "GreaterOrEqual": [(12, 16, _e(m.greater_equal))],
+    "Not": [(1, 1, _e(m.not_))],
+    "And": [(7, 7, _e(m.and_))],
+    "Or": [(7, 7, _e(m.or_))],
+    "Xor": [(7, 7, _e(m.xor))],
+    "IsNaN": [(13, 20, _e(m.is_nan))],
+    "IsInf": [(10, 20, _e(m.is_inf))],
+    "Max": [(13, 13, _e(m.max_))],
+    "Min": [(13, 13, _e(m.min_))],
+    "Sum": [(13, 13, _e(m.sum_))],
+    "Mean": [(13, 13, _e(m.mean))],
+    "Cast": [(13, 21, _e(s.cast))],
+    "CastLike": [(15, 21, _e(s.cast_like))],
+    # matrices, reductions, normalisation
+    "MatMul": [(13, 13, _e(m.matmul))],
+    "Gemm": [(13, 13, _e(m.gemm))],
+    "ReduceMean": [(13, 18, _e(m.reduce_mean, static=(1,)))],
+    "ReduceSum": [(13, 13, _e(m.reduce_sum, static=(1,)))],
+    "ReduceMax": [(13, 20, _e(m.reduce_max, static=(1,)))],
+    "ReduceMin": [(13, 20, _e(m.reduce_min, static=(1,)))],
+    "ReduceProd": [(13, 18, _e(m.reduce_prod, static=(1,)))],
+    "ArgMax": [(13, 13, _e(m.arg_max))],
+    "ArgMin": [(13, 13, _e(m.arg_min))],
+    "CumSum": [(11, 14, _e(m.cum_sum, static=(1,)))],
+    "Softmax": [(13, 13, _e(m.softmax))],
+    "LogSoftmax": [(13, 13, _e(m.log_softmax))],
+    "LayerNormalization": [(17, 17, _e(m.layer_normalization))],
+    "BatchNormalization": [(15, 15, _e(m.batch_normalization, frozen=(3, 4)))],
+    # convolution and pooling
+    "Conv": [(11, 22, _e(nn.conv))],
+    "MaxPool": [(12, 22, _e(nn.max_pool))],
+    "AveragePool": [(19, 22, _e(nn.average_pool))],
+    "GlobalAveragePool": [(1, 22, _e(nn.global_average_pool))],
+    "GlobalMaxPool": [(1, 22, _e(nn.global_max_pool))],
+    # shapes, movement, indexing, values
+    "Shape": [(13, 21, _e(s.shape))],
+    "Size": [(13, 21, _e(s.size))],
+    "Reshape": [(13, 21, _e(s.reshape, static=(1,)))],
+    "Flatten": [(13, 21, _e(s.flatten))],
+    "Transpose": [(13, 21, _e(s.transpose))],
+    "Unsqueeze": [(13, 21, _e(s.unsqueeze, static=(1,)))],
+    "Squeeze": [(13, 21, _e(s.squeeze, static=(1,)))],
+    "Expand": [(13, 13, _e(s.expand, static=(1,)))],
+    "Tile": [(13, 13, _e(s.tile, static=(1,)))],
+    "Concat": [(13, 13, _e(s.concat))],
+    "Split": [(13, 18, _e(s.split, static=(1,)))],
+    "Slice": [(13, 13, _e(s.slice_, static=(1, 2, 3, 4)))],
+    "Pad": [(13, 21, _e(s.pad, static=(1, 2, 3)))],
+    "Gather": [(13, 13, _e(s.gather))],
+    "GatherElements": [(13, 13, _e(s.gather_elements))],
+    "Trilu": [(14, 14, _e(s.trilu, static=(1,)))],
+    "Identity": [(13, 21, _e(s.identity))],
+    "Dropout": [(13, 22, _e(s.dropout, static=(1, 2)))],
+    "Constant": [(13, 21, _e(s.constant))],
+    "ConstantOfShape": [(9, 21, _e(s.constant_of_shape, static=(0,)))],
+    "Range": [(11, 11, _e(s.range_, static=(0, 1, 2)))],
+}
+
+
+def lookup(op_type: str, domain: str, version: int) -> OpSpec | None:
+    """The implementation of ``op_type`` at schema version ``version``, or None."""
+    if domain not in ("", "ai.onnx"):
+        return None
+    for first, last, spec in TABLE.get(op_type, ()):
+        if first <= version <= last:
+            return spec
+    return None

@@ -1,0 +1,202 @@
+"""``ember.onnx.load``: read an ONNX file into an :class:`~ember.onnx.OnnxModule`.
+
+The file is read with the ``onnx`` package (the ``interop`` extra, imported only here) and
+checked in full before anything is built: it must parse, use a default-domain opset ember
+supports, have an ember implementation for every node (all missing ones are listed at once)
+and pass ONNX's checker. Only then are the initializers turned into tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+import numpy as np
+
+import ember
+from ember.nn import Param
+from ember.onnx.dtypes import ember_dtype, onnx_type_name
+from ember.onnx.errors import OnnxImportError
+from ember.onnx.graph_module import OnnxModule
+from ember.onnx.import_ops import MAX_OPSET, MIN_OPSET, lookup
+from ember.onnx.node import OnnxNode
+
+__all__ = ["load"]
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError('ember.onnx.load needs the onnx package: pip install "ember[interop]"') from None
+    return onnx
+
+
+def load(path, device=None) -> OnnxModule:
+    """Import the ONNX model in ``path`` as an ember module.
+
+    Float initializers become trainable parameters (:class:`~ember.nn.Param`) named as in the file;
+    the module runs the graph with ember's ops on ``device``, so it can be fine-tuned.
+
+    Args:
+        path: the ``.onnx`` file (external data files are read from beside it).
+        device: where the parameters live; ember's default device when None.
+
+    Raises:
+        FileNotFoundError: no such file.
+        OnnxImportError: the file is truncated or corrupt, its opset is outside
+            ``MIN_OPSET``..``MAX_OPSET``, it holds ops ember does not implement (all listed,
+            with their domain and opset), it fails ONNX's checker, or an initializer's element
+            type has no ember dtype.
+        ImportError: the ``onnx`` package is not installed.
+    """
+    onnx = _onnx()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"ember.onnx.load: no such file {path!r}")
+    try:
+        model = onnx.load_model(path)
+    except Exception as e:  # protobuf's DecodeError and friends: the bytes are not a model
+        raise OnnxImportError(f"{path}: not a readable ONNX model (truncated or corrupt?): {e}") from None
+    opsets = _opsets(path, model)
+    _check_ops(path, model.graph, opsets)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:
+        raise OnnxImportError(f"{path}: the ONNX checker rejects the model: {e}") from None
+    return _build(path, model, opsets, ember.default_device() if device is None else device)
+
+
+def _opsets(path: str, model) -> dict:
+    opsets = {}
+    for entry in model.opset_import:
+        domain = "" if entry.domain in ("", "ai.onnx") else entry.domain
+        opsets[domain] = int(entry.version)
+    version = opsets.get("")
+    if version is None:
+        if not model.graph.node and not model.graph.output:
+            raise OnnxImportError(
+                f"{path}: not a readable ONNX model (truncated or corrupt?): no graph and no opset"
+            )
+        raise OnnxImportError(f"{path}: the model imports no default-domain (ai.onnx) opset")
+    if version > MAX_OPSET:
+        raise OnnxImportError(
+            f"{path}: opset {version} (ai.onnx) is too new: ember imports opsets {MIN_OPSET} to {MAX_OPSET}; "
+            f"re-export with opset_version={MAX_OPSET} or lower"
+        )
+    if version < MIN_OPSET:
+        raise OnnxImportError(
+            f"{path}: opset {version} (ai.onnx) is too old: ember imports opsets {MIN_OPSET} to {MAX_OPSET}; "
+            f"convert it with onnx.version_converter or re-export with a newer opset"
+        )
+    return opsets
+
+
+def _version(op_type: str, domain: str, opset: int) -> int | None:
+    """The op's schema version (since_version) in ``opset``, or None when ONNX has none."""
+    import onnx.defs
+
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
+    except Exception:
+        return None
+
+
+def _check_ops(path: str, graph, opsets: dict) -> None:
+    missing: dict = defaultdict(list)
+    for node in graph.node:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = opsets.get(domain)
+        version = None if opset is None else _version(node.op_type, domain, opset)
+        if version is None or lookup(node.op_type, domain, version) is None:
+            missing[(node.op_type, domain or "ai.onnx", opset, version)].append(node.name or node.output[0])
+    if missing:
+        lines = []
+        for (op, domain, opset, version), names in sorted(
+            missing.items(), key=lambda kv: (kv[0][1], kv[0][0])
+        ):
+            where = "no opset imported for its domain" if opset is None else f"opset {opset}"
+            if opset is not None and version is None:
+                where += ", unknown to ONNX"
+            elif version is not None:
+                where += f", op version {version}"
+            shown = ", ".join(repr(n) for n in names[:3]) + (
+                f" and {len(names) - 3} more" if len(names) > 3 else ""
+            )
+            lines.append(f"  {op} (domain {domain}, {where}): {len(names)} node(s) {shown}")
+        raise OnnxImportError(
+            f"{path}: {len(missing)} ONNX op(s) not supported by ember.onnx:\n" + "\n".join(lines)
+        )
+
+
+def _array(path: str, tensor) -> np.ndarray:
+    from onnx import numpy_helper
+
+    ember_dtype(tensor.data_type, f"{path}: tensor {tensor.name!r}")
+    try:
+        return np.array(numpy_helper.to_array(tensor), order="C")  # (0-d stays 0-d)
+    except Exception as e:
+        raise OnnxImportError(
+            f"{path}: tensor {tensor.name!r} ({onnx_type_name(tensor.data_type)} {list(tensor.dims)}) "
+            f"cannot be read: {e}"
+        ) from None
+
+
+def _attrs(path: str, node) -> dict:
+    from onnx import AttributeProto, helper
+
+    out = {}
+    for a in node.attribute:
+        if a.type == AttributeProto.TENSOR:
+            out[a.name] = _array(path, a.t)
+        elif a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSOR):
+            raise OnnxImportError(
+                f"{path}: node {node.name!r} ({node.op_type}): attribute {a.name!r} is not supported"
+            )
+        else:
+            value = helper.get_attribute_value(a)
+            out[a.name] = value.decode() if isinstance(value, bytes) else value
+    return out
+
+
+def _build(path: str, model, opsets: dict, device) -> OnnxModule:
+    graph = model.graph
+    opset = opsets[""]
+    frozen = set()
+    nodes = []
+    for i, node in enumerate(graph.node):
+        spec = lookup(node.op_type, "", _version(node.op_type, "", opset))
+        frozen.update(node.input[j] for j in spec.frozen if j < len(node.input))
+        name = node.name or f"{node.op_type}_{i}"
+        nodes.append(OnnxNode(node.op_type, name, node.input, node.output, _attrs(path, node), spec))
+    params, host = {}, {}
+    for init in graph.initializer:
+        array = _array(path, init)
+        if array.dtype.kind == "f":
+            tensor = ember.from_numpy(array, device)
+            params[init.name] = Param(tensor, require_grad=init.name not in frozen)
+        else:
+            host[init.name] = array
+    inputs = [v.name for v in graph.input if v.name not in params and v.name not in host]
+    outputs = [v.name for v in graph.output]
+    return OnnxModule(
+        params, host, _topological(path, nodes, set(inputs) | set(params) | set(host)), inputs, outputs, path
+    )
+
+
+def _topological(path: str, nodes: list, known: set) -> list:
+    """The nodes in an order where each runs after the nodes producing its inputs."""
+    ordered, pending, known = [], list(nodes), set(known)
+    while pending:
+        ready = [n for n in pending if all(not i or i in known for i in n.inputs)]
+        if not ready:
+            stuck = pending[0]
+            absent = [i for i in stuck.inputs if i and i not in known]
+            raise OnnxImportError(
+                f"{path}: node {stuck.name!r} ({stuck.op_type}) reads {absent}, which nothing produces"
+            )
+        for n in ready:
+            known.update(o for o in n.outputs if o)
+        ordered += ready
+        pending = [n for n in pending if n not in ready]
+    return ordered
