@@ -13,10 +13,17 @@ pretrained run's ``config.json`` does (``"model": "fasttext"``; ``--model transf
 contradicts it): LoRA has no weight matrix to adapt in that model (train it on AG News
 directly, ``ag_news_train.py --model fasttext``).
 
+``--pretrained`` may instead name a Hugging Face BERT, RoBERTa or DistilBERT checkpoint (a
+directory with config.json, model.safetensors and tokenizer.json, or a Hub name): its encoder is
+LoRA-fine-tuned on AG News with a new head (rank ``--lora-rank``, default 8), with its own
+tokenizer and preset (:data:`~text_classification.cli.PRETRAINED_LORA_RECIPE`). ``--lora-rank``
+also sets the rank for a DbPedia model.
+
 Run (the chain):
     python examples/text_classification/db_pedia_train.py
     python examples/text_classification/ag_news_finetune.py
     python examples/text_classification/ag_news_infer.py
+    python examples/text_classification/ag_news_finetune.py --pretrained bert-base-uncased --source local --data-dir DIR
 """
 
 from __future__ import annotations
@@ -41,15 +48,18 @@ MODEL = cli.ModelShape(d_model=256, d_ff=1024, n_heads=8, n_layers=4, norm_first
 
 def main(argv=None):
     """Parse the flags, fine-tune, save; returns the ``LearningResult`` (for tests)."""
-    from text_classification.finetune import lora_finetuning
+    from ember import nn
+    from text_classification.finetune import LORA_RANK, lora_finetuning
     from text_classification.inference import ArtifactError, load_config, run_model_kind
+    from text_classification.pretrained import is_checkpoint
 
     parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
     parser.add_argument(
         "--pretrained",
         default=PRETRAINED,
         metavar="MODEL_BPK",
-        help=f"the pretrained model.bpk (default {PRETRAINED}); a config.json beside it gives its shape",
+        help=f"the pretrained model.bpk (default {PRETRAINED}; a config.json beside it gives its shape), or "
+        "a Hugging Face BERT/RoBERTa/DistilBERT checkpoint directory or Hub name",
     )
     parser.add_argument(
         "--num-classes-before",
@@ -57,8 +67,26 @@ def main(argv=None):
         default=NUM_CLASSES_BEFORE,
         help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)",
     )
+    cli.add_pretrained_flags(parser, pretrained=False)
     parser.set_defaults(model=None)  # the pretrained run's config.json decides; a flag must agree
     args = parser.parse_args(argv)
+    rank = args.lora_rank or LORA_RANK
+    if is_checkpoint(args.pretrained):  # a Hugging Face encoder: LoRA through the training path
+        from text_classification.training import train
+
+        config, device, dtype = cli.resolve_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
+        dataset_train, dataset_test = cli.load_datasets(AgNewsDataset, args, parser)
+        return train(
+            args.artifact_dir,
+            dataset_train,
+            dataset_test,
+            config,
+            device,
+            dataset_cls=AgNewsDataset,
+            dtype=dtype,
+            checkpoint=args.resume,
+            plots=args.plots,
+        )
     pretrained = Path(args.pretrained)
     has_config = (pretrained.parent / "config.json").is_file()
     base_kind = run_model_kind(pretrained.parent) if has_config else "transformer"
@@ -107,6 +135,7 @@ def main(argv=None):
         dataset_cls=AgNewsDataset,
         dtype=dtype,
         checkpoint=args.resume,
+        lora=nn.Lora(rank=rank, alpha=2.0 * rank),  # Burn: LoraConfig::new(r, 2.0 * r)
         plots=args.plots,
     )
 

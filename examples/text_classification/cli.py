@@ -11,7 +11,9 @@ takes::
     --weight-decay X
     (beyond the list: --d-model --d-ff --n-heads --n-layers --dropout --pooling first|mean
      --label-smoothing X --token-dropout X --min-lr X --num-workers N --resume EPOCH --plots;
-     for --model fasttext: --buckets N --ngrams N --head-tokens N --max-tokens N)
+     for --model fasttext: --buckets N --ngrams N --head-tokens N --max-tokens N;
+     --pretrained NAME_OR_DIR [--lora-rank R]: fine-tune a Hugging Face encoder instead, see
+     :mod:`text_classification.pretrained`)
 
 ``--model transformer`` (the default) trains Burn's Transformer classifier; ``--model fasttext``
 the fastText-style bag of word pieces and hashed n-grams (:mod:`text_classification.fasttext`),
@@ -67,10 +69,13 @@ __all__ = [
     "EMBER_RECIPE",
     "EMBER_RECIPES",
     "MODELS",
+    "PRETRAINED_LORA_RECIPE",
+    "PRETRAINED_RECIPE",
     "RECIPES",
     "ModelShape",
     "Recipe",
     "add_backend_flags",
+    "add_pretrained_flags",
     "add_training_flags",
     "build_config",
     "build_fasttext_config",
@@ -82,6 +87,7 @@ __all__ = [
     "preset",
     "resolve_device",
     "resolve_model_flags",
+    "resolve_pretrained",
     "run_script",
     "training_parser",
 ]
@@ -233,6 +239,29 @@ EMBER_AG_NEWS_RECIPE = dataclasses.replace(
 )
 # The ember preset of each dataset (``TextClassificationDataset.NAME``); others take EMBER_RECIPE.
 EMBER_RECIPES = {"dbpedia": EMBER_RECIPE, "ag_news": EMBER_AG_NEWS_RECIPE}
+# Fine-tuning a pretrained Hugging Face encoder (--pretrained): the usual BERT fine-tuning recipe
+# (AdamW, decay 0.01, a short warm-up, peak 3e-5, 2 epochs of whole passes, batches of 32,
+# sequences of 128); LoRA trains only adapters and a fresh head, which take a higher rate (5e-4).
+# The head reads the first token ([CLS]), so --pooling does not apply. Not tuned here: no
+# pretrained checkpoint could be downloaded on the machines this was written on (README).
+PRETRAINED_RECIPE = Recipe(
+    optimizer="adamw",
+    lr=3e-5,
+    lr_schedule="cosine",
+    warmup_steps=100,
+    weight_decay=1e-2,
+    epochs=2,
+    batch_size=32,
+    seq_length=128,
+    train_samples=0,
+    valid_samples=0,
+    sample_with_replacement=False,
+    pooling="first",
+    label_smoothing=0.0,
+)
+PRETRAINED_LORA_RECIPE = dataclasses.replace(PRETRAINED_RECIPE, lr=5e-4)
+# The flags a pretrained encoder decides itself (its shape, its tokenizer, its [CLS] head).
+PRETRAINED_FIXED = ("d_model", "d_ff", "n_heads", "n_layers", "dropout", "tokenizer", "pooling", "recipe")
 
 
 def preset(recipe: str, finetune: bool = False, dataset: str | None = None) -> Recipe:
@@ -244,6 +273,8 @@ def preset(recipe: str, finetune: bool = False, dataset: str | None = None) -> R
         dataset: the dataset's ``NAME`` (``"ag_news"``, ``"dbpedia"``): ember's training preset
             is tuned per dataset (Burn's is one for all).
     """
+    if recipe == "pretrained":  # --pretrained: full fine-tuning, or LoRA (finetune)
+        return PRETRAINED_LORA_RECIPE if finetune else PRETRAINED_RECIPE
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}; expected one of {', '.join(RECIPES)}")
     if recipe == "burn":
@@ -746,14 +777,93 @@ def inference_parser(description: str, artifact_dir: str, source: str = "hub") -
     return parser
 
 
+def add_pretrained_flags(parser: argparse.ArgumentParser, pretrained: bool = True) -> argparse.ArgumentParser:
+    """``--pretrained NAME_OR_DIR`` (when ``pretrained``) and ``--lora-rank R``."""
+    g = parser.add_argument_group("pretrained encoder")
+    if pretrained:
+        g.add_argument(
+            "--pretrained",
+            default=None,
+            metavar="NAME_OR_DIR",
+            help="fine-tune a Hugging Face BERT, RoBERTa or DistilBERT checkpoint (a directory with "
+            "config.json, model.safetensors and tokenizer.json, or a Hub name) instead of training "
+            "the example's Transformer",
+        )
+    g.add_argument(
+        "--lora-rank",
+        type=_positive,
+        default=None,
+        metavar="R",
+        help="train only LoRA adapters of rank R (alpha 2R) on the frozen encoder, and the head",
+    )
+    return parser
+
+
+def resolve_pretrained(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, artifact_dir: str, dataset_cls, lora_rank: int
+):
+    """``(config, device, dtype)`` of a run fine-tuning ``--pretrained``, or a clear
+    ``parser.error`` (exit 2): the flags the checkpoint decides, a fastText run, a checkpoint
+    that cannot be read (offline and not cached, an architecture ember does not build),
+    sequences longer than its positions."""
+    from ember.pretrained import PretrainedError, read_config, resolve_checkpoint
+    from text_classification.pretrained import encoder_shape, max_seq_length
+
+    flag = f"--pretrained {args.pretrained}"
+    if args.model == "fasttext":
+        parser.error(f"{flag}: fine-tunes a pretrained Transformer encoder; --model fasttext has none")
+    given = [name for name in PRETRAINED_FIXED if getattr(args, name, None) is not None]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        parser.error(f"{flags}: {flag} fixes these (its shape, tokenizer and [CLS] head, and its own preset)")
+    args.model, args.recipe = "transformer", "pretrained"
+    resolve_model_flags(parser, args, artifact_dir)
+    check_run_dir(parser, args.artifact_dir, args.resume)
+    device, dtype = resolve_device(parser, args.backend, args.dtype)
+    try:
+        spec = read_config(resolve_checkpoint(args.pretrained))
+    except PretrainedError as error:
+        parser.error(f"{flag}: {error}")
+    config = build_config(
+        args, None, finetune=lora_rank > 0, base_transformer=encoder_shape(spec), dataset=dataset_cls.NAME
+    )
+    config.pretrained, config.lora_rank = str(args.pretrained), int(lora_rank)
+    if config.seq_length > max_seq_length(spec):
+        parser.error(
+            f"--seq-length {config.seq_length}: the {spec.family} checkpoint {args.pretrained} has positions "
+            f"for {max_seq_length(spec)} tokens"
+        )
+    return config.validate(), device, dtype
+
+
 def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: ModelShape):
     """The body of the ``*_train.py`` scripts: parse the flags, train, save; returns the
     ``LearningResult``."""
     from text_classification.fasttext import train_fasttext
     from text_classification.training import train
 
-    parser = training_parser(description, artifact_dir, sources=(default_source(dataset_cls),))
+    parser = add_pretrained_flags(
+        training_parser(description, artifact_dir, sources=(default_source(dataset_cls),))
+    )
     args = parser.parse_args(argv)
+    if args.pretrained is not None:  # fine-tune a Hugging Face encoder (fully, or LoRA)
+        config, device, dtype = resolve_pretrained(
+            parser, args, artifact_dir, dataset_cls, args.lora_rank or 0
+        )
+        dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
+        return train(
+            args.artifact_dir,
+            dataset_train,
+            dataset_test,
+            config,
+            device,
+            dataset_cls=dataset_cls,
+            dtype=dtype,
+            checkpoint=args.resume,
+            plots=args.plots,
+        )
+    if args.lora_rank is not None:
+        parser.error("--lora-rank: applies to fine-tuning a --pretrained encoder")
     resolve_model_flags(parser, args, artifact_dir)
     check_run_dir(parser, args.artifact_dir, args.resume)
     device, dtype = resolve_device(parser, args.backend, args.dtype)
@@ -832,12 +942,13 @@ def run_script(main, argv=None) -> int:
     import sys
 
     from ember.data import DatasetUnavailableError
+    from ember.pretrained import PretrainedError
     from text_classification.inference import ArtifactError
     from text_classification.tokenizer import TokenizerUnavailableError
 
     try:
         main(argv)
-    except (ArtifactError, DatasetUnavailableError, TokenizerUnavailableError) as error:
+    except (ArtifactError, DatasetUnavailableError, PretrainedError, TokenizerUnavailableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -163,8 +163,23 @@ def load_model(artifact_dir: str | os.PathLike, dataset_cls, device="cpu", dtype
     what = f"a {dataset_cls.__name__} model"
     if not weights.is_file():
         load_weights(None, weights, what)  # raises the missing-file error before any work
-    tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
-    model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
+    if config.pretrained is not None:  # a fine-tuned Hugging Face encoder: rebuilt from its copied config
+        from ember.pretrained import PretrainedError
+        from text_classification.pretrained import classifier_from_artifacts
+
+        try:
+            model, checkpoint_tokenizer = classifier_from_artifacts(
+                artifact_dir, dataset_cls.num_classes(), device, dtype
+            )
+        except PretrainedError as error:
+            raise ArtifactError(
+                f"{artifact_dir} is a run fine-tuned from {config.pretrained}, and the checkpoint's "
+                f"config.json / tokenizer.json it keeps cannot be read: {error}"
+            ) from error
+        tokenizer = checkpoint_tokenizer if tokenizer is None else tokenizer
+    else:
+        tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
+        model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
     policy = DTypePolicy.CastToModule if dtype is not None else None
     return config, tokenizer, load_weights(model, weights, what, policy).valid()
 

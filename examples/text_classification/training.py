@@ -103,6 +103,11 @@ class ExperimentConfig(ember.Config):
         tokenizer: the tokenizer the run used (None: the shipped bert-base-cased vocabulary);
             inference uses the same one.
         recipe: the preset the run started from (informative).
+        pretrained: a Hugging Face checkpoint (directory or Hub name) whose encoder and tokenizer
+            the run fine-tunes instead of training the example's Transformer (None: none; see
+            :mod:`text_classification.pretrained`); ``transformer`` then reports its sizes.
+        lora_rank: with ``pretrained``: 0 trains every parameter, R > 0 only LoRA adapters of
+            rank R on the frozen encoder and the head.
     """
 
     transformer: nn.TransformerEncoderConfig
@@ -124,6 +129,8 @@ class ExperimentConfig(ember.Config):
     seed: int = 42
     tokenizer: str | None = None
     recipe: str = "burn"
+    pretrained: str | None = None
+    lora_rank: int = 0
 
     def validate(self) -> "ExperimentConfig":
         """Check the values; returns self (raises ``ValueError`` naming the field)."""
@@ -131,7 +138,7 @@ class ExperimentConfig(ember.Config):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"ExperimentConfig: {name} must be a positive int, got {value!r}")
-        for name in ("train_samples", "valid_samples", "warmup_steps", "num_workers", "seed"):
+        for name in ("train_samples", "valid_samples", "warmup_steps", "num_workers", "seed", "lora_rank"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"ExperimentConfig: {name} must be an int >= 0, got {value!r}")
@@ -289,7 +296,8 @@ def train(
         dtype: the float dtype of the model (None: float32).
         renderer: the display (None: the dashboard on a terminal, plain lines otherwise).
         checkpoint: resume from the checkpoint of this epoch.
-        tokenizer: a tokenizer object (default: ``load_tokenizer(config.tokenizer)``).
+        tokenizer: a tokenizer object (default: ``load_tokenizer(config.tokenizer)``, or the
+            checkpoint's with ``config.pretrained``).
         plots: draw ``plots/<Metric>.png`` after every epoch (needs matplotlib).
 
     Returns:
@@ -299,9 +307,16 @@ def train(
     dataset_cls = type(dataset_train) if dataset_cls is None else dataset_cls
     artifact_dir = create_artifact_dir(artifact_dir)
     ember.seed(config.seed)
-    tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
+    if config.pretrained is not None:
+        from text_classification.pretrained import classifier_from_checkpoint
 
-    model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
+        model, checkpoint_tokenizer = classifier_from_checkpoint(
+            config.pretrained, dataset_cls.num_classes(), artifact_dir, device, dtype, config.lora_rank
+        )
+        tokenizer = checkpoint_tokenizer if tokenizer is None else tokenizer
+    else:
+        tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
+        model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
     dataloader_train, dataloader_test = build_dataloaders(
         dataset_train, dataset_test, config, tokenizer, device
     )
