@@ -20,7 +20,7 @@ Only input the reference rejects too (and the tensor layer, which validates shap
 and index ranges, normally rejects first) may raise, with the same error class.
 
 Conventions for every method: inputs are never modified; outputs are new arrays; ``dtype``
-arguments are :class:`ember.tensor.dtypes.DType`; axes are non-negative ints already
+arguments are :class:`ember.core.dtypes.DType`; axes are non-negative ints already
 normalised by the tensor layer, which also validates shapes, dtypes and index ranges.
 
 float16: the composites compute half-precision inputs in float32 and return float16, with
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 
+from ember.core import dtypes as dt
+from ember.core import op_table
 from ember.kernels.optimizer_ops import OptimizerOps
-from ember.tensor import dtypes as dt
-from ember.tensor import op_table
 
 PRIMITIVES = (
     # creation and transfer
@@ -81,7 +81,7 @@ PRIMITIVES = (
     "matmul",
 )
 
-# The op names ``unary``, ``binary`` and ``reduce`` take, from the op table (ember/tensor/op_table.py).
+# The op names ``unary``, ``binary`` and ``reduce`` take, from the op table (ember/core/op_table.py).
 UNARY_OPS = op_table.names(op_table.UNARY)
 BINARY_OPS = op_table.names(op_table.BINARY)
 REDUCE_OPS = op_table.names(op_table.REDUCE)

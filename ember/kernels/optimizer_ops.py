@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
+from ember.core import dtypes as dt
 from ember.kernels.arg_checks import per_tensor, step_numbers
-from ember.tensor import dtypes as dt
 
 __all__ = ["SMALLEST_NORMAL", "OptimizerOps"]
 

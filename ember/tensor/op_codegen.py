@@ -12,9 +12,9 @@ after converting the operands that may be tensor-likes (an ``nn.Param``): the pa
 annotated with a Tensor type or not annotated. A method or function forwarding to a function
 of ``ember.tensor.ops`` has that function's parameters and docstring.
 
-This script reads ``op_table.py`` and the op modules' source without importing ember, so it
-runs even when a generated file is missing or broken (``python -m ember.tensor.op_codegen``
-works too while ember imports).
+This script reads the op table (``ember/core/op_table.py``) and the op modules' source without
+importing ember, so it runs even when a generated file is missing or broken
+(``python -m ember.tensor.op_codegen`` works too while ember imports).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _HERE = Path(__file__).resolve().parent
 METHODS_FILE = _HERE / "op_methods.py"
 FUNCTIONS_FILE = _HERE / "op_functions.py"
 _HEADER = (
-    "# Generated from ember/tensor/op_table.py by ember/tensor/op_codegen.py: do not edit.\n"
+    "# Generated from ember/core/op_table.py by ember/tensor/op_codegen.py: do not edit.\n"
     "# Regenerate with: python ember/tensor/op_codegen.py\n"
 )
 _WIDTH = 120
@@ -43,7 +43,7 @@ _ANNOTATION_NAMES = frozenset({"Tensor", "int", "float", "bool", "str", "tuple",
 
 
 def _load_table():
-    spec = importlib.util.spec_from_file_location("_ember_op_table", _HERE / "op_table.py")
+    spec = importlib.util.spec_from_file_location("_ember_op_table", _HERE.parent / "core" / "op_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -364,7 +364,7 @@ def render_methods() -> str:
     )
     out += "if TYPE_CHECKING:\n" + _imports(bound, "    ")
     out += "\n\nclass OpMethods:\n"
-    out += '    """The methods of :class:`ember.Tensor` generated from :mod:`ember.tensor.op_table`."""\n'
+    out += '    """The methods of :class:`ember.Tensor` generated from :mod:`ember.core.op_table`."""\n'
     out += "\n    __slots__ = ()\n"
     for form in forms:
         out += "\n" + _render(form, "    ")

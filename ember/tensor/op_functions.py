@@ -1,4 +1,4 @@
-# Generated from ember/tensor/op_table.py by ember/tensor/op_codegen.py: do not edit.
+# Generated from ember/core/op_table.py by ember/tensor/op_codegen.py: do not edit.
 # Regenerate with: python ember/tensor/op_codegen.py
 """The top-level functions of the op table's ops (``ember.sum``, ``ember.exp``,
 ``ember.where``, ...), which :mod:`ember` re-exports. Each calls its op's function directly,

@@ -1,4 +1,4 @@
-# Generated from ember/tensor/op_table.py by ember/tensor/op_codegen.py: do not edit.
+# Generated from ember/core/op_table.py by ember/tensor/op_codegen.py: do not edit.
 # Regenerate with: python ember/tensor/op_codegen.py
 """The Tensor methods and operators of the op table's ops: :class:`OpMethods`, a base of
 :class:`ember.Tensor`.
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 
 class OpMethods:
-    """The methods of :class:`ember.Tensor` generated from :mod:`ember.tensor.op_table`."""
+    """The methods of :class:`ember.Tensor` generated from :mod:`ember.core.op_table`."""
 
     __slots__ = ()
 

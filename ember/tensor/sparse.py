@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numbers
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.ops._core import Tensor, shape_str, wrap
 
 __all__ = ["RowSparse", "add_grads", "is_row_sparse"]

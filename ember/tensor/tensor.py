@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.device import Device, as_device
 from ember.tensor.op_methods import OpMethods
 
@@ -21,7 +21,7 @@ class Tensor(OpMethods):
 
     The methods and operators of the ops (``exp``, ``sum``, ``reshape``, ``-``, ``*``, ...)
     come from :class:`ember.tensor.op_methods.OpMethods`, generated from the op table
-    (:mod:`ember.tensor.op_table`); this class holds the rest and those written by hand.
+    (:mod:`ember.core.op_table`); this class holds the rest and those written by hand.
     """
 
     __slots__ = ("__weakref__", "_data", "_device", "_dtype", "_node")

@@ -492,7 +492,7 @@ def _embedding_bag(node, g):
         psw = None if c.psw is None else c.psw._data
         rows, values = b.embedding_bag_backward(g._data, c.indices, c.bounds, psw, c.mode, c.max_pos)
         if c.sparse:
-            from ember.tensor import dtypes as dt
+            from ember.core import dtypes as dt
             from ember.tensor.sparse import RowSparse
 
             gw = RowSparse._trusted(wrap(rows, dev, dt.int64), _fused(g, values), (c.num, g.shape[1]))

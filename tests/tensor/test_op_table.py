@@ -1,4 +1,4 @@
-"""The op table (ember/tensor/op_table.py) against the code it declares: every rule op has its
+"""The op table (ember/core/op_table.py) against the code it declares: every rule op has its
 VJP rule and saves what the table says, every op its reference implementation, dtype rule,
 Tensor methods and top-level functions, and the generated sources (op_methods.py,
 op_functions.py) are what the table generates."""
@@ -15,10 +15,10 @@ import pytest
 
 import ember
 from ember import nn
+from ember.core import op_table as table
 from ember.kernels import backend as contract
 from ember.kernels.reference import ReferenceBackend
 from ember.tensor import op_codegen
-from ember.tensor import op_table as table
 from ember.tensor.op_methods import OpMethods
 from ember.tensor.tensor import Tensor
 from ember.tensor.vjp import VJP

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.grad_mode import _state
 from ember.tensor.node import Ctx, Node
 

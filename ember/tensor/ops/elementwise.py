@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
-from ember.tensor import op_table as _table
+from ember.core import dtypes as dt
+from ember.core import op_table as _table
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import (
     Tensor,

@@ -10,7 +10,7 @@ import builtins
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.ops._core import Tensor, check_devices, detached, record, shape_str, wrap
 
 

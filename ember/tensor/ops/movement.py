@@ -179,7 +179,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if first.ndim == 0:
         raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
     d = normalize_dim("cat", dim, first.ndim)
-    from ember.tensor import dtypes as dt
+    from ember.core import dtypes as dt
 
     rdt = first._dtype
     for t in tensors[1:]:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.grad_mode import is_grad_enabled
 from ember.tensor.ops._core import (
     Tensor,
@@ -255,7 +255,7 @@ def _int_tensor(op: str, name: str, t, ndim: int | None = None) -> None:
 
 def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
     """Flat int64 indices [N], bounds [B + 1] (backend arrays) and the per-sample weights [N]."""
-    from ember.tensor import dtypes as dt
+    from ember.core import dtypes as dt
 
     b = indices._device.backend
     if indices.ndim == 1:

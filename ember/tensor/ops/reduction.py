@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import Tensor, detached, needs_grad, normalize_dim, normalize_dims, record, wrap
 from ember.tensor.ops.elementwise import binary, unary
