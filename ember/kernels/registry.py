@@ -10,31 +10,37 @@ _SEED: list = [None]
 
 
 def get_backend(device):
-    key = (device.kind, device.index)
+    """The backend of ``device`` (an :class:`ember.Device`, or anything with its ``kind`` and
+    ``index``), created on first use."""
+    return _backend(device.kind, device.index)
+
+
+def _backend(kind: str, index: int | None):
+    key = (kind, index)
     backend = _BACKENDS.get(key)
     if backend is None:
-        backend = _BACKENDS[key] = _create(device)
+        backend = _BACKENDS[key] = _create(kind, index)
     return backend
 
 
-def _create(device):
-    if device.kind in ("reference", "cpu"):
+def _create(kind: str, index: int | None):
+    if kind in ("reference", "cpu"):
         from ember.kernels.host_memory import tune_allocator
 
         tune_allocator()
-    if device.kind == "reference":
+    if kind == "reference":
         from ember.kernels.reference import ReferenceBackend
 
         return ReferenceBackend(_SEED[0])
-    if device.kind == "cpu":
+    if kind == "cpu":
         from ember.kernels.cpu.backend import CpuBackend
 
         return CpuBackend(_SEED[0])
-    if device.kind == "cuda":
+    if kind == "cuda":
         from ember.kernels.cuda.backend import CudaBackend
 
-        return CudaBackend(device.index, _SEED[0])
-    raise ValueError(f"no backend for device {device}")
+        return CudaBackend(index, _SEED[0])
+    raise ValueError(f"no backend for device kind {kind!r}; expected 'reference', 'cpu' or 'cuda'")
 
 
 def seed_all(seed: int) -> None:
@@ -58,10 +64,13 @@ def rng_states() -> dict[str, dict]:
 
 def set_rng_states(states: dict[str, dict]) -> None:
     """Restore what :func:`rng_states` returned (creating the backends it names)."""
-    from ember.tensor.device import Device
-
     for name, state in states.items():
-        backend = get_backend(Device(name))
+        kind, _, index = name.partition(":")  # the names rng_states writes: "cpu", "cuda:0"
+        if kind not in ("reference", "cpu", "cuda") or (kind == "cuda") != index.isdigit():
+            raise ValueError(
+                f"set_rng_states: bad device name {name!r}; expected 'cpu', 'reference' or 'cuda:N'"
+            )
+        backend = _backend(kind, int(index) if index else None)
         bit_generator = getattr(getattr(backend, "generator", None), "bit_generator", None)
         if bit_generator is None:
             raise ValueError(f"set_rng_states: the {name} backend has no host generator to restore")

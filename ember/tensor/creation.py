@@ -7,7 +7,8 @@ import numbers
 
 import numpy as np
 
-from ember.tensor import dtypes as dt
+from ember.core import dtypes as dt
+from ember.kernels import registry
 from ember.tensor.device import as_device
 from ember.tensor.ops._core import Tensor, check_shape, wrap
 
@@ -159,9 +160,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
 # ---- seeded random numbers -------------------------------------------------------------------
 def seed(n: int) -> None:
     """Seed every backend's generator: the same seed gives the same numbers on a backend."""
-    from ember.kernels.registry import seed_all
-
-    seed_all(int(n))
+    registry.seed_all(int(n))
 
 
 def _float_dtype(dtype):

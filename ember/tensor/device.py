@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ember.kernels import registry
+
 _KINDS = ("cpu", "reference", "cuda")
 
 
@@ -39,9 +41,7 @@ class Device:
     def backend(self):
         """The backend computing on this device (loaded on first use)."""
         if self._backend is None:
-            from ember.kernels.registry import get_backend
-
-            self._backend = get_backend(self)
+            self._backend = registry.get_backend(self)
         return self._backend
 
     def __eq__(self, other) -> bool:
