@@ -215,8 +215,8 @@ def _reduce(method: str):
     return run
 
 
-reduce_mean, reduce_sum, reduce_max, reduce_min, reduce_prod = (
-    _reduce(m) for m in ("mean", "sum", "max", "min", "prod")
+reduce_mean, reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_log_sum_exp = (
+    _reduce(m) for m in ("mean", "sum", "max", "min", "prod", "logsumexp")
 )
 
 

@@ -175,6 +175,19 @@ def gather_elements(node, x, index):
     return x.gather(axis, _fix_negative(index, x.shape[axis]))
 
 
+def scatter_elements(node, x, index, updates):
+    axis = _axis(node, int(node.attr("axis", 0)), x.ndim)
+    index = _fix_negative(index, x.shape[axis])
+    reduction = node.attr("reduction", "none")
+    if reduction == "add":
+        return x.scatter_add(axis, index, updates)
+    if reduction != "none":
+        raise node.fail(f"reduction {reduction!r} is not supported (only 'none' and 'add')")
+    # replace: zero the targets, then add (ONNX leaves repeated indices undefined here)
+    hit = ember.zeros_like(x).scatter_add(axis, index, ember.ones_like(updates)) > 0
+    return ember.where(hit, ember.zeros_like(x), x).scatter_add(axis, index, updates)
+
+
 def trilu(node, x, k=None):
     shift = 0 if k is None else int(np.asarray(k).reshape(()))
     rows, cols = x.shape[-2:]

@@ -99,6 +99,7 @@ CASES = {
     "ReduceMax": ("ReduceMax", [X, init(i64(1, 2))], {}, 1, 20),
     "ReduceMin": ("ReduceMin", [X], {"keepdims": 0}, 1, 20),
     "ReduceProd": ("ReduceProd", [X, init(i64(0))], {}, 1, 20),
+    "ReduceLogSumExp": ("ReduceLogSumExp", [X, init(i64(-1))], {}, 1, 20),
     "ArgMax": ("ArgMax", [X], {"axis": 1}, 1, 20),
     "ArgMin-last": (
         "ArgMin",
@@ -169,6 +170,20 @@ CASES = {
     "Gather": ("Gather", [f32(3, 5), IDS], {"axis": 0}, 1, 20),
     "Gather-scalar": ("Gather", [X, init(np.array(-1, np.int64))], {"axis": 1}, 1, 20),
     "GatherElements": ("GatherElements", [f32(2, 3), IDS], {"axis": 1}, 1, 20),
+    "ScatterElements": (
+        "ScatterElements",
+        [f32(2, 3), init(i64(2, 0, -2, 1, 2, 0).reshape(2, 3)), f32(2, 3)],
+        {"axis": 1},
+        1,
+        18,
+    ),
+    "ScatterElements-add": (
+        "ScatterElements",
+        [f32(2, 3), IDS, f32(2, 3)],
+        {"axis": 1, "reduction": "add"},
+        1,
+        18,
+    ),
     "Trilu": ("Trilu", [f32(2, 4, 5), init(np.array(1, np.int64))], {"upper": 0}, 1, 20),
     "Identity": ("Identity", [X], {}, 1, 20),
     "Dropout": ("Dropout", [X, init(np.array(0.3, np.float32))], {}, 1, 20),
