@@ -40,14 +40,21 @@ class Expr(NamedTuple):
     offset: int
 
 
-def second_sizes(sizes: list[int]) -> list[int]:
-    """The sizes the dynamic axes take in the second trace: each moved by a different amount
-    (two axes of one size tell apart) and all in one direction, so that every product of
-    them changes too (2*6 and 3*4 would not). Smaller when all stay at least 2 (a sequence
-    cannot outgrow a position table), else larger; never 1, which broadcasts."""
-    if all(size - (k + 1) >= 2 for k, size in enumerate(sizes)):
-        return [size - (k + 1) for k, size in enumerate(sizes)]
-    return [size + (k + 1) for k, size in enumerate(sizes)]
+def other_sizes(sizes: list[int]) -> list[list[int]]:
+    """The sizes the dynamic axes take in the second and third traces. In the second, each
+    moves by a different amount (two axes of one size tell apart) and all in one direction,
+    so that every product of them changes too (2*6 and 3*4 would not): smaller when all stay
+    at least 2 (a sequence cannot outgrow a position table), else larger. The third moves
+    twice as far (the other way for an axis that would drop below 2) and checks the
+    expressions the first two suggest. Never 1, which broadcasts."""
+    steps = [k + 1 for k in range(len(sizes))]
+    down = all(size - step >= 2 for size, step in zip(sizes, steps))
+    second = [size - step if down else size + step for size, step in zip(sizes, steps)]
+    third = [
+        size - 2 * step if down and size - 2 * step >= 2 else size + 2 * step
+        for size, step in zip(sizes, steps)
+    ]
+    return [second, third]
 
 
 def resized_inputs(arrays: list[np.ndarray], axes: dict[int, dict[int, str]], sizes: dict[str, int]):
@@ -65,53 +72,70 @@ class TraceMismatch(Exception):
     """The two traces differ in something other than numbers."""
 
 
-def merge_args(a, b):
-    """One argument structure from the two traces' (``SymInt`` where numbers differ)."""
-    if type(a) is not type(b):
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-            return SymInt((a, b))
-        raise TraceMismatch(f"{a!r} in one trace, {b!r} in the other")
+def merge_args(*traced):
+    """One argument structure from the traces' (a ``SymInt`` where their numbers differ)."""
+    a = traced[0]
+    rest = traced[1:]
+    if any(type(b) is not type(a) for b in rest):
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in traced):
+            return SymInt(tuple(traced))
+        raise TraceMismatch(" vs ".join(repr(v) for v in traced))
     if isinstance(a, slice):
-        return slice(merge_args(a.start, b.start), merge_args(a.stop, b.stop), merge_args(a.step, b.step))
-    if isinstance(a, tuple) and hasattr(a, "_fields"):  # a Ref: the same value in both traces
-        if a != b:
-            raise TraceMismatch(f"reads {a} in one trace and {b} in the other")
+        return slice(
+            merge_args(*(v.start for v in traced)),
+            merge_args(*(v.stop for v in traced)),
+            merge_args(*(v.step for v in traced)),
+        )
+    if isinstance(a, tuple) and hasattr(a, "_fields"):  # a Ref: the same value in every trace
+        if any(b != a for b in rest):
+            raise TraceMismatch("reads " + " vs ".join(str(v) for v in traced))
         return a
     if isinstance(a, (tuple, list)):
-        if len(a) != len(b):
-            raise TraceMismatch(f"{len(a)} items in one trace, {len(b)} in the other")
-        return type(a)(merge_args(x, y) for x, y in zip(a, b))
+        if any(len(b) != len(a) for b in rest):
+            raise TraceMismatch(" vs ".join(f"{len(v)} items" for v in traced))
+        return type(a)(merge_args(*items) for items in zip(*traced))
     if isinstance(a, dict):
-        if a.keys() != b.keys():
-            raise TraceMismatch(f"keywords {sorted(a)} and {sorted(b)}")
-        return {k: merge_args(a[k], b[k]) for k in a}
+        if any(b.keys() != a.keys() for b in rest):
+            raise TraceMismatch(" vs ".join(f"keywords {sorted(v)}" for v in traced))
+        return {k: merge_args(*(v[k] for v in traced)) for k in a}
     if isinstance(a, (int, float)) and not isinstance(a, bool):
-        return a if a == b or (a != a and b != b) else SymInt((a, b))
+        same = all(b == a or (a != a and b != b) for b in rest)
+        return a if same else SymInt(tuple(traced))
     if isinstance(a, np.ndarray):
         return a
-    if a != b:
-        raise TraceMismatch(f"{a!r} in one trace, {b!r} in the other")
+    if any(b != a for b in rest):
+        raise TraceMismatch(" vs ".join(repr(v) for v in traced))
     return a
 
 
 def solve(sym: SymInt, dims: list[Dim]) -> Expr | None:
-    """An expression over ``dims`` taking ``sym``'s value in both traces, or None."""
-    v1, v2 = sym.values
-    if not all(float(v).is_integer() for v in (v1, v2)):
+    """An expression over ``dims`` taking ``sym``'s value in every trace, or None. Tried in
+    order: a dim; a dim or a product of two times a constant; a dim plus a constant; any of
+    those monomials times a constant plus a constant (what the first traces fit, the last checks)."""
+    if not all(float(v).is_integer() for v in sym.values):
         return None
-    v1, v2 = int(v1), int(v2)
-    for d in dims:  # a dim itself
-        if d.sizes == (v1, v2):
-            return Expr(1, (d.name,), 0)
-    for d in dims:  # a dim times a constant (heads * batch, 2 * seq)
-        s1, s2 = d.sizes
-        if v1 % s1 == 0 and v1 // s1 * s2 == v2:
-            return Expr(v1 // s1, (d.name,), 0)
-    for d, e in itertools.combinations_with_replacement(dims, 2):  # a product of two, times c
-        p1, p2 = d.sizes[0] * e.sizes[0], d.sizes[1] * e.sizes[1]
-        if v1 % p1 == 0 and v1 // p1 * p2 == v2:
-            return Expr(v1 // p1, (d.name, e.name), 0)
-    for d in dims:  # a dim plus a constant (seq + 1, seq - 1)
-        if v1 - d.sizes[0] == v2 - d.sizes[1]:
-            return Expr(1, (d.name,), v1 - d.sizes[0])
+    values = tuple(int(v) for v in sym.values)
+    singles = [(d.name,) for d in dims]
+    pairs = [(d.name, e.name) for d, e in itertools.combinations_with_replacement(dims, 2)]
+    sizes = {d.name: d.sizes for d in dims}
+
+    def at(names):
+        return tuple(int(np.prod([sizes[n][t] for n in names])) for t in range(len(values)))
+
+    def fits(coef, names, offset):
+        return all(coef * m + offset == v for m, v in zip(at(names), values))
+
+    for names in singles + pairs:  # coef * monomial
+        m0 = at(names)[0]
+        if m0 and values[0] % m0 == 0 and fits(values[0] // m0, names, 0):
+            return Expr(values[0] // m0, names, 0)
+    for names in singles:  # monomial + offset
+        if fits(1, names, values[0] - at(names)[0]):
+            return Expr(1, names, values[0] - at(names)[0])
+    for names in singles + pairs:  # coef * monomial + offset
+        m = at(names)
+        if m[0] != m[1] and (values[0] - values[1]) % (m[0] - m[1]) == 0:
+            coef = (values[0] - values[1]) // (m[0] - m[1])
+            if coef and fits(coef, names, values[0] - coef * m[0]):
+                return Expr(coef, names, values[0] - coef * m[0])
     return None

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, resized_inputs, second_sizes, solve
+from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, other_sizes, resized_inputs, solve
 from ember.onnx.export_graph import ExportError, GraphBuilder
 from ember.onnx.export_ops import emit
 from ember.onnx.export_trace import Ref, Trace, tracing
@@ -87,17 +87,18 @@ def export(
     out_refs = [_output_ref(trace1, t, i) for i, t in enumerate(outputs1)]
     needed = _needed(trace1, out_refs)
     calls = {i: trace1.calls[i] for i in needed}
-    out_shapes2 = None
+    out_shapes = None
     if dims:
-        sizes2 = {d.name: d.sizes[1] for d in dims}
-        arrays2 = resized_inputs([t.numpy() for t in inputs], axes, sizes2)
         from ember.tensor.creation import tensor as _tensor
 
-        inputs2 = [_tensor(a, device=t.device, dtype=t.dtype) for a, t in zip(arrays2, inputs)]
-        trace2 = _trace(infer, run, inputs2, second=dims)
-        outputs2 = _outputs(trace2.result, Tensor)
-        calls = _merged(trace1, trace2, needed, dims)
-        out_shapes2 = [tuple(t.shape) for t in outputs2]
+        traces, out_shapes = [trace1], [[tuple(t.shape) for t in outputs1]]
+        for t in (1, 2):
+            sizes = {d.name: d.sizes[t] for d in dims}
+            arrays = resized_inputs([x.numpy() for x in inputs], axes, sizes)
+            resized = [_tensor(a, device=x.device, dtype=x.dtype) for a, x in zip(arrays, inputs)]
+            traces.append(_trace(infer, run, resized, sizes=sizes))
+            out_shapes.append([tuple(x.shape) for x in _outputs(traces[-1].result, Tensor)])
+        calls = _merged(traces, needed, dims)
 
     g = GraphBuilder(onnx, opset, dims, input_names)
     g.meta = trace1.meta
@@ -146,10 +147,10 @@ def export(
     graph_outputs = []
     for k, (t, name) in enumerate(zip(outputs1, output_names)):
         shape = list(t.shape)
-        if out_shapes2 is not None:
-            for a, (s1, s2) in enumerate(zip(t.shape, out_shapes2[k])):
-                if s1 != s2:
-                    e = solve(SymInt((s1, s2)), dims)
+        if out_shapes is not None:
+            for a, sizes in enumerate(zip(*(shapes[k] for shapes in out_shapes))):
+                if len(set(sizes)) > 1:
+                    e = solve(SymInt(sizes), dims)
                     plain = e is not None and e.coef == 1 and e.offset == 0 and len(e.dims) == 1
                     shape[a] = e.dims[0] if plain else f"{name}_dim{a}"
         graph_outputs.append(onnx.helper.make_tensor_value_info(name, g.onnx_type(t.dtype.numpy), shape))
@@ -252,14 +253,12 @@ def _dims(axes, inputs) -> list[Dim]:
                     f"the example; give at least 2, since a size of 1 broadcasts"
                 )
             dims[name] = Dim(name, i, axis, (size,))
-    seconds = second_sizes([d.sizes[0] for d in dims.values()])
-    return [d._replace(sizes=(d.sizes[0], n)) for d, n in zip(dims.values(), seconds)]
+    second, third = other_sizes([d.sizes[0] for d in dims.values()])
+    return [d._replace(sizes=(d.sizes[0], n2, n3)) for d, n2, n3 in zip(dims.values(), second, third)]
 
 
 # ---- tracing ------------------------------------------------------------------------------------
-def _trace(module, run, inputs, second=None) -> Trace:
-    from ember.tensor.device import as_device
-
+def _trace(module, run, inputs, sizes=None) -> Trace:
     params = {}
     arrays = {}
     for path, p in module.named_parameters():
@@ -270,24 +269,19 @@ def _trace(module, run, inputs, second=None) -> Trace:
         for attr, value in vars(sub).items():
             if hasattr(value, "_data") and hasattr(value, "_dtype"):
                 constants[id(value._data)] = f"{path}.{attr}" if path else attr
-    devices = []
-    for t in [p.value for _, p in module.named_parameters()] + list(inputs):
-        for d in (t._device, as_device(t._device)):
-            if all(d is not e for e in devices):
-                devices.append(d)
     trace = Trace([t._data for t in inputs], params, constants)
     trace.param_arrays = arrays
-    with tracing(module, devices, trace):
+    with tracing(module, trace):
         try:
             trace.result = run(*inputs)
         except ExportError:
             raise
         except Exception as e:
-            if second is None:
+            if sizes is None:
                 raise
-            sizes = ", ".join(f"{d.name}={d.sizes[1]}" for d in second)
+            resized = ", ".join(f"{name}={n}" for name, n in sizes.items())
             raise ExportError(
-                f"ember.onnx.export: the forward fails when the dynamic axes are resized ({sizes}, "
+                f"ember.onnx.export: the forward fails when the dynamic axes are resized ({resized}, "
                 f"to see which numbers follow them): {type(e).__name__}: {e}. Give example inputs "
                 f"whose dynamic axes can shrink or grow by a few"
             ) from e
@@ -340,17 +334,21 @@ def _needed(trace: Trace, out_refs) -> set[int]:
     return needed
 
 
-def _merged(trace1: Trace, trace2: Trace, needed, dims) -> dict:
+def _merged(traces: list[Trace], needed, dims) -> dict:
+    """The needed calls of the first trace, with numbers that differ between the traces as
+    ``SymInt`` s; raises when the traces ran other ops or read other host-made arrays."""
+    first = traces[0]
     calls = {}
     for index in sorted(needed):
-        c1 = trace1.calls[index]
-        c2 = trace2.calls[index] if index < len(trace2.calls) else None
+        c1 = first.calls[index]
+        same = [t.calls[index] if index < len(t.calls) else None for t in traces]
         try:
-            if c2 is None or c1.method != c2.method or c1.module != c2.module:
-                other = "nothing" if c2 is None else f"{c2.method} in module '{c2.module}'"
-                raise TraceMismatch(f"{c1.method} in module '{c1.module}' vs {other}")
-            args = merge_args(c1.args, c2.args)
-            kwargs = merge_args(c1.kwargs, c2.kwargs)
+            for c in same[1:]:
+                if c is None or c.method != c1.method or c.module != c1.module:
+                    other = "nothing" if c is None else f"{c.method} in module '{c.module}'"
+                    raise TraceMismatch(f"{c1.method} in module '{c1.module}' vs {other}")
+            args = merge_args(*(c.args for c in same))
+            kwargs = merge_args(*(c.kwargs for c in same))
         except TraceMismatch as e:
             raise ExportError(
                 f"ember.onnx.export: the forward runs other ops when the dynamic axes "
@@ -360,13 +358,15 @@ def _merged(trace1: Trace, trace2: Trace, needed, dims) -> dict:
             ) from None
         for ref in _refs_in(args):
             if ref.kind == "const":
-                a, b = trace1.const_arrays[ref.key], trace2.const_arrays.get(ref.key)
-                if b is None or a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
-                    raise ExportError(
-                        f"ember.onnx.export: op {c1.method} in module '{c1.module or '(root)'}' reads "
-                        f"an array made outside ember's tensor ops ({ref.key}, shape {list(a.shape)}) "
-                        f"that changes with the dynamic axes; build it with tensor ops"
-                    )
+                a = first.const_arrays[ref.key]
+                for t in traces[1:]:
+                    b = t.const_arrays.get(ref.key)
+                    if b is None or a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+                        raise ExportError(
+                            f"ember.onnx.export: op {c1.method} in module '{c1.module or '(root)'}' reads "
+                            f"an array made outside ember's tensor ops ({ref.key}, shape {list(a.shape)}) "
+                            f"that changes with the dynamic axes; build it with tensor ops"
+                        )
         calls[index] = c1._replace(args=args, kwargs=kwargs)
     return calls
 

@@ -345,6 +345,63 @@ def attention(g, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
     return [g.node("MatMul", [w, g.value(v)]), None]
 
 
+def index_put(g, x, key, values, accumulate):
+    """``x[..., idx, ...] = values`` (``+=`` when ``accumulate``) for a key of full slices and
+    one 1-D index array: ScatterElements along that axis, the index broadcast over the others."""
+    key = key if isinstance(key, tuple) else (key,)
+    arrays = [i for i, k in enumerate(key) if isinstance(k, Ref)]
+    full = all(k == slice(None) for i, k in enumerate(key) if i not in arrays)
+    if len(arrays) != 1 or not full or len(g.shape(key[arrays[0]])) != 1:
+        raise g.unsupported("index_put with a key other than full slices and one 1-D index array")
+    axis = arrays[0]
+    rank = len(g.shape(x))
+    shape = [1] * axis + [-1] + [1] * (rank - axis - 1)
+    idx = g.node("Reshape", [g.value(key[axis]), g.const(np.array(shape, dtype=np.int64))])
+    vals = g.value(values)
+    idx = g.node("Expand", [idx, g.node("Shape", [vals])])
+    reduction = "add" if accumulate else "none"
+    return [g.node("ScatterElements", [g.value(x), idx, vals], axis=axis, reduction=reduction)]
+
+
+def embedding_bag(g, weight, indices, bounds, per_sample_weights, mode):
+    """Bags as a membership matrix ``M [B, N]`` (position p in bag b when bounds[b] <= p <
+    bounds[b+1]): a sum is ``M @ rows``, a mean divides by the bag's size, a max takes rows
+    outside the bag as -inf; an empty bag gives 0."""
+    dtype = g.dtype(weight)
+    rows = g.node("Gather", [g.value(weight), g.value(indices)], axis=0)  # [N, D]
+    b = g.value(bounds)
+    n = g.node("Gather", [g.node("Shape", [g.value(indices)]), g.const(np.int64(0))], axis=0)
+    pos = g.node(
+        "Unsqueeze",
+        [g.node("Range", [g.const(np.int64(0)), n, g.const(np.int64(1))]), g.const(np.array([0]))],
+    )
+    starts = g.node("Unsqueeze", [_slice(g, b, [0], [-1], [0], [1]), g.const(np.array([1]))])  # [B, 1]
+    ends = g.node("Unsqueeze", [_slice(g, b, [1], [_INT_MAX], [0], [1]), g.const(np.array([1]))])
+    member = g.node("And", [g.node("GreaterOrEqual", [pos, starts]), g.node("Less", [pos, ends])])  # [B, N]
+    counts = g.node("Sub", [ends, starts])  # [B, 1]
+    if mode == "max":
+        masked = g.node(
+            "Where",
+            [
+                g.node("Unsqueeze", [member, g.const(np.array([2]))]),
+                rows,
+                g.const(np.array(-np.inf, dtype=dtype)),
+            ],
+        )
+        out = _reduce_node(g, "ReduceMax", masked, (1,), False)
+        empty = g.node("Equal", [counts, g.const(np.int64(0))])
+        return [g.node("Where", [empty, g.const(np.array(0, dtype=dtype)), out]), None]
+    if per_sample_weights is not None:
+        rows = g.node(
+            "Mul", [rows, g.node("Unsqueeze", [g.value(per_sample_weights), g.const(np.array([1]))])]
+        )
+    out = g.node("MatMul", [g.node("Cast", [member], to=g.onnx_type(dtype)), rows])
+    if mode == "mean":
+        size = g.node("Cast", [g.node("Max", [counts, g.const(np.int64(1))])], to=g.onnx_type(dtype))
+        out = g.node("Div", [out, size])
+    return [out, None]
+
+
 def dropout(g, x, p, seed):
     if p > 0:
         raise g.unsupported(f"dropout with p={p} (export runs in inference mode: use module.valid())")
@@ -387,6 +444,8 @@ EMITTERS = {
     "embedding": embedding,
     "attention": attention,
     "dropout": dropout,
+    "index_put": index_put,
+    "embedding_bag": embedding_bag,
     "to_host": identity,
     "from_host": identity,
 }
@@ -400,7 +459,6 @@ NOT_EXPORTABLE = {
     "dropout_keep_mask": "a dropout mask drawn in the forward (export runs in inference mode)",
     "sort": "sorting (ONNX TopK does not keep ember's NaN-first, stable order)",
     "cross_entropy": "a loss (export the logits; losses are not inference)",
-    "index_put": "in-place indexed assignment",
     "index_add": "in-place indexed accumulation",
 }
 """Backend methods that have no emitter on purpose, and why."""

@@ -1,12 +1,12 @@
 """Tracing a forward for ONNX export: every backend call it makes, recorded once.
 
-Every tensor op computes through its device's backend (``Device.backend``), so the narrowest
-place to watch a forward is the backend itself: for the length of a trace the device's
-backend is replaced by a :class:`_Recorder` that forwards each call to the real backend and
+Every tensor op computes through its device's backend, read from the one property
+``Device.backend``, so the narrowest place to watch a forward is that property: for the length
+of a trace it answers with a :class:`_Recorder` that forwards each call to the real backend and
 notes what it was (method, arguments, results) and which module was running. Nothing in
 ``ember.tensor`` changes and ops cost nothing extra when no trace runs. Only calls from the
-tracing thread are recorded; other threads computing on the same device meanwhile pass
-straight through.
+tracing thread are recorded; other threads computing meanwhile pass straight through (one
+export traces at a time).
 
 Arrays are identified by identity: a result of a recorded call is a :class:`Ref` to that call's
 output, an example input's array is an input, a parameter's array an initializer with its
@@ -127,23 +127,26 @@ _LOCK = threading.Lock()
 
 
 @contextmanager
-def tracing(module, devices, trace: Trace):
-    """Record ``trace`` while the block runs: the backends of ``devices`` replaced by recorders,
-    each sub-module's ``forward`` wrapped to note its dotted path."""
-    from ember.kernels import registry
+def tracing(module, trace: Trace):
+    """Record ``trace`` while the block runs: ``Device.backend`` answers with a recorder of
+    the device's backend (every device object, those made inside the forward too; nothing
+    is cached on them), and each sub-module's ``forward`` is wrapped to note its dotted path."""
+    from ember.tensor.device import Device
 
     with _LOCK:
-        swapped = []
+        original = Device.__dict__["backend"]
+        recorders: dict[int, _Recorder] = {}
+
+        def traced(device):
+            real = original.fget(device)
+            recorder = recorders.get(id(real))
+            if recorder is None:
+                recorder = recorders[id(real)] = _Recorder(real, trace)
+            return recorder
+
         wrapped = []
         try:
-            reals = [device.backend for device in devices]  # every one before any is replaced
-            recorders: dict[int, _Recorder] = {}
-            for device, real in zip(devices, reals):
-                recorder = recorders.setdefault(id(real), _Recorder(real, trace))
-                key = (device.kind, device.index)
-                swapped.append((device, real, key, registry._BACKENDS.get(key)))
-                device._backend = recorder
-                registry._BACKENDS[key] = recorder
+            Device.backend = property(traced, doc=original.__doc__)
             for path, sub in module.named_modules():
                 if "forward" in vars(sub):
                     continue  # an instance that set its own forward: keep it as it is
@@ -151,14 +154,9 @@ def tracing(module, devices, trace: Trace):
                 object.__setattr__(sub, "forward", _with_path(sub.forward, path or "", trace))
             yield trace
         finally:
+            Device.backend = original
             for sub in wrapped:
                 del sub.__dict__["forward"]
-            for device, real, key, registered in reversed(swapped):
-                device._backend = real
-                if registered is None:
-                    registry._BACKENDS.pop(key, None)
-                else:
-                    registry._BACKENDS[key] = registered
 
 
 def _with_path(forward, path: str, trace: Trace):

@@ -181,7 +181,9 @@ def test_unexportable_op_names_op_and_module_path(tmp_path):
 
 def test_backend_restored_after_export_and_after_failure(tmp_path):
     from ember.kernels import registry
-    from ember.tensor.device import as_device
+    from ember.tensor.device import Device, as_device
+
+    prop = Device.__dict__["backend"]
 
     device = as_device("cpu")
     before = device.backend
@@ -191,6 +193,7 @@ def test_backend_restored_after_export_and_after_failure(tmp_path):
         ember.onnx.export(model, _x(3, 6), tmp_path / "bad.onnx")
     assert device.backend is before
     assert registry._BACKENDS[("cpu", None)] is before
+    assert Device.__dict__["backend"] is prop
     assert all("forward" not in vars(m) for _, m in model.named_modules())
     assert type(ember.relu(_x(2, 2))._device.backend) is type(before)  # ops run untraced again
 
