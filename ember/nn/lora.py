@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ember.nn.module import Module, _group_matches
+from ember.nn.module import INFERENCE_COPY_HOOKS, Module, _group_matches, register_methods
 from ember.nn.param import Param, _as_leaf
 from ember.tensor import dtypes as dt
 from ember.tensor.creation import randn, zeros
@@ -183,3 +183,20 @@ def merge_lora(module: Module) -> Module:
             p.set_require_grad(p.require_grad or p._lora_restore_grad)
             p._lora_restore_grad = None
     return module
+
+
+@register_methods
+class _LoraMethods:
+    """Module's LoRA methods, registered from here: Module itself knows nothing of LoRA."""
+
+    def apply_lora(self, lora) -> "Module":
+        """Attach LoRA adapters (see :func:`ember.nn.lora.apply_lora`). In place."""
+        return apply_lora(self, lora)
+
+    def merge_lora(self) -> "Module":
+        """Fold LoRA adapters into their weights (see :func:`ember.nn.lora.merge_lora`). In place."""
+        return merge_lora(self)
+
+
+# Module.valid() folds the adapters into the weights of its inference copy.
+INFERENCE_COPY_HOOKS.append(merge_lora)

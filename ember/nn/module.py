@@ -348,9 +348,8 @@ class Module:
         BatchNorm on running statistics, LoRA adapters folded into their weights, parameters
         that do not require grad, and forward passes that record no graph."""
         out = copy.deepcopy(self)
-        from ember.nn.lora import merge_lora
-
-        merge_lora(out)
+        for hook in INFERENCE_COPY_HOOKS:
+            hook(out)
         for _, module in out.named_modules():
             module._training = False
         for _, p in out.named_parameters():
@@ -386,96 +385,6 @@ class Module:
             else:
                 out.__dict__[name] = copy.deepcopy(value, memo)
         return out
-
-    # ---- LoRA ---------------------------------------------------------------------------------------
-    def apply_lora(self, lora) -> "Module":
-        """Attach LoRA adapters (see :func:`ember.nn.lora.apply_lora`). In place."""
-        from ember.nn.lora import apply_lora
-
-        return apply_lora(self, lora)
-
-    def apply_qlora(self, qlora) -> "Module":
-        """Quantize the frozen weights and attach LoRA adapters (see
-        :func:`ember.nn.qlora.apply_qlora`). In place."""
-        from ember.nn.qlora import apply_qlora
-
-        return apply_qlora(self, qlora)
-
-    def merge_lora(self) -> "Module":
-        """Fold LoRA adapters into their weights (see :func:`ember.nn.lora.merge_lora`). In place."""
-        from ember.nn.lora import merge_lora
-
-        return merge_lora(self)
-
-    # ---- records ------------------------------------------------------------------------------------
-    def into_record(self, group=None):
-        """A :class:`~ember.nn.module_record.ModuleRecord` snapshot: path -> (array, param_id).
-
-        Args:
-            group: record only parameters matching this group (``matches(path, param_id)``).
-        """
-        from ember.nn.module_record import ModuleRecord
-
-        return ModuleRecord.from_module(self, group)
-
-    def load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
-        """Load parameter values (and ids) from a record. In place; returns the module.
-
-        Args:
-            record: a ModuleRecord, an ``ember.record.Record`` (a loaded ``.bpk``), or a mapping
-                path -> array / (array, param_id).
-            strict: when False, missing and unused tensors are allowed (otherwise only when the
-                record itself allows them, see ``ModuleRecord.allow_partial/allow_unused``).
-            dtype_policy: ``DTypePolicy.FromRecord`` (default) or ``CastToModule``; overrides
-                the record's policy when given.
-
-        Raises:
-            RecordError: listing every missing, unused or mismatched tensor by path; the module
-                is left unchanged.
-        """
-        from ember.nn.module_record import load_into
-
-        return load_into(self, record, strict=strict, dtype_policy=dtype_policy)
-
-    def try_load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
-        """Same as :meth:`load_record` (kept for Burn's API name)."""
-        return self.load_record(record, strict, dtype_policy)
-
-    def save_file(self, path, metadata: dict | None = None):
-        """Save the parameters to a burnpack file (``.bpk`` appended when there is no extension).
-
-        Returns:
-            The path written.
-        """
-        from ember.nn.module_record import save_module
-
-        return save_module(self, path, metadata)
-
-    def load_file(
-        self,
-        path,
-        strict: bool = True,
-        dtype_policy=None,
-        allow_partial: bool | None = None,
-        allow_unused: bool | None = None,
-    ) -> "Module":
-        """Load parameters from a burnpack file saved by :meth:`save_file` (or by Burn). In place.
-
-        Args:
-            path: the file (``.bpk`` tried when the path has no extension and does not exist).
-            strict: as for :meth:`load_record`.
-            dtype_policy: ``DTypePolicy.FromRecord`` or ``CastToModule``.
-            allow_partial: allow parameters missing from the file.
-            allow_unused: allow tensors of the file that the module lacks.
-        """
-        from ember.nn.module_record import ModuleRecord
-
-        record = ModuleRecord.load(path)
-        if allow_partial is not None:
-            record = record.allow_partial(allow_partial)
-        if allow_unused is not None:
-            record = record.allow_unused(allow_unused)
-        return self.load_record(record, strict=strict, dtype_policy=dtype_policy)
 
     # ---- display --------------------------------------------------------------------------------------
     def extra_repr(self) -> dict:
@@ -543,6 +452,26 @@ def _value_lines(label: str, value) -> list[str]:
             lines.extend(_indent(_value_lines(comp, item)))
     lines.append("}" if kind == "{" else "]")
     return lines
+
+
+# Run on each inference copy that Module.valid() makes, before its parameters are frozen; an
+# extension registers what it must do there (ember/nn/lora.py folds its adapters in).
+INFERENCE_COPY_HOOKS: list[Callable[[Module], object]] = []
+
+
+def register_methods(mixin: type) -> type:
+    """Add the methods of ``mixin`` to :class:`Module`. The extensions that operate on modules
+    (LoRA in ``lora.py`` and ``qlora.py``, records in ``module_record.py``) register theirs from
+    their own files, so that this file imports none of them (see ``ember/_layers.py``)."""
+    for name, value in vars(mixin).items():
+        if name.startswith("__"):
+            continue
+        if name in vars(Module):
+            raise TypeError(f"register_methods: Module already has a {name!r} ({mixin.__qualname__})")
+        if callable(value):
+            value.__qualname__ = f"Module.{name}"
+        setattr(Module, name, value)
+    return mixin
 
 
 def _group_matches(group, path: str, param_id: ParamId) -> bool:

@@ -17,7 +17,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ember.nn.module import Module, _group_matches, register_methods
 from ember.nn.param import ParamId, _as_leaf
+from ember.record import burnpack_reader, burnpack_writer
 from ember.record import errors as record_errors
 from ember.tensor import dtypes as dt
 from ember.tensor.creation import tensor as make_tensor
@@ -147,8 +149,6 @@ class ModuleRecord(Mapping[str, RecordEntry]):
     @classmethod
     def from_module(cls, module, group=None) -> "ModuleRecord":
         """Snapshot ``module``'s parameters (optionally only those matching ``group``)."""
-        from ember.nn.module import _group_matches
-
         entries = {}
         for path, p in module.named_parameters():
             if not _group_matches(group, path, p.id):
@@ -179,31 +179,23 @@ class ModuleRecord(Mapping[str, RecordEntry]):
 
     def save(self, path: str | os.PathLike, metadata: Mapping[str, str] | None = None) -> Path:
         """Write a burnpack file (``.bpk`` appended when the path has no extension)."""
-        from ember.record import save
-
         tensors, ids = self._tensors()
         meta = {**self.metadata, **(metadata or {})}
-        return save(path, tensors, meta or None, param_ids=ids)
+        return burnpack_writer.save(path, tensors, meta or None, param_ids=ids)
 
     def to_bytes(self) -> bytes:
         """The burnpack container as bytes."""
-        from ember.record import to_bytes
-
         tensors, ids = self._tensors()
-        return to_bytes(tensors, self.metadata or None, param_ids=ids)
+        return burnpack_writer.to_bytes(tensors, self.metadata or None, param_ids=ids)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ModuleRecord":
         """Read a burnpack file (memory-mapped: values are read when loaded into a module)."""
-        from ember.record import load
-
-        return cls(load(path))
+        return cls(burnpack_reader.load(path))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ModuleRecord":
-        from ember.record import from_bytes
-
-        return cls(from_bytes(data))
+        return cls(burnpack_reader.from_bytes(data))
 
 
 def _as_entry(path: str, value) -> RecordEntry:
@@ -302,11 +294,75 @@ def _hint(missing, unused, allow_partial, allow_unused) -> str:
 
 def save_module(module, path: str | os.PathLike, metadata: Mapping[str, str] | None = None) -> Path:
     """Stream ``module``'s parameters into a burnpack file (one tensor on the host at a time)."""
-    from ember.record import save
-
     tensors, ids = {}, {}
     for p_path, p in module.named_parameters():
         value = p.value.detach()
         tensors[p_path] = np.ascontiguousarray(value.numpy().T) if p._save_transposed else value
         ids[p_path] = int(p.id)
-    return save(path, tensors, dict(metadata) if metadata else None, param_ids=ids)
+    return burnpack_writer.save(path, tensors, dict(metadata) if metadata else None, param_ids=ids)
+
+
+@register_methods
+class _ModuleRecordMethods:
+    """Module's record methods, registered from here: Module itself knows nothing of records."""
+
+    def into_record(self, group=None):
+        """A :class:`~ember.nn.module_record.ModuleRecord` snapshot: path -> (array, param_id).
+
+        Args:
+            group: record only parameters matching this group (``matches(path, param_id)``).
+        """
+        return ModuleRecord.from_module(self, group)
+
+    def load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
+        """Load parameter values (and ids) from a record. In place; returns the module.
+
+        Args:
+            record: a ModuleRecord, an ``ember.record.Record`` (a loaded ``.bpk``), or a mapping
+                path -> array / (array, param_id).
+            strict: when False, missing and unused tensors are allowed (otherwise only when the
+                record itself allows them, see ``ModuleRecord.allow_partial/allow_unused``).
+            dtype_policy: ``DTypePolicy.FromRecord`` (default) or ``CastToModule``; overrides
+                the record's policy when given.
+
+        Raises:
+            RecordError: listing every missing, unused or mismatched tensor by path; the module
+                is left unchanged.
+        """
+        return load_into(self, record, strict=strict, dtype_policy=dtype_policy)
+
+    def try_load_record(self, record, strict: bool = True, dtype_policy=None) -> "Module":
+        """Same as :meth:`load_record` (kept for Burn's API name)."""
+        return self.load_record(record, strict, dtype_policy)
+
+    def save_file(self, path, metadata: dict | None = None):
+        """Save the parameters to a burnpack file (``.bpk`` appended when there is no extension).
+
+        Returns:
+            The path written.
+        """
+        return save_module(self, path, metadata)
+
+    def load_file(
+        self,
+        path,
+        strict: bool = True,
+        dtype_policy=None,
+        allow_partial: bool | None = None,
+        allow_unused: bool | None = None,
+    ) -> "Module":
+        """Load parameters from a burnpack file saved by :meth:`save_file` (or by Burn). In place.
+
+        Args:
+            path: the file (``.bpk`` tried when the path has no extension and does not exist).
+            strict: as for :meth:`load_record`.
+            dtype_policy: ``DTypePolicy.FromRecord`` or ``CastToModule``.
+            allow_partial: allow parameters missing from the file.
+            allow_unused: allow tensors of the file that the module lacks.
+        """
+        record = ModuleRecord.load(path)
+        if allow_partial is not None:
+            record = record.allow_partial(allow_partial)
+        if allow_unused is not None:
+            record = record.allow_unused(allow_unused)
+        return self.load_record(record, strict=strict, dtype_policy=dtype_policy)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ember.nn.lora import Lora, LoraAdapter, _check_no_adapters, _make_adapter
-from ember.nn.module import Module, _group_matches
+from ember.nn.module import Module, _group_matches, register_methods
 from ember.nn.param import Param, _as_leaf
 from ember.nn.quantize import QuantizedStorage, Quantizer
 from ember.tensor.tensor import Tensor
@@ -119,3 +119,13 @@ def apply_qlora(module: Module, qlora: QLora) -> Module:
             storage if adapter is None else QLoraAdapter(adapter.a, adapter.b, adapter.scale, storage)
         )
     return module
+
+
+@register_methods
+class _QLoraMethods:
+    """Module's QLoRA method, registered from here: Module itself knows nothing of QLoRA."""
+
+    def apply_qlora(self, qlora) -> "Module":
+        """Quantize the frozen weights and attach LoRA adapters (see
+        :func:`ember.nn.qlora.apply_qlora`). In place."""
+        return apply_qlora(self, qlora)
