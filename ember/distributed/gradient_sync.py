@@ -53,7 +53,7 @@ class GradientAverager:
         self._checked_count: int | None = None
 
     def _trainable(self, model) -> list:
-        params = [p for _, p in model.named_parameters() if p.require_grad]
+        params = [p for _, p in model.named_parameters() if p.is_require_grad()]
         if self._checked_count != len(params):  # once per model shape: every rank the same params
             counts = np.array([len(params), -len(params)], dtype=np.int64)
             self.communicator.allreduce_host(counts, "max")

@@ -10,9 +10,9 @@ initializers, LoRA and module records.
     y = layer(x)
 """
 
+from ember._deprecation import renamed_globals
 from ember.nn import functional, init, lora, loss, qlora, quantize, rnn
 from ember.nn.activation import (
-    GLU,
     ActivationConfig,
     Celu,
     CeluConfig,
@@ -41,7 +41,6 @@ from ember.nn.activation import (
     Shrink,
     ShrinkConfig,
     Sigmoid,
-    SiLU,
     Silu,
     Softmax,
     Softplus,
@@ -112,21 +111,20 @@ from ember.nn.loss import (
     CosineEmbeddingLossConfig,
     CrossEntropyLoss,
     CrossEntropyLossConfig,
-    CTCLoss,
-    CTCLossConfig,
-    GaussianNLLLoss,
-    GaussianNLLLossConfig,
+    CtcLoss,
+    CtcLossConfig,
+    GaussianNllLoss,
+    GaussianNllLossConfig,
     HingeEmbeddingLoss,
     HingeEmbeddingLossConfig,
     HuberLoss,
     HuberLossConfig,
-    KLDivLoss,
-    KLDivLossConfig,
+    KlDivLoss,
+    KlDivLossConfig,
     LpLoss,
     LpLossConfig,
     MarginRankingLoss,
     MarginRankingLossConfig,
-    MSELoss,
     MseLoss,
     MultiMarginLoss,
     MultiMarginLossConfig,
@@ -139,7 +137,7 @@ from ember.nn.loss import (
     TripletMarginLoss,
     TripletMarginLossConfig,
 )
-from ember.nn.loss_rnnt import RNNTLoss, RNNTLossConfig
+from ember.nn.loss_rnnt import RnntLoss, RnntLossConfig
 from ember.nn.mask import GeneratePaddingMask, SeqLength, generate_autoregressive_mask, generate_padding_mask
 from ember.nn.module import Module
 from ember.nn.module_record import DTypePolicy, ModuleRecord, RecordEntry
@@ -210,7 +208,6 @@ from ember.nn.transformer_decoder import (
 )
 
 __all__ = [
-    "GLU",
     "ActivationConfig",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool1dConfig",
@@ -234,8 +231,6 @@ __all__ = [
     "BiRnnConfig",
     "BinaryCrossEntropyLoss",
     "BinaryCrossEntropyLossConfig",
-    "CTCLoss",
-    "CTCLossConfig",
     "Calibration",
     "Celu",
     "CeluConfig",
@@ -261,6 +256,8 @@ __all__ = [
     "CrossAttentionConfig",
     "CrossEntropyLoss",
     "CrossEntropyLossConfig",
+    "CtcLoss",
+    "CtcLossConfig",
     "DTypePolicy",
     "DeformConv2d",
     "DeformConv2dConfig",
@@ -275,8 +272,8 @@ __all__ = [
     "Fold4d",
     "Fold4dConfig",
     "GateController",
-    "GaussianNLLLoss",
-    "GaussianNLLLossConfig",
+    "GaussianNllLoss",
+    "GaussianNllLossConfig",
     "GaussianNoise",
     "GaussianNoiseConfig",
     "Gelu",
@@ -306,10 +303,10 @@ __all__ = [
     "Interpolate2d",
     "Interpolate2dConfig",
     "InterpolateMode",
-    "KLDivLoss",
-    "KLDivLossConfig",
     "KaimingNormal",
     "KaimingUniform",
+    "KlDivLoss",
+    "KlDivLossConfig",
     "LayerNorm",
     "LayerNormConfig",
     "LeakyRelu",
@@ -327,7 +324,6 @@ __all__ = [
     "Lstm",
     "LstmConfig",
     "LstmState",
-    "MSELoss",
     "MarginRankingLoss",
     "MarginRankingLossConfig",
     "MaxPool1d",
@@ -375,8 +371,6 @@ __all__ = [
     "QuantValue",
     "QuantizedStorage",
     "Quantizer",
-    "RNNTLoss",
-    "RNNTLossConfig",
     "RRelu",
     "RReluConfig",
     "RecordEntry",
@@ -388,6 +382,8 @@ __all__ = [
     "Rnn",
     "RnnConfig",
     "RnnState",
+    "RnntLoss",
+    "RnntLossConfig",
     "RotaryEncoding",
     "RotaryEncodingConfig",
     "RunningState",
@@ -396,7 +392,6 @@ __all__ = [
     "Sequential",
     "Shrink",
     "ShrinkConfig",
-    "SiLU",
     "Sigmoid",
     "Silu",
     "SmoothL1Loss",
@@ -450,3 +445,21 @@ __all__ = [
     "quantize",
     "rnn",
 ]
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(
+    __name__,
+    {
+        "SiLU": "Silu",
+        "GLU": "Glu",
+        "MSELoss": "MseLoss",
+        "GaussianNLLLoss": "GaussianNllLoss",
+        "GaussianNLLLossConfig": "GaussianNllLossConfig",
+        "KLDivLoss": "KlDivLoss",
+        "KLDivLossConfig": "KlDivLossConfig",
+        "CTCLoss": "CtcLoss",
+        "CTCLossConfig": "CtcLossConfig",
+        "RNNTLoss": "RnntLoss",
+        "RNNTLossConfig": "RnntLossConfig",
+    },
+)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Union
 
+from ember._deprecation import renamed_globals
 from ember.nn import functional as F
 from ember.nn.activation_learned import PRelu, PReluConfig, SwiGlu, SwiGluConfig
 from ember.nn.module import Module
@@ -23,7 +24,6 @@ from ember.tensor.ops.nn import gelu, softmax
 from ember.tensor.tensor import Tensor
 
 __all__ = [
-    "GLU",
     "ActivationConfig",
     "Celu",
     "CeluConfig",
@@ -51,7 +51,6 @@ __all__ = [
     "Selu",
     "Shrink",
     "ShrinkConfig",
-    "SiLU",
     "Sigmoid",
     "Silu",
     "SoftShrink",
@@ -105,14 +104,11 @@ class Relu6(Module):
         return F.relu6(x)
 
 
-class SiLU(Module):
+class Silu(Module):
     """``x·sigmoid(x)`` (a.k.a. swish)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return silu(x)
-
-
-Silu = SiLU
 
 
 class Tanh(Module):
@@ -185,7 +181,7 @@ class Softmax(Module):
         return softmax(x, self.dim)
 
 
-class GLU(Module):
+class Glu(Module):
     """Gated linear unit ``a · sigmoid(b)`` over the two halves of ``dim`` (halves that dim).
 
     Burn keeps it out of ``ActivationConfig`` because it changes the shape.
@@ -202,9 +198,6 @@ class GLU(Module):
 
     def extra_repr(self) -> dict:
         return {"dim": self.dim}
-
-
-Glu = GLU
 
 
 # ---- with settings ---------------------------------------------------------------------------
@@ -709,10 +702,14 @@ class ActivationConfig(Config):
             "gelu": Gelu,
             "gelu_approximate": Gelu.new_approximate,
             "relu": Relu,
-            "silu": SiLU,
+            "silu": Silu,
             "selu": Selu,
             "sigmoid": Sigmoid,
             "tanh": Tanh,
             "hard_swish": HardSwish,
             "softsign": Softsign,
         }[self.kind]()
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(__name__, {"SiLU": "Silu", "GLU": "Glu"})

@@ -153,7 +153,7 @@ def apply_lora(module: Module, lora: Lora) -> Module:
     for path, p in params:
         if not p.dtype.is_float:
             continue
-        p._lora_restore_grad = p.require_grad  # merge_lora gives it back
+        p._lora_restore_grad = p.is_require_grad()  # merge_lora gives it back
         p.set_require_grad(False)
         if p.ndim == 2 and _group_matches(lora.param_group, path, p.id):
             p._adapter = _make_adapter(lora, p._value)
@@ -180,7 +180,7 @@ def merge_lora(module: Module) -> Module:
             p._adapter = None
             p._value = _as_leaf(merged, p._require_grad)
         if p._lora_restore_grad is not None:
-            p.set_require_grad(p.require_grad or p._lora_restore_grad)
+            p.set_require_grad(p.is_require_grad() or p._lora_restore_grad)
             p._lora_restore_grad = None
     return module
 

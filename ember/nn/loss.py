@@ -2,10 +2,10 @@
 the others in their own files, re-exported here so that ``ember.nn.loss.X`` finds all of them:
 
 * :mod:`ember.nn.loss_regression`: ``SmoothL1Loss``, ``LpLoss``;
-* :mod:`ember.nn.loss_likelihood`: ``KLDivLoss``, ``PoissonNllLoss``, ``GaussianNLLLoss``;
+* :mod:`ember.nn.loss_likelihood`: ``KlDivLoss``, ``PoissonNllLoss``, ``GaussianNllLoss``;
 * :mod:`ember.nn.loss_margin`: ``CosineEmbeddingLoss``, ``HingeEmbeddingLoss``,
   ``MarginRankingLoss``, ``MultiMarginLoss``, ``SoftMarginLoss``, ``TripletMarginLoss``;
-* :mod:`ember.nn.loss_ctc`: ``CTCLoss``.
+* :mod:`ember.nn.loss_ctc`: ``CtcLoss``.
 
 Every reduced loss returns a 0-d tensor. ``reduction`` is a :class:`Reduction`
 (:mod:`ember.nn.loss_reduction`): for the losses here ``Mean`` / ``Auto`` (the mean, Burn's
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.nn.loss_ctc import CTCLoss, CTCLossConfig
+from ember._deprecation import renamed_globals
+from ember.nn.loss_ctc import CtcLoss, CtcLossConfig
 from ember.nn.loss_likelihood import (
-    GaussianNLLLoss,
-    GaussianNLLLossConfig,
-    KLDivLoss,
-    KLDivLossConfig,
+    GaussianNllLoss,
+    GaussianNllLossConfig,
+    KlDivLoss,
+    KlDivLossConfig,
     PoissonNllLoss,
     PoissonNllLossConfig,
 )
@@ -51,23 +52,22 @@ from ember.tensor.tensor import Tensor
 __all__ = [
     "BinaryCrossEntropyLoss",
     "BinaryCrossEntropyLossConfig",
-    "CTCLoss",
-    "CTCLossConfig",
     "CosineEmbeddingLoss",
     "CosineEmbeddingLossConfig",
     "CrossEntropyLoss",
     "CrossEntropyLossConfig",
-    "GaussianNLLLoss",
-    "GaussianNLLLossConfig",
+    "CtcLoss",
+    "CtcLossConfig",
+    "GaussianNllLoss",
+    "GaussianNllLossConfig",
     "HingeEmbeddingLoss",
     "HingeEmbeddingLossConfig",
     "HuberLoss",
     "HuberLossConfig",
-    "KLDivLoss",
-    "KLDivLossConfig",
+    "KlDivLoss",
+    "KlDivLossConfig",
     "LpLoss",
     "LpLossConfig",
-    "MSELoss",
     "MarginRankingLoss",
     "MarginRankingLossConfig",
     "MseLoss",
@@ -334,23 +334,20 @@ class BinaryCrossEntropyLoss(Module):
 
 
 # ---- regression ---------------------------------------------------------------------------------
-class MSELoss(Module):
+class MseLoss(Module):
     """Mean squared error ``(prediction − target)²``, reduced."""
 
     def forward(self, logits: Tensor, targets: Tensor, reduction=Reduction.Auto) -> Tensor:
-        return _reduce("MSELoss", self.forward_no_reduction(logits, targets), reduction)
+        return _reduce("MseLoss", self.forward_no_reduction(logits, targets), reduction)
 
     def forward_no_reduction(self, logits: Tensor, targets: Tensor) -> Tensor:
-        _float("MSELoss", "predictions", logits)
+        _float("MseLoss", "predictions", logits)
         if not isinstance(targets, Tensor) or targets.shape != logits.shape:
             got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
             raise ValueError(
-                f"MSELoss: targets must have the predictions' shape {shape_str(logits.shape)}, got {got}"
+                f"MseLoss: targets must have the predictions' shape {shape_str(logits.shape)}, got {got}"
             )
         return (logits - targets).square()
-
-
-MseLoss = MSELoss
 
 
 class HuberLossConfig(Config):
@@ -401,3 +398,18 @@ class HuberLoss(Module):
         outside = residuals.abs() * self.delta - self.lin_bias
         inside = residuals.mask_fill(large, 0.0).square() * 0.5  # a NaN residual stays NaN
         return inside.mask_where(large, outside)
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(
+    __name__,
+    {
+        "MSELoss": "MseLoss",
+        "GaussianNLLLoss": "GaussianNllLoss",
+        "GaussianNLLLossConfig": "GaussianNllLossConfig",
+        "KLDivLoss": "KlDivLoss",
+        "KLDivLossConfig": "KlDivLossConfig",
+        "CTCLoss": "CtcLoss",
+        "CTCLossConfig": "CtcLossConfig",
+    },
+)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ember._deprecation import renamed_globals
 from ember.nn.loss_reduction import Reduction, as_reduction, check_float
 from ember.nn.module import Module
 from ember.nn.rnn.sequence import unbind_steps
@@ -23,7 +24,7 @@ from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["CTCLoss", "CTCLossConfig"]
+__all__ = ["CtcLoss", "CtcLossConfig"]
 
 
 def _log_sum_exp(*terms: Tensor) -> Tensor:
@@ -47,8 +48,8 @@ def _int_host(op: str, name: str, t, shape: tuple) -> np.ndarray:
     return t.numpy().astype(np.int64)
 
 
-class CTCLossConfig(Config):
-    """Configuration of :class:`CTCLoss`.
+class CtcLossConfig(Config):
+    """Configuration of :class:`CtcLoss`.
 
     Args:
         blank: the blank class index (0).
@@ -56,14 +57,16 @@ class CTCLossConfig(Config):
             by zero (False).
     """
 
+    _former_names = ("CTCLossConfig",)  # config files written before the rename say this
+
     blank: int = 0
     zero_infinity: bool = False
 
-    def init(self, device=None, dtype=None) -> "CTCLoss":
-        return CTCLoss(self.blank, self.zero_infinity)
+    def init(self, device=None, dtype=None) -> "CtcLoss":
+        return CtcLoss(self.blank, self.zero_infinity)
 
 
-class CTCLoss(Module):
+class CtcLoss(Module):
     """CTC loss: ``−log Σ_alignments Π_t p_t(alignment_t)`` per sample.
 
     The inputs are log-probabilities (e.g. ``log_softmax`` over the classes), not logits.
@@ -77,7 +80,7 @@ class CTCLoss(Module):
 
     def __init__(self, blank: int = 0, zero_infinity: bool = False):
         if blank < 0:
-            raise ValueError(f"CTCLoss: blank must be a non-negative class index, got {blank}")
+            raise ValueError(f"CtcLoss: blank must be a non-negative class index, got {blank}")
         self.blank = int(blank)
         self.zero_infinity = bool(zero_infinity)
 
@@ -94,7 +97,7 @@ class CTCLoss(Module):
             target_lengths: ``[batch]`` labels per sample (<= max_target_length and <= its
                 input length, as Burn requires).
         """
-        op = "CTCLoss"
+        op = "CtcLoss"
         check_float(op, "log_probs", log_probs)
         if log_probs.ndim != 3:
             raise ValueError(
@@ -150,7 +153,7 @@ class CTCLoss(Module):
     ) -> Tensor:
         """The loss reduced: ``Mean``/``Auto`` divides each loss by its target length
         (at least 1, as PyTorch) and averages over the batch; ``Sum`` adds them up."""
-        op = "CTCLoss"
+        op = "CtcLoss"
         loss = self.forward(log_probs, targets, input_lengths, target_lengths)
         reduction = as_reduction(op, reduction)
         if reduction is Reduction.Sum:
@@ -195,3 +198,7 @@ class CTCLoss(Module):
         has_label = make_tensor(np.stack([np.ones(batch, bool), tg_len > 0], 1), device=dev)
         final = alpha.gather(1, ends).where(has_label, -math.inf)
         return -_log_sum_exp(final[:, 0], final[:, 1])
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(__name__, {"CTCLoss": "CtcLoss", "CTCLossConfig": "CtcLossConfig"})

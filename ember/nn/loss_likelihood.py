@@ -1,5 +1,5 @@
 """Likelihood losses: KL divergence, Poisson NLL and Gaussian NLL (Burn's ``KLDivLoss``,
-``PoissonNllLoss``, ``GaussianNLLLoss``), each ``forward(..., reduction)`` plus
+``PoissonNllLoss``, ``GaussianNllLoss``), each ``forward(..., reduction)`` plus
 ``forward_no_reduction``.
 """
 
@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ember._deprecation import renamed_globals
 from ember.nn.loss_reduction import Reduction, check_float, check_same_shape, reduce_loss
 from ember.nn.module import Module
 from ember.record.config import Config
@@ -17,10 +18,10 @@ from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
 __all__ = [
-    "GaussianNLLLoss",
-    "GaussianNLLLossConfig",
-    "KLDivLoss",
-    "KLDivLossConfig",
+    "GaussianNllLoss",
+    "GaussianNllLossConfig",
+    "KlDivLoss",
+    "KlDivLossConfig",
     "PoissonNllLoss",
     "PoissonNllLossConfig",
 ]
@@ -32,20 +33,22 @@ def _smallest_normal(x: Tensor) -> float:
     return float(np.finfo(x.dtype.numpy).tiny)
 
 
-class KLDivLossConfig(Config):
-    """Configuration of :class:`KLDivLoss`.
+class KlDivLossConfig(Config):
+    """Configuration of :class:`KlDivLoss`.
 
     Args:
         log_target: the targets are log-probabilities too (False).
     """
 
+    _former_names = ("KLDivLossConfig",)  # config files written before the rename say this
+
     log_target: bool = False
 
-    def init(self, device=None, dtype=None) -> "KLDivLoss":
-        return KLDivLoss(self.log_target)
+    def init(self, device=None, dtype=None) -> "KlDivLoss":
+        return KlDivLoss(self.log_target)
 
 
-class KLDivLoss(Module):
+class KlDivLoss(Module):
     """Kullback-Leibler divergence ``y·(log y − x)`` of targets ``y`` from log-probability
     predictions ``x`` (``exp(y)·(y − x)`` with ``log_target``).
 
@@ -72,7 +75,7 @@ class KLDivLoss(Module):
         """
         loss = self.forward_no_reduction(predictions, targets)
         return reduce_loss(
-            "KLDivLoss",
+            "KlDivLoss",
             loss,
             reduction,
             auto=Reduction.BatchMean,
@@ -81,7 +84,7 @@ class KLDivLoss(Module):
 
     def forward_no_reduction(self, predictions: Tensor, targets: Tensor) -> Tensor:
         """The element-wise divergence terms."""
-        op = "KLDivLoss"
+        op = "KlDivLoss"
         check_float(op, "predictions", predictions)
         check_float(op, "targets", targets)
         check_same_shape(op, ("predictions", "targets"), predictions, targets)
@@ -166,22 +169,24 @@ class PoissonNllLoss(Module):
         return loss
 
 
-class GaussianNLLLossConfig(Config):
-    """Configuration of :class:`GaussianNLLLoss`.
+class GaussianNllLossConfig(Config):
+    """Configuration of :class:`GaussianNllLoss`.
 
     Args:
         eps: lower clamp of the variance (1e-6).
         full: add the constant ``½·log(2π)`` (False).
     """
 
+    _former_names = ("GaussianNLLLossConfig",)  # config files written before the rename say this
+
     eps: float = 1e-6
     full: bool = False
 
-    def init(self, device=None, dtype=None) -> "GaussianNLLLoss":
-        return GaussianNLLLoss(self.eps, self.full)
+    def init(self, device=None, dtype=None) -> "GaussianNllLoss":
+        return GaussianNllLoss(self.eps, self.full)
 
 
-class GaussianNLLLoss(Module):
+class GaussianNllLoss(Module):
     """Negative log-likelihood of targets under N(input, var):
     ``½·(log v + (input − target)² / v)`` with ``v = max(var, eps)`` (plus ``½·log(2π)`` with
     ``full``). The clamp passes no gradient to clamped variances (Burn; PyTorch passes it).
@@ -193,13 +198,13 @@ class GaussianNLLLoss(Module):
 
     def __init__(self, eps: float = 1e-6, full: bool = False):
         if not eps >= 0:
-            raise ValueError(f"GaussianNLLLoss: eps must be >= 0, got {eps}")
+            raise ValueError(f"GaussianNllLoss: eps must be >= 0, got {eps}")
         self.eps = float(eps)
         self.full = bool(full)
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor, reduction=Reduction.Auto) -> Tensor:
         """The loss reduced with ``Mean``/``Auto`` or ``Sum``."""
-        return reduce_loss("GaussianNLLLoss", self.forward_no_reduction(input, target, var), reduction)
+        return reduce_loss("GaussianNllLoss", self.forward_no_reduction(input, target, var), reduction)
 
     def forward_no_reduction(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
         """The element-wise loss.
@@ -210,7 +215,7 @@ class GaussianNLLLoss(Module):
             var: predicted variances, the shape of ``input`` or broadcastable to it with the
                 same number of dims (size-1 dims, e.g. one variance per sample).
         """
-        op = "GaussianNLLLoss"
+        op = "GaussianNllLoss"
         check_float(op, "input", input)
         check_float(op, "var", var)
         check_same_shape(op, ("input", "target"), input, target)
@@ -222,3 +227,15 @@ class GaussianNLLLoss(Module):
         var = var.to(input.dtype).clamp(min=self.eps)
         loss = (var.log() + (input - target.to(input.dtype)).square() / var) * 0.5
         return loss + HALF_LOG_TWO_PI if self.full else loss
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(
+    __name__,
+    {
+        "GaussianNLLLoss": "GaussianNllLoss",
+        "GaussianNLLLossConfig": "GaussianNllLossConfig",
+        "KLDivLoss": "KlDivLoss",
+        "KLDivLossConfig": "KlDivLossConfig",
+    },
+)

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ember._deprecation import renamed_globals
 from ember.nn.loss_reduction import Reduction, as_reduction, check_float
 from ember.nn.module import Module
 from ember.nn.rnn.sequence import unbind_steps
@@ -36,7 +37,7 @@ from ember.tensor.op_functions import stack
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
-__all__ = ["RNNTLoss", "RNNTLossConfig"]
+__all__ = ["RnntLoss", "RnntLossConfig"]
 
 
 def _log_add_exp(a: Tensor, b: Tensor) -> Tensor:
@@ -56,8 +57,8 @@ def _int_host(op: str, name: str, t, shape: tuple) -> np.ndarray:
     return t.numpy().astype(np.int64)
 
 
-class RNNTLossConfig(Config):
-    """Configuration of :class:`RNNTLoss` (Burn's ``RNNTLossConfig``).
+class RnntLossConfig(Config):
+    """Configuration of :class:`RnntLoss` (Burn's ``RNNTLossConfig``).
 
     Args:
         blank: the blank label's index in the vocabulary (0).
@@ -66,14 +67,16 @@ class RNNTLossConfig(Config):
             log-probabilities.
     """
 
+    _former_names = ("RNNTLossConfig",)  # config files written before the rename say this
+
     blank: int = 0
     logits: bool = True
 
-    def init(self, device=None, dtype=None) -> "RNNTLoss":
-        return RNNTLoss(self.blank, self.logits)
+    def init(self, device=None, dtype=None) -> "RnntLoss":
+        return RnntLoss(self.blank, self.logits)
 
 
-class RNNTLoss(Module):
+class RnntLoss(Module):
     """RNN-T loss: ``−log Σ_alignments Π p(alignment)`` per sample over the (T, U) lattice.
 
     Args:
@@ -83,7 +86,7 @@ class RNNTLoss(Module):
 
     def __init__(self, blank: int = 0, logits: bool = True):
         if isinstance(blank, bool) or not isinstance(blank, int) or blank < 0:
-            raise ValueError(f"RNNTLoss: blank must be a non-negative label index, got {blank!r}")
+            raise ValueError(f"RnntLoss: blank must be a non-negative label index, got {blank!r}")
         self.blank = blank
         self.logits = bool(logits)
 
@@ -100,7 +103,7 @@ class RNNTLoss(Module):
             logit_lengths: ``[batch]`` encoder frames used per sample, in [1, T].
             target_lengths: ``[batch]`` labels per sample, in [0, U].
         """
-        op = "RNNTLoss"
+        op = "RnntLoss"
         check_float(op, "logits", logits)
         if logits.ndim != 4:
             raise ValueError(f"{op}: logits must be [batch, T, U+1, vocab], got {shape_str(logits.shape)}")
@@ -154,7 +157,7 @@ class RNNTLoss(Module):
     ) -> Tensor:
         """The loss reduced over the batch: ``Mean``/``Auto`` average, ``Sum`` adds up (Burn's
         and torchaudio's reductions)."""
-        op = "RNNTLoss"
+        op = "RnntLoss"
         reduction = as_reduction(op, reduction)
         if reduction not in (Reduction.Mean, Reduction.Sum, Reduction.Auto):
             raise ValueError(f"{op}: {reduction.name} reduction is not supported; use Mean, Sum or Auto")
@@ -215,3 +218,7 @@ class RNNTLoss(Module):
             blank.reshape(batch, frames * nodes).gather(1, make_tensor(last, device=dev)).reshape(batch)
         )
         return -(final_alpha + final_blank)
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(__name__, {"RNNTLoss": "RnntLoss", "RNNTLossConfig": "RnntLossConfig"})

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.nn.config_hint import with_config_hint
+from ember.nn.discarded_copy import warn_if_discarded
 from ember.nn.param import Param, ParamId, _as_leaf
 from ember.tensor import dtypes as dt
 from ember.tensor.device import Device, as_device
@@ -233,7 +234,7 @@ class Module:
         Args:
             trainable_only: count only parameters that require grad.
         """
-        return sum(p.numel for p in self.parameters() if p.require_grad or not trainable_only)
+        return sum(p.numel for p in self.parameters() if p.is_require_grad() or not trainable_only)
 
     def devices(self) -> list[Device]:
         """The devices the parameters live on (first-seen order)."""
@@ -346,7 +347,11 @@ class Module:
     def valid(self) -> "Module":
         """An inference copy (Burn's ``valid()``/inner module): a deep copy with dropout off,
         BatchNorm on running statistics, LoRA adapters folded into their weights, parameters
-        that do not require grad, and forward passes that record no graph."""
+        that do not require grad, and forward passes that record no graph.
+
+        The module itself is left as it was: keep the copy (``model_valid = model.valid()``);
+        calling it as a statement warns (:class:`~ember.nn.discarded_copy.DiscardedCopyWarning`)."""
+        warn_if_discarded("Module.valid()", "model_valid = model.valid()")
         out = copy.deepcopy(self)
         for hook in INFERENCE_COPY_HOOKS:
             hook(out)
@@ -361,7 +366,11 @@ class Module:
 
     def train(self) -> "Module":
         """A training copy of an inference module (Burn's ``train()``): training mode on and
-        parameters trainable again as they were before :meth:`valid`."""
+        parameters trainable again as they were before :meth:`valid`.
+
+        The module itself is left as it was: keep the copy (``model = model.train()``); calling
+        it as a statement warns (:class:`~ember.nn.discarded_copy.DiscardedCopyWarning`)."""
+        warn_if_discarded("Module.train()", "model = model.train()")
         out = copy.deepcopy(self)
         for _, module in out.named_modules():
             module._training = True
@@ -442,7 +451,7 @@ def _value_lines(label: str, value) -> list[str]:
     if isinstance(value, Param):
         return [
             f"{label}: Param {{shape: {list(value.shape)}, dtype: {value.dtype}"
-            f"{'' if value.require_grad else ', frozen'}{', lora' if value._adapter else ''}}}"
+            f"{'' if value.is_require_grad() else ', frozen'}{', lora' if value._adapter else ''}}}"
         ]
     items = _container_items(value) or []
     kind = "{" if isinstance(value, dict) else "["

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import secrets
 
+from ember._deprecation import renamed_property
 from ember.tensor import Tensor
 from ember.tensor.ops._core import wrap
 
@@ -242,13 +243,12 @@ class Param:
     def dims(self) -> tuple:
         return self._value.shape
 
-    @property
-    def require_grad(self) -> bool:
-        """Whether the optimizer trains this parameter."""
+    def is_require_grad(self) -> bool:
+        """Whether the optimizer trains this parameter (Burn's name, as ``Tensor.is_require_grad``)."""
         return self._require_grad
 
-    def is_require_grad(self) -> bool:
-        return self._require_grad
+    # A flag here but a method on Tensor (``t.require_grad()`` marks it): one release, then gone.
+    require_grad = renamed_property("require_grad", "is_require_grad", call=True)
 
     def set_require_grad(self, flag: bool = True) -> "Param":
         """Mark the parameter trainable (its tensor becomes a leaf requiring grad) or frozen."""

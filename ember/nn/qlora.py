@@ -105,7 +105,7 @@ def apply_qlora(module: Module, qlora: QLora) -> Module:
                 raise ValueError(f"apply_qlora: parameter '{path}' {list(p.shape)}: {exc}") from None
         plans.append((path, p, quantized))
     for path, p, quantized in plans:
-        p._lora_restore_grad = p.require_grad  # merge_lora gives it back
+        p._lora_restore_grad = p.is_require_grad()  # merge_lora gives it back
         p.set_require_grad(False)
         adapter = None
         if p.ndim == 2 and _group_matches(lora.param_group, path, p.id):

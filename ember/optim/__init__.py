@@ -9,7 +9,7 @@
 - Gradients: :class:`GradientsParams` (keyed by ``ParamId``), :class:`GradientsAccumulator`.
 - Optimizers (``XxxConfig().init()`` / ``.build()``): SGD (+ momentum), Adam, AdamW
   (+ cautious weight decay), RMSprop, AdaGrad, Lion, Adan, Muon (2-D weights);
-  :class:`GradientClippingConfig`. :class:`LBFGS` (closure-based, its own ``step``).
+  :class:`GradientClippingConfig`. :class:`Lbfgs` (closure-based, its own ``step``).
 - :class:`ModuleOptimizer` with per-:class:`~ember.nn.ParamGroup` optimizers, Burn-layout
   state records (:class:`OptimizerRecord`).
 - Mixed precision: :class:`MixedPrecision` (float16 compute, float32 master weights and
@@ -27,6 +27,7 @@ whose fused kernels live with the backends (``ember/kernels/cpu/optim_updates.py
 ``ember/kernels/cuda/optimizers.py``) and know only arrays.
 """
 
+from ember._deprecation import renamed_globals
 from ember.nn.param_group import ParamGroup, ParamGroupError
 from ember.optim import lr_scheduler
 from ember.optim.adagrad import AdaGrad, AdaGradConfig
@@ -36,7 +37,7 @@ from ember.optim.adan import Adan, AdanConfig
 from ember.optim.clipping import GradientClipping, GradientClippingConfig
 from ember.optim.grad_accum import GradientsAccumulator
 from ember.optim.grads_params import GradientsParams
-from ember.optim.lbfgs import LBFGS, LBFGSConfig, LBFGSRecord, LineSearchFn
+from ember.optim.lbfgs import Lbfgs, LbfgsConfig, LbfgsRecord, LineSearchFn
 from ember.optim.lion import Lion, LionConfig
 from ember.optim.lr_scheduler import (
     ComposedLrScheduler,
@@ -76,7 +77,6 @@ from ember.optim.scheduler_record import state_to_bytes as scheduler_state_to_by
 from ember.optim.sgd import MomentumConfig, Sgd, SgdConfig
 
 __all__ = [
-    "LBFGS",
     "AdaGrad",
     "AdaGradConfig",
     "Adam",
@@ -99,8 +99,9 @@ __all__ = [
     "GradientClippingConfig",
     "GradientsAccumulator",
     "GradientsParams",
-    "LBFGSConfig",
-    "LBFGSRecord",
+    "Lbfgs",
+    "LbfgsConfig",
+    "LbfgsRecord",
     "LineSearchFn",
     "LinearLrScheduler",
     "LinearLrSchedulerConfig",
@@ -141,3 +142,8 @@ __all__ = [
     "scheduler_state_from_bytes",
     "scheduler_state_to_bytes",
 ]
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(
+    __name__, {"LBFGS": "Lbfgs", "LBFGSConfig": "LbfgsConfig", "LBFGSRecord": "LbfgsRecord"}
+)

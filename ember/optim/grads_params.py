@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ember.nn.param import ParamId
+from ember.nn.param import Param, ParamId
 from ember.tensor import Tensor
 from ember.tensor.sparse import is_row_sparse
 
@@ -68,7 +68,7 @@ class GradientsParams:
         out = cls._collect(grads, module, None, "from_grads")
         held = len(grads) if hasattr(grads, "__len__") else 0
         if not out and held:
-            trainable = sum(1 for _, p in module.named_parameters() if p.require_grad)
+            trainable = sum(1 for _, p in module.named_parameters() if p.is_require_grad())
             if trainable:
                 raise ValueError(
                     f"GradientsParams.from_grads: `grads` holds {held} gradients but none of "
@@ -114,7 +114,7 @@ class GradientsParams:
             )
         out = cls()
         for _, param in module.named_parameters():
-            if not param.require_grad or (wanted is not None and param.id not in wanted):
+            if not param.is_require_grad() or (wanted is not None and param.id not in wanted):
                 continue
             grad = remove(param.value)
             if grad is not None:
@@ -135,9 +135,9 @@ class GradientsParams:
         key = _key("__getitem__", param_id)
         grad = self._grads.get(key)
         if grad is None:
-            frozen = getattr(param_id, "require_grad", True) is False  # a frozen Param
+            frozen = isinstance(param_id, Param) and not param_id.is_require_grad()
             why = (
-                "the parameter is frozen (require_grad is False), so from_grads skips it"
+                "the parameter is frozen (is_require_grad() is False), so from_grads skips it"
                 if frozen
                 else "the parameter does not require grad, the loss does not depend on it, or its gradient "
                 "was removed; from_grads collects the trainable parameters of the module it is given"

@@ -3,7 +3,7 @@
 Unlike the other optimizers, L-BFGS re-evaluates the loss several times per step, so it takes
 a **closure** and keeps one state for the whole module (not per parameter)::
 
-    lbfgs = LBFGSConfig(line_search_fn=LineSearchFn.StrongWolfe).init()
+    lbfgs = LbfgsConfig(line_search_fn=LineSearchFn.StrongWolfe).init()
 
     def closure(model):
         loss = loss_fn(model(x), y)
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._deprecation import renamed_globals
 from ember.optim.grads_params import GradientsParams
 from ember.optim.line_search import dot, strong_wolfe
 from ember.record import UInt
@@ -38,30 +39,32 @@ from ember.tensor.op_functions import cat
 from ember.tensor.sparse import is_row_sparse
 from ember.tensor.tensor import Tensor
 
-__all__ = ["LBFGS", "LBFGSConfig", "LBFGSRecord", "LineSearchFn"]
+__all__ = ["Lbfgs", "LbfgsConfig", "LbfgsRecord", "LineSearchFn"]
 
 _CURVATURE_MIN = 1e-10  # a pair (s, y) with y·s at or below this is not stored (PyTorch's bound)
 
 
 class LineSearchFn(enum.Enum):
-    """The line search of :class:`LBFGS` (Burn's ``LineSearchFn``; ``None`` is the field set
+    """The line search of :class:`Lbfgs` (Burn's ``LineSearchFn``; ``None`` is the field set
     to None: fixed steps of length lr)."""
 
     StrongWolfe = "StrongWolfe"
     """A step meeting the strong Wolfe conditions (c1 = 1e-4, c2 = 0.9)."""
 
 
-class LBFGSConfig(Config):
-    """Configuration of :class:`LBFGS` (Burn's ``LBFGSConfig``; defaults are Burn's and PyTorch's).
+class LbfgsConfig(Config):
+    """Configuration of :class:`Lbfgs` (Burn's ``LBFGSConfig``; defaults are Burn's and PyTorch's).
 
     Args:
-        max_iter: the most iterations per :meth:`LBFGS.step`. Default 20.
+        max_iter: the most iterations per :meth:`Lbfgs.step`. Default 20.
         history_size: the number of ``(s, y)`` pairs kept. Default 100.
         tolerance_grad: stop once ``max|g| <=`` this. Default 1e-7.
         tolerance_change: stop once the step or the loss change is below this. Default 1e-9.
         max_eval: the most closure calls per step; ``max_iter·5/4`` when None.
         line_search_fn: ``LineSearchFn.StrongWolfe`` (or ``"strong_wolfe"``), or None.
     """
+
+    _former_names = ("LBFGSConfig",)  # config files written before the rename say this
 
     max_iter: int = 20
     history_size: int = 100
@@ -70,13 +73,13 @@ class LBFGSConfig(Config):
     max_eval: int | None = None
     line_search_fn: LineSearchFn | None = None
 
-    def init(self) -> "LBFGS":
-        """An :class:`LBFGS` with fresh state."""
-        return LBFGS(self)
+    def init(self) -> "Lbfgs":
+        """An :class:`Lbfgs` with fresh state."""
+        return Lbfgs(self)
 
 
-class LBFGSRecord:
-    """The state of an :class:`LBFGS` as a burnpack record, in Burn's layout: tensors
+class LbfgsRecord:
+    """The state of an :class:`Lbfgs` as a burnpack record, in Burn's layout: tensors
     ``history_s.{i}``, ``history_y.{i}``, ``d``, ``prev_flat_grad`` (no parameter ids) and
     scalars ``history_s.len``, ``history_y.len``, ``g_iter`` (``UInt``), ``t``, ``prev_loss``.
 
@@ -107,19 +110,19 @@ class LBFGSRecord:
     into_bytes = to_bytes
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "LBFGSRecord":
+    def load(cls, path: str | os.PathLike) -> "LbfgsRecord":
         """Read a record written by :meth:`save` (or by Burn's ``LBFGS::save``)."""
         with _load(path) as record:
             return cls({n: v.numpy() for n, v in record.tensors.items()}, record.scalars)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "LBFGSRecord":
+    def from_bytes(cls, data: bytes) -> "LbfgsRecord":
         """Parse burnpack bytes from :meth:`to_bytes`."""
         with _from_bytes(data) as record:
             return cls({n: v.numpy() for n, v in record.tensors.items()}, record.scalars)
 
     def __repr__(self) -> str:
-        return f"LBFGSRecord({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
+        return f"LbfgsRecord({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
 
 
 def _whole(owner: str, name: str, value, minimum: int) -> int:
@@ -140,11 +143,11 @@ def _line_search(value) -> LineSearchFn | None:
     if isinstance(value, str) and value.lower().replace("_", "") == "strongwolfe":
         return LineSearchFn.StrongWolfe
     raise ValueError(
-        f"LBFGSConfig: `line_search_fn` must be LineSearchFn.StrongWolfe, 'strong_wolfe' or None, got {value!r}"
+        f"LbfgsConfig: `line_search_fn` must be LineSearchFn.StrongWolfe, 'strong_wolfe' or None, got {value!r}"
     )
 
 
-class LBFGS:
+class Lbfgs:
     """Limited-memory BFGS (Nocedal 1980; Liu & Nocedal 1989), as Burn and PyTorch run it.
 
     Each :meth:`step` runs up to ``max_iter`` iterations on the flattened trainable
@@ -167,14 +170,14 @@ class LBFGS:
     the evaluations left in ``max_eval``, and :meth:`step` returns the loss at the final point.
 
     Args:
-        config: an :class:`LBFGSConfig`.
+        config: an :class:`LbfgsConfig`.
     """
 
-    def __init__(self, config: LBFGSConfig | None = None):
-        config = LBFGSConfig() if config is None else config
-        if not isinstance(config, LBFGSConfig):
-            raise TypeError(f"LBFGS: expected an LBFGSConfig, got {type(config).__name__}")
-        owner = "LBFGSConfig"
+    def __init__(self, config: LbfgsConfig | None = None):
+        config = LbfgsConfig() if config is None else config
+        if not isinstance(config, LbfgsConfig):
+            raise TypeError(f"Lbfgs: expected an LbfgsConfig, got {type(config).__name__}")
+        owner = "LbfgsConfig"
         self.max_iter = _whole(owner, "max_iter", config.max_iter, 1)
         self.history_size = _whole(owner, "history_size", config.history_size, 1)
         self.tolerance_grad = _tolerance(owner, "tolerance_grad", config.tolerance_grad)
@@ -197,15 +200,15 @@ class LBFGS:
     @staticmethod
     def _trainable(module) -> list:
         if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(f"LBFGS.step: `module` must be an ember.nn.Module, got {type(module).__name__}")
-        params = [p for _, p in module.named_parameters() if p.require_grad]
+            raise TypeError(f"Lbfgs.step: `module` must be an ember.nn.Module, got {type(module).__name__}")
+        params = [p for _, p in module.named_parameters() if p.is_require_grad()]
         if not params:
-            raise ValueError("LBFGS.step: the module has no trainable parameter")
+            raise ValueError("Lbfgs.step: the module has no trainable parameter")
         first = params[0].value
         for path, p in module.named_parameters():
-            if p.require_grad and (p.value.dtype is not first.dtype or p.value.device != first.device):
+            if p.is_require_grad() and (p.value.dtype is not first.dtype or p.value.device != first.device):
                 raise ValueError(
-                    f"LBFGS.step: every trainable parameter must share one dtype and device "
+                    f"Lbfgs.step: every trainable parameter must share one dtype and device "
                     f"(flattened into one vector); '{path}' is {p.value.dtype} on {p.value.device}, "
                     f"the first is {first.dtype} on {first.device}"
                 )
@@ -219,13 +222,13 @@ class LBFGS:
     def _flat_grad(params, grads) -> Tensor:
         if not isinstance(grads, GradientsParams):
             raise TypeError(
-                "LBFGS.step: the closure must return (loss, GradientsParams), got gradients of type "
+                "Lbfgs.step: the closure must return (loss, GradientsParams), got gradients of type "
                 f"{type(grads).__name__}"
             )
         if len(grads) and not any(p.id in grads for p in params):
             # all zeros would read as a converged minimum: nothing would move, silently
             raise ValueError(
-                f"LBFGS.step: the closure's GradientsParams holds {len(grads)} gradients but none of them "
+                f"Lbfgs.step: the closure's GradientsParams holds {len(grads)} gradients but none of them "
                 f"belongs to one of the module's {len(params)} trainable parameters: they were taken from "
                 "another model; return GradientsParams.from_grads(loss.backward(), m) for the module m "
                 "the closure is given"
@@ -240,7 +243,7 @@ class LBFGS:
                     g = g.to_dense()
                 if g.shape != p.value.shape:
                     raise ValueError(
-                        f"LBFGS.step: a gradient has shape {list(g.shape)}, its parameter {list(p.value.shape)}"
+                        f"Lbfgs.step: a gradient has shape {list(g.shape)}, its parameter {list(p.value.shape)}"
                     )
                 g = g.to(p.value.device, p.value.dtype).reshape(-1)
             pieces.append(g)
@@ -268,7 +271,7 @@ class LBFGS:
             ``(module, loss)``, the loss at the last point evaluated.
         """
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr):
-            raise ValueError(f"LBFGS.step: `lr` must be a finite number, got {lr!r}")
+            raise ValueError(f"Lbfgs.step: `lr` must be a finite number, got {lr!r}")
         lr = float(lr)
         params = self._trainable(module)
 
@@ -276,7 +279,7 @@ class LBFGS:
             with enable_grad():  # the closure runs its own forward and backward
                 result = closure(module)
             if not isinstance(result, tuple) or len(result) != 2:
-                raise TypeError("LBFGS.step: the closure must return (loss, GradientsParams)")
+                raise TypeError("Lbfgs.step: the closure must return (loss, GradientsParams)")
             loss, grads = result
             loss = float(loss.item()) if isinstance(loss, Tensor) else float(loss)
             with no_grad():
@@ -389,8 +392,8 @@ class LBFGS:
         self.d, self.prev_flat_grad = place(self.d), place(self.prev_flat_grad)
 
     # ---- records --------------------------------------------------------------------------------
-    def to_record(self) -> LBFGSRecord:
-        """The state as an :class:`LBFGSRecord` (Burn's ``LBFGSState`` leaves), on the host."""
+    def to_record(self) -> LbfgsRecord:
+        """The state as an :class:`LbfgsRecord` (Burn's ``LBFGSState`` leaves), on the host."""
         tensors: dict[str, np.ndarray] = {}
         scalars: dict[str, Any] = {}
         for name, vectors in (("history_s", self.history_s), ("history_y", self.history_y)):
@@ -406,14 +409,14 @@ class LBFGS:
         if self.prev_loss is not None:
             scalars["prev_loss"] = float(self.prev_loss)
         scalars["g_iter"] = UInt(self.g_iter)
-        return LBFGSRecord(tensors, scalars)
+        return LbfgsRecord(tensors, scalars)
 
-    def load_record(self, record: LBFGSRecord) -> "LBFGS":
+    def load_record(self, record: LbfgsRecord) -> "Lbfgs":
         """Replace the state with ``record``'s; returns ``self``. A record missing a required
         leaf (the history lengths and vectors, ``g_iter``) leaves the state unchanged, as Burn.
         The vectors move to the parameters' device and dtype on the next :meth:`step`."""
-        if not isinstance(record, LBFGSRecord):
-            raise TypeError(f"LBFGS.load_record: expected an LBFGSRecord, got {type(record).__name__}")
+        if not isinstance(record, LbfgsRecord):
+            raise TypeError(f"Lbfgs.load_record: expected an LbfgsRecord, got {type(record).__name__}")
         scalars, tensors = record.scalars, record.tensors
 
         def count(name):
@@ -446,9 +449,9 @@ class LBFGS:
         """Save the state as a burnpack file; returns the path written."""
         return self.to_record().save(path)
 
-    def load(self, path: str | os.PathLike) -> "LBFGS":
+    def load(self, path: str | os.PathLike) -> "Lbfgs":
         """Load the state saved by :meth:`save` (or by Burn); returns ``self``."""
-        return self.load_record(LBFGSRecord.load(path))
+        return self.load_record(LbfgsRecord.load(path))
 
     def to_bytes(self) -> bytes:
         """The state as burnpack bytes (Burn's ``into_bytes``)."""
@@ -456,11 +459,11 @@ class LBFGS:
 
     into_bytes = to_bytes
 
-    def from_bytes(self, data: bytes) -> "LBFGS":
+    def from_bytes(self, data: bytes) -> "Lbfgs":
         """Load the state from burnpack bytes; returns ``self``."""
-        return self.load_record(LBFGSRecord.from_bytes(data))
+        return self.load_record(LbfgsRecord.from_bytes(data))
 
-    def to_device(self, device) -> "LBFGS":
+    def to_device(self, device) -> "Lbfgs":
         """Move the carried-over vectors to ``device``; returns ``self``."""
         self.history_s = [v.to(device) for v in self.history_s]
         self.history_y = [v.to(device) for v in self.history_y]
@@ -470,7 +473,13 @@ class LBFGS:
 
     def __repr__(self) -> str:
         return (
-            f"LBFGS(max_iter={self.max_iter}, history_size={self.history_size}, "
+            f"Lbfgs(max_iter={self.max_iter}, history_size={self.history_size}, "
             f"max_eval={self.max_eval}, line_search_fn={self.line_search_fn}, "
             f"{len(self.history_s)} pairs, g_iter={self.g_iter})"
         )
+
+
+# The names before the acronym rule (README, "Names"), kept one release: each use warns.
+__getattr__ = renamed_globals(
+    __name__, {"LBFGS": "Lbfgs", "LBFGSConfig": "LbfgsConfig", "LBFGSRecord": "LbfgsRecord"}
+)

@@ -1,4 +1,4 @@
-"""The strong-Wolfe line search of :class:`ember.optim.LBFGS` (Burn's ``strong_wolfe``, itself
+"""The strong-Wolfe line search of :class:`ember.optim.Lbfgs` (Burn's ``strong_wolfe``, itself
 PyTorch's ``_strong_wolfe``, after Nocedal & Wright, "Numerical Optimization", Alg. 3.5/3.6).
 
 Vectors are 1-D ember tensors; step sizes, losses and directional derivatives are Python

@@ -242,9 +242,9 @@ class ModuleOptimizer:
             )
         lr_of = _lr_resolver(lr)
         named = list(module.named_parameters())
-        selected = [(path, param) for path, param in named if param.require_grad and param.id in grads]
+        selected = [(path, param) for path, param in named if param.is_require_grad() and param.id in grads]
         if not selected and len(grads) and not any(param.id in grads for _, param in named):
-            trainable = sum(1 for _, param in named if param.require_grad)
+            trainable = sum(1 for _, param in named if param.is_require_grad())
             raise ValueError(
                 f"ModuleOptimizer.step: `grads` holds {len(grads)} gradients but none of them belongs "
                 f"to a parameter of the {type(module).__name__} being stepped ({trainable} trainable of "

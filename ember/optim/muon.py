@@ -198,10 +198,8 @@ class MuonConfig(OptimizerConfig):
         """None: Muon's config has no gradient clipping (as Burn's)."""
         return None
 
-    def with_gradient_clipping(self, clipping):
+    def with_grad_clipping(self, clipping):
         raise TypeError(
             "MuonConfig has no gradient clipping (as Burn's); pass one to "
             "ModuleOptimizer(MuonConfig(), grad_clipping) or with_group(..., grad_clipping)"
         )
-
-    with_grad_clipping = with_gradient_clipping

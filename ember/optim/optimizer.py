@@ -18,6 +18,7 @@ import abc
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from ember._deprecation import renamed_method
 from ember.kernels.arg_checks import finite_scalar
 from ember.record.config import Config
 
@@ -168,10 +169,9 @@ class OptimizerConfig(Config):
         """The configured ``GradientClippingConfig`` (or None), whatever the field's name."""
         return getattr(self, self._clipping_field)
 
-    def with_gradient_clipping(self, clipping):
-        """Copy with gradient clipping set (works whichever name the field has)."""
+    def with_grad_clipping(self, clipping):
+        """Copy with gradient clipping set (works whichever name the field has: ``SgdConfig``'s
+        is Burn's ``gradient_clipping``, the others' ``grad_clipping``)."""
         return dataclasses.replace(self, **{self._clipping_field: clipping})
 
-    def with_grad_clipping(self, clipping):
-        """Copy with gradient clipping set (works whichever name the field has)."""
-        return dataclasses.replace(self, **{self._clipping_field: clipping})
+    with_gradient_clipping = renamed_method("with_gradient_clipping", "with_grad_clipping")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ember._deprecation import renamed_method
 from ember.kernels.arg_checks import finite_scalar
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
@@ -110,10 +111,14 @@ class SgdConfig(OptimizerConfig):
     Args:
         weight_decay: optional L2 weight decay.
         momentum: optional :class:`MomentumConfig`.
-        gradient_clipping: optional clipping, applied by ``init()`` to the ``all()`` group.
+        gradient_clipping: optional clipping, applied by ``init()`` to the ``all()`` group;
+            Burn's field name, kept for its config files. Set it with ``with_grad_clipping``
+            like every optimizer config's.
     """
 
     _clipping_field = "gradient_clipping"
+    # the field's generated setter would be this name: the one setter is with_grad_clipping
+    with_gradient_clipping = renamed_method("with_gradient_clipping", "with_grad_clipping")
 
     weight_decay: WeightDecayConfig | None = None
     momentum: MomentumConfig | None = None

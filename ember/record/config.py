@@ -87,10 +87,18 @@ def _is_union(hint: Any) -> bool:
 
 
 def _subclasses(cls: type) -> dict[str, type]:
-    found, stack = {cls.__name__: cls}, [cls]
+    """Tag name -> config class, for ``cls`` and its subclasses; a renamed class is found by its
+    former names too (``_former_names``), so files that carry the old tag still load."""
+    found, stack = {}, [cls]
+
+    def add(config: type) -> None:
+        for name in (config.__name__, *config.__dict__.get("_former_names", ())):
+            found.setdefault(name, config)
+
+    add(cls)
     while stack:
         for sub in stack.pop().__subclasses__():
-            found.setdefault(sub.__name__, sub)
+            add(sub)
             stack.append(sub)
     return found
 

@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 
+from ember._deprecation import renamed_property
 from ember.core import dtypes as dt
 from ember.tensor.device import Device, as_device
 from ember.tensor.op_methods import OpMethods
@@ -155,11 +156,11 @@ class Tensor(OpMethods):
         return self
 
     def is_require_grad(self) -> bool:
+        """Whether backward() computes this tensor's gradient (Burn's name)."""
         return self._node is not None
 
-    @property
-    def requires_grad(self) -> bool:
-        return self._node is not None
+    # PyTorch's spelling of is_require_grad(): one release, then gone.
+    requires_grad = renamed_property("requires_grad", "is_require_grad", call=True)
 
     def detach(self) -> "Tensor":
         """The same values, cut from the graph."""

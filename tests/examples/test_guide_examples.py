@@ -77,7 +77,7 @@ def test_model_forward_backward_shapes(size):
 
     loss = nn.CrossEntropyLossConfig().init()(logits, ember.tensor([0, 1, 2, 3, 4], device="reference"))
     grads = GradientsParams.from_grads(loss.backward(), model)
-    trainable = [(path, p) for path, p in model.named_parameters() if p.require_grad]
+    trainable = [(path, p) for path, p in model.named_parameters() if p.is_require_grad()]
     assert {path for path, _ in trainable} == {
         "conv1.weight",
         "conv1.bias",

@@ -510,9 +510,9 @@ def test_reset_head_changes_only_the_head(tiny_batch):
     assert set(after) == set(before)
     for path, param in after.items():
         if path.startswith("output."):
-            assert param is not params_before[path] and param.require_grad
+            assert param is not params_before[path] and param.is_require_grad()
         else:
-            assert param is params_before[path] and not param.require_grad
+            assert param is params_before[path] and not param.is_require_grad()
             np.testing.assert_array_equal(param.numpy(), before[path])
     assert model.output.weight.shape == (16, 5) and model.output.bias.shape == (5,)
     logits = model.logits(tiny_batch.tokens, tiny_batch.mask_pad)

@@ -79,7 +79,7 @@ def _host(t) -> np.ndarray:
 def _grads(
     y, leaves_, device: str, index: int, reduce: str | None = None
 ) -> tuple[list | None, BaseException | None]:
-    if not (y.dtype.is_float and y.numel and y.requires_grad):
+    if not (y.dtype.is_float and y.numel and y.is_require_grad()):
         return None, None
     try:
         if reduce is None:
@@ -91,7 +91,7 @@ def _grads(
         return None, exc
     out = []
     for t in leaves_:
-        gt = g.get(t) if t.requires_grad else None
+        gt = g.get(t) if t.is_require_grad() else None
         if gt is not None and not isinstance(gt, ember.Tensor):
             gt = gt.to_dense()  # a row-sparse gradient
         out.append(None if gt is None else _host(gt))

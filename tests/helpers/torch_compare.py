@@ -263,10 +263,10 @@ def run_ember(fn, arrays, device: str, grad: bool, constants=()):
         outs = _as_list(fn(*ts))
         host = [np.array(o.numpy(), copy=True) for o in outs]
         grads = None
-        if any(t.requires_grad for t in ts):
+        if any(t.is_require_grad() for t in ts):
             loss = None
             for o in outs:
-                if o.dtype.is_float and o.requires_grad:
+                if o.dtype.is_float and o.is_require_grad():
                     term = (
                         o * ember.tensor(seed_like(o.shape, o.dtype.numpy), dtype=o.dtype, device=device)
                     ).sum()
@@ -275,7 +275,7 @@ def run_ember(fn, arrays, device: str, grad: bool, constants=()):
                 g = loss.backward()
                 grads = []
                 for t in ts:
-                    gt = g.get(t) if t.requires_grad else None
+                    gt = g.get(t) if t.is_require_grad() else None
                     if gt is not None and not isinstance(gt, ember.Tensor):
                         gt = gt.to_dense()
                     grads.append(None if gt is None else np.array(gt.numpy(), copy=True))

@@ -391,7 +391,7 @@ _MODULES = {
         F.binary_cross_entropy_with_logits,
         "bce",
     ),
-    "MSELoss": one(lambda a, b: enn.MSELoss()(a, b), F.mse_loss, "pair"),
+    "MseLoss": one(lambda a, b: enn.MseLoss()(a, b), F.mse_loss, "pair"),
     "MaxPool2d": one(_module(enn.MaxPool2dConfig((2, 2))), lambda x: F.max_pool2d(x, 2), "image"),
     "AvgPool2d": one(_module(enn.AvgPool2dConfig((2, 2))), lambda x: F.avg_pool2d(x, 2), "image"),
     "AdaptiveAvgPool2d": one(
@@ -407,8 +407,8 @@ _MODULES = {
         lambda a, b: enn.HuberLossConfig(1.0).init()(a, b), lambda a, b: F.huber_loss(a, b, delta=1.0), "pair"
     ),
     # ember's default reduction of the KL divergence is Burn's (and PyTorch's recommended) batchmean
-    "KLDivLoss": one(
-        lambda a, b: enn.KLDivLossConfig().init()(a, b),
+    "KlDivLoss": one(
+        lambda a, b: enn.KlDivLossConfig().init()(a, b),
         lambda a, b: F.kl_div(a, b, reduction="batchmean"),
         "probabilities",
     ),
@@ -606,7 +606,7 @@ UNDEFINED = {
         "a row holding 3e38: PyTorch's norm overflows to inf and the similarity (and the other row's gradient) "
         "to 0; ember scales each row by its largest |x| first and gives the finite value",
     ),
-    "KLDivLoss": (
+    "KlDivLoss": (
         {"grad:torch_nonfinite"},
         "the gradient of a target of 0 (log 0 + 1 − x): PyTorch NaN, ember 0 (the term is absent)",
     ),

@@ -56,4 +56,4 @@ def weighted_sum(y, seed: int = 1):
 def params64(module):
     """Cast a module to float64 and return its trainable parameter tensors."""
     module.to(ember.float64)
-    return [p.value for p in module.parameters() if p.require_grad]
+    return [p.value for p in module.parameters() if p.is_require_grad()]

@@ -16,7 +16,7 @@ X = np.linspace(-3, 3, 13).astype(np.float64)
         (nn.Relu(), np.maximum(X, 0)),
         (nn.LeakyRelu(0.2), np.where(X >= 0, X, 0.2 * X)),
         (nn.LeakyReluConfig().init(), np.where(X >= 0, X, 0.01 * X)),
-        (nn.SiLU(), X / (1 + np.exp(-X))),
+        (nn.Silu(), X / (1 + np.exp(-X))),
         (nn.Tanh(), np.tanh(X)),
         (nn.Sigmoid(), 1 / (1 + np.exp(-X))),
         (nn.Gelu(), X * 0.5 * (1 + np.vectorize(math.erf)(X / math.sqrt(2)))),

@@ -49,13 +49,13 @@ CASES = [
         lambda tf, x: (x - x.sign() * 0.3) * (x.abs() > 0.8),
     ),
     ("leaky_relu", lambda: nn.LeakyReluConfig(0.2).init(), lambda tf, x: tf.leaky_relu(x, 0.2)),
-    ("silu", nn.SiLU, lambda tf, x: tf.silu(x)),
+    ("silu", nn.Silu, lambda tf, x: tf.silu(x)),
     (
         "rrelu_eval",
         lambda: nn.RReluConfig().init().valid(),
         lambda tf, x: tf.leaky_relu(x, (1 / 8 + 1 / 3) / 2),
     ),
-    ("glu", lambda: nn.GLU(-1), lambda tf, x: tf.glu(x, -1)),
+    ("glu", lambda: nn.Glu(-1), lambda tf, x: tf.glu(x, -1)),
 ]
 
 
@@ -65,7 +65,7 @@ def test_activation_matches_torch(device, name, build, reference):
     tf = torch.nn.functional
     data = np.stack([X, X[::-1] * 0.9])
     if name == "glu":
-        data = data[:, :32]  # GLU halves the last dim: it must be even
+        data = data[:, :32]  # Glu halves the last dim: it must be even
     module = build()
     xt = torch.from_numpy(data).requires_grad_()
     want = reference(tf, xt)
@@ -164,7 +164,7 @@ def test_activation_config_covers_burns_enum(tmp_path):
         "SoftShrink": nn.SoftShrink,
         "Shrink": nn.Shrink,
         "PRelu": nn.PRelu,
-        "silu": nn.SiLU,
+        "silu": nn.Silu,
     }
     for name, cls in expected.items():
         assert type(nn.ActivationConfig(name).init(DEV)) is cls, name

@@ -25,7 +25,7 @@ def test_train_forward_and_running_update_2d():
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * mean, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * var, rtol=1e-5)
-    assert not bn.running_mean.require_grad
+    assert not bn.running_mean.is_require_grad()
 
 
 def test_valid_uses_running_statistics():

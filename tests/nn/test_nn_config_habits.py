@@ -32,7 +32,7 @@ HABITS = {
     "BiLstm": "8, 16, batch_first=True",
     "BiRnn": "8, 16, nonlinearity='relu'",
     "BinaryCrossEntropyLoss": "reduction='mean'",
-    "CTCLoss": "blank=0, zero_infinity=True",
+    "CtcLoss": "blank=0, zero_infinity=True",
     "Celu": "alpha=0.5",
     "Conv1d": "3, 8, 3",
     "Conv2d": "3, 8, 3, padding=1",
@@ -50,7 +50,7 @@ HABITS = {
     "Embedding": "10, 4",
     "EmbeddingBag": "10, 4, mode='sum'",
     "Fold4d": "output_size=(4, 5), kernel_size=2",
-    "GaussianNLLLoss": "full=True",
+    "GaussianNllLoss": "full=True",
     "GaussianNoise": "std=0.1",
     "GroupNorm": "2, 4",
     "Gru": "8, 16, batch_first=True",
@@ -62,7 +62,7 @@ HABITS = {
     "InstanceNorm": "4",
     "Interpolate1d": "scale_factor=2.0, mode='linear'",
     "Interpolate2d": "scale_factor=2.0, mode='bilinear'",
-    "KLDivLoss": "reduction='batchmean'",
+    "KlDivLoss": "reduction='batchmean'",
     "LayerNorm": "8",
     "LeakyRelu": "0.2",
     "Linear": "3, 2",
@@ -81,7 +81,7 @@ HABITS = {
     "PoissonNllLoss": "log_input=False",
     "PositionWiseFeedForward": "64, 128",
     "PositionalEncoding": "64",
-    "RNNTLoss": "blank=0, reduction='mean'",
+    "RnntLoss": "blank=0, reduction='mean'",
     "RRelu": "0.1, 0.3",
     "RmsNorm": "8",
     "Rnn": "8, 16, nonlinearity='relu'",
@@ -181,7 +181,7 @@ def test_an_int_where_a_pair_goes_names_the_pair_config():
 
 def test_a_flag_is_not_a_number_and_big_arguments_are_shown_by_type():
     with pytest.raises(TypeError, match=r"Got eps=True where the constructor takes float"):
-        nn.GaussianNLLLoss(True)  # PyTorch's first argument is `full`, ember's `eps`
+        nn.GaussianNllLoss(True)  # PyTorch's first argument is `full`, ember's `eps`
     weight = nn.Param(nn.LinearConfig(3, 2).init().weight.val())
     with pytest.raises(TypeError, match=r"^nn\.Linear\(<Param>, 2\): "):
         nn.Linear(weight, 2)  # a bias size where the bias Param goes

@@ -25,7 +25,7 @@ def test_only_adapters_are_trainable_and_output_is_unchanged():
     before = model.valid()(IDS).numpy()
     n_base = model.num_params()
     model.apply_lora(nn.Lora(4, 8.0))
-    trainable = [p for p, par in model.named_parameters() if par.require_grad]
+    trainable = [p for p, par in model.named_parameters() if par.is_require_grad()]
     assert trainable and all(".lora." in p for p in trainable)
     assert "encoder.layers.0.mha.query.weight.lora.a" in trainable
     assert "embedding.weight.lora.b" in trainable and "head.weight.lora.a" in trainable
@@ -71,7 +71,7 @@ def test_merge_equals_unmerged_output_and_valid_folds():
     ember.seed(3)
     model = Classifier().apply_lora(nn.Lora(2, 4.0))
     for _, p in model.named_parameters():
-        if p.require_grad:
+        if p.is_require_grad():
             p.set_value(ember.randn(*p.shape, device=DEV, std=0.3))
     with ember.no_grad():
         unmerged = model(IDS).numpy()
@@ -96,7 +96,7 @@ def test_param_group_restricts_adapters_but_everything_is_frozen():
     nn.apply_lora(model, nn.Lora(2, 2.0).with_param_group(QueryValue()))
     adapted = [p for p, par in model.named_parameters() if par.adapter() is not None]
     assert adapted == ["encoder.layers.0.mha.query.weight", "encoder.layers.0.mha.value.weight"]
-    assert model.head.weight.adapter() is None and not model.head.weight.require_grad
+    assert model.head.weight.adapter() is None and not model.head.weight.is_require_grad()
 
 
 def test_lora_dtype_validation_and_double_application():
@@ -138,12 +138,12 @@ def test_merge_restores_the_trainability_apply_lora_took():
     ember.seed(5)
     model = Classifier()
     model.embedding.freeze()  # frozen by the user before LoRA: stays frozen
-    before = {path: p.require_grad for path, p in model.named_parameters()}
+    before = {path: p.is_require_grad() for path, p in model.named_parameters()}
     n_trainable = model.num_params(trainable_only=True)
     model.apply_lora(nn.Lora(2, 4.0).with_param_group(lambda path, pid: path.startswith("head")))
-    assert all(".lora." in path for path, p in model.named_parameters() if p.require_grad)
+    assert all(".lora." in path for path, p in model.named_parameters() if p.is_require_grad())
     model.merge_lora()  # adapted (head.weight) and not adapted (biases, norms) alike
-    assert {path: p.require_grad for path, p in model.named_parameters()} == before
+    assert {path: p.is_require_grad() for path, p in model.named_parameters()} == before
     assert model.num_params(trainable_only=True) == n_trainable > 0
     grads = model(IDS).sum().backward()  # the merged model trains again
     assert model.head.weight in grads and model.embedding.weight not in grads
@@ -151,4 +151,4 @@ def test_merge_restores_the_trainability_apply_lora_took():
     model.apply_lora(nn.Lora(2, 4.0))
     model.embedding.unfreeze()
     model.merge_lora()
-    assert {path: p.require_grad for path, p in model.named_parameters()} == dict.fromkeys(before, True)
+    assert {path: p.is_require_grad() for path, p in model.named_parameters()} == dict.fromkeys(before, True)

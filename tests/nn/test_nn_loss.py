@@ -167,7 +167,7 @@ def test_binary_cross_entropy_matches_torch_and_gradients():
 
 def test_mse_and_huber():
     a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4)) * 2
-    mse = nn.MSELoss()
+    mse = nn.MseLoss()
     assert abs(float(mse(t(a, "float64"), t(b, "float64"))) - ((a - b) ** 2).mean()) < 1e-12
     assert abs(float(mse(t(a, "float64"), t(b, "float64"), nn.Reduction.Sum)) - ((a - b) ** 2).sum()) < 1e-12
     huber = nn.HuberLossConfig(0.7).init()

@@ -1,4 +1,4 @@
-"""RNNTLoss: values against a brute-force enumeration of every alignment (float64, every
+"""RnntLoss: values against a brute-force enumeration of every alignment (float64, every
 backend, per-sample lengths, empty targets, batch 1, logits or log-probabilities, reductions),
 gradients against central differences and against the enumeration's analytic gradient,
 ``-inf`` log-probabilities, Burn's defaults and clear errors."""
@@ -74,7 +74,7 @@ def test_matches_brute_force_enumeration(device, blank):
     logits, targets = _inputs(rng, blank=blank)
     t_len, u_len = np.array([4, 2, 3]), np.array([3, 1, 0])
     x, tg, tl, ul = _tensors(device, logits, targets, t_len, u_len, requires_grad=True)
-    loss = nn.RNNTLossConfig(blank=blank).init().forward(x, tg, tl, ul)
+    loss = nn.RnntLossConfig(blank=blank).init().forward(x, tg, tl, ul)
     lp = _log_softmax(logits)
     want, grad_lp = zip(*(brute_force(lp[b], targets[b], t_len[b], u_len[b], blank) for b in range(3)))
     np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
@@ -91,11 +91,11 @@ def test_log_probabilities_input_and_batch_of_one(device):
     logits, targets = _inputs(rng, batch=1, frames=3, width=2, vocab=4)
     lp = _log_softmax(logits)
     args = _tensors(device, lp, targets, [3], [2])
-    got = nn.RNNTLossConfig(logits=False).init().forward(*args)
+    got = nn.RnntLossConfig(logits=False).init().forward(*args)
     want, _ = brute_force(lp[0], targets[0], 3, 2, 0)
     assert got.shape == (1,)
     np.testing.assert_allclose(got.numpy(), [want], rtol=1e-12)
-    from_logits = nn.RNNTLoss().forward(*_tensors(device, logits, targets, [3], [2]))
+    from_logits = nn.RnntLoss().forward(*_tensors(device, logits, targets, [3], [2]))
     np.testing.assert_allclose(from_logits.numpy(), got.numpy(), rtol=1e-12)
 
 
@@ -104,11 +104,11 @@ def test_single_frame_and_empty_targets(device):
     logits = rng.standard_normal((2, 1, 3, 4))
     targets = np.array([[1, 2], [3, 3]])
     lp = _log_softmax(logits)
-    loss = nn.RNNTLoss().forward(*_tensors(device, logits, targets, [1, 1], [2, 0]))
+    loss = nn.RnntLoss().forward(*_tensors(device, logits, targets, [1, 1], [2, 0]))
     # one frame: emit every label at t = 0, then the blank
     want = [-(lp[0, 0, 0, 1] + lp[0, 0, 1, 2] + lp[0, 0, 2, 0]), -lp[1, 0, 0, 0]]
     np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
-    no_labels = nn.RNNTLoss().forward(*_tensors(device, logits[:, :, :1], np.zeros((2, 0)), [1, 1], [0, 0]))
+    no_labels = nn.RnntLoss().forward(*_tensors(device, logits[:, :, :1], np.zeros((2, 0)), [1, 1], [0, 0]))
     np.testing.assert_allclose(no_labels.numpy(), -lp[:, 0, 0, 0], rtol=1e-12)
 
 
@@ -116,7 +116,7 @@ def test_reductions(device):
     rng = np.random.default_rng(7)
     logits, targets = _inputs(rng)
     args = _tensors(device, logits, targets, [4, 3, 2], [2, 3, 1])
-    rnnt = nn.RNNTLoss()
+    rnnt = nn.RnntLoss()
     per_sample = rnnt.forward(*args).numpy()
     mean = rnnt.forward_with_reduction(*args, Reduction.Mean)
     assert mean.shape == () and math.isclose(mean.item(), per_sample.mean(), rel_tol=1e-14)
@@ -130,7 +130,7 @@ def test_gradient_matches_central_differences():
     rng = np.random.default_rng(8)
     logits, targets = _inputs(rng, batch=2, frames=3, width=2, vocab=4)
     x, tg, tl, ul = _tensors(DEV, logits, targets, [3, 2], [2, 1], requires_grad=True)
-    rnnt = nn.RNNTLoss()
+    rnnt = nn.RnntLoss()
     check_grads(lambda: rnnt.forward_with_reduction(x, tg, tl, ul, Reduction.Sum), [x], n_dirs=3)
 
 
@@ -138,14 +138,14 @@ def test_padding_past_the_lengths_does_not_matter(device):
     rng = np.random.default_rng(9)
     logits, targets = _inputs(rng)
     t_len, u_len = [2, 4, 3], [1, 2, 0]
-    base = nn.RNNTLoss().forward(*_tensors(device, logits, targets, t_len, u_len)).numpy()
+    base = nn.RnntLoss().forward(*_tensors(device, logits, targets, t_len, u_len)).numpy()
     noisy, noisy_targets = logits.copy(), targets.copy()
     for b, (t, u) in enumerate(zip(t_len, u_len)):
         noisy[b, t:] = 50.0 * rng.standard_normal(noisy[b, t:].shape)
         noisy[b, :, u + 1 :] = 50.0 * rng.standard_normal(noisy[b, :, u + 1 :].shape)
         noisy_targets[b, u:] = 0  # padding may even hold the blank
     x, *ints = _tensors(device, noisy, noisy_targets, t_len, u_len, requires_grad=True)
-    loss = nn.RNNTLoss().forward(x, *ints)
+    loss = nn.RnntLoss().forward(x, *ints)
     np.testing.assert_allclose(loss.numpy(), base, rtol=1e-12)
     grad = loss.sum().backward().get(x).numpy()
     assert np.isfinite(grad).all()
@@ -158,7 +158,7 @@ def test_minus_inf_log_probabilities_stay_finite_where_an_alignment_survives(dev
     lp = _log_softmax(logits)
     lp[0, 0, 0, 0] = -np.inf  # no blank at (0, 0): the label must come first
     x, *ints = _tensors(device, lp, targets, [3], [1], requires_grad=True)
-    loss = nn.RNNTLossConfig(logits=False).init().forward(x, *ints)
+    loss = nn.RnntLossConfig(logits=False).init().forward(x, *ints)
     want, want_grad = brute_force(lp[0], targets[0], 3, 1, 0)
     np.testing.assert_allclose(loss.numpy(), [want], rtol=1e-12)
     grad = loss.sum().backward().get(x).numpy()
@@ -166,7 +166,7 @@ def test_minus_inf_log_probabilities_stay_finite_where_an_alignment_survives(dev
     np.testing.assert_allclose(grad[0], want_grad, rtol=1e-10, atol=1e-13)
     lp[0, 0, 1, 0] = -np.inf  # no blank at (0, 1) either: every alignment is blocked
     x, *ints = _tensors(device, lp, targets, [3], [1], requires_grad=True)
-    blocked = nn.RNNTLossConfig(logits=False).init().forward(x, *ints)
+    blocked = nn.RnntLossConfig(logits=False).init().forward(x, *ints)
     assert blocked.item() == np.inf
     assert not np.isnan(blocked.sum().backward().get(x).numpy()).any()
 
@@ -178,7 +178,7 @@ def test_float32(device):
     ints = [
         ember.tensor(np.asarray(a, dtype=np.int64), device=device) for a in (targets, [4, 4, 4], [3, 3, 3])
     ]
-    got = nn.RNNTLoss().forward(x, *ints)
+    got = nn.RnntLoss().forward(x, *ints)
     assert got.dtype is ember.float32
     lp = _log_softmax(logits)
     want = [brute_force(lp[b], targets[b], 4, 3, 0)[0] for b in range(3)]
@@ -186,7 +186,7 @@ def test_float32(device):
 
 
 def test_defaults_are_burns():
-    config = nn.RNNTLossConfig()
+    config = nn.RnntLossConfig()
     assert (config.blank, config.logits) == (0, True)
 
 
@@ -206,6 +206,6 @@ def test_errors_name_the_problem(change, message):
     rng = np.random.default_rng(12)
     logits, targets = _inputs(rng)
     kw = {"logits": logits, "targets": targets, "t_len": [4, 4, 4], "u_len": [3, 3, 3], **change}
-    rnnt = nn.RNNTLoss(blank=kw.pop("blank", 0))
+    rnnt = nn.RnntLoss(blank=kw.pop("blank", 0))
     with pytest.raises(ValueError, match=message):
         rnnt.forward(*_tensors(DEV, kw["logits"], kw["targets"], kw["t_len"], kw["u_len"]))

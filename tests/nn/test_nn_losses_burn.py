@@ -57,11 +57,11 @@ def _log_softmax(a):
 
 
 SMOOTH = nn.SmoothL1LossConfig(beta=0.7).init()
-KL = nn.KLDivLossConfig().init()
-KL_LOG = nn.KLDivLossConfig(log_target=True).init()
+KL = nn.KlDivLossConfig().init()
+KL_LOG = nn.KlDivLossConfig(log_target=True).init()
 POISSON = nn.PoissonNllLossConfig().init()
 POISSON_RATE = nn.PoissonNllLossConfig(log_input=False, full=True, eps=1e-6).init()
-GAUSSIAN = nn.GaussianNLLLossConfig(full=True).init()
+GAUSSIAN = nn.GaussianNllLossConfig(full=True).init()
 HINGE = nn.HingeEmbeddingLossConfig(margin=0.6).init()
 RANKING = nn.MarginRankingLossConfig(margin=0.2).init()
 MULTI = nn.MultiMarginLossConfig().init()
@@ -319,18 +319,18 @@ def test_loss_gradients_match_central_differences(case):
 
 
 def test_burn_defaults_and_reductions():
-    assert nn.SmoothL1LossConfig().beta == 1.0 and nn.KLDivLossConfig().log_target is False
+    assert nn.SmoothL1LossConfig().beta == 1.0 and nn.KlDivLossConfig().log_target is False
     p = nn.PoissonNllLossConfig()
     assert (p.log_input, p.full, p.eps) == (True, False, 1e-8)
-    g = nn.GaussianNLLLossConfig()
+    g = nn.GaussianNllLossConfig()
     assert (g.eps, g.full) == (1e-6, False)
     c = nn.CosineEmbeddingLossConfig()
     assert (c.margin, c.reduction) == (0.0, Reduction.Mean)
     assert nn.HingeEmbeddingLossConfig().margin == 1.0 and nn.MarginRankingLossConfig().margin == 0.0
     assert (nn.MultiMarginLossConfig().margin, nn.MultiMarginLossConfig().p) == (1.0, 1)
     assert (nn.TripletMarginLossConfig().margin, nn.TripletMarginLossConfig().p) == (1.0, 2.0)
-    assert (nn.CTCLossConfig().blank, nn.CTCLossConfig().zero_infinity) == (0, False)
-    assert nn.loss.LpLossConfig.l1().p == 1.0 and nn.loss.KLDivLoss is nn.KLDivLoss
+    assert (nn.CtcLossConfig().blank, nn.CtcLossConfig().zero_infinity) == (0, False)
+    assert nn.loss.LpLossConfig.l1().p == 1.0 and nn.loss.KlDivLoss is nn.KlDivLoss
     # configs save the reduction by member name, as serde does
     assert '"reduction": "Sum"' in nn.CosineEmbeddingLossConfig(reduction=Reduction.Sum).to_json()
     x = ember.tensor(
@@ -428,7 +428,7 @@ def test_ctc_matches_torch(device, blank):
     logits, targets, in_len, tg_len = _ctc_inputs(rng)
     targets = np.where(targets == blank, (blank + 1) % 5 or 1, targets)
     targets[2] = -1
-    ctc = nn.CTCLossConfig(blank=blank).init()
+    ctc = nn.CtcLossConfig(blank=blank).init()
     for reduction in ("none", "mean", "sum"):
         want, lt = _torch_ctc(torch, logits, targets, in_len, tg_len, blank, reduction)
         got, x = _ember_ctc(
@@ -454,7 +454,7 @@ def test_ctc_gradient_matches_central_differences():
     lp = ember.tensor(
         _log_softmax(logits), dtype="float64", device=DEV
     ).require_grad()  # any log-probabilities
-    ctc = nn.CTCLossConfig().init()
+    ctc = nn.CtcLossConfig().init()
     check_grads(
         lambda: ctc.forward_with_reduction(
             lp, ember.tensor(targets), ember.tensor(in_len), ember.tensor(tg_len), Reduction.Sum
@@ -469,12 +469,12 @@ def test_ctc_infeasible_alignments_and_zero_infinity(device):
     logits = rng.standard_normal((3, 2, 4))
     targets = np.array([[2, 2, 2], [1, 2, 0]])  # [2, 2, 2] needs 5 frames, only 3 exist
     in_len, tg_len = np.array([3, 3]), np.array([3, 2])
-    loss, _ = _ember_ctc(nn.CTCLoss(), logits, targets, in_len, tg_len, device)
+    loss, _ = _ember_ctc(nn.CtcLoss(), logits, targets, in_len, tg_len, device)
     assert loss.numpy()[0] == np.inf and np.isfinite(loss.numpy()[1])
     for reduction in ("none", "sum"):
         want, lt = _torch_ctc(torch, logits, targets, in_len, tg_len, reduction=reduction, zero_infinity=True)
         got, x = _ember_ctc(
-            nn.CTCLoss(zero_infinity=True),
+            nn.CtcLoss(zero_infinity=True),
             logits,
             targets,
             in_len,
@@ -496,7 +496,7 @@ def test_ctc_with_minus_inf_log_probabilities(device):
     lp = _log_softmax(rng.standard_normal((6, 2, 4)))
     lp[1, 0, 2] = lp[3, :, 1] = lp[0, 1, 0] = -np.inf
     targets, in_len, tg_len = np.array([[1, 2], [3, 3]]), np.array([6, 6]), np.array([2, 2])
-    ctc = nn.CTCLoss()
+    ctc = nn.CtcLoss()
     results = []
     for value in (lp, np.where(np.isinf(lp), -1e4, lp)):
         x = ember.tensor(value, dtype="float64", device=device).require_grad()
@@ -516,7 +516,7 @@ def test_ctc_with_minus_inf_log_probabilities(device):
 
 
 def test_ctc_edge_cases(device):
-    ctc = nn.CTCLoss()
+    ctc = nn.CtcLoss()
     zero = ember.zeros(0, 2, 3, dtype="float64", device=device)  # no frames, empty targets: probability 1
     out = ctc(
         zero,
@@ -545,11 +545,11 @@ def test_ctc_edge_cases(device):
 
 
 def test_ctc_rejects_bad_inputs():
-    ctc = nn.CTCLoss()
+    ctc = nn.CtcLoss()
     lp = ember.zeros(4, 2, 3, dtype="float64")
     args = [ember.tensor([[1, 2], [1, 0]]), ember.tensor([4, 4]), ember.tensor([2, 1])]
     with pytest.raises(ValueError, match="blank index 3 must be less than num_classes 3"):
-        nn.CTCLoss(blank=3)(lp, *args)
+        nn.CtcLoss(blank=3)(lp, *args)
     with pytest.raises(ValueError, match=r"log_probs must be \[time, batch, classes\]"):
         ctc(ember.zeros(4, 3, dtype="float64"), *args)
     with pytest.raises(ValueError, match=r"input_lengths\[1\] = 5 must be in \[target_lengths\[1\] = 1, 4\]"):
@@ -580,7 +580,7 @@ def test_losses_reject_bad_inputs():
         nn.SmoothL1LossConfig(beta=0.0).init()
     with pytest.raises(ValueError, match="LpLoss: the order of the norm p must be positive"):
         nn.LpLossConfig(0.0).init()
-    with pytest.raises(TypeError, match="KLDivLoss: predictions must be a float tensor"):
+    with pytest.raises(TypeError, match="KlDivLoss: predictions must be a float tensor"):
         KL(ember.zeros(4, 3, dtype="int64"), x)
     with pytest.raises(ValueError, match="PoissonNllLoss: all the values of targets must be non-negative"):
         POISSON(x, x - 1.0)
@@ -588,7 +588,7 @@ def test_losses_reject_bad_inputs():
         POISSON_RATE(x - 1.0, x)
     with pytest.raises(ValueError, match="PoissonNllLoss: eps must be a positive number"):
         nn.PoissonNllLossConfig(eps=0.0).init()
-    with pytest.raises(ValueError, match=r"GaussianNLLLoss: var must have the shape of input \[4, 3\]"):
+    with pytest.raises(ValueError, match=r"GaussianNllLoss: var must have the shape of input \[4, 3\]"):
         GAUSSIAN(x, x, ember.ones(4, 2, dtype="float64"))
     with pytest.raises(ValueError, match=r"CosineEmbeddingLoss: target must be \[4\]"):
         nn.CosineEmbeddingLoss()(x, x, ember.tensor([1, -1]))

@@ -74,20 +74,20 @@ def test_tied_parameters_are_reported_once():
 def test_freeze_unfreeze_with_group():
     m = Model()
     m.freeze(lambda path, pid: path.endswith("bias"))
-    frozen = [p for p, par in m.named_parameters() if not par.require_grad]
+    frozen = [p for p, par in m.named_parameters() if not par.is_require_grad()]
     assert frozen and all(p.endswith("bias") for p in frozen)
     m.freeze()
     assert m.num_params(trainable_only=True) == 0
     m.unfreeze()
-    assert all(p.require_grad for p in m.parameters())
+    assert all(p.is_require_grad() for p in m.parameters())
 
     class Group:
         def matches(self, path, param_id):
             return path.startswith("blocks.1")
 
     m.freeze(Group())
-    assert all(not p.require_grad for path, p in m.named_parameters() if path.startswith("blocks.1"))
-    assert all(p.require_grad for path, p in m.named_parameters() if not path.startswith("blocks.1"))
+    assert all(not p.is_require_grad() for path, p in m.named_parameters() if path.startswith("blocks.1"))
+    assert all(p.is_require_grad() for path, p in m.named_parameters() if not path.startswith("blocks.1"))
 
 
 def test_frozen_params_get_no_gradient():
@@ -104,11 +104,11 @@ def test_valid_copy_is_inference_mode():
     m = Model()
     v = m.valid()
     assert m.training and not v.training and all(not mod.training for mod in v.modules())
-    assert all(not p.require_grad for p in v.parameters())
+    assert all(not p.is_require_grad() for p in v.parameters())
     assert [p.id for p in v.parameters()] == [p.id for p in m.parameters()]
     x = ember.randn(4, 3, device=DEV).require_grad()
     y = v(x)
-    assert not y.requires_grad  # no graph is recorded, even for inputs that require grad
+    assert not y.is_require_grad()  # no graph is recorded, even for inputs that require grad
     # dropout is off: two calls agree, and equal the training model's output without dropout
     np.testing.assert_array_equal(v(x).numpy(), y.numpy())
     with ember.no_grad():
@@ -118,7 +118,7 @@ def test_valid_copy_is_inference_mode():
     assert float(m.scale.value.item()) == 1.0
     # train() restores the flags
     t = v.train()
-    assert t.training and all(p.require_grad for p in t.parameters())
+    assert t.training and all(p.is_require_grad() for p in t.parameters())
 
 
 def test_dropout_is_active_in_training_mode():
@@ -137,8 +137,8 @@ def test_to_dtype_and_device_keep_ids_and_leaves():
     assert out is m
     assert all(p.dtype is ember.float64 for p in m.parameters())
     assert [p.id for p in m.parameters()] == ids
-    assert m.blocks[0].fc.weight.value.requires_grad is False
-    assert all(p.value._node.is_leaf for p in m.parameters() if p.require_grad)
+    assert m.blocks[0].fc.weight.value.is_require_grad() is False
+    assert all(p.value._node.is_leaf for p in m.parameters() if p.is_require_grad())
     assert m.constant.dtype is ember.int64  # integer constants keep their dtype
     y = m(ember.randn(2, 3, device=DEV, dtype="float64"))
     assert y.dtype is ember.float64
@@ -154,7 +154,7 @@ def test_fork_and_clone_copy_the_data():
     c = m.clone()
     for copy in (f, c):
         assert [p.id for p in copy.parameters()] == [p.id for p in m.parameters()]
-        assert all(p.require_grad for p in copy.parameters())
+        assert all(p.is_require_grad() for p in copy.parameters())
         copy.scale.set_value(ember.full([1], 3.0, device=DEV))
         assert float(m.scale.value.item()) == 1.0
     assert f.devices() == [ember.Device(DEV)]

@@ -36,7 +36,7 @@ def test_param_ids_are_random_and_validated():
 def test_param_float_requires_grad_and_is_a_leaf():
     t = ember.randn(3, 2, device=DEV)
     p = nn.Param.from_tensor(t)
-    assert p.require_grad and p.value.requires_grad and p.value._node.is_leaf
+    assert p.is_require_grad() and p.value.is_require_grad() and p.value._node.is_leaf
     assert p.val() is p.value and p.base() is p.value
     grads = (p.val() * 2.0).sum().backward()
     np.testing.assert_allclose(grads.get(p.value).numpy(), np.full((3, 2), 2.0))
@@ -53,7 +53,7 @@ def test_param_keeps_a_given_leaf_and_detaches_op_results():
 
 def test_int_params_never_require_grad():
     p = nn.Param(ember.tensor([1, 2, 3], device=DEV))
-    assert not p.require_grad
+    assert not p.is_require_grad()
     with pytest.raises(TypeError):
         p.set_require_grad(True)
     with pytest.raises(TypeError):
@@ -64,11 +64,11 @@ def test_set_require_grad_and_set_value():
     p = nn.Param.from_tensor(ember.zeros(2, 2, device=DEV))
     pid = p.id
     p.set_require_grad(False)
-    assert not p.require_grad and not p.value.requires_grad
+    assert not p.is_require_grad() and not p.value.is_require_grad()
     p.set_require_grad(True)
-    assert p.value.requires_grad
+    assert p.value.is_require_grad()
     p.set_value(ember.ones(2, 2, device=DEV))
-    assert p.id == pid and p.value.requires_grad
+    assert p.id == pid and p.value.is_require_grad()
     np.testing.assert_array_equal(p.numpy(), np.ones((2, 2)))
     with pytest.raises(ValueError, match="shape"):
         p.set_value(ember.ones(3, device=DEV))
@@ -78,9 +78,9 @@ def test_set_require_grad_and_set_value():
 
 def test_running_state_is_never_trainable():
     r = nn.RunningState(ember.zeros(3, device=DEV))
-    assert not r.require_grad
+    assert not r.is_require_grad()
     r.set_require_grad(True)
-    assert not r.require_grad
+    assert not r.is_require_grad()
     r.update(ember.ones(3, device=DEV))
     np.testing.assert_array_equal(r.numpy(), np.ones(3))
 
@@ -133,7 +133,7 @@ def test_param_works_in_operators_functions_methods_and_indexing():
         got = got.numpy() if isinstance(got, ember.Tensor) else got
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
     assert len(w) == 3 and w.shape == (3, 4) and w.dtype == ember.float32 and w.device == ember.Device(DEV)
-    assert w.ndim == 2 and w.numel == 12 and w.requires_grad and [list(r.shape) for r in w] == [[4]] * 3
+    assert w.ndim == 2 and w.numel == 12 and w.is_require_grad() and [list(r.shape) for r in w] == [[4]] * 3
     one = nn.Param.from_tensor(ember.tensor([2.5], device=DEV))
     assert float(one) == 2.5 and bool(one) and one.item() == 2.5
     assert "sum" in dir(w) and "set_value" in dir(w)
@@ -186,7 +186,7 @@ def test_params_hash_by_identity_and_report_unknown_attributes():
     assert len({a, b}) == 2 and {a: 1}[a] == 1
     with pytest.raises(AttributeError, match="'Param' object has no attribute 'no_such_thing'"):
         a.no_such_thing  # noqa: B018
-    assert a.require_grad is True  # Param's own flag, not Tensor.require_grad()
+    assert a.is_require_grad() is True  # Param's own flag, not Tensor.require_grad()
 
 
 def test_any_object_with_the_tensor_hook_is_accepted_by_ops():

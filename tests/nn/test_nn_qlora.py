@@ -129,7 +129,7 @@ def test_qlora_stores_packed_bases_and_trains_only_adapters():
     assert "head.weight.lora.quant.scales" in paths and "head.bias.quant.scales" in paths
     assert isinstance(model.head.bias.adapter(), nn.QuantizedStorage)  # rank 1: quantized, no factors
     assert paths["embedding.weight"].adapter().a.shape == (20, 2)
-    trainable = [p for p, par in model.named_parameters() if par.require_grad]
+    trainable = [p for p, par in model.named_parameters() if par.is_require_grad()]
     assert trainable and all(p.endswith((".lora.a", ".lora.b")) for p in trainable)
     with pytest.raises(ValueError, match="already have LoRA adapters or quantized storage"):
         model.apply_lora(nn.Lora(2, 4.0))
@@ -140,7 +140,7 @@ def test_qlora_stores_packed_bases_and_trains_only_adapters():
     adapter.b.set_value(ember.randn(2, 4, device=DEV))
     grads = model(IDS).sum().backward()
     assert grads.get(adapter.a.value) is not None and grads.get(adapter.b.value) is not None
-    frozen = [par for p, par in model.named_parameters() if not par.require_grad]
+    frozen = [par for p, par in model.named_parameters() if not par.is_require_grad()]
     assert all(grads.get(par.value) is None for par in frozen)
 
 
@@ -215,10 +215,10 @@ def test_merge_dequantizes_folds_and_restores_trainability():
     ember.seed(4)
     model = Classifier()
     model.embedding.freeze()
-    before = {path: p.require_grad for path, p in model.named_parameters()}
+    before = {path: p.is_require_grad() for path, p in model.named_parameters()}
     model.apply_qlora(nn.QLora(nn.Lora(2, 4.0)))
     for p in model.parameters():
-        if p.require_grad:
+        if p.is_require_grad():
             p.set_value(ember.randn(*p.shape, device=DEV, std=0.3))
     with ember.no_grad():
         unmerged = model(IDS).numpy()
@@ -227,7 +227,7 @@ def test_merge_dequantizes_folds_and_restores_trainability():
     np.testing.assert_allclose(valid(IDS).numpy(), unmerged, rtol=1e-5, atol=1e-6)
     effective = model.head.weight.val().numpy()
     model.merge_lora()
-    assert {path: p.require_grad for path, p in model.named_parameters()} == before
+    assert {path: p.is_require_grad() for path, p in model.named_parameters()} == before
     np.testing.assert_array_equal(model.head.weight.numpy(), effective)
     with ember.no_grad():
         np.testing.assert_allclose(model(IDS).numpy(), unmerged, rtol=1e-5, atol=1e-6)
@@ -239,7 +239,7 @@ def test_groups_choose_what_is_quantized_and_what_is_adapted():
     only_head = nn.Lora(2, 2.0).with_param_group(lambda path, pid: path.startswith("head"))
     model.apply_qlora(nn.QLora(only_head, only_weights))
     assert model.head.bias.dtype is ember.float32 and model.head.bias.adapter() is None
-    assert not model.head.bias.require_grad  # frozen all the same, as in Burn
+    assert not model.head.bias.is_require_grad()  # frozen all the same, as in Burn
     assert isinstance(model.head.weight.adapter(), nn.QLoraAdapter)
     assert isinstance(model.embedding.weight.adapter(), nn.QuantizedStorage)  # quantized, not adapted
     adapted = [p for p, par in model.named_parameters() if isinstance(par.adapter(), nn.LoraAdapter)]

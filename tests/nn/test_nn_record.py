@@ -51,8 +51,8 @@ def test_file_round_trip_keeps_values_and_ids(tmp_path):
     for (p1, a), (p2, b) in zip(net.named_parameters(), other.named_parameters()):
         assert p1 == p2 and a.id == b.id
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-        assert b.require_grad == a.require_grad
-    assert other.fc.weight.value.requires_grad and other.fc.weight.value._node.is_leaf
+        assert b.is_require_grad() == a.is_require_grad()
+    assert other.fc.weight.value.is_require_grad() and other.fc.weight.value._node.is_leaf
 
 
 def test_bytes_round_trip_and_plain_mappings():
@@ -119,8 +119,8 @@ def test_frozen_flags_survive_loading():
     target = Net()
     target.fc.freeze()
     target.load_record(net.into_record())
-    assert not target.fc.weight.require_grad and not target.fc.weight.value.requires_grad
-    assert target.out.weight.require_grad
+    assert not target.fc.weight.is_require_grad() and not target.fc.weight.value.is_require_grad()
+    assert target.out.weight.is_require_grad()
 
 
 @pytest.mark.skipif(not cpu_available(), reason="cpu backend not importable yet")

@@ -92,7 +92,7 @@ def test_encoder_matches_torch(norm_first):
     assert not y.numpy()[pad].any()
     # inference copy gives the same result without a graph
     yv = enc.valid()(nn.TransformerEncoderInput(t(x)).mask_pad(t(pad)))
-    assert not yv.requires_grad
+    assert not yv.is_require_grad()
     np.testing.assert_allclose(yv.numpy(), y.numpy(), rtol=1e-6, atol=1e-6)
     # skip_padding=False computes the padded positions too, as Burn and PyTorch's training path
     enc.skip_padding = False

@@ -335,10 +335,10 @@ def test_dropout_is_active_in_training_only():
     inp = nn.TransformerDecoderInput(t(target), t(memory)).target_mask_attn(causal(B, S))
     valid = dec.valid()
     a, b = valid(inp), valid(inp)
-    assert not a.requires_grad
+    assert not a.is_require_grad()
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     trained = dec(inp)
-    assert trained.requires_grad and np.abs(trained.numpy() - a.numpy()).max() > 1e-3
+    assert trained.is_require_grad() and np.abs(trained.numpy() - a.numpy()).max() > 1e-3
 
 
 # ---- autoregressive inference -------------------------------------------------------------------

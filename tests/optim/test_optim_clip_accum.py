@@ -120,7 +120,7 @@ def test_clipping_config_validation_and_json(tmp_path):
     assert AdamConfig.load(path) == config
     assert SgdConfig().with_grad_clipping(GradientClippingConfig.Norm(1.0)).gradient_clipping.max_norm == 1.0
     assert (
-        AdamConfig().with_gradient_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
+        AdamConfig().with_grad_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
     )
 
 

@@ -154,14 +154,14 @@ def test_a_clone_steps_with_the_originals_gradients():
 def test_lora_adapters_only():
     model = nn.apply_lora(_linear(0), nn.Lora(2, 4.0))
     grads = GradientsParams.from_grads(_loss(model, _x()).backward(), model)
-    trainable = {p.id for _, p in model.named_parameters() if p.require_grad}
+    trainable = {p.id for _, p in model.named_parameters() if p.is_require_grad()}
     assert set(grads.ids()) <= trainable and len(grads) > 0
     AdamConfig().init().step(1e-2, model, grads)
     assert grads.is_empty()
 
 
 def test_lbfgs_closure_returning_another_models_gradients_raises():
-    from ember.optim import LBFGSConfig
+    from ember.optim import LbfgsConfig
 
     a, b = _linear(0), _linear(0)
     x = _x()
@@ -173,10 +173,10 @@ def test_lbfgs_closure_returning_another_models_gradients_raises():
     before = _values(a)
     with pytest.raises(
         ValueError,
-        match=r"LBFGS.step: .* holds 2 gradients but none of them belongs to one of the "
+        match=r"Lbfgs.step: .* holds 2 gradients but none of them belongs to one of the "
         r"module's 2 trainable parameters",
     ):
-        LBFGSConfig().init().step(1.0, a, closure)
+        LbfgsConfig().init().step(1.0, a, closure)
     _assert_unchanged(a, before)
 
 

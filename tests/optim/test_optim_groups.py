@@ -94,7 +94,7 @@ def test_param_group_errors_and_module_ids():
     assert not group.matches("enc.lin.weight", ember.nn.ParamId(12345))
     # nn's freeze accepts a group
     model.freeze(ParamGroup.from_predicate("conv"))
-    assert [p for p, q in model.named_parameters() if not q.require_grad] == ["conv.weight", "conv.bias"]
+    assert [p for p, q in model.named_parameters() if not q.is_require_grad()] == ["conv.weight", "conv.bias"]
 
 
 # ---- routing ------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_parameters_sharing_one_tensor_are_rejected():
 def test_lora_adapters_are_trained_and_frozen_base_is_not(device):
     ember.seed(0)
     model = ember.nn.LinearConfig(4, 3).init(device=device).apply_lora(ember.nn.Lora(2, 4.0))
-    paths = [path for path, p in model.named_parameters() if p.require_grad]
+    paths = [path for path, p in model.named_parameters() if p.is_require_grad()]
     assert paths == ["weight.lora.a", "weight.lora.b"]
     base = {path: p.numpy().copy() for path, p in model.named_parameters()}
     x = ember.randn(5, 4, device=device)

@@ -1,4 +1,4 @@
-"""LBFGS: parameter trajectories of a small MLP against ``torch.optim.LBFGS`` with a closure
+"""Lbfgs: parameter trajectories of a small MLP against ``torch.optim.LBFGS`` with a closure
 (fixed steps and strong-Wolfe line search, a short history that drops old pairs), float64
 on every backend; the line search alone; Burn's closure-call count and stopping rules;
 frozen and gradient-less parameters; records in Burn's layout and resume equality."""
@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import nn
-from ember.optim import LBFGS, GradientsParams, LBFGSConfig, LBFGSRecord, LineSearchFn
+from ember.optim import Lbfgs, GradientsParams, LbfgsConfig, LbfgsRecord, LineSearchFn
 from ember.optim.line_search import cubic_interpolate, strong_wolfe
 
 RNG = np.random.default_rng(0)
@@ -78,7 +78,7 @@ def test_trajectory_matches_torch(device, name):
     torch = pytest.importorskip("torch")
     lr, kw, line_search = CASES[name]
     want = torch_trajectory(torch, 3, lr, line_search_fn=line_search, **kw)
-    config = LBFGSConfig(
+    config = LbfgsConfig(
         max_iter=kw["max_iter"], history_size=kw.get("history_size", 100), line_search_fn=line_search
     )
     optim, model, closure = config.init(), Mlp(device), make_closure(device)
@@ -90,7 +90,7 @@ def test_trajectory_matches_torch(device, name):
 
 
 def test_loss_decreases_and_returns_the_last_evaluated_loss(device):
-    optim = LBFGSConfig(line_search_fn=LineSearchFn.StrongWolfe).init()
+    optim = LbfgsConfig(line_search_fn=LineSearchFn.StrongWolfe).init()
     model, closure = Mlp(device), make_closure(device)
     first = float(closure(model)[0].item())
     model, loss = optim.step(1.0, model, closure)
@@ -100,7 +100,7 @@ def test_loss_decreases_and_returns_the_last_evaluated_loss(device):
 
 def test_fixed_step_calls_the_closure_once_per_iteration_plus_one(device):
     calls = []
-    optim = LBFGSConfig(max_iter=4, tolerance_grad=0.0, tolerance_change=0.0).init()
+    optim = LbfgsConfig(max_iter=4, tolerance_grad=0.0, tolerance_change=0.0).init()
     model = Mlp(device)
     optim.step(0.1, model, make_closure(device, calls))
     assert len(calls) == 5  # Burn re-evaluates after every iteration (PyTorch skips the last)
@@ -109,7 +109,7 @@ def test_fixed_step_calls_the_closure_once_per_iteration_plus_one(device):
 
 def test_max_eval_bounds_the_line_search(device):
     calls = []
-    optim = LBFGSConfig(max_iter=50, max_eval=6, line_search_fn="strong_wolfe").init()
+    optim = LbfgsConfig(max_iter=50, max_eval=6, line_search_fn="strong_wolfe").init()
     optim.step(1.0, Mlp(device), make_closure(device, calls))
     assert len(calls) <= 7  # the first evaluation, then at most max_eval - 1 more (+1 inside a search)
 
@@ -127,7 +127,7 @@ def test_already_optimal_module_is_left_alone(device):
         return loss, GradientsParams.from_grads(loss.backward(), m)
 
     before = values(model)
-    optim = LBFGSConfig().init()
+    optim = LbfgsConfig().init()
     model, loss = optim.step(1.0, model, closure)
     assert loss == 0.0 and len(calls) == 1 and optim.g_iter == 0
     np.testing.assert_array_equal(values(model)[0], before[0])
@@ -144,7 +144,7 @@ def test_frozen_and_gradient_less_parameters_do_not_move(device):
         return loss, grads
 
     ids = [p.id for _, p in model.named_parameters()]
-    model, _ = LBFGSConfig(max_iter=5).init().step(0.3, model, without_b1)
+    model, _ = LbfgsConfig(max_iter=5).init().step(0.3, model, without_b1)
     np.testing.assert_array_equal(model.b2.value.numpy(), B2)
     np.testing.assert_array_equal(model.b1.value.numpy(), B1)
     assert not np.allclose(model.w1.value.numpy(), W1)
@@ -152,7 +152,7 @@ def test_frozen_and_gradient_less_parameters_do_not_move(device):
 
 
 def test_record_layout_is_burns_and_resume_equals_uninterrupted(device, tmp_path):
-    config = LBFGSConfig(max_iter=4, history_size=3, line_search_fn=LineSearchFn.StrongWolfe)
+    config = LbfgsConfig(max_iter=4, history_size=3, line_search_fn=LineSearchFn.StrongWolfe)
     optim, model, closure = config.init(), Mlp(device), make_closure(device)
     for _ in range(2):
         model, _ = optim.step(1.0, model, closure)
@@ -181,11 +181,11 @@ def test_record_layout_is_burns_and_resume_equals_uninterrupted(device, tmp_path
 
 
 def test_incomplete_record_keeps_the_state():
-    optim = LBFGSConfig().init()
-    optim.load_record(LBFGSRecord({"d": np.ones(3)}, {"history_s.len": ember.record.UInt(1), "g_iter": 2}))
+    optim = LbfgsConfig().init()
+    optim.load_record(LbfgsRecord({"d": np.ones(3)}, {"history_s.len": ember.record.UInt(1), "g_iter": 2}))
     assert optim.g_iter == 0 and optim.d is None
-    restored = LBFGS().from_bytes(
-        LBFGSRecord({}, {"history_s.len": 0, "history_y.len": 0, "g_iter": 5}).to_bytes()
+    restored = Lbfgs().from_bytes(
+        LbfgsRecord({}, {"history_s.len": 0, "history_y.len": 0, "g_iter": 5}).to_bytes()
     )
     assert restored.g_iter == 5 and restored.t is None and restored.history_s == []
 
@@ -231,11 +231,11 @@ def test_strong_wolfe_step_meets_both_conditions():
 )
 def test_bad_config_is_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        LBFGSConfig(**kwargs).init()
+        LbfgsConfig(**kwargs).init()
 
 
 def test_closure_errors_are_clear(device):
-    optim = LBFGSConfig().init()
+    optim = LbfgsConfig().init()
     with pytest.raises(TypeError, match=r"\(loss, GradientsParams\)"):
         optim.step(1.0, Mlp(device), lambda m: 1.0)
     with pytest.raises(TypeError, match="GradientsParams"):

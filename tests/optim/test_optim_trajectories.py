@@ -192,7 +192,7 @@ def test_parameters_stay_leaves_with_their_ids_and_arrays(device):
     for path, p in model.named_parameters():
         pid, tensor, array = before[path]
         assert p.id == pid and p.value is tensor
-        assert p.value.is_require_grad() and p.require_grad
+        assert p.value.is_require_grad() and p.is_require_grad()
         if device == "cpu":
             assert p.value._data is array  # updated in place by the fused kernel
     assert not np.allclose(model.head.value.numpy(), initial_values()["head"])

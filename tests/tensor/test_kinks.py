@@ -123,7 +123,7 @@ MODULES = {
     "Softplus": (nn.Softplus, "softplus"),
     "LogSigmoid": (nn.LogSigmoid, "log_sigmoid"),
     "Mish": (nn.Mish, "mish"),
-    "SiLU": (nn.SiLU, "silu"),
+    "Silu": (nn.Silu, "silu"),
     "Silu": (nn.Silu, "silu"),
     "Sigmoid": (nn.Sigmoid, "sigmoid"),
     "Tanh": (nn.Tanh, "tanh"),
@@ -131,7 +131,7 @@ MODULES = {
     "Tanhshrink": (nn.Tanhshrink, "tanhshrink"),
     "PRelu": (lambda: nn.PReluConfig(alpha=0.25).init(), "prelu"),
 }
-NOT_ELEMENTWISE_MODULES = {"Softmax", "GLU", "Glu", "SwiGlu", "RRelu"}
+NOT_ELEMENTWISE_MODULES = {"Softmax", "Glu", "SwiGlu", "RRelu"}
 
 
 def _points(kinks, with_inf):

@@ -44,18 +44,18 @@ def _classification(c=3):
 
 def test_sync_detaches_every_tensor():
     out = _classification()
-    assert out.loss.requires_grad and out.output.requires_grad
+    assert out.loss.is_require_grad() and out.output.is_require_grad()
     synced = out.sync()
     assert type(synced) is ClassificationOutput
-    assert not synced.loss.requires_grad and not synced.output.requires_grad
+    assert not synced.loss.is_require_grad() and not synced.output.is_require_grad()
     np.testing.assert_array_equal(synced.output.numpy(), out.output.numpy())
     w = ember.randn(2, 3).require_grad()
     seq = SequenceOutput(w.sum(), (w * 2.0).reshape((1, 2, 3)), ember.tensor([[0, 1]])).sync()
-    assert not seq.loss.requires_grad and not seq.logits.requires_grad and seq.predictions is None
+    assert not seq.loss.is_require_grad() and not seq.logits.is_require_grad() and seq.predictions is None
     reg = RegressionOutput(w.sum(), w * 1.0, w.detach()).sync()
-    assert not reg.output.requires_grad
+    assert not reg.output.is_require_grad()
     ml = MultiLabelClassificationOutput(w.sum(), w * 1.0, ember.tensor([[0, 1, 1], [1, 0, 0]])).sync()
-    assert not ml.output.requires_grad
+    assert not ml.output.is_require_grad()
 
 
 def test_classification_adaptors():
