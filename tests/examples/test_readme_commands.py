@@ -1,7 +1,7 @@
 """Every example command the README shows parses and resolves as written: each line
 ``python examples/text_classification/<script>.py ...`` of the README runs its script's
 ``main`` with training, inference and scoring replaced by recorders, on a tiny local CSV
-directory standing for ``DIR`` and the synthetic corpus for the Hub. (The real runs take minutes to hours; the scripts' own tests
+directory standing for ``DIR``, a tiny random BERT checkpoint for ``CHECKPOINT`` and the synthetic corpus for the Hub. (The real runs take minutes to hours; the scripts' own tests
 train tiny models end to end.)"""
 
 from __future__ import annotations
@@ -59,7 +59,13 @@ def test_readme_command_resolves(argv, tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli, "load_datasets", load_offline)
     script = importlib.import_module(f"text_classification.{argv[0]}")
-    if argv[0] == "ag_news_finetune":  # the chain's pretrained model, as db_pedia_train.py leaves it
+    if "CHECKPOINT" in argv:  # a Hugging Face checkpoint: a tiny random BERT stands in
+        pytest.importorskip("transformers")
+        from helpers.hf_checkpoints import save_checkpoint
+
+        save_checkpoint(tmp_path / "checkpoint", "bert", max_position_embeddings=512)
+        argv = [str(tmp_path / "checkpoint") if a == "CHECKPOINT" else a for a in argv]
+    if argv[0] == "ag_news_finetune" and "--pretrained" not in argv:  # the chain's DbPedia model.bpk
         pretrained = tmp_path / "db" / "model.bpk"
         pretrained.parent.mkdir()
         pretrained.write_bytes(b"")
