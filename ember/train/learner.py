@@ -6,12 +6,16 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
+from ember.optim.lr_scheduler.spec import as_scheduler
+from ember.optim.module_optimizer import ModuleOptimizer
+from ember.optim.scheduler_record import load_state
+from ember.train.steps import TrainOutput
+
 __all__ = ["Learner"]
 
 
 def _as_module_optimizer(optimizer):
-    from ember.optim.module_optimizer import ModuleOptimizer
-
     if isinstance(optimizer, ModuleOptimizer):
         return optimizer
     init = getattr(optimizer, "init", None)
@@ -26,9 +30,6 @@ def _as_module_optimizer(optimizer):
 
 
 def _as_scheduler(lr_scheduler):
-    from ember.optim.lr_scheduler.base import as_scheduler
-    from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
-
     if isinstance(lr_scheduler, ModuleLrScheduler):
         return lr_scheduler
     try:
@@ -83,8 +84,6 @@ class Learner:
 
     def train_step(self, batch):
         """``model.train_step(batch)``; checks it returned a ``TrainOutput``."""
-        from ember.train.steps import TrainOutput
-
         out = self.model.train_step(batch)
         if not isinstance(out, TrainOutput):
             raise TypeError(
@@ -113,8 +112,6 @@ class Learner:
         self.optimizer.load(path)
 
     def load_scheduler(self, path) -> None:
-        from ember.optim.scheduler_record import load_state
-
         load_state(path, self.lr_scheduler)
 
     def fork(self, device) -> "Learner":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ember.optim.grads_params import GradientsParams
+
 __all__ = ["InferenceStep", "TrainOutput", "TrainStep", "TrainStepMixin"]
 
 
@@ -26,8 +28,6 @@ class TrainOutput:
     __slots__ = ("grads", "item")
 
     def __init__(self, model, grads, item):
-        from ember.optim import GradientsParams
-
         if isinstance(grads, GradientsParams):
             self.grads = grads
         else:

@@ -13,7 +13,6 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerLike,
     Scalar,
     SchedulerSpec,
-    as_scheduler,
 )
 from ember.optim.lr_scheduler.composed import (
     ComposedLrScheduler,
@@ -42,6 +41,7 @@ from ember.optim.lr_scheduler.sequential import (
     SequentialLrScheduler,
     SequentialLrSchedulerConfig,
 )
+from ember.optim.lr_scheduler.spec import as_scheduler
 from ember.optim.lr_scheduler.step import StepLrScheduler, StepLrSchedulerConfig
 
 __all__ = [

@@ -26,7 +26,6 @@ __all__ = [
     "LrSchedulerLike",
     "Scalar",
     "SchedulerSpec",
-    "as_scheduler",
 ]
 
 Scalar = Union[int, float, bool]
@@ -38,13 +37,6 @@ class LrScheduler(abc.ABC):
     @abc.abstractmethod
     def step(self) -> float:
         """Advance the schedule by one iteration and return its learning rate."""
-
-    def with_group(self, group, scheduler: "LrSchedulerLike"):
-        """This schedule for every parameter, ``scheduler`` for those of ``group`` (Burn's
-        ``ModuleLrScheduler::with_group``); returns a :class:`ModuleLrScheduler`."""
-        from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
-
-        return ModuleLrScheduler(self).with_group(group, scheduler)
 
     @abc.abstractmethod
     def state(self) -> dict[str, Scalar]:
@@ -89,50 +81,6 @@ SchedulerSpec = Union[float, LrSchedulerConfig]
 
 LrSchedulerLike = Union[float, int, LrScheduler, LrSchedulerConfig]
 """Anything :func:`as_scheduler` accepts: a number, a scheduler or a scheduler config."""
-
-
-def as_scheduler(value: LrSchedulerLike) -> LrScheduler:
-    """Turn a learning-rate specification into a scheduler.
-
-    Args:
-        value: A plain number (a constant learning rate, like Burn's ``f64`` scheduler),
-            an :class:`LrScheduler` (returned as is) or a scheduler config exposing
-            ``init()`` (initialised, which validates it).
-
-    Returns:
-        The scheduler.
-
-    Raises:
-        TypeError: ``value`` is none of the above.
-        ValueError: ``value`` is a config with invalid arguments, or a non-finite number.
-    """
-    if isinstance(value, LrScheduler):
-        return value
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        from ember.optim.lr_scheduler.constant import ConstantLr
-
-        return ConstantLr(float(value))
-    init = getattr(value, "init", None)
-    if callable(init):
-        scheduler = init()
-        if not isinstance(scheduler, LrScheduler):
-            raise TypeError(
-                f"as_scheduler: {type(value).__name__}.init() returned "
-                f"{type(scheduler).__name__}, expected an LrScheduler"
-            )
-        return scheduler
-    raise TypeError(
-        "as_scheduler: expected a learning rate (float), an LrScheduler or a scheduler "
-        f"config with init(), got {type(value).__name__} ({value!r})"
-    )
-
-
-def build_child(value: LrSchedulerLike) -> LrScheduler:
-    """Build a fresh child scheduler for a composite; scheduler instances are copied so
-    initialising the same config twice never shares progress."""
-    if isinstance(value, LrScheduler):
-        return value.clone()
-    return as_scheduler(value)
 
 
 # --- argument validation -----------------------------------------------------------------

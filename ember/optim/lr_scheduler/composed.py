@@ -12,11 +12,11 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerLike,
     Scalar,
     SchedulerSpec,
-    build_child,
     load_children,
     nest_state,
     split_state,
 )
+from ember.optim.lr_scheduler.spec import build_child
 
 __all__ = ["ComposedLrScheduler", "ComposedLrSchedulerConfig", "SchedulerReduction"]
 

@@ -22,12 +22,11 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerLike,
     Scalar,
     SchedulerSpec,
-    as_scheduler,
-    build_child,
     load_children,
     nest_state,
     split_state,
 )
+from ember.optim.lr_scheduler.spec import as_scheduler, build_child
 
 __all__ = [
     "GroupLike",
@@ -245,3 +244,14 @@ def as_module_scheduler(value: Any) -> ModuleLrScheduler:
     if isinstance(value, ModuleLrSchedulerConfig):
         return value.init()
     return ModuleLrScheduler(value)
+
+
+def _with_group(self: LrScheduler, group: GroupLike, scheduler: LrSchedulerLike) -> ModuleLrScheduler:
+    """This schedule for every parameter, ``scheduler`` for those of ``group`` (Burn's
+    ``ModuleLrScheduler::with_group``); returns a :class:`ModuleLrScheduler`."""
+    return ModuleLrScheduler(self).with_group(group, scheduler)
+
+
+# Every scheduler's with_group, added from here so that the base class needs no per-group code.
+_with_group.__qualname__ = "LrScheduler.with_group"
+LrScheduler.with_group = _with_group

@@ -11,12 +11,12 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerConfig,
     Scalar,
     SchedulerSpec,
-    build_child,
     load_children,
     nest_state,
     read_state,
     split_state,
 )
+from ember.optim.lr_scheduler.spec import build_child
 
 __all__ = ["SequentialLrScheduler", "SequentialLrSchedulerConfig"]
 
