@@ -538,3 +538,14 @@ def _host_copy(st: _State, array):
     """A NumPy copy of a state array (host arrays of loaded states included)."""
     host = array if st.device is None else st.device.backend.to_host(array)
     return np.array(host, copy=True)
+
+
+def _init(self: OptimizerConfig) -> ModuleOptimizer:
+    """A ``ModuleOptimizer`` with one group, ``ParamGroup.all()``, running this optimizer
+    with this config's gradient clipping."""
+    return ModuleOptimizer(self.build(), self.clipping())
+
+
+# Every optimizer config's init(), added from here: optimizer.py, below this file, cannot import it.
+_init.__qualname__ = "OptimizerConfig.init"
+OptimizerConfig.init = _init

@@ -158,12 +158,7 @@ class OptimizerConfig(Config):
         """Validate the hyper-parameters and return the bare optimizer."""
         raise NotImplementedError(f"{type(self).__name__} does not implement build()")
 
-    def init(self):
-        """A ``ModuleOptimizer`` with one group, ``ParamGroup.all()``, running this optimizer
-        with this config's gradient clipping."""
-        from ember.optim.module_optimizer import ModuleOptimizer
-
-        return ModuleOptimizer(self.build(), self.clipping())
+    # init() -> ModuleOptimizer is added by ember/optim/module_optimizer.py, which builds on this file.
 
     def clipping(self):
         """The configured ``GradientClippingConfig`` (or None), whatever the field's name."""
