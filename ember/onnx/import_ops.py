@@ -103,11 +103,11 @@ TABLE: dict[str, list] = {
     "Softmax": [(13, 13, _e(m.softmax))],
     "LogSoftmax": [(13, 13, _e(m.log_softmax))],
     "LayerNormalization": [(17, 17, _e(m.layer_normalization))],
-    "BatchNormalization": [(15, 15, _e(m.batch_normalization, frozen=(3, 4)))],
+    "BatchNormalization": [(9, 15, _e(m.batch_normalization, frozen=(3, 4)))],
     # convolution and pooling
     "Conv": [(11, 22, _e(nn.conv))],
     "MaxPool": [(12, 22, _e(nn.max_pool))],
-    "AveragePool": [(19, 22, _e(nn.average_pool))],
+    "AveragePool": [(11, 22, _e(nn.average_pool))],
     "GlobalAveragePool": [(1, 22, _e(nn.global_average_pool))],
     "GlobalMaxPool": [(1, 22, _e(nn.global_max_pool))],
     # shapes, movement, indexing, values
