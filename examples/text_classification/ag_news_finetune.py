@@ -72,21 +72,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rank = args.lora_rank or LORA_RANK
     if is_checkpoint(args.pretrained):  # a Hugging Face encoder: LoRA through the training path
-        from text_classification.training import train
-
-        config, device, dtype = cli.resolve_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
-        dataset_train, dataset_test = cli.load_datasets(AgNewsDataset, args, parser)
-        return train(
-            args.artifact_dir,
-            dataset_train,
-            dataset_test,
-            config,
-            device,
-            dataset_cls=AgNewsDataset,
-            dtype=dtype,
-            checkpoint=args.resume,
-            plots=args.plots,
-        )
+        return cli.train_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
     pretrained = Path(args.pretrained)
     has_config = (pretrained.parent / "config.json").is_file()
     base_kind = run_model_kind(pretrained.parent) if has_config else "transformer"

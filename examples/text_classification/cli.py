@@ -89,6 +89,7 @@ __all__ = [
     "resolve_model_flags",
     "resolve_pretrained",
     "run_script",
+    "train_pretrained",
     "training_parser",
 ]
 
@@ -240,24 +241,19 @@ EMBER_AG_NEWS_RECIPE = dataclasses.replace(
 # The ember preset of each dataset (``TextClassificationDataset.NAME``); others take EMBER_RECIPE.
 EMBER_RECIPES = {"dbpedia": EMBER_RECIPE, "ag_news": EMBER_AG_NEWS_RECIPE}
 # Fine-tuning a pretrained Hugging Face encoder (--pretrained): the usual BERT fine-tuning recipe
-# (AdamW, decay 0.01, a short warm-up, peak 3e-5, 2 epochs of whole passes, batches of 32,
-# sequences of 128); LoRA trains only adapters and a fresh head, which take a higher rate (5e-4).
+# on ember's (AdamW, decay 0.01, cosine after a short warm-up, whole passes, batches of 32) with
+# BERT's peak 3e-5, 2 epochs, sequences of 128, no label smoothing); LoRA trains only adapters and a fresh head, which take a higher rate (5e-4).
 # The head reads the first token ([CLS]), so --pooling does not apply. Not tuned here: no
 # pretrained checkpoint could be downloaded on the machines this was written on (README).
-PRETRAINED_RECIPE = Recipe(
-    optimizer="adamw",
+PRETRAINED_RECIPE = dataclasses.replace(
+    EMBER_RECIPE,
     lr=3e-5,
-    lr_schedule="cosine",
     warmup_steps=100,
-    weight_decay=1e-2,
     epochs=2,
-    batch_size=32,
     seq_length=128,
-    train_samples=0,
-    valid_samples=0,
-    sample_with_replacement=False,
     pooling="first",
     label_smoothing=0.0,
+    model=None,
 )
 PRETRAINED_LORA_RECIPE = dataclasses.replace(PRETRAINED_RECIPE, lr=5e-4)
 # The flags a pretrained encoder decides itself (its shape, its tokenizer, its [CLS] head).
@@ -836,6 +832,28 @@ def resolve_pretrained(
     return config.validate(), device, dtype
 
 
+def train_pretrained(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, artifact_dir: str, dataset_cls, lora_rank: int
+):
+    """Fine-tune ``--pretrained`` on ``dataset_cls`` (fully, or LoRA when ``lora_rank`` > 0);
+    returns the ``LearningResult``."""
+    from text_classification.training import train
+
+    config, device, dtype = resolve_pretrained(parser, args, artifact_dir, dataset_cls, lora_rank)
+    dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
+    return train(
+        args.artifact_dir,
+        dataset_train,
+        dataset_test,
+        config,
+        device,
+        dataset_cls=dataset_cls,
+        dtype=dtype,
+        checkpoint=args.resume,
+        plots=args.plots,
+    )
+
+
 def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: ModelShape):
     """The body of the ``*_train.py`` scripts: parse the flags, train, save; returns the
     ``LearningResult``."""
@@ -847,21 +865,7 @@ def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: Mo
     )
     args = parser.parse_args(argv)
     if args.pretrained is not None:  # fine-tune a Hugging Face encoder (fully, or LoRA)
-        config, device, dtype = resolve_pretrained(
-            parser, args, artifact_dir, dataset_cls, args.lora_rank or 0
-        )
-        dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-        return train(
-            args.artifact_dir,
-            dataset_train,
-            dataset_test,
-            config,
-            device,
-            dataset_cls=dataset_cls,
-            dtype=dtype,
-            checkpoint=args.resume,
-            plots=args.plots,
-        )
+        return train_pretrained(parser, args, artifact_dir, dataset_cls, args.lora_rank or 0)
     if args.lora_rank is not None:
         parser.error("--lora-rank: applies to fine-tuning a --pretrained encoder")
     resolve_model_flags(parser, args, artifact_dir)

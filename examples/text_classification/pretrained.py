@@ -23,7 +23,7 @@ from pathlib import Path
 
 import ember
 from ember import nn
-from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
+from text_classification.model import TextClassificationModel
 from text_classification.tokenizer import BertCasedTokenizer
 
 __all__ = [
@@ -78,9 +78,10 @@ class CheckpointTokenizer(BertCasedTokenizer):
         return f"CheckpointTokenizer(source={self.source!r})"
 
 
-class PretrainedClassifier(nn.Module):
-    """A pretrained encoder with a classification head, with the example model's interface
-    (``forward`` / ``infer`` / ``train_step`` / ``inference_step`` on the batcher's batches).
+class PretrainedClassifier(TextClassificationModel):
+    """A pretrained encoder with a classification head on ``[CLS]``, in place of the example's
+    Transformer: the same ``forward`` / ``infer`` / ``train_step`` / ``inference_step`` / ``loss``
+    (inherited), with the checkpoint's encoder computing the logits.
 
     Args:
         encoder: an :class:`ember.pretrained.PretrainedEncoder` with a head.
@@ -90,38 +91,19 @@ class PretrainedClassifier(nn.Module):
         if encoder.head is None:
             raise ValueError("PretrainedClassifier: the encoder needs a classification head (num_classes)")
         self.encoder = encoder
-
-    @property
-    def n_classes(self) -> int:
-        return self.encoder.num_classes
+        self.n_classes = encoder.num_classes
+        self.label_smoothing = 0.0
 
     def logits(self, tokens: ember.Tensor, mask_pad: ember.Tensor) -> ember.Tensor:
         """Class logits ``[B, n_classes]`` of ``tokens`` ``[B, S]`` (``mask_pad`` True at padding)."""
         device = self.encoder.embeddings.word.weight.device
         return self.encoder(tokens.to(device), mask_pad.to(device).logical_not())
 
-    def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
-        return nn.CrossEntropyLossConfig().init()(logits, labels.to(logits.device))
-
-    def forward(self, batch: TextClassificationTrainingBatch):
-        from ember.train import ClassificationOutput
-
-        logits = self.logits(batch.tokens, batch.mask_pad)
-        labels = batch.labels.to(logits.device)
-        return ClassificationOutput(self.loss(logits, labels), logits, labels)
-
-    def infer(self, batch: TextClassificationInferenceBatch) -> ember.Tensor:
-        """Class probabilities ``[B, n_classes]``."""
-        return ember.softmax(self.logits(batch.tokens, batch.mask_pad), dim=1)
-
-    def train_step(self, batch: TextClassificationTrainingBatch):
-        from ember.train import TrainOutput
-
-        item = self.forward(batch)
-        return TrainOutput(self, item.loss.backward(), item)
-
-    def inference_step(self, batch: TextClassificationTrainingBatch):
-        return self.forward(batch)
+    def reset_head(self, n_classes: int) -> "PretrainedClassifier":
+        """A fresh, trainable head of ``n_classes`` (in place; returns self)."""
+        self.encoder.reset_head(n_classes)
+        self.n_classes = n_classes
+        return self
 
 
 def encoder_shape(spec) -> nn.TransformerEncoderConfig:
