@@ -16,7 +16,6 @@ from .base import (
     MetricsRenderer,
     MetricState,
     TrainingProgress,
-    default_renderer,
     format_duration,
     format_metric_value,
     format_number,
@@ -24,6 +23,7 @@ from .base import (
     is_tty,
 )
 from .cli import CliMetricsRenderer
+from .default import default_renderer
 
 __all__ = [
     "ENV_VAR",
@@ -44,7 +44,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # `rich` is an optional dependency: only touching the dashboard imports it.
     if name == "TuiMetricsRenderer":
-        from .tui import TuiMetricsRenderer
+        from .tui import TuiMetricsRenderer  # late: it imports rich, an optional dependency
 
         return TuiMetricsRenderer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,14 +1,10 @@
-"""What the training loop tells a progress display, and how a display is chosen.
+"""What the training loop tells a progress display.
 
 The loop drives a `MetricsRenderer` (Burn's `MetricsRenderer` trait): once per batch it
 hands over one `MetricState` per metric (`update_train` / `update_valid`), then a
 `TrainingProgress` (`render_train` / `render_valid`). Split and training boundaries,
 status messages and the final summary come through the `on_*` hooks, and `close()`
-restores the terminal whatever happened.
-
-`default_renderer` picks the rich dashboard (`TuiMetricsRenderer`) only when the output is
-a real terminal: Burn drew its TUI into CI logs and pipes (#2302), ember falls back to the
-plain `CliMetricsRenderer` there. `EMBER_RENDERER=cli|tui|auto` overrides the choice.
+restores the terminal whatever happened. How a display is chosen: `default.py`.
 
 The small formatting helpers used by both renderers live here too, so the CLI lines and
 the dashboard print numbers, durations and rates the same way.
@@ -18,9 +14,8 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass
-from typing import IO, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ember.data.progress import Progress
 from ember.train.metric.format import format_float
@@ -30,7 +25,6 @@ __all__ = [
     "MetricState",
     "MetricsRenderer",
     "TrainingProgress",
-    "default_renderer",
     "estimate_total_batches",
     "format_duration",
     "format_metric_value",
@@ -276,47 +270,3 @@ def is_tty(stream: object) -> bool:
     except (ValueError, OSError):  # a closed or detached stream
         return False
     return tty and os.environ.get("TERM", "").lower() != "dumb"
-
-
-def _rich_available() -> bool:
-    try:
-        import rich.live  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def default_renderer(stream: IO[str] | None = None) -> MetricsRenderer:
-    """The rich dashboard on a terminal, plain lines anywhere else.
-
-    Args:
-        stream: where the display goes; `sys.stdout` when None. The dashboard is used when
-            this is a TTY and `rich` imports, the CLI renderer otherwise. The environment
-            variable ``EMBER_RENDERER`` overrides this: ``cli`` always gives the CLI
-            renderer, ``tui`` always the dashboard, ``auto`` (or unset) decides as above.
-
-    Raises:
-        ValueError: ``EMBER_RENDERER`` holds something other than cli, tui or auto.
-        ImportError: ``EMBER_RENDERER=tui`` but `rich` is not installed.
-    """
-    choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "cli", "tui"):
-        raise ValueError(
-            f"{ENV_VAR}={os.environ.get(ENV_VAR)!r} is not a renderer: expected 'cli', 'tui' or 'auto'"
-        )
-    target = stream if stream is not None else sys.stdout
-    forced = choice == "tui"
-    if choice == "auto":
-        choice = "tui" if is_tty(target) and _rich_available() else "cli"
-    if choice == "tui":
-        if not _rich_available():
-            raise ImportError(
-                f"{ENV_VAR}=tui needs the 'rich' package (pip install rich), which is not installed"
-            )
-        from .tui import TuiMetricsRenderer
-
-        # Forced onto a non-terminal, the user still wants the live frames drawn.
-        return TuiMetricsRenderer(stream=stream, force_terminal=True if forced else None)
-    from .cli import CliMetricsRenderer
-
-    return CliMetricsRenderer(stream=stream)
