@@ -72,16 +72,16 @@ def test_classification_logits_match_transformers(checkpoint, family, masked, de
 
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_float16_matches_transformers_float32(checkpoint, family, masked):
+def test_float16_matches_transformers_float32(checkpoint, family, masked, device):
     directory, hf = checkpoint(family)
     ids, mask = _inputs(family, masked)
     want_logits = _torch_outputs(hf, ids, mask, masked).logits.numpy()
     want_hidden = _torch_outputs(hf.base_model, ids, mask, masked).last_hidden_state.numpy()
-    model = from_pretrained(directory, num_classes=3, dtype=ember.float16).valid()
+    model = from_pretrained(directory, num_classes=3, dtype=ember.float16, device=device).valid()
     assert model.embeddings.word.weight.dtype is ember.float16
-    args = [ember.tensor(ids, dtype=ember.int64)]
+    args = [ember.tensor(ids, dtype=ember.int64, device=device)]
     if masked:
-        args.append(ember.tensor(mask, dtype=ember.int64))
+        args.append(ember.tensor(mask, dtype=ember.int64, device=device))
     hidden = model.hidden_state(*args)
     assert hidden.dtype is ember.float16
     np.testing.assert_allclose(hidden.to(ember.float32).numpy(), want_hidden, atol=F16_TOL, rtol=0)
@@ -121,3 +121,51 @@ def test_training_mode_drops_out_and_backward_reaches_every_parameter(checkpoint
     for path, param in model.named_parameters():
         if path != "embeddings.token_type.weight":  # only row 0 is used, the rest stays zero
             assert np.abs(grads.get(param.val()).numpy()).max() > 0, path
+
+
+@pytest.mark.parametrize(
+    "family, extra",
+    [("bert", {"hidden_act": "gelu_new"}), ("distilbert", {"sinusoidal_pos_embds": True})],
+    ids=["bert-gelu_new", "distilbert-sinusoidal"],
+)
+def test_config_variants_match_transformers(checkpoint, family, extra):
+    directory, hf = checkpoint(family, **extra)
+    ids, mask = _inputs(family, True)
+    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
+    got = _ember_outputs(from_pretrained(directory, num_classes=3).valid(), ids, mask, True, None)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+def test_sharded_checkpoint_loads_every_shard(checkpoint, tmp_path):
+    _, hf = checkpoint("roberta")
+    sharded = tmp_path / "sharded"
+    hf.save_pretrained(sharded, max_shard_size="20KB")
+    assert (sharded / "model.safetensors.index.json").is_file() and not (
+        sharded / "model.safetensors"
+    ).exists()
+    ids, mask = _inputs("roberta", True)
+    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
+    got = _ember_outputs(from_pretrained(sharded, num_classes=3).valid(), ids, mask, True, None)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+def test_bfloat16_checkpoint_loads_its_values_exactly(checkpoint, tmp_path):
+    _, hf = checkpoint("bert")
+    halved = tmp_path / "bf16"
+    hf.to(torch.bfloat16).save_pretrained(halved)
+    from ember.record import load_safetensors
+
+    assert load_safetensors(halved / "model.safetensors")["classifier.weight"].dtype_name == "bfloat16"
+    hf = hf.to(torch.float32)  # the bfloat16-rounded weights, computed in float32
+    ids, mask = _inputs("bert", True)
+    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
+    got = _ember_outputs(from_pretrained(halved, num_classes=3).valid(), ids, mask, True, None)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+def test_sequences_past_the_positions_are_refused(checkpoint):
+    directory, _ = checkpoint("roberta")  # 40 positions, the first two before RoBERTa's numbering
+    model = from_pretrained(directory).valid()
+    model(ember.ones(1, 38, dtype=ember.int64) * 5)
+    with pytest.raises(ValueError, match=r"39 tokens need 41 positions but the roberta checkpoint has 40"):
+        model(ember.ones(1, 39, dtype=ember.int64) * 5)
