@@ -1,13 +1,12 @@
 """Dynamic axes for ONNX export: which numbers of a traced forward depend on them.
 
-The forward is traced twice, the second time with every dynamic axis of the example inputs
-resized (:func:`resized_inputs`). An integer argument of a backend call (a reshape's target,
-an arange's stop, a slice's end, a divisor such as a mean's count) that differs between the
-two traces depends on the dynamic sizes: :func:`merge_args` turns it into a :class:`SymInt`
-holding both values, and :func:`solve` finds an expression over the dynamic dims that gives
-both — a dim times a constant, a product of two dims, or a dim plus a constant. The graph
-computes it at run time from the inputs' ``Shape``.
-"""
+The forward is traced three times, the second and third with every dynamic axis of the
+example inputs resized (:func:`other_sizes`, :func:`resized_inputs`). An integer argument of a
+backend call (a reshape's target, an arange's stop, a slice's end, a divisor such as a mean's
+count) that differs between the traces depends on the dynamic sizes: :func:`merge_args` turns
+it into a :class:`SymInt` holding its values, and :func:`solve` finds an expression over the
+dynamic dims that gives all of them (a dim, a product of two, times a constant, plus a
+constant). The graph computes it at run time from the inputs' ``Shape``."""
 
 from __future__ import annotations
 

@@ -36,10 +36,10 @@ def export(
     """Trace ``model``'s forward on ``example_inputs`` and write it as an ONNX model.
 
     The forward runs in inference mode (on ``model.valid()``: dropout off, no graph, and a
-    Transformer encoder's token packing off, so padded positions are computed, as in Burn), twice:
-    once as given and once with the dynamic axes resized, so that shapes computed in Python
-    from ``x.shape`` become ``Shape`` nodes. Parameters become initializers named by their
-    dotted paths.
+    Transformer encoder's token packing off, so padded positions are computed, as in Burn),
+    three times: as given, then twice with the dynamic axes resized, so that sizes computed in
+    Python from ``x.shape`` become ``Shape`` nodes. Parameters become initializers named by
+    their dotted paths.
 
     Args:
         model: an ``ember.nn.Module`` (its ``forward`` is traced) or a bound method of one
@@ -84,14 +84,14 @@ def export(
     trace1 = _trace(infer, run, inputs)
     outputs1 = _outputs(trace1.result, Tensor)
     output_names = _names("output_names", output_names, len(outputs1), "output")
-    out_refs = [_output_ref(trace1, t, i) for i, t in enumerate(outputs1)]
+    out_refs = [_output_ref(trace1, t) for t in outputs1]
     needed = _needed(trace1, out_refs)
     calls = {i: trace1.calls[i] for i in needed}
-    out_shapes = None
+    out_shapes = [[tuple(t.shape) for t in outputs1]]  # per trace, per output
     if dims:
         from ember.tensor.creation import tensor as _tensor
 
-        traces, out_shapes = [trace1], [[tuple(t.shape) for t in outputs1]]
+        traces = [trace1]
         for t in (1, 2):
             sizes = {d.name: d.sizes[t] for d in dims}
             arrays = resized_inputs([x.numpy() for x in inputs], axes, sizes)
@@ -104,38 +104,15 @@ def export(
     g.meta = trace1.meta
     for i in range(len(inputs)):
         g.names[Ref("input", i)] = input_names[i]
-    modules = dict(infer.named_modules())
-    for index in sorted(calls):
-        call = calls[index]
-        _name_leaves(g, call.args)
-        _name_leaves(g, call.kwargs)
-        owner = modules.get(call.module)
-        where = (
-            f"module '{call.module or '(root)'}' ({type(owner).__name__})"
-            if owner is not None
-            else "the forward"
-        )
-        what = (
-            call.method
-            if call.method not in ("unary", "binary", "reduce", "arg_reduce")
-            else f"{call.method} {call.args[0]!r}"
-        )
-        g.where = f"ember.onnx.export: op {what} in {where}"
-        names = emit(g, call)
-        for ref, name in zip(call.outputs, names):
-            if ref is not None and name is not None:
-                g.names[ref] = name
+    _emit_calls(g, calls, dict(infer.named_modules()))
     g.where = "ember.onnx.export: the outputs"
-    out_names = []
     for ref, name in zip(out_refs, output_names):
         g.nodes.append(onnx.helper.make_node("Identity", [g.value(ref)], [name]))
-        out_names.append(name)
-    for ref in list(g.names):
+    for ref, name in g.names.items():
         if ref.kind == "param":
-            g.initializers[g.names[ref]] = trace1.param_arrays[ref.key]
+            g.initializers[name] = trace1.param_arrays[ref.key]
         elif ref.kind == "const":
-            g.initializers[g.names[ref]] = trace1.const_arrays[ref.key]
-
+            g.initializers[name] = trace1.const_arrays[ref.key]
     graph_inputs = [
         onnx.helper.make_tensor_value_info(
             input_names[i],
@@ -144,16 +121,12 @@ def export(
         )
         for i, t in enumerate(inputs)
     ]
-    graph_outputs = []
-    for k, (t, name) in enumerate(zip(outputs1, output_names)):
-        shape = list(t.shape)
-        if out_shapes is not None:
-            for a, sizes in enumerate(zip(*(shapes[k] for shapes in out_shapes))):
-                if len(set(sizes)) > 1:
-                    e = solve(SymInt(sizes), dims)
-                    plain = e is not None and e.coef == 1 and e.offset == 0 and len(e.dims) == 1
-                    shape[a] = e.dims[0] if plain else f"{name}_dim{a}"
-        graph_outputs.append(onnx.helper.make_tensor_value_info(name, g.onnx_type(t.dtype.numpy), shape))
+    graph_outputs = [
+        onnx.helper.make_tensor_value_info(
+            name, g.onnx_type(t.dtype.numpy), _output_dims(k, name, out_shapes, dims)
+        )
+        for k, (t, name) in enumerate(zip(outputs1, output_names))
+    ]
     initializers = [
         onnx.numpy_helper.from_array(np.array(a, order="C"), n) for n, a in g.initializers.items()
     ]
@@ -299,7 +272,7 @@ def _outputs(result, tensor_type) -> list:
     return items
 
 
-def _output_ref(trace: Trace, t, i: int) -> Ref:
+def _output_ref(trace: Trace, t) -> Ref:
     ref = trace._values.get(id(t._data))
     if ref is None:
         return trace.ref_of(t._data)
@@ -369,6 +342,36 @@ def _merged(traces: list[Trace], needed, dims) -> dict:
                         )
         calls[index] = c1._replace(args=args, kwargs=kwargs)
     return calls
+
+
+def _emit_calls(g: GraphBuilder, calls: dict, modules: dict) -> None:
+    """Emit the needed calls in order, each error naming the op and the module that ran it."""
+    for index in sorted(calls):
+        call = calls[index]
+        _name_leaves(g, (call.args, call.kwargs))
+        owner = modules.get(call.module)
+        where = (
+            "the forward" if owner is None else f"module '{call.module or '(root)'}' ({type(owner).__name__})"
+        )
+        what = call.method
+        if call.method in ("unary", "binary", "reduce", "arg_reduce"):
+            what = f"{call.method} {call.args[0]!r}"
+        g.where = f"ember.onnx.export: op {what} in {where}"
+        for ref, name in zip(call.outputs, emit(g, call)):
+            if ref is not None and name is not None:
+                g.names[ref] = name
+
+
+def _output_dims(k: int, name: str, out_shapes: list, dims: list[Dim]) -> list:
+    """Output ``k``'s dims: sizes, or names where they changed between the traces (the dynamic
+    dim's own name when it is one, else ``<output>_dim<axis>``)."""
+    shape = list(out_shapes[0][k])
+    for axis, sizes in enumerate(zip(*(shapes[k] for shapes in out_shapes))):
+        if len(set(sizes)) > 1:
+            e = solve(SymInt(sizes), dims)
+            plain = e is not None and e.coef == 1 and e.offset == 0 and len(e.dims) == 1
+            shape[axis] = e.dims[0] if plain else f"{name}_dim{axis}"
+    return shape
 
 
 def _name_leaves(g: GraphBuilder, value) -> None:

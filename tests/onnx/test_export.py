@@ -30,10 +30,10 @@ def _ember(fn, *inputs) -> list:
     return [t.numpy() for t in (out if isinstance(out, (tuple, list)) else (out,))]
 
 
-def _check(model, inputs, path, *, fn=None, dynamic_axes=None, others=()):
+def _check(model, inputs, path, *, fn=None, dynamic_axes=None, others=(), opset=17):
     """Export ``model`` on ``inputs`` and compare ONNX Runtime with ember there and on each
     input tuple of ``others`` (other dynamic sizes)."""
-    proto = ember.onnx.export(fn or model, inputs, path, dynamic_axes=dynamic_axes)
+    proto = ember.onnx.export(fn or model, inputs, path, dynamic_axes=dynamic_axes, opset=opset)
     onnx.checker.check_model(proto)
     infer = model.valid()
     call = getattr(infer, fn.__name__) if fn is not None else infer
@@ -250,3 +250,62 @@ def test_importing_ember_onnx_imports_neither_onnx_nor_onnxruntime():
     code = "import sys, ember, ember.onnx; print(sorted({'onnx', 'onnxruntime', 'torch'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+class _Reductions(nn.Module):
+    """Reductions and element-wise ops whose ONNX form changes with the opset (axes as an
+    attribute before 18, as an input from 18) or that ONNX composes (log1p, floor-div, ...)."""
+
+    def __init__(self):
+        self.norm = nn.RmsNormConfig(6).init()
+
+    def forward(self, x):
+        parts = [
+            ember.max(x, dim=1, keepdim=True),
+            ember.min(x, dim=1, keepdim=True),
+            ember.prod(x, dim=1, keepdim=True),
+            ember.logsumexp(x, dim=1, keepdim=True),
+            ember.mean(x, dim=0, keepdim=True).expand(x.shape[0], 6),
+            (x > 0).any(dim=1, keepdim=True).float(),
+            (x > -3).all(dim=1, keepdim=True).float(),
+            ember.argmax(x, dim=1, keepdim=True).float(),
+            ember.cumsum(x, dim=1),
+            ember.log1p(x.abs()),
+            ember.expm1(x),
+            ember.floor_divide(x, 0.7),
+            ember.remainder(x, 0.7),
+            ember.isfinite(x).float(),
+            self.norm(x),
+            ember.softmax(x, dim=-1),
+            ember.log_softmax(x, dim=-1),
+            x.flip(1),
+            ember.pad(x, (1, 2)),
+        ]
+        return ember.cat(parts, dim=1)
+
+
+@pytest.mark.parametrize("opset", [17, 18, 21])
+def test_opsets_and_reductions(tmp_path, opset):
+    proto = _check(_Reductions(), _x(4, 6), tmp_path / "r.onnx", opset=opset, others=(_x(7, 6, seed=5),))
+    assert proto.opset_import[0].version == opset
+
+
+def test_other_threads_are_not_recorded():
+    import threading
+
+    from ember.onnx.export_trace import Trace, tracing
+
+    x, y = _x(2, 4), _x(3, 3)
+    result = {}
+
+    def other():
+        result["exp"] = ember.exp(y).numpy()  # computes while the main thread traces
+
+    trace = Trace([x._data], {}, {})
+    with tracing(_Mlp(), trace):
+        ember.relu(x)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+    assert [(c.method, c.args[0]) for c in trace.calls] == [("unary", "relu")]
+    np.testing.assert_allclose(result["exp"], np.exp(y.numpy()), rtol=1e-6)
