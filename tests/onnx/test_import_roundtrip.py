@@ -20,17 +20,19 @@ import ember.onnx
 _EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 
 
-class _Cnn(nn.Module):
+class _ConvNet(nn.Module):
+    """Strided conv, BatchNorm (running statistics), average pooling, dropout, a log-softmax head."""
+
     def __init__(self):
-        self.conv1 = nn.Conv2dConfig((3, 8), (3, 3), padding=(1, 1)).init()
-        self.pool = nn.MaxPool2dConfig((2, 2)).init()
-        self.conv2 = nn.Conv2dConfig((8, 4), (3, 3)).init()
-        self.avg = nn.AdaptiveAvgPool2dConfig((1, 1)).init()
-        self.head = nn.LinearConfig(4, 5).init()
+        self.conv = nn.Conv2dConfig((3, 6), (3, 3), stride=(2, 2), padding=(1, 1)).init()
+        self.norm = nn.BatchNormConfig(6).init()
+        self.pool = nn.AvgPool2dConfig((2, 2)).init()
+        self.drop = nn.DropoutConfig(0.3).init()
+        self.head = nn.LinearConfig(24, 5).init()
 
     def forward(self, x):
-        h = self.avg(ember.gelu(self.conv2(self.pool(ember.relu(self.conv1(x))))))
-        return ember.log_softmax(self.head(h.reshape(h.shape[0], 4)), -1)
+        h = self.pool(ember.gelu(self.norm(self.conv(x))))
+        return ember.log_softmax(self.head(self.drop(h.reshape(h.shape[0], 24))), -1)
 
 
 def _x(*shape, seed=0):
@@ -59,9 +61,11 @@ def _tokens(b, s, seed=0):
     return rng.integers(0, 50, (b, s)).astype(np.int64), mask
 
 
-def test_cnn_round_trip(tmp_path, device):
+def test_conv_net_round_trip(tmp_path, device):
     ember.seed(3)
-    model = _Cnn()
+    model = _ConvNet()
+    model(ember.tensor(_x(4, 3, 8, 8, seed=9) + 1))  # a training-mode pass moves BatchNorm's statistics
+    assert np.abs(model.norm.running_mean.numpy()).min() > 0
     ember.onnx.export(model, ember.tensor(_x(2, 3, 8, 8)), tmp_path / "cnn.onnx")
     imported = ember.onnx.load(tmp_path / "cnn.onnx", device=device)
     assert {n for n, _ in model.named_parameters()} <= {n for n, _ in imported.named_parameters()}
