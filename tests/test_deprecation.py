@@ -133,3 +133,54 @@ def test_the_helpers_blame_the_caller():
     getattr_ = renamed_globals(__name__, {"OLD_CASES": "CASES"})
     with pytest.warns(DeprecationWarning, match=rf"{__name__}\.OLD_CASES .*use {__name__}\.CASES"):
         assert getattr_("OLD_CASES") is CASES
+
+
+def test_burn_spelled_aliases_call_the_one_name():
+    lora = nn.Lora(rank=2, alpha=4.0)
+    group = nn.ParamGroup.all()
+    with pytest.warns(DeprecationWarning, match=r"Lora\.set_param_group .*use Lora\.with_param_group"):
+        assert lora.set_param_group(group) == lora.with_param_group(group)
+    with pytest.warns(DeprecationWarning, match=r"Lora\.set_dtype .*use Lora\.with_dtype"):
+        assert lora.set_dtype(ember.float16) == lora.with_dtype(ember.float16)
+    quantizer = nn.Quantizer()
+    with pytest.warns(
+        DeprecationWarning, match=r"Quantizer\.set_param_group .*use Quantizer\.with_param_group"
+    ):
+        assert quantizer.set_param_group(group) == quantizer.with_param_group(group)
+    model = nn.LinearConfig(2, 2).init()
+    grads = optim.GradientsParams.from_grads(model(ember.ones(1, 2)).sum().backward(), model)
+    module_optim = optim.AdamConfig().init()
+    module_optim.step(1e-3, model, grads)
+    lbfgs = optim.LbfgsConfig().init()
+    for owner, value in (
+        ("ModuleOptimizer", module_optim),
+        ("Lbfgs", lbfgs),
+        ("LbfgsRecord", lbfgs.to_record()),
+    ):
+        with pytest.warns(DeprecationWarning, match=rf"{owner}\.into_bytes .*use {owner}\.to_bytes"):
+            assert value.into_bytes() == value.to_bytes()
+    record = module_optim.to_record()
+    with pytest.warns(
+        DeprecationWarning, match=r"OptimizerRecord\.into_bytes .*use OptimizerRecord\.to_bytes"
+    ):
+        assert record.into_bytes() == record.to_bytes()
+
+
+def test_clipping_set_in_both_places_warns_and_the_argument_still_wins():
+    in_config = optim.GradientClippingConfig.Norm(1.0)
+    argument = optim.GradientClippingConfig.Value(0.5)
+    with pytest.warns(DeprecationWarning, match=r"ModuleOptimizer: gradient clipping given twice") as got:
+        module_optim = optim.ModuleOptimizer(optim.AdamConfig(grad_clipping=in_config), argument)
+    assert got[0].filename == __file__
+    assert module_optim.grad_clipping() == argument.init()
+    with pytest.warns(
+        DeprecationWarning, match=r"ModuleOptimizer\.with_group: gradient clipping given twice"
+    ):
+        module_optim.with_group(nn.ParamGroup.all(), optim.SgdConfig(gradient_clipping=in_config), argument)
+    assert module_optim.groups[-1][2] == argument.init()
+    with warnings.catch_warnings():  # one place each: no warning
+        warnings.simplefilter("error", DeprecationWarning)
+        module_optim.with_group(nn.ParamGroup.all(), optim.MuonConfig(), argument)
+        module_optim.with_group(nn.ParamGroup.all(), optim.AdamConfig(grad_clipping=in_config))
+        module_optim.with_group(nn.ParamGroup.all(), optim.AdamConfig().build(), argument)
+    assert [g[2] for g in module_optim.groups[-3:]] == [argument.init(), in_config.init(), argument.init()]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ember._deprecation import renamed_method
 from ember.nn.module import INFERENCE_COPY_HOOKS, Module, _group_matches, register_methods
 from ember.nn.param import Param, _as_leaf
 from ember.tensor import dtypes as dt
@@ -111,8 +112,9 @@ class Lora:
         """A copy with another standard deviation for ``a``."""
         return replace(self, init_std=std)
 
-    set_param_group = with_param_group
-    set_dtype = with_dtype
+    # Burn's names, one release: every config setter here is with_<field>
+    set_param_group = renamed_method("set_param_group", "with_param_group")
+    set_dtype = renamed_method("set_dtype", "with_dtype")
 
 
 def _make_adapter(lora: Lora, base: Tensor) -> LoraAdapter:

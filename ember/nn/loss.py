@@ -198,24 +198,24 @@ class CrossEntropyLoss(Module):
         alpha = self.smoothing
         if weights is None:
             if self.logits:
-                per = cross_entropy_per_sample(logits, targets, alpha or 0.0)
+                per_sample = cross_entropy_per_sample(logits, targets, alpha or 0.0)
             elif alpha is None:
-                per = -self._prob_log(logits).gather(1, targets.reshape(n, 1)).reshape(n)
+                per_sample = -self._prob_log(logits).gather(1, targets.reshape(n, 1)).reshape(n)
             else:
-                per = -(logits.log() * self._smoothed(targets, c, alpha, logits)).sum(1)
+                per_sample = -(logits.log() * self._smoothed(targets, c, alpha, logits)).sum(1)
             if mask is not None:
-                per = per.mask_fill(mask, 0.0)
-            return _reduce(op, per, reduction)
+                per_sample = per_sample.mask_fill(mask, 0.0)
+            return _reduce(op, per_sample, reduction)
         w_targets = weights.index_select(0, targets)
         if alpha is None:
             logp = log_softmax(logits, 1) if self.logits else self._prob_log(logits)
-            per = -logp.gather(1, targets.reshape(n, 1)).reshape(n) * w_targets
+            per_sample = -logp.gather(1, targets.reshape(n, 1)).reshape(n) * w_targets
         else:
             logp = log_softmax(logits, 1) if self.logits else logits.log()
-            per = -(logp * self._smoothed(targets, c, alpha, logits) * weights.reshape(1, c)).sum(1)
+            per_sample = -(logp * self._smoothed(targets, c, alpha, logits) * weights.reshape(1, c)).sum(1)
         if mask is not None:
-            per = per.mask_fill(mask, 0.0)
-        total = per.sum()
+            per_sample = per_sample.mask_fill(mask, 0.0)
+        total = per_sample.sum()
         if reduction is Reduction.Sum:
             return total
         return total / w_targets.sum()

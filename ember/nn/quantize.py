@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._deprecation import renamed_method
 from ember.nn.module import Module
 from ember.nn.param import Param
 from ember.tensor import dtypes as dt
@@ -212,7 +213,7 @@ class Quantizer:
         """A copy quantizing only the parameters matching ``group`` (Burn's ``set_param_group``)."""
         return replace(self, param_group=group)
 
-    set_param_group = with_param_group
+    set_param_group = renamed_method("set_param_group", "with_param_group")  # Burn's name, one release
 
 
 # ---- quantize (host, once) ---------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._deprecation import renamed_globals
+from ember._deprecation import renamed_globals, renamed_method
 from ember.optim.grads_params import GradientsParams
 from ember.optim.line_search import dot, strong_wolfe
 from ember.record import UInt
@@ -107,7 +107,7 @@ class LbfgsRecord:
         """The record as burnpack bytes."""
         return _to_bytes(self.tensors, None, self.scalars)
 
-    into_bytes = to_bytes
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "LbfgsRecord":
@@ -457,7 +457,7 @@ class Lbfgs:
         """The state as burnpack bytes (Burn's ``into_bytes``)."""
         return self.to_record().to_bytes()
 
-    into_bytes = to_bytes
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
 
     def from_bytes(self, data: bytes) -> "Lbfgs":
         """Load the state from burnpack bytes; returns ``self``."""

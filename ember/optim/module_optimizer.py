@@ -39,12 +39,14 @@ import copy
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ember._deprecation import renamed_method
 from ember.nn.param import ParamId
 from ember.nn.param_group import ParamGroup
 from ember.optim.clipping import GradientClipping, as_clipping, clip_buckets
@@ -120,6 +122,24 @@ def _as_optimizer(owner: str, value) -> tuple[Optimizer, Any]:
     )
 
 
+def _group_of(owner: str, group, optimizer, grad_clipping) -> "_Group":
+    """A group's optimizer and clipping. The clipping is set in one place: the config's field,
+    or ``grad_clipping`` for a bare optimizer or a config without the field (Muon's)."""
+    optim, config_clipping = _as_optimizer(owner, optimizer)
+    if grad_clipping is not None and config_clipping is not None:
+        # Both: the argument has always won; one release of warning before it is refused.
+        warnings.warn(
+            f"{owner}: gradient clipping given twice, in {type(optimizer).__name__}'s config "
+            f"({config_clipping!r}) and as grad_clipping ({grad_clipping!r}); grad_clipping is "
+            "used. Set it in one place: passing both is deprecated and will be an error in the "
+            "next release",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    clipping = grad_clipping if grad_clipping is not None else config_clipping
+    return _Group(group, optim, as_clipping(owner, clipping))
+
+
 def _lr_resolver(lr) -> Callable[[ParamId, str], float]:
     if isinstance(lr, numbers.Real) and not isinstance(lr, bool):
         value = float(lr)
@@ -147,18 +167,17 @@ class ModuleOptimizer:
 
     Args:
         optimizer: the optimizer of the first group, ``ParamGroup.all()``: a config
-            (``AdamConfig()``; its gradient clipping is used when ``grad_clipping`` is None)
-            or a bare optimizer (``AdamConfig().build()``).
+            (``AdamConfig()``, whose clipping field is the group's clipping) or a bare
+            optimizer (``AdamConfig().build()``).
         grad_clipping: clipping of the first group (a ``GradientClippingConfig`` or
-            ``GradientClipping``), or None.
+            ``GradientClipping``) when ``optimizer`` carries none (a bare optimizer, Muon's
+            config), or None. Set in both places, it wins with a ``DeprecationWarning``.
     """
 
     def __init__(self, optimizer, grad_clipping=None):
-        optim, config_clipping = _as_optimizer("ModuleOptimizer", optimizer)
-        clipping = as_clipping(
-            "ModuleOptimizer", grad_clipping if grad_clipping is not None else config_clipping
-        )
-        self._groups: list[_Group] = [_Group(ParamGroup.all(), optim, clipping)]
+        self._groups: list[_Group] = [
+            _group_of("ModuleOptimizer", ParamGroup.all(), optimizer, grad_clipping)
+        ]
         self._states: dict[ParamId, _State] = {}
         self._packed: dict[tuple, _Packed] = {}
 
@@ -172,19 +191,16 @@ class ModuleOptimizer:
         Args:
             group: a :class:`~ember.nn.ParamGroup` (anything with ``matches(path, param_id)``).
             optimizer: a config or a bare optimizer.
-            grad_clipping: this group's clipping; None uses the config's own (if a config is
-                given), else no clipping.
+            grad_clipping: this group's clipping when ``optimizer`` carries none (a bare
+                optimizer, Muon's config); None uses the config's own, if any. Set in both
+                places, it wins with a ``DeprecationWarning``.
         """
         if not callable(getattr(group, "matches", None)):
             raise TypeError(
                 f"ModuleOptimizer.with_group: `group` needs a matches(path, param_id) "
                 f"method (an ember.nn.ParamGroup), got {type(group).__name__}"
             )
-        optim, config_clipping = _as_optimizer("ModuleOptimizer.with_group", optimizer)
-        clipping = as_clipping(
-            "ModuleOptimizer.with_group", grad_clipping if grad_clipping is not None else config_clipping
-        )
-        self._groups.append(_Group(group, optim, clipping))
+        self._groups.append(_group_of("ModuleOptimizer.with_group", group, optimizer, grad_clipping))
         self._states = {pid: st for pid, st in self._states.items() if not group.matches(st.path, pid)}
         self._packed.clear()
         return self
@@ -520,7 +536,7 @@ class ModuleOptimizer:
         """The state as burnpack bytes (Burn's ``into_bytes``)."""
         return self.to_record().to_bytes()
 
-    into_bytes = to_bytes
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
 
     def from_bytes(self, data: bytes) -> "ModuleOptimizer":
         """Load the state from burnpack bytes; returns ``self``."""

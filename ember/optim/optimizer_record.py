@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._deprecation import renamed_method
 from ember.record import RecordError, TensorRecord
 from ember.record import from_bytes as _from_bytes
 from ember.record import load as _load
@@ -104,7 +105,7 @@ class OptimizerRecord:
         payload = self._payload()
         return _to_bytes(payload["tensors"], payload["metadata"], payload["scalars"])
 
-    into_bytes = to_bytes
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "OptimizerRecord":
