@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ENCODER_TABLES", "HEAD_TABLES", "PREFIXES", "checkpoint_prefix", "encoder_rows", "head_rows"]
+__all__ = [
+    "ENCODER_TABLES",
+    "HEAD_TABLES",
+    "LEGACY_NAMES",
+    "PREFIXES",
+    "checkpoint_prefix",
+    "encoder_rows",
+    "head_rows",
+    "stored_key",
+]
 
 Row = tuple[str, str, str]
 
@@ -83,6 +92,19 @@ HEAD_TABLES: dict[str, list[Row]] = {
 }
 
 PREFIXES = {"bert": "bert.", "roberta": "roberta.", "distilbert": "distilbert."}
+# Checkpoints converted from the original TensorFlow BERT name LayerNorm's parameters gamma/beta
+# (transformers renames them on load too).
+LEGACY_NAMES = {"LayerNorm.weight": "LayerNorm.gamma", "LayerNorm.bias": "LayerNorm.beta"}
+
+
+def stored_key(key: str, keys) -> str:
+    """``key``, or its legacy spelling when only that is in ``keys``."""
+    if key in keys:
+        return key
+    for new, old in LEGACY_NAMES.items():
+        if key.endswith(new) and key[: -len(new)] + old in keys:
+            return key[: -len(new)] + old
+    return key
 
 
 def checkpoint_prefix(family: str, keys: Iterable[str]) -> str:

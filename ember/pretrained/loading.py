@@ -21,7 +21,7 @@ from ember.pretrained.config import EncoderSpec, read_config
 from ember.pretrained.encoder import PretrainedEncoder, build_encoder
 from ember.pretrained.errors import PretrainedError
 from ember.pretrained.hub import resolve_checkpoint
-from ember.pretrained.key_tables import checkpoint_prefix, encoder_rows, head_rows
+from ember.pretrained.key_tables import checkpoint_prefix, encoder_rows, head_rows, stored_key
 from ember.record import RecordError, load_safetensors
 
 __all__ = ["from_pretrained", "read_weights"]
@@ -68,6 +68,7 @@ def _plan(spec: EncoderSpec, model: PretrainedEncoder, weights: dict, num_classe
 
     for path, key, layout in encoder_rows(spec.family, spec.n_layers, prefix):
         want = expected(path, layout)
+        key = stored_key(key, weights)
         if key not in weights:
             problems.append(f"missing tensor {key!r} (expected {list(want)})")
         elif weights[key].shape != want:
@@ -77,6 +78,7 @@ def _plan(spec: EncoderSpec, model: PretrainedEncoder, weights: dict, num_classe
     if num_classes is not None:
         for path, key, layout in head_rows(spec.family, prefix):
             want = expected(path, layout)
+            key = stored_key(key, weights)
             got = weights[key].shape if key in weights else None
             if got == want:
                 plan[path] = (weights[key], layout)

@@ -169,3 +169,21 @@ def test_sequences_past_the_positions_are_refused(checkpoint):
     model(ember.ones(1, 38, dtype=ember.int64) * 5)
     with pytest.raises(ValueError, match=r"39 tokens need 41 positions but the roberta checkpoint has 40"):
         model(ember.ones(1, 39, dtype=ember.int64) * 5)
+
+
+def test_legacy_layer_norm_gamma_beta_names_load(checkpoint):
+    from safetensors.numpy import load_file, save_file
+
+    directory, hf = checkpoint("bert")
+    path = directory / "model.safetensors"
+    tensors = load_file(str(path))
+    renamed = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in tensors.items()
+    }
+    assert renamed.keys() != tensors.keys()
+    save_file(renamed, str(path))
+    ids, mask = _inputs("bert", True)
+    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
+    got = _ember_outputs(from_pretrained(directory, num_classes=3).valid(), ids, mask, True, None)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
