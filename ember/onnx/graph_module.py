@@ -108,6 +108,11 @@ class OnnxModule(Module):
                 value = _tensor(value, self._default_device())
             elif not isinstance(value, Tensor):
                 value = ember.tensor(value, device=self._default_device())
+            if self._params and value.device != self._default_device():
+                raise ValueError(
+                    f"{self._label()}: input {name!r} is on {value.device} but the parameters are on "
+                    f"{self._default_device()}; move one with .to(device)"
+                )
             values[name] = value
         return values
 

@@ -1,0 +1,82 @@
+"""An imported OnnxModule is an ordinary ember module: parameters under the file's initializer
+names (``::`` and ``/`` included), records saved and loaded, moved with ``to``, copied with
+``valid``; integer initializers are constants, not parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import ember  # noqa: E402
+import ember.onnx  # noqa: E402
+
+W = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+B = np.array([0.5, -1.0, 0.25, 2.0], dtype=np.float32)
+
+
+def _model(tmp_path):
+    inits = [
+        numpy_helper.from_array(W, "onnx::MatMul_7"),
+        numpy_helper.from_array(B, "/layer/bias"),
+        numpy_helper.from_array(np.array([-1, 2], dtype=np.int64), "shape"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "onnx::MatMul_7"], ["h"]),
+        helper.make_node("Add", ["h", "/layer/bias"], ["a"]),
+        helper.make_node("Reshape", ["a", "shape"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m", 2])],
+        initializer=inits,
+    )
+    path = tmp_path / "m.onnx"
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
+    return path
+
+
+def _expected(x):
+    return (x @ W + B).reshape(-1, 2)
+
+
+X = np.array([[1.0, -2.0, 0.5]], dtype=np.float32)
+
+
+def test_parameters_are_the_float_initializers(tmp_path):
+    module = ember.onnx.load(_model(tmp_path))
+    params = dict(module.named_parameters())
+    assert list(params) == ["onnx::MatMul_7", "/layer/bias"]  # "shape" (int64) is a constant
+    assert all(p.is_require_grad() for p in params.values())
+    np.testing.assert_array_equal(params["onnx::MatMul_7"].numpy(), W)
+    np.testing.assert_allclose(module(ember.tensor(X)).numpy(), _expected(X), rtol=1e-6)
+    assert [n.op_type for n in module.nodes] == ["MatMul", "Add", "Reshape"]
+
+
+def test_records_round_trip(tmp_path):
+    module = ember.onnx.load(_model(tmp_path))
+    module.save_file(tmp_path / "weights")
+    other = ember.onnx.load(_model(tmp_path)).map_parameters(lambda path, t: t * 0)
+    assert not np.allclose(other(ember.tensor(X)).numpy(), _expected(X))
+    other.load_file(tmp_path / "weights")
+    np.testing.assert_allclose(other(ember.tensor(X)).numpy(), _expected(X), rtol=1e-6)
+
+
+def test_to_valid_and_device_mismatch(tmp_path):
+    module = ember.onnx.load(_model(tmp_path), device="cpu")
+    moved = module.clone().to("reference")
+    assert moved.devices() == [ember.tensor(0.0, device="reference").device]
+    got = moved(ember.tensor(X, device="reference"))
+    assert got.device == moved.devices()[0]
+    np.testing.assert_allclose(got.numpy(), _expected(X), rtol=1e-6)
+    frozen = module.valid()
+    assert not any(p.is_require_grad() for p in frozen.parameters())
+    assert not frozen(ember.tensor(X)).is_require_grad()
+    with pytest.raises(ValueError, match=r"input 'x' is on cpu but the parameters are on reference"):
+        moved(ember.tensor(X, device="cpu"))
