@@ -184,3 +184,10 @@ def test_clipping_set_in_both_places_warns_and_the_argument_still_wins():
         module_optim.with_group(nn.ParamGroup.all(), optim.AdamConfig(grad_clipping=in_config))
         module_optim.with_group(nn.ParamGroup.all(), optim.AdamConfig().build(), argument)
     assert [g[2] for g in module_optim.groups[-3:]] == [argument.init(), in_config.init(), argument.init()]
+
+
+def test_module_no_grad_is_freeze():
+    model = nn.LinearConfig(2, 2).init()
+    with pytest.warns(DeprecationWarning, match=r"Linear\.no_grad is deprecated .*use Linear\.freeze"):
+        assert model.no_grad() is model
+    assert not any(p.is_require_grad() for p in model.parameters())

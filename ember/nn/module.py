@@ -34,6 +34,7 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ember._deprecation import renamed_method
 from ember.nn.config_hint import with_config_hint
 from ember.nn.discarded_copy import warn_if_discarded
 from ember.nn.param import Param, ParamId, _as_leaf
@@ -313,9 +314,9 @@ class Module:
                 p.set_require_grad(True)
         return self
 
-    def no_grad(self) -> "Module":
-        """Freeze every parameter (Burn's ``Module::no_grad``). In place."""
-        return self.freeze()
+    # Burn's ``Module::no_grad``, a second name for freeze() and a clash with ``ember.no_grad()``
+    # (which stops graph recording): one release, then gone.
+    no_grad = renamed_method("no_grad", "freeze")
 
     def map_parameters(self, fn: Callable[[str, Tensor], Tensor]) -> "Module":
         """Replace each parameter's stored tensor by ``fn(path, tensor)``. In place.
