@@ -10,7 +10,7 @@ import numpy as np
 from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, other_sizes, resized_inputs, solve
 from ember.onnx.export_graph import ExportError, GraphBuilder
 from ember.onnx.export_ops import emit
-from ember.onnx.export_trace import Ref, Trace, tracing
+from ember.onnx.export_trace import Ref, Trace, host_array, tracing
 
 MIN_OPSET, MAX_OPSET = 17, 21
 
@@ -39,7 +39,9 @@ def export(
     Transformer encoder's token packing off, so padded positions are computed, as in Burn),
     three times: as given, then twice with the dynamic axes resized, so that sizes computed in
     Python from ``x.shape`` become ``Shape`` nodes. Parameters become initializers named by
-    their dotted paths.
+    their dotted paths. Values a forward reads back into Python (``.item()``, ``.numpy()``)
+    are constants of the graph: an arange or a mask built from them in NumPy is checked to be
+    the same at the other sizes, but a branch taken on an input's values is the example's.
 
     Args:
         model: an ``ember.nn.Module`` (its ``forward`` is traced) or a bound method of one
@@ -106,11 +108,12 @@ def export(
         g.names[Ref("input", i)] = input_names[i]
     _emit_calls(g, calls, dict(infer.named_modules()))
     g.where = "ember.onnx.export: the outputs"
+    _name_leaves(g, out_refs)  # an output that is a parameter or a constant itself
     for ref, name in zip(out_refs, output_names):
         g.nodes.append(onnx.helper.make_node("Identity", [g.value(ref)], [name]))
     for ref, name in g.names.items():
         if ref.kind == "param":
-            g.initializers[name] = trace1.param_arrays[ref.key]
+            g.initializers[name] = host_array(trace1.param_arrays[ref.key])
         elif ref.kind == "const":
             g.initializers[name] = trace1.const_arrays[ref.key]
     graph_inputs = [

@@ -72,7 +72,7 @@ class Trace:
         if name is not None:
             return self._see(array, Ref("param", name))
         name = self._constant_names.get(id(array)) or f"constant_{len(self.const_arrays)}"
-        self.const_arrays[name] = np.asarray(array)
+        self.const_arrays[name] = host_array(array)
         return self._see(array, Ref("const", name))
 
     def _encode(self, value):
@@ -95,6 +95,15 @@ class Trace:
         if not any(o is not None for o in outs):
             return  # a call computing no array (a seed, a dtype) is not part of the graph
         self.calls.append(Call(method, enc_args, enc_kwargs, tuple(outs), self._modules[-1]))
+
+
+def host_array(array) -> np.ndarray:
+    """``array`` as a NumPy array (a CuPy array copied from the GPU)."""
+    return (
+        array
+        if isinstance(array, np.ndarray)
+        else np.asarray(array.get() if hasattr(array, "get") else array)
+    )
 
 
 def _is_array(value) -> bool:

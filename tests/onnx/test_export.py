@@ -309,3 +309,30 @@ def test_other_threads_are_not_recorded():
         worker.join()
     assert [(c.method, c.args[0]) for c in trace.calls] == [("unary", "relu")]
     np.testing.assert_allclose(result["exp"], np.exp(y.numpy()), rtol=1e-6)
+
+
+def test_export_traces_on_every_backend(tmp_path, device):
+    """The trace records whichever backend computes the forward; the graphs agree."""
+    model = _Cnn().to(device)
+    x = _x(2, 3, 8, 8)
+    proto = ember.onnx.export(model, x.to(device), tmp_path / "cnn.onnx")
+    got = _run(tmp_path / "cnn.onnx", {"input_0": _x(4, 3, 8, 8, seed=9).numpy()})[0]
+    want = model.valid()(_x(4, 3, 8, 8, seed=9).to(device)).numpy()
+    np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
+    assert "conv1.weight" in {i.name for i in proto.graph.initializer}
+
+
+class _Returns(nn.Module):
+    """Returns its input, a parameter no op reads and a computed value (three graph outputs)."""
+
+    def __init__(self):
+        self.layer = nn.LinearConfig(4, 2).init()
+        self.table = nn.LinearConfig(2, 3).init()
+
+    def forward(self, x):
+        return x, self.table.weight.val(), self.layer(x)
+
+
+def test_outputs_that_are_inputs_or_parameters(tmp_path):
+    proto = _check(_Returns(), _x(3, 4), tmp_path / "r.onnx", others=(_x(5, 4, seed=2),))
+    assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "output_2"]
