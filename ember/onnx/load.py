@@ -78,7 +78,9 @@ def _opsets(path: str, model) -> dict:
             raise OnnxImportError(
                 f"{path}: not a readable ONNX model (truncated or corrupt?): no graph and no opset"
             )
-        raise OnnxImportError(f"{path}: the model imports no default-domain (ai.onnx) opset")
+        raise OnnxImportError(
+            f"{path}: the model imports no default-domain (ai.onnx) opset (a truncated file?)"
+        )
     if version > MAX_OPSET:
         raise OnnxImportError(
             f"{path}: opset {version} (ai.onnx) is too new: ember imports opsets {MIN_OPSET} to {MAX_OPSET}; "
@@ -179,6 +181,8 @@ def _build(path: str, model, opsets: dict, device) -> OnnxModule:
             host[init.name] = array
     inputs = [v.name for v in graph.input if v.name not in params and v.name not in host]
     outputs = [v.name for v in graph.output]
+    if not outputs:  # (a file cut at a field boundary can parse and still pass the checker)
+        raise OnnxImportError(f"{path}: the graph declares no outputs (a truncated file?)")
     return OnnxModule(
         params, host, _topological(path, nodes, set(inputs) | set(params) | set(host)), inputs, outputs, path
     )

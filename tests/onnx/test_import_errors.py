@@ -25,7 +25,9 @@ def _save(
 ):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "m"])
-    graph = helper.make_graph(nodes, "g", inputs or [x], outputs or [y], initializer=list(initializers))
+    graph = helper.make_graph(
+        nodes, "g", inputs or [x], [y] if outputs is None else outputs, initializer=list(initializers)
+    )
     opsets = [helper.make_opsetid("", opset), *extra_opsets]
     model = helper.make_model(graph, opset_imports=opsets)
     path = tmp_path / name
@@ -73,6 +75,12 @@ def test_empty_file(tmp_path):
     path = tmp_path / "empty.onnx"
     path.write_bytes(b"")
     with pytest.raises(OnnxImportError, match=r"empty\.onnx.*truncated or corrupt"):
+        ember.onnx.load(path)
+
+
+def test_a_graph_without_outputs(tmp_path):
+    path = _save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], outputs=[], name="no_outputs.onnx")
+    with pytest.raises(OnnxImportError, match=r"no_outputs\.onnx: the graph declares no outputs"):
         ember.onnx.load(path)
 
 
