@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import ember
+from ember.onnx.dtypes import ember_dtype
 from ember.onnx.node import OnnxNode
 from ember.tensor import Tensor
 
@@ -210,8 +211,6 @@ def dropout(node, x, ratio=None, training=None):
 
 
 def cast(node, x):
-    from ember.onnx.dtypes import ember_dtype
-
     return x.to(ember_dtype(int(node.attr("to")), f"{node.op_type} node {node.name!r}"))
 
 
