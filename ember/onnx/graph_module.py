@@ -31,6 +31,8 @@ class OnnxModule(Module):
     Its parameters are the graph's float initializers, each under its ONNX name
     (``named_parameters()`` gives ``"fc1.weight"`` for a PyTorch export), so it trains,
     saves and loads like any ember module. Call it with the graph inputs in order, or by name.
+    ``Dropout`` nodes pass their input through, in training too (an exported graph is an
+    inference graph).
 
     Args:
         params: float initializers by name.
@@ -71,7 +73,7 @@ class OnnxModule(Module):
         values = self._bind(args, kwargs)
         device = self._device(values)
         for node in self._nodes:
-            outs = _run(node, [values[name] if name else None for name in node.inputs], device)
+            outs = _run(node, [values[name] if name else None for name in node.inputs])
             for name, value in zip(node.outputs, outs):
                 if name:
                     values[name] = value
@@ -138,7 +140,7 @@ class OnnxModule(Module):
         }
 
 
-def _run(node: OnnxNode, inputs: list, device) -> list:
+def _run(node: OnnxNode, inputs: list) -> list:
     """Run one node; its outputs as a list (host values as NumPy arrays)."""
     spec = node.spec
     on_host = all(v is None or isinstance(v, np.ndarray) for v in inputs)
