@@ -97,7 +97,8 @@ class EventProcessor:
         self.renderer = renderer
         self.application_logger = application_logger
         self.numeric_names = {
-            split: [r.metric.name for r in registered if r.numeric] for split, registered in metrics.items()
+            split: [entry.metric.name for entry in registered if entry.numeric]
+            for split, registered in metrics.items()
         }
         self.store = MetricsStore(reader=self.read_numeric)
         self._continued: tuple[str, int] | None = None  # an epoch resumed mid-way

@@ -104,7 +104,7 @@ class SupervisedTraining:
                 "metric_train/metric_valid or metrics_text"
             )
         registered = self._settings.metrics_of(split)
-        if any(r.metric.name == metric.name for r in registered):
+        if any(other.metric.name == metric.name for other in registered):
             raise ValueError(
                 f"SupervisedTraining: a metric named {metric.name!r} is already registered on the "
                 f"{split} split (its log file would be written twice)"
@@ -258,9 +258,13 @@ class SupervisedTraining:
     def with_custom_checkpointers(self, model, optim, scheduler) -> "SupervisedTraining":
         """Checkpointers (``save(epoch, bytes)``, ``restore(epoch)``, ``delete(epoch)``) for
         the model, optimizer and scheduler records."""
-        for c in (model, optim, scheduler):
-            if not all(callable(getattr(c, m, None)) for m in ("save", "restore", "delete")):
-                raise TypeError(f"with_custom_checkpointers: {type(c).__name__} lacks save/restore/delete")
+        for checkpointer in (model, optim, scheduler):
+            if not all(
+                callable(getattr(checkpointer, method, None)) for method in ("save", "restore", "delete")
+            ):
+                raise TypeError(
+                    f"with_custom_checkpointers: {type(checkpointer).__name__} lacks save/restore/delete"
+                )
         return self._set(checkpointers=RecordCheckpointers(model, optim, scheduler))
 
     def with_training_strategy(self, strategy: TrainingStrategy) -> "SupervisedTraining":
@@ -321,6 +325,6 @@ def _check_not_empty(split: str, loader) -> None:
 
 def _flatten(metrics) -> list:
     out = []
-    for m in metrics:
-        out.extend(_flatten(m) if isinstance(m, (list, tuple)) else [m])
+    for metric in metrics:
+        out.extend(_flatten(metric) if isinstance(metric, (list, tuple)) else [metric])
     return out
