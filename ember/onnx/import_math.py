@@ -83,10 +83,12 @@ sin, cos, round_ = (_unary(m) for m in ("sin", "cos", "round"))
 
 
 def gelu(node, x):
+    return ember.gelu(x, node.attr("approximate", "none"))
+
+
+def gelu_unsupported(node):
     approximate = node.attr("approximate", "none")
-    if approximate not in ("none", "tanh"):
-        raise node.fail(f"approximate must be 'none' or 'tanh', got {approximate!r}")
-    return ember.gelu(x, approximate)
+    return None if approximate in ("none", "tanh") else f"approximate={approximate!r}"
 
 
 def leaky_relu(node, x):
@@ -274,9 +276,13 @@ def layer_normalization(node, x, scale, bias=None):
 
 def batch_normalization(node, x, scale, bias, mean_, var):
     _float(node, x)
-    if node.attr("training_mode", 0):
-        raise node.fail("training_mode=1 is not supported (export the model in eval mode)")
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     eps = float(node.attr("epsilon", 1e-5))
     inv = (var.reshape(shape) + eps).rsqrt()
     return (x - mean_.reshape(shape)) * (inv * scale.reshape(shape)) + bias.reshape(shape)
+
+
+def batch_norm_unsupported(node):
+    if node.attr("training_mode", 0) or len([o for o in node.outputs if o]) > 1:
+        return "training_mode=1 (export the model in eval mode)"
+    return None

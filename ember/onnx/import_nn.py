@@ -35,8 +35,6 @@ def _pads(node: OnnxNode, spatial: tuple, kernel: tuple, stride: tuple, dilation
             small, big = total // 2, total - total // 2
             out.append((small, big) if auto == "SAME_UPPER" else (big, small))
         return out
-    if auto != "NOTSET":
-        raise node.fail(f"auto_pad {auto!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
     flat = _per_dim(node, "pads", 2 * n, 0)
     return list(zip(flat[:n], flat[n:]))
 
@@ -83,9 +81,18 @@ def _windows(node: OnnxNode, x: Tensor, fill: float):
     return xp, unfold_windows(xp, *geometry), geometry, pads, full
 
 
-def max_pool(node, x):
+def pads_unsupported(node):
+    auto = node.attr("auto_pad", "NOTSET")
+    return None if auto in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER") else f"auto_pad={auto!r}"
+
+
+def max_pool_unsupported(node):
     if len([o for o in node.outputs if o]) > 1:
-        raise node.fail("the Indices output is not supported")
+        return "the Indices output"
+    return pads_unsupported(node)
+
+
+def max_pool(node, x):
     xp, windows, geometry, pads, _ = _windows(node, x, float("-inf"))
     inside = np.zeros(xp.shape[2:], dtype=bool)
     inside[tuple(slice(before, before + size) for (before, _), size in zip(pads, x.shape[2:]))] = True

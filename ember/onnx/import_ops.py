@@ -6,7 +6,9 @@ resolves every node's version and refuses the file, listing every op it lacks, b
 building anything. ``static`` names the inputs the function needs as host int64 arrays
 (shapes, axes, bounds): the graph reads them on the host, not as data tensors.
 ``frozen`` names float inputs that are statistics, not weights: an initializer feeding them
-becomes a parameter that does not require grad.
+becomes a parameter that does not require grad. ``unsupported`` tells, from the attributes
+alone, a setting of the op that ember does not implement (a ``Pad`` mode), so that the file
+is refused at load with the missing ops rather than when that node runs.
 
 Only the default domain (``ai.onnx``) is implemented, for opsets ``MIN_OPSET``..``MAX_OPSET``.
 """
@@ -31,10 +33,11 @@ class OpSpec:
     fn: Callable
     static: tuple = ()
     frozen: tuple = ()
+    unsupported: Callable | None = None  # node -> a description of what it lacks, or None
 
 
-def _e(fn, static=(), frozen=()) -> OpSpec:
-    return OpSpec(fn, tuple(static), tuple(frozen))
+def _e(fn, static=(), frozen=(), unsupported=None) -> OpSpec:
+    return OpSpec(fn, tuple(static), tuple(frozen), unsupported)
 
 
 # op type -> [(first version, last version, spec)]; versions are schema since_versions
@@ -62,7 +65,7 @@ TABLE: dict[str, list] = {
     "Sign": [(13, 13, _e(m.sign))],
     "Sin": [(7, 22, _e(m.sin))],
     "Cos": [(7, 22, _e(m.cos))],
-    "Gelu": [(20, 20, _e(m.gelu))],
+    "Gelu": [(20, 20, _e(m.gelu, unsupported=m.gelu_unsupported))],
     "LeakyRelu": [(6, 16, _e(m.leaky_relu))],
     "Elu": [(6, 22, _e(m.elu))],
     "Softplus": [(1, 22, _e(m.softplus))],
@@ -86,7 +89,7 @@ TABLE: dict[str, list] = {
     "Min": [(13, 13, _e(m.min_))],
     "Sum": [(13, 13, _e(m.sum_))],
     "Mean": [(13, 13, _e(m.mean))],
-    "Cast": [(13, 21, _e(s.cast))],
+    "Cast": [(13, 21, _e(s.cast, unsupported=s.cast_unsupported))],
     "CastLike": [(15, 21, _e(s.cast_like))],
     # matrices, reductions, normalisation
     "MatMul": [(13, 13, _e(m.matmul))],
@@ -103,11 +106,13 @@ TABLE: dict[str, list] = {
     "Softmax": [(13, 13, _e(m.softmax))],
     "LogSoftmax": [(13, 13, _e(m.log_softmax))],
     "LayerNormalization": [(17, 17, _e(m.layer_normalization))],
-    "BatchNormalization": [(9, 15, _e(m.batch_normalization, frozen=(3, 4)))],
+    "BatchNormalization": [
+        (9, 15, _e(m.batch_normalization, frozen=(3, 4), unsupported=m.batch_norm_unsupported))
+    ],
     # convolution and pooling
-    "Conv": [(11, 22, _e(nn.conv))],
-    "MaxPool": [(12, 22, _e(nn.max_pool))],
-    "AveragePool": [(11, 22, _e(nn.average_pool))],
+    "Conv": [(11, 22, _e(nn.conv, unsupported=nn.pads_unsupported))],
+    "MaxPool": [(12, 22, _e(nn.max_pool, unsupported=nn.max_pool_unsupported))],
+    "AveragePool": [(11, 22, _e(nn.average_pool, unsupported=nn.pads_unsupported))],
     "GlobalAveragePool": [(1, 22, _e(nn.global_average_pool))],
     "GlobalMaxPool": [(1, 22, _e(nn.global_max_pool))],
     # shapes, movement, indexing, values
@@ -123,14 +128,14 @@ TABLE: dict[str, list] = {
     "Concat": [(13, 13, _e(s.concat))],
     "Split": [(13, 18, _e(s.split, static=(1,)))],
     "Slice": [(13, 13, _e(s.slice_, static=(1, 2, 3, 4)))],
-    "Pad": [(13, 21, _e(s.pad, static=(1, 2, 3)))],
+    "Pad": [(13, 21, _e(s.pad, static=(1, 2, 3), unsupported=s.pad_unsupported))],
     "Gather": [(13, 13, _e(s.gather))],
     "GatherElements": [(13, 13, _e(s.gather_elements))],
-    "ScatterElements": [(13, 18, _e(s.scatter_elements))],
+    "ScatterElements": [(13, 18, _e(s.scatter_elements, unsupported=s.scatter_unsupported))],
     "Trilu": [(14, 14, _e(s.trilu, static=(1,)))],
     "Identity": [(13, 21, _e(s.identity))],
     "Dropout": [(13, 22, _e(s.dropout, static=(1, 2)))],
-    "Constant": [(13, 21, _e(s.constant))],
+    "Constant": [(13, 21, _e(s.constant, unsupported=s.constant_unsupported))],
     "ConstantOfShape": [(9, 21, _e(s.constant_of_shape, static=(0,)))],
     "Range": [(11, 11, _e(s.range_, static=(0, 1, 2)))],
 }

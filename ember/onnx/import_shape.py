@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 import ember
-from ember.onnx.dtypes import ember_dtype
+from ember.onnx.dtypes import ember_dtype, onnx_type_name
+from ember.onnx.errors import OnnxImportError
 from ember.onnx.node import OnnxNode
 from ember.tensor import Tensor
 
@@ -146,10 +147,12 @@ def slice_(node, x, starts, ends, axes=None, steps=None):
     return x[tuple(slice(*k.indices(x.shape[i])) for i, k in enumerate(key))]
 
 
-def pad(node, x, pads, value=None, axes=None):
+def pad_unsupported(node):
     mode = node.attr("mode", "constant")
-    if mode != "constant":
-        raise node.fail(f"mode {mode!r} is not supported (only 'constant')")
+    return None if mode == "constant" else f"mode={mode!r} (only 'constant')"
+
+
+def pad(node, x, pads, value=None, axes=None):
     pads = _ints(pads)
     axes = list(range(x.ndim)) if axes is None else [_axis(node, a, x.ndim) for a in _ints(axes)]
     n = len(axes)
@@ -176,14 +179,16 @@ def gather_elements(node, x, index):
     return x.gather(axis, _fix_negative(index, x.shape[axis]))
 
 
+def scatter_unsupported(node):
+    reduction = node.attr("reduction", "none")
+    return None if reduction in ("none", "add") else f"reduction={reduction!r} (only 'none' and 'add')"
+
+
 def scatter_elements(node, x, index, updates):
     axis = _axis(node, int(node.attr("axis", 0)), x.ndim)
     index = _fix_negative(index, x.shape[axis])
-    reduction = node.attr("reduction", "none")
-    if reduction == "add":
+    if node.attr("reduction", "none") == "add":
         return x.scatter_add(axis, index, updates)
-    if reduction != "none":
-        raise node.fail(f"reduction {reduction!r} is not supported (only 'none' and 'add')")
     # replace: zero the targets, then add (ONNX leaves repeated indices undefined here)
     hit = ember.zeros_like(x).scatter_add(axis, index, ember.ones_like(updates)) > 0
     return ember.where(hit, ember.zeros_like(x), x).scatter_add(axis, index, updates)
@@ -210,6 +215,14 @@ def dropout(node, x, ratio=None, training=None):
     return x
 
 
+def cast_unsupported(node):
+    try:
+        ember_dtype(int(node.attr("to")), "")
+    except OnnxImportError:
+        return f"to={onnx_type_name(int(node.attr('to')))} (no ember dtype)"
+    return None
+
+
 def cast(node, x):
     return x.to(ember_dtype(int(node.attr("to")), f"{node.op_type} node {node.name!r}"))
 
@@ -218,13 +231,21 @@ def cast_like(node, x, like):
     return x.to(like.dtype)
 
 
+_CONSTANT_VALUES = ("value", "value_float", "value_floats", "value_int", "value_ints")
+
+
+def constant_unsupported(node):
+    if any(node.attr(name) is not None for name in _CONSTANT_VALUES):
+        return None
+    return f"a value given as {sorted(node.attrs)} (only tensor, float and int values)"
+
+
 def constant(node):
-    for name in ("value", "value_float", "value_floats", "value_int", "value_ints"):
-        value = node.attr(name)
-        if value is not None:
-            kind = np.float32 if name.startswith("value_float") else np.int64
-            return value if name == "value" else np.asarray(value, dtype=kind)
-    raise node.fail(f"only tensor, float and int values are supported, got {sorted(node.attrs)}")
+    name = next(name for name in _CONSTANT_VALUES if node.attr(name) is not None)
+    value = node.attr(name)
+    if name == "value":
+        return value
+    return np.asarray(value, dtype=np.float32 if name.startswith("value_float") else np.int64)
 
 
 def constant_of_shape(node, dims):

@@ -24,6 +24,9 @@ from ember.onnx.node import OnnxNode
 __all__ = ["load"]
 
 
+_UNREADABLE = object()  # an attribute value ember does not decode (a subgraph, a sparse tensor)
+
+
 def _onnx():
     try:
         import onnx
@@ -58,13 +61,12 @@ def load(path, device=None) -> OnnxModule:
         model = onnx.load_model(path)
     except Exception as e:  # protobuf's DecodeError and friends: the bytes are not a model
         raise OnnxImportError(f"{path}: not a readable ONNX model (truncated or corrupt?): {e}") from None
-    opsets = _opsets(path, model)
-    _check_ops(path, model.graph, opsets)
+    nodes = _nodes(path, model.graph, _opsets(path, model))
     try:
         onnx.checker.check_model(model)
     except Exception as e:
         raise OnnxImportError(f"{path}: the ONNX checker rejects the model: {e}") from None
-    return _build(path, model, opsets, ember.default_device() if device is None else device)
+    return _build(path, model.graph, nodes, ember.default_device() if device is None else device)
 
 
 def _opsets(path: str, model) -> dict:
@@ -104,17 +106,32 @@ def _version(op_type: str, domain: str, opset: int) -> int | None:
         return None
 
 
-def _check_ops(path: str, graph, opsets: dict) -> None:
+def _nodes(path: str, graph, opsets: dict) -> list:
+    """The graph's nodes with their implementations; every op or op setting ember lacks is
+    listed in one error."""
+    nodes = []
     missing: dict = defaultdict(list)
-    for node in graph.node:
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         opset = opsets.get(domain)
         version = None if opset is None else _version(node.op_type, domain, opset)
-        if version is None or lookup(node.op_type, domain, version) is None:
-            missing[(node.op_type, domain or "ai.onnx", opset, version)].append(node.name or node.output[0])
+        spec = None if version is None else lookup(node.op_type, domain, version)
+        if spec is None:
+            missing[(node.op_type, domain or "ai.onnx", opset, version, "")].append(name)
+            continue
+        built = OnnxNode(node.op_type, name, node.input, node.output, _attrs(path, node), spec)
+        unreadable = [k for k, v in built.attrs.items() if v is _UNREADABLE]
+        if unreadable:
+            setting = f"graph or sparse attribute(s) {unreadable}"
+        else:
+            setting = spec.unsupported(built) if spec.unsupported is not None else None
+        if setting:
+            missing[(node.op_type, "ai.onnx", opset, version, setting)].append(name)
+        nodes.append(built)
     if missing:
         lines = []
-        for (op, domain, opset, version), names in sorted(
+        for (op, domain, opset, version, setting), names in sorted(
             missing.items(), key=lambda kv: (kv[0][1], kv[0][0])
         ):
             where = "no opset imported for its domain" if opset is None else f"opset {opset}"
@@ -125,10 +142,12 @@ def _check_ops(path: str, graph, opsets: dict) -> None:
             shown = ", ".join(repr(n) for n in names[:3]) + (
                 f" and {len(names) - 3} more" if len(names) > 3 else ""
             )
-            lines.append(f"  {op} (domain {domain}, {where}): {len(names)} node(s) {shown}")
+            with_setting = f" with {setting}" if setting else ""
+            lines.append(f"  {op} (domain {domain}, {where}){with_setting}: {len(names)} node(s) {shown}")
         raise OnnxImportError(
             f"{path}: {len(missing)} ONNX op(s) not supported by ember.onnx:\n" + "\n".join(lines)
         )
+    return nodes
 
 
 def _array(path: str, tensor) -> np.ndarray:
@@ -152,25 +171,15 @@ def _attrs(path: str, node) -> dict:
         if a.type == AttributeProto.TENSOR:
             out[a.name] = _array(path, a.t)
         elif a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSOR):
-            raise OnnxImportError(
-                f"{path}: node {node.name!r} ({node.op_type}): attribute {a.name!r} is not supported"
-            )
+            out[a.name] = _UNREADABLE  # reported with the unsupported ops
         else:
             value = helper.get_attribute_value(a)
             out[a.name] = value.decode() if isinstance(value, bytes) else value
     return out
 
 
-def _build(path: str, model, opsets: dict, device) -> OnnxModule:
-    graph = model.graph
-    opset = opsets[""]
-    frozen = set()
-    nodes = []
-    for i, node in enumerate(graph.node):
-        spec = lookup(node.op_type, "", _version(node.op_type, "", opset))
-        frozen.update(node.input[j] for j in spec.frozen if j < len(node.input))
-        name = node.name or f"{node.op_type}_{i}"
-        nodes.append(OnnxNode(node.op_type, name, node.input, node.output, _attrs(path, node), spec))
+def _build(path: str, graph, nodes: list, device) -> OnnxModule:
+    frozen = {n.inputs[j] for n in nodes for j in n.spec.frozen if j < len(n.inputs)}
     params, host = {}, {}
     for init in graph.initializer:
         array = _array(path, init)

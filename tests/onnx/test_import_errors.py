@@ -35,6 +35,10 @@ def _save(
     return path
 
 
+def i64(*values):
+    return np.array(values, dtype=np.int64)
+
+
 def _mlp(tmp_path, opset=17):
     w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "w")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
@@ -122,6 +126,39 @@ def test_every_unsupported_op_is_listed_at_once(tmp_path):
     assert "LpNormalization (domain ai.onnx, opset 17, op version 1): 1 node(s) 'lp'" in text
     assert "FusedThing (domain com.example, opset 1, unknown to ONNX): 1 node(s) 'ms'" in text
     assert "Relu" not in text
+
+
+def test_unsupported_settings_are_listed_with_the_ops(tmp_path):
+    value = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0], np.float32), "v"), numpy_helper.from_array(i64(0), "i"), [2]
+    )
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["a"], name="reflect", mode="reflect"),
+        helper.make_node("MaxPool", ["a"], ["b", "idx"], name="with_indices", kernel_shape=[1]),
+        helper.make_node("Cast", ["b"], ["c"], name="to_string", to=TensorProto.STRING),
+        helper.make_node("Constant", [], ["k"], name="sparse", sparse_value=value),
+        helper.make_node("Hardmax", ["c"], ["y"], name="hm"),
+    ]
+    pads = numpy_helper.from_array(np.zeros(4, np.int64), "pads")
+    path = _save(tmp_path, nodes, initializers=[pads], name="settings.onnx")
+    with pytest.raises(OnnxImportError) as info:
+        ember.onnx.load(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: 5 ONNX op(s) not supported")
+    assert (
+        "Pad (domain ai.onnx, opset 17, op version 13) with mode='reflect' (only 'constant'): 1 node(s) 'reflect'"
+        in text
+    )
+    assert (
+        "MaxPool (domain ai.onnx, opset 17, op version 12) with the Indices output: 1 node(s) 'with_indices'"
+        in text
+    )
+    assert "Cast (domain ai.onnx, opset 17, op version 13) with to=STRING (no ember dtype)" in text
+    assert (
+        "Constant (domain ai.onnx, opset 17, op version 13) with graph or sparse attribute(s) ['sparse_value']"
+        in text
+    )
+    assert "Hardmax" in text
 
 
 def test_unsupported_element_type(tmp_path):
