@@ -187,3 +187,43 @@ def test_legacy_layer_norm_gamma_beta_names_load(checkpoint):
     want = _torch_outputs(hf, ids, mask, True).logits.numpy()
     got = _ember_outputs(from_pretrained(directory, num_classes=3).valid(), ids, mask, True, None)
     np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("composed", [False, True], ids=["fused-attention", "composed-attention"])
+def test_training_gradients_match_transformers(checkpoint, composed):
+    # No dropout anywhere, so both sides compute the same function in training mode. The
+    # composed attention (the path taken when attention dropout is on) runs with p = 1e-12:
+    # nothing is dropped, and its scaling differs from 1 by 1e-12.
+    off = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+    directory, hf = checkpoint("bert", **off)
+    ids, mask = _inputs("bert", True)
+    labels = np.array([0, 2, 1])
+    hf.train()
+    loss = torch.nn.functional.cross_entropy(
+        hf(torch.tensor(ids), attention_mask=torch.tensor(mask)).logits, torch.tensor(labels)
+    )
+    loss.backward()
+    model = from_pretrained(directory, num_classes=3)
+    if composed:
+        for layer in model.layers:
+            layer.attention.dropout.prob = 1e-12
+    logits = model(ember.tensor(ids), ember.tensor(mask))
+    ours = ember.nn.CrossEntropyLossConfig().init()(logits, ember.tensor(labels))
+    assert abs(float(ours.numpy()) - loss.item()) < 1e-6
+    grads = ours.backward()
+    params = dict(model.named_parameters())
+    pairs = {
+        "embeddings.word.weight": hf.bert.embeddings.word_embeddings.weight,
+        "layers.0.attention.query.weight": hf.bert.encoder.layer[0].attention.self.query.weight,
+        "layers.1.attention.key.bias": hf.bert.encoder.layer[1].attention.self.key.bias,
+        "layers.0.ffn_in.weight": hf.bert.encoder.layer[0].intermediate.dense.weight,
+        "layers.1.output_norm.gamma": hf.bert.encoder.layer[1].output.LayerNorm.weight,
+        "head.dense.weight": hf.bert.pooler.dense.weight,
+        "head.output.bias": hf.classifier.bias,
+    }
+    for path, tparam in pairs.items():
+        want = tparam.grad.numpy()
+        got = grads.get(params[path].val()).numpy()
+        if path.endswith("weight") and "embeddings" not in path:
+            got = got.T  # ember's Linear holds [in, out]
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-4, err_msg=path)
