@@ -52,6 +52,7 @@ def main(argv=None):
     from text_classification.finetune import LORA_RANK, lora_finetuning
     from text_classification.inference import ArtifactError, load_config, run_model_kind
     from text_classification.pretrained import is_checkpoint
+    from text_classification.pretrained_cli import add_pretrained_flags, train_pretrained
 
     parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
     parser.add_argument(
@@ -67,12 +68,12 @@ def main(argv=None):
         default=NUM_CLASSES_BEFORE,
         help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)",
     )
-    cli.add_pretrained_flags(parser, pretrained=False)
+    add_pretrained_flags(parser, pretrained=False)
     parser.set_defaults(model=None)  # the pretrained run's config.json decides; a flag must agree
     args = parser.parse_args(argv)
     rank = args.lora_rank or LORA_RANK
     if is_checkpoint(args.pretrained):  # a Hugging Face encoder: LoRA through the training path
-        return cli.train_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
+        return train_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
     pretrained = Path(args.pretrained)
     has_config = (pretrained.parent / "config.json").is_file()
     base_kind = run_model_kind(pretrained.parent) if has_config else "transformer"

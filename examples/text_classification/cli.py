@@ -75,7 +75,6 @@ __all__ = [
     "ModelShape",
     "Recipe",
     "add_backend_flags",
-    "add_pretrained_flags",
     "add_training_flags",
     "build_config",
     "build_fasttext_config",
@@ -87,9 +86,7 @@ __all__ = [
     "preset",
     "resolve_device",
     "resolve_model_flags",
-    "resolve_pretrained",
     "run_script",
-    "train_pretrained",
     "training_parser",
 ]
 
@@ -256,8 +253,6 @@ PRETRAINED_RECIPE = dataclasses.replace(
     model=None,
 )
 PRETRAINED_LORA_RECIPE = dataclasses.replace(PRETRAINED_RECIPE, lr=5e-4)
-# The flags a pretrained encoder decides itself (its shape, its tokenizer, its [CLS] head).
-PRETRAINED_FIXED = ("d_model", "d_ff", "n_heads", "n_layers", "dropout", "tokenizer", "pooling", "recipe")
 
 
 def preset(recipe: str, finetune: bool = False, dataset: str | None = None) -> Recipe:
@@ -773,91 +768,11 @@ def inference_parser(description: str, artifact_dir: str, source: str = "hub") -
     return parser
 
 
-def add_pretrained_flags(parser: argparse.ArgumentParser, pretrained: bool = True) -> argparse.ArgumentParser:
-    """``--pretrained NAME_OR_DIR`` (when ``pretrained``) and ``--lora-rank R``."""
-    g = parser.add_argument_group("pretrained encoder")
-    if pretrained:
-        g.add_argument(
-            "--pretrained",
-            default=None,
-            metavar="NAME_OR_DIR",
-            help="fine-tune a Hugging Face BERT, RoBERTa or DistilBERT checkpoint (a directory with "
-            "config.json, model.safetensors and tokenizer.json, or a Hub name) instead of training "
-            "the example's Transformer",
-        )
-    g.add_argument(
-        "--lora-rank",
-        type=_positive,
-        default=None,
-        metavar="R",
-        help="train only LoRA adapters of rank R (alpha 2R) on the frozen encoder, and the head",
-    )
-    return parser
-
-
-def resolve_pretrained(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, artifact_dir: str, dataset_cls, lora_rank: int
-):
-    """``(config, device, dtype)`` of a run fine-tuning ``--pretrained``, or a clear
-    ``parser.error`` (exit 2): the flags the checkpoint decides, a fastText run, a checkpoint
-    that cannot be read (offline and not cached, an architecture ember does not build),
-    sequences longer than its positions."""
-    from ember.pretrained import PretrainedError, read_config, resolve_checkpoint
-    from text_classification.pretrained import encoder_shape, max_seq_length
-
-    flag = f"--pretrained {args.pretrained}"
-    if args.model == "fasttext":
-        parser.error(f"{flag}: fine-tunes a pretrained Transformer encoder; --model fasttext has none")
-    given = [name for name in PRETRAINED_FIXED if getattr(args, name, None) is not None]
-    if given:
-        flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        parser.error(f"{flags}: {flag} fixes these (its shape, tokenizer and [CLS] head, and its own preset)")
-    args.model, args.recipe = "transformer", "pretrained"
-    resolve_model_flags(parser, args, artifact_dir)
-    check_run_dir(parser, args.artifact_dir, args.resume)
-    device, dtype = resolve_device(parser, args.backend, args.dtype)
-    try:
-        spec = read_config(resolve_checkpoint(args.pretrained))
-    except PretrainedError as error:
-        parser.error(f"{flag}: {error}")
-    config = build_config(
-        args, None, finetune=lora_rank > 0, base_transformer=encoder_shape(spec), dataset=dataset_cls.NAME
-    )
-    config.pretrained, config.lora_rank = str(args.pretrained), int(lora_rank)
-    if config.seq_length > max_seq_length(spec):
-        parser.error(
-            f"--seq-length {config.seq_length}: the {spec.family} checkpoint {args.pretrained} has positions "
-            f"for {max_seq_length(spec)} tokens"
-        )
-    return config.validate(), device, dtype
-
-
-def train_pretrained(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, artifact_dir: str, dataset_cls, lora_rank: int
-):
-    """Fine-tune ``--pretrained`` on ``dataset_cls`` (fully, or LoRA when ``lora_rank`` > 0);
-    returns the ``LearningResult``."""
-    from text_classification.training import train
-
-    config, device, dtype = resolve_pretrained(parser, args, artifact_dir, dataset_cls, lora_rank)
-    dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-    return train(
-        args.artifact_dir,
-        dataset_train,
-        dataset_test,
-        config,
-        device,
-        dataset_cls=dataset_cls,
-        dtype=dtype,
-        checkpoint=args.resume,
-        plots=args.plots,
-    )
-
-
 def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: ModelShape):
     """The body of the ``*_train.py`` scripts: parse the flags, train, save; returns the
     ``LearningResult``."""
     from text_classification.fasttext import train_fasttext
+    from text_classification.pretrained_cli import add_pretrained_flags, train_pretrained
     from text_classification.training import train
 
     parser = add_pretrained_flags(
