@@ -6,8 +6,9 @@ computed from them, so gradients flow to the parameters. *Host* values are NumPy
 integer and bool initializers, ``Constant`` outputs, shapes (``Shape``) and whatever is
 computed from host values only. A node whose inputs are all on the host runs on the host
 (ember's NumPy ``reference`` backend), which keeps shape arithmetic off the accelerator; a host
-value meeting a data value is copied to the data's device, except for the inputs an op reads
-as static ints (a ``Reshape``'s shape), which stay on the host.
+value meeting a data value is copied to the data's device (a constant of the file once per
+device), except for the inputs an op reads as static ints (a ``Reshape``'s shape), which stay
+on the host. Nodes that read constants only are run once, at load (:func:`fold_constants`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ember.onnx.errors import OnnxImportError
 from ember.onnx.node import OnnxNode
 from ember.tensor import Tensor
 
-__all__ = ["OnnxModule"]
+__all__ = ["OnnxModule", "fold_constants"]
 
 _HOST = "reference"
 
@@ -50,6 +51,7 @@ class OnnxModule(Module):
         self._inputs = list(inputs)
         self._outputs = list(outputs)
         self._source = source
+        self._uploads: dict = {}  # (host constant, device) -> its copy there
 
     def _items(self):
         # parameters are found under their ONNX names, not under an attribute
@@ -73,7 +75,7 @@ class OnnxModule(Module):
         values = self._bind(args, kwargs)
         device = self._device(values)
         for node in self._nodes:
-            outs = _run(node, [values[name] if name else None for name in node.inputs])
+            outs = _run(node, [values[name] if name else None for name in node.inputs], self._upload)
             for name, value in zip(node.outputs, outs):
                 if name:
                     values[name] = value
@@ -118,6 +120,16 @@ class OnnxModule(Module):
             values[name] = value
         return values
 
+    def _upload(self, name: str, array: np.ndarray, device) -> Tensor:
+        """``array`` (the value ``name``) as a tensor on ``device``; the file's constants are
+        copied to each device once."""
+        if name not in self._host:
+            return _tensor(array, device)
+        key = (name, str(device))
+        if key not in self._uploads:
+            self._uploads[key] = _tensor(array, device)
+        return self._uploads[key]
+
     def _default_device(self):
         for p in self._params.values():
             return p.device
@@ -140,19 +152,34 @@ class OnnxModule(Module):
         }
 
 
-def _run(node: OnnxNode, inputs: list) -> list:
-    """Run one node; its outputs as a list (host values as NumPy arrays)."""
+def fold_constants(nodes: list, host: dict) -> list:
+    """Run the nodes whose inputs are all constants (in ``host``, which receives their outputs)
+    once, now; returns the nodes left to run per call. An error in a folded node is raised here,
+    at load."""
+    left = []
+    for node in nodes:
+        if all(not name or name in host for name in node.inputs):
+            outs = _run(node, [host[name] if name else None for name in node.inputs])
+            host.update((name, value) for name, value in zip(node.outputs, outs) if name)
+        else:
+            left.append(node)
+    return left
+
+
+def _run(node: OnnxNode, inputs: list, upload=None) -> list:
+    """Run one node; its outputs as a list (host values as NumPy arrays). ``upload(name, array,
+    device)`` copies a host input to the data's device."""
     spec = node.spec
     on_host = all(v is None or isinstance(v, np.ndarray) for v in inputs)
     target = _HOST if on_host else next(v.device for v in inputs if isinstance(v, Tensor))
     args = []
-    for i, value in enumerate(inputs):
+    for i, (name, value) in enumerate(zip(node.inputs, inputs)):
         if value is None:
             args.append(None)
         elif i in spec.static:
             args.append(value if isinstance(value, np.ndarray) else value.numpy())
         elif isinstance(value, np.ndarray):
-            args.append(_tensor(value, target))
+            args.append(_tensor(value, target) if on_host or upload is None else upload(name, value, target))
         else:
             args.append(value)
     try:

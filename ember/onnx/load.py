@@ -17,7 +17,7 @@ import ember
 from ember.nn import Param
 from ember.onnx.dtypes import ember_dtype, onnx_type_name
 from ember.onnx.errors import OnnxImportError
-from ember.onnx.graph_module import OnnxModule
+from ember.onnx.graph_module import OnnxModule, fold_constants
 from ember.onnx.import_ops import MAX_OPSET, MIN_OPSET, lookup
 from ember.onnx.node import OnnxNode
 
@@ -192,9 +192,8 @@ def _build(path: str, graph, nodes: list, device) -> OnnxModule:
     outputs = [v.name for v in graph.output]
     if not outputs:  # (a file cut at a field boundary can parse and still pass the checker)
         raise OnnxImportError(f"{path}: the graph declares no outputs (a truncated file?)")
-    return OnnxModule(
-        params, host, _topological(path, nodes, set(inputs) | set(params) | set(host)), inputs, outputs, path
-    )
+    ordered = _topological(path, nodes, set(inputs) | set(params) | set(host))
+    return OnnxModule(params, host, fold_constants(ordered, host), inputs, outputs, path)
 
 
 def _topological(path: str, nodes: list, known: set) -> list:

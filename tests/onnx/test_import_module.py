@@ -80,3 +80,72 @@ def test_to_valid_and_device_mismatch(tmp_path):
     assert not frozen(ember.tensor(X)).is_require_grad()
     with pytest.raises(ValueError, match=r"input 'x' is on cpu but the parameters are on reference"):
         moved(ember.tensor(X, device="cpu"))
+
+
+def _constant_graph(tmp_path, shape_values):
+    """y = reshape(x * k, shape + 0): k a Constant node, shape an int initializer."""
+    k = numpy_helper.from_array(np.array(2.0, np.float32), "k_value")
+    nodes = [
+        helper.make_node("Constant", [], ["k"], name="k", value=k),
+        helper.make_node("Add", ["shape", "zero"], ["shape2"], name="shape_plus_zero"),
+        helper.make_node("Mul", ["x", "k"], ["a"], name="times_k"),
+        helper.make_node("Reshape", ["a", "shape2"], ["y"], name="reshape"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(shape_values, np.int64), "shape"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        initializer=inits,
+    )
+    path = tmp_path / "c.onnx"
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
+    return path
+
+
+def test_constant_nodes_run_once_at_load(tmp_path, monkeypatch):
+    from ember.onnx import graph_module
+
+    module = ember.onnx.load(_constant_graph(tmp_path, [3, 2]))
+    assert [n.name for n in module.nodes] == ["times_k", "reshape"]  # Constant and Add folded
+    copies = []
+    real = graph_module._tensor
+    monkeypatch.setattr(graph_module, "_tensor", lambda a, d: copies.append(a.shape) or real(a, d))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(3):
+        np.testing.assert_array_equal(module(ember.tensor(x)).numpy(), (2 * x).reshape(3, 2))
+    assert copies == [()]  # k is copied to the device once, not once per call
+
+
+def test_an_error_in_a_constant_node_is_raised_at_load(tmp_path):
+    from ember.onnx import OnnxImportError
+
+    path = _constant_graph(tmp_path, [4, 2])  # 6 elements cannot be [4, 2], but x is data: at call
+    module = ember.onnx.load(path)
+    with pytest.raises(OnnxImportError, match=r"Reshape node 'reshape'.*cannot reshape \[2, 3\]"):
+        module(ember.tensor(np.zeros((2, 3), np.float32)))
+    nodes = [
+        helper.make_node("Reshape", ["c", "shape"], ["d"], name="folded"),  # constants only: at load
+        helper.make_node("Add", ["x", "d"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.arange(3, dtype=np.int64), "c"),
+        numpy_helper.from_array(np.array([2, 2], np.int64), "shape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 2])],
+        initializer=inits,
+    )
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    with pytest.raises(OnnxImportError, match=r"Reshape node 'folded'.*cannot reshape \[3\]"):
+        ember.onnx.load(bad)
