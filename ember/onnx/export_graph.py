@@ -38,7 +38,9 @@ class GraphBuilder:
         return outs[0] if outputs == 1 else outs
 
     def const(self, value, dtype=None) -> str:
-        """An initializer holding ``value`` (deduplicated for small arrays)."""
+        """A ``Constant`` node holding ``value`` (deduplicated for small arrays). Constants the
+        export makes are nodes, not initializers, so that the initializers are the model's
+        own tensors: a loader that trains initializers never trains a scale or a shape."""
         arr = np.asarray(value, dtype=dtype)
         key = None
         if arr.size <= 64:
@@ -46,7 +48,8 @@ class GraphBuilder:
             if key in self._cache:
                 return self._cache[key]
         name = self.fresh("const")
-        self.initializers[name] = arr
+        tensor = self.onnx.numpy_helper.from_array(np.array(arr, order="C"), name)
+        self.nodes.append(self.onnx.helper.make_node("Constant", [], [name], value=tensor))
         if key is not None:
             self._cache[key] = name
         return name

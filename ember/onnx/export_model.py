@@ -111,10 +111,12 @@ def export(
     _name_leaves(g, out_refs)  # an output that is a parameter or a constant itself
     for ref, name in zip(out_refs, output_names):
         g.nodes.append(onnx.helper.make_node("Identity", [g.value(ref)], [name]))
+    read = {ref.key for ref in g.names if ref.kind == "param"}
+    for dotted, array in trace1.param_arrays.items():  # in the module's order
+        if dotted in read:
+            g.initializers[dotted] = host_array(array)
     for ref, name in g.names.items():
-        if ref.kind == "param":
-            g.initializers[name] = host_array(trace1.param_arrays[ref.key])
-        elif ref.kind == "const":
+        if ref.kind == "const":
             g.initializers[name] = trace1.const_arrays[ref.key]
     graph_inputs = [
         onnx.helper.make_tensor_value_info(

@@ -133,6 +133,8 @@ def test_example_transformer_dynamic_batch_and_seq(tmp_path, pooling):
         np.testing.assert_allclose(got, infer.logits(tokens, mask).numpy(), atol=TOL, rtol=0)
     dims = [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim]
     assert dims == ["batch", "seq"]
+    # the initializers are the parameters, under their paths; scales and shapes are Constant nodes
+    assert sorted(i.name for i in proto.graph.initializer) == sorted(n for n, _ in model.named_parameters())
 
 
 def test_attention_with_key_padding_mask(tmp_path):
