@@ -14,8 +14,9 @@ class ExportError(ValueError):
 class GraphBuilder:
     """Collects ONNX nodes and initializers; ``names`` maps each traced value to its ONNX name."""
 
-    def __init__(self, onnx, opset: int, dims: list[Dim], input_names: list[str]):
+    def __init__(self, onnx, opset: int, dims: list[Dim], input_names: list[str], meta: dict):
         self.onnx = onnx
+        self.meta = meta  # traced value -> (shape, dtype) in the example's run
         self.opset = opset
         self.dims = dims
         self.input_names = input_names

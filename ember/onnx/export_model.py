@@ -7,10 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from ember.nn.module import Module
 from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, other_sizes, resized_inputs, solve
 from ember.onnx.export_graph import ExportError, GraphBuilder
 from ember.onnx.export_ops import emit
 from ember.onnx.export_trace import Ref, Trace, host_array, tracing
+from ember.tensor.creation import tensor
+from ember.tensor.tensor import Tensor
 
 MIN_OPSET, MAX_OPSET = 17, 21
 
@@ -63,9 +66,6 @@ def export(
         TypeError / ValueError: bad arguments, naming them.
     """
     onnx = _require_onnx()
-    from ember.nn.module import Module
-    from ember.tensor.tensor import Tensor
-
     module, method = _target(model, Module)
     inputs = _inputs(example_inputs, Tensor)
     if not isinstance(opset, int) or isinstance(opset, bool) or not MIN_OPSET <= opset <= MAX_OPSET:
@@ -86,24 +86,21 @@ def export(
     trace1 = _trace(infer, run, inputs)
     outputs1 = _outputs(trace1.result, Tensor)
     output_names = _names("output_names", output_names, len(outputs1), "output")
-    out_refs = [_output_ref(trace1, t) for t in outputs1]
+    out_refs = [trace1.ref_of(t._data) for t in outputs1]
     needed = _needed(trace1, out_refs)
     calls = {i: trace1.calls[i] for i in needed}
     out_shapes = [[tuple(t.shape) for t in outputs1]]  # per trace, per output
     if dims:
-        from ember.tensor.creation import tensor as _tensor
-
         traces = [trace1]
         for t in (1, 2):
             sizes = {d.name: d.sizes[t] for d in dims}
             arrays = resized_inputs([x.numpy() for x in inputs], axes, sizes)
-            resized = [_tensor(a, device=x.device, dtype=x.dtype) for a, x in zip(arrays, inputs)]
+            resized = [tensor(a, device=x.device, dtype=x.dtype) for a, x in zip(arrays, inputs)]
             traces.append(_trace(infer, run, resized, sizes=sizes))
             out_shapes.append([tuple(x.shape) for x in _outputs(traces[-1].result, Tensor)])
         calls = _merged(traces, needed, dims)
 
-    g = GraphBuilder(onnx, opset, dims, input_names)
-    g.meta = trace1.meta
+    g = GraphBuilder(onnx, opset, dims, input_names, trace1.meta)
     for i in range(len(inputs)):
         g.names[Ref("input", i)] = input_names[i]
     _emit_calls(g, calls, dict(infer.named_modules()))
@@ -237,18 +234,13 @@ def _dims(axes, inputs) -> list[Dim]:
 
 # ---- tracing ------------------------------------------------------------------------------------
 def _trace(module, run, inputs, sizes=None) -> Trace:
-    params = {}
-    arrays = {}
-    for path, p in module.named_parameters():
-        params[id(p.value._data)] = path
-        arrays[path] = p.value._data
+    params = {path: p.value._data for path, p in module.named_parameters()}
     constants = {}
     for path, sub in module.named_modules():
         for attr, value in vars(sub).items():
-            if hasattr(value, "_data") and hasattr(value, "_dtype"):
-                constants[id(value._data)] = f"{path}.{attr}" if path else attr
+            if isinstance(value, Tensor):
+                constants[f"{path}.{attr}" if path else attr] = value._data
     trace = Trace([t._data for t in inputs], params, constants)
-    trace.param_arrays = arrays
     with tracing(module, trace):
         try:
             trace.result = run(*inputs)
@@ -275,13 +267,6 @@ def _outputs(result, tensor_type) -> list:
                 f"output {i} is {type(t).__name__}"
             )
     return items
-
-
-def _output_ref(trace: Trace, t) -> Ref:
-    ref = trace._values.get(id(t._data))
-    if ref is None:
-        return trace.ref_of(t._data)
-    return ref
 
 
 def _refs_in(value):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ember.kernels.backend import ATTN_MASK_VALUE
 from ember.onnx.export_dims import SymInt
 from ember.onnx.export_trace import Ref
 
@@ -319,8 +320,6 @@ def embedding(g, weight, ids):
 
 def attention(g, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
     """softmax(q k^T * scale, masked) v, as the backend's composed attention (masked scores -1e4)."""
-    from ember.kernels.backend import ATTN_MASK_VALUE
-
     if dropout_p:
         raise g.unsupported(f"attention with dropout {dropout_p} (export runs in inference mode)")
     dtype = g.dtype(q)

@@ -44,14 +44,18 @@ class Call(NamedTuple):
 class Trace:
     """What one run of a forward did: its calls, its values' shapes and dtypes, its constants."""
 
-    def __init__(self, inputs, params: dict, constants: dict):
+    def __init__(self, inputs: list, params: dict, constants: dict):
+        """``inputs``: the example inputs' arrays; ``params``: dotted path -> parameter array;
+        ``constants``: dotted path -> array of a module's constant tensor."""
         self.calls: list[Call] = []
         self.meta: dict[Ref, tuple] = {}  # ref -> (shape, numpy dtype) of the traced run
+        self.param_arrays = params
         self.const_arrays: dict[str, np.ndarray] = {}
+        self.result = None  # what the forward returned
         self._values: dict[int, Ref] = {}
         self._keep: list = []  # keeps every seen array alive, so that ids are never reused
-        self._param_names = params
-        self._constant_names = constants
+        self._param_names = {id(a): path for path, a in params.items()}
+        self._constant_names = {id(a): path for path, a in constants.items()}
         self._modules = [""]
         self.thread = threading.get_ident()
         for i, data in enumerate(inputs):
