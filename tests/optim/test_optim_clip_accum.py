@@ -119,9 +119,7 @@ def test_clipping_config_validation_and_json(tmp_path):
     assert '"GlobalNorm"' in path.read_text()
     assert AdamConfig.load(path) == config
     assert SgdConfig().with_grad_clipping(GradientClippingConfig.Norm(1.0)).gradient_clipping.max_norm == 1.0
-    assert (
-        AdamConfig().with_grad_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
-    )
+    assert AdamConfig().with_grad_clipping(GradientClippingConfig.Value(1.0)).grad_clipping.threshold == 1.0
 
 
 # ---- GradientsParams ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import nn
-from ember.optim import Lbfgs, GradientsParams, LbfgsConfig, LbfgsRecord, LineSearchFn
+from ember.optim import GradientsParams, Lbfgs, LbfgsConfig, LbfgsRecord, LineSearchFn
 from ember.optim.line_search import cubic_interpolate, strong_wolfe
 
 RNG = np.random.default_rng(0)

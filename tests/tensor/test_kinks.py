@@ -124,7 +124,6 @@ MODULES = {
     "LogSigmoid": (nn.LogSigmoid, "log_sigmoid"),
     "Mish": (nn.Mish, "mish"),
     "Silu": (nn.Silu, "silu"),
-    "Silu": (nn.Silu, "silu"),
     "Sigmoid": (nn.Sigmoid, "sigmoid"),
     "Tanh": (nn.Tanh, "tanh"),
     "Softsign": (nn.Softsign, "softsign"),
