@@ -256,6 +256,19 @@ def log_softmax(node, x):
     return ember.log_softmax(x, int(node.attr("axis", -1)))
 
 
+def _coerced_2d(fn):
+    # before opset 13 the op works on the input seen as 2-D, [prod(dims < axis), prod(dims >= axis)]
+    def run(node, x):
+        axis = int(node.attr("axis", 1)) % max(x.ndim, 1)
+        lead = int(np.prod(x.shape[:axis]))
+        return fn(x.reshape(lead, int(np.prod(x.shape[axis:]))), 1).reshape(*x.shape)
+
+    return run
+
+
+softmax_2d, log_softmax_2d = _coerced_2d(ember.softmax), _coerced_2d(ember.log_softmax)
+
+
 def layer_normalization(node, x, scale, bias=None):
     _float(node, x)
     axis = int(node.attr("axis", -1)) % x.ndim

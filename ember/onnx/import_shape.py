@@ -80,7 +80,8 @@ def transpose(node, x):
     return x.permute(*perm)
 
 
-def unsqueeze(node, x, axes):
+def unsqueeze(node, x, axes=None):
+    axes = node.attr("axes") if axes is None else axes  # an attribute before opset 13
     rank = x.ndim + len(_ints(axes))
     out = sorted(_axis(node, a, rank) for a in _ints(axes))
     dims = list(x.shape)
@@ -90,6 +91,7 @@ def unsqueeze(node, x, axes):
 
 
 def squeeze(node, x, axes=None):
+    axes = node.attr("axes") if axes is None else axes  # an attribute before opset 13
     if axes is None:
         return x.reshape(*[d for d in x.shape if d != 1])
     drop = {_axis(node, a, x.ndim) for a in _ints(axes)}

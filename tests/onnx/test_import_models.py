@@ -41,7 +41,7 @@ class CNN(torch.nn.Module):
     def forward(self, x):
         x = torch.nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
         x = torch.nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2, ceil_mode=True)
-        return self.head(torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+        return torch.log_softmax(self.head(torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)), -1)
 
 
 class EncoderClassifier(torch.nn.Module):
@@ -93,7 +93,7 @@ class MaskedEncoder(torch.nn.Module):
 def _inputs(name: str, rng) -> tuple:
     if name == "MLP":
         return (rng.standard_normal((4, 6)).astype(np.float32),)
-    if name == "CNN":
+    if name.startswith("CNN"):
         return (rng.standard_normal((2, 3, 12, 12)).astype(np.float32),)
     if name == "EncoderClassifier":
         return (rng.standard_normal((2, 5, 16)).astype(np.float32),)
@@ -111,7 +111,13 @@ def _export(name: str, tmp_path_factory):
     """The PyTorch model (eval mode), its .onnx file and its inputs, built once per model."""
     if name not in _EXPORTED:
         torch.manual_seed(0)
-        classes = {"MLP": MLP, "CNN": CNN, "EncoderClassifier": EncoderClassifier, "Bert": Bert}
+        classes = {
+            "MLP": MLP,
+            "CNN": CNN,
+            "CNN@11": CNN,
+            "EncoderClassifier": EncoderClassifier,
+            "Bert": Bert,
+        }
         model = classes.get(name, MaskedEncoder)().eval()
         with (
             torch.no_grad()
@@ -124,8 +130,9 @@ def _export(name: str, tmp_path_factory):
         inputs = _inputs(name, np.random.default_rng(0))
         path = tmp_path_factory.mktemp("onnx") / f"{name}.onnx"
         names = {"Bert": ["input_ids", "attention_mask"], "MaskedEncoder": ["ids", "pad"]}.get(name, ["x"])
-        # opset 20 (the exporter's default) and 17 (LayerNormalization's first, Gelu decomposed)
-        opset = 17 if name == "MaskedEncoder" else 20
+        # opset 20 (the exporter's default), 17 (LayerNormalization's first, Gelu decomposed) and
+        # 11 (ember's oldest: Softmax on 2-D views, axes as attributes)
+        opset = {"MaskedEncoder": 17, "CNN@11": 11}.get(name, 20)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
             # dynamo=False: the TorchScript exporter; the default one needs onnxscript
@@ -141,7 +148,7 @@ def _export(name: str, tmp_path_factory):
     return _EXPORTED[name]
 
 
-MODELS = ["MLP", "CNN", "EncoderClassifier", "Bert", "MaskedEncoder"]
+MODELS = ["MLP", "CNN", "CNN@11", "EncoderClassifier", "Bert", "MaskedEncoder"]
 
 
 @pytest.mark.parametrize("name", MODELS)
