@@ -191,3 +191,12 @@ def test_module_no_grad_is_freeze():
     with pytest.warns(DeprecationWarning, match=r"Linear\.no_grad is deprecated .*use Linear\.freeze"):
         assert model.no_grad() is model
     assert not any(p.is_require_grad() for p in model.parameters())
+
+
+def test_scheduler_config_build_is_init():
+    config = optim.LinearLrSchedulerConfig(1e-6, 1e-3, 10)
+    with pytest.warns(
+        DeprecationWarning, match=r"LinearLrSchedulerConfig\.build .*use LinearLrSchedulerConfig\.init"
+    ):
+        built = config.build()
+    assert type(built) is type(config.init()) and built.step() == config.init().step()

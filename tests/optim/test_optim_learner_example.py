@@ -39,7 +39,7 @@ def burn_example():
         .linear(LinearLrSchedulerConfig(1e-8, 1.0, 2000))
         .linear(LinearLrSchedulerConfig(1e-2, 1e-6, 10000))
         .init()
-        .with_group(ParamGroup.from_predicate("conv"), LinearLrSchedulerConfig(1e-6, 1e-3, 14000).build())
+        .with_group(ParamGroup.from_predicate("conv"), LinearLrSchedulerConfig(1e-6, 1e-3, 14000).init())
     )
     assert isinstance(lr_scheduler, ModuleLrScheduler)
     optim = AdamWConfig().with_cautious_weight_decay(True).with_weight_decay(5e-5).init()

@@ -17,6 +17,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, Union
 
+from ember._deprecation import renamed_method
 from ember.record.config import Config as ConfigBase
 
 __all__ = [
@@ -71,9 +72,9 @@ class LrSchedulerConfig(ConfigBase):
         """Validate the arguments and build the scheduler."""
         raise NotImplementedError(f"{type(self).__name__} does not implement init()")
 
-    def build(self) -> LrScheduler:
-        """Burn's name for building a scheduler from a config: same as :meth:`init`."""
-        return self.init()
+    # A second name for init(), and one that means "the bare optimizer" on optimizer configs:
+    # one release, then gone.
+    build = renamed_method("build", "init")
 
 
 SchedulerSpec = Union[float, LrSchedulerConfig]
