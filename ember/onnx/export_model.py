@@ -250,10 +250,12 @@ def _trace(module, run, inputs, sizes=None) -> Trace:
             if sizes is None:
                 raise
             resized = ", ".join(f"{name}={n}" for name, n in sizes.items())
+            # with these sizes every trace shrinks the axes, never past the example's
+            shrinkable = ", ".join(f"{name} >= {2 * k + 4}" for k, name in enumerate(sizes))
             raise ExportError(
                 f"ember.onnx.export: the forward fails when the dynamic axes are resized ({resized}, "
                 f"to see which numbers follow them): {type(e).__name__}: {e}. Give example inputs "
-                f"whose dynamic axes can shrink or grow by a few"
+                f"whose dynamic axes can shrink or grow by a few ({shrinkable} are only shrunk)"
             ) from e
     return trace
 

@@ -95,7 +95,8 @@ def test_static_shapes_reject_nothing_and_keep_dims(tmp_path):
 
 
 def _text_model(pooling="first"):
-    sys.path.insert(0, _EXAMPLES) if _EXAMPLES not in sys.path else None
+    if _EXAMPLES not in sys.path:
+        sys.path.insert(0, _EXAMPLES)
     from text_classification.model import TextClassificationModelConfig
 
     cfg = TextClassificationModelConfig(
@@ -338,3 +339,16 @@ class _Returns(nn.Module):
 def test_outputs_that_are_inputs_or_parameters(tmp_path):
     proto = _check(_Returns(), _x(3, 4), tmp_path / "r.onnx", others=(_x(5, 4, seed=2),))
     assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "output_2"]
+
+
+def test_forward_failing_at_resized_axes_says_which_sizes(tmp_path):
+    # seq 12 is the position table's size and batch 2 cannot shrink: the other traces grow
+    # both, and 14 tokens exceed the table
+    model = _text_model()
+    axes = {0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}}
+    with pytest.raises(
+        ExportError, match=r"fails when the dynamic axes are resized \(batch=3, seq=14.*batch >= 4, seq >= 6"
+    ):
+        ember.onnx.export(model.logits, _tokens(2, 12), tmp_path / "t.onnx", dynamic_axes=axes)
+    # batch 4 lets every trace shrink: the export works at the table's full length
+    ember.onnx.export(model.logits, _tokens(4, 12), tmp_path / "t.onnx", dynamic_axes=axes)
