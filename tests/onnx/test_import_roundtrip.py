@@ -97,3 +97,28 @@ def test_text_transformer_round_trip(tmp_path, device):
         np.testing.assert_allclose(
             got.numpy(), infer.logits(ember.tensor(tokens), ember.tensor(mask)).numpy(), atol=1e-5, rtol=0
         )
+
+
+def test_every_op_the_exporter_writes_is_imported():
+    """Each ONNX op name in ember.onnx's export sources has an import entry at every opset the
+    exporter writes (17 to 21)."""
+    import ast
+
+    import onnx.defs
+
+    from ember.onnx.import_ops import lookup
+
+    emitted = set()
+    for source in (Path(ember.onnx.__file__).parent).glob("export*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            text = getattr(node, "value", None) if isinstance(node, ast.Constant) else None
+            if isinstance(text, str) and text[:1].isupper() and onnx.defs.has(text):
+                emitted.add(text)
+    assert {"MatMul", "LayerNormalization", "ScatterElements"} <= emitted  # the scan finds them
+    missing = [
+        (op, opset)
+        for op in sorted(emitted)
+        for opset in range(17, 22)
+        if lookup(op, "", onnx.defs.get_schema(op, opset).since_version) is None
+    ]
+    assert missing == []
