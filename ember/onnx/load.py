@@ -58,9 +58,15 @@ def load(path, device=None) -> OnnxModule:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"ember.onnx.load: no such file {path!r}")
     try:
-        model = onnx.load_model(path)
+        model = onnx.load_model(path, load_external_data=False)
     except Exception as e:  # protobuf's DecodeError and friends: the bytes are not a model
         raise OnnxImportError(f"{path}: not a readable ONNX model (truncated or corrupt?): {e}") from None
+    try:  # tensors stored in files beside the model (models over 2 GB)
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except Exception as e:
+        raise OnnxImportError(f"{path}: the model's external data cannot be read: {e}") from None
     nodes = _nodes(path, model.graph, _opsets(path, model))
     try:
         onnx.checker.check_model(model)

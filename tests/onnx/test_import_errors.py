@@ -53,6 +53,28 @@ def test_a_valid_file_loads(tmp_path):
     assert [n for n, _ in module.named_parameters()] == ["w"]
 
 
+def test_external_data(tmp_path):
+    w = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        initializer=[w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "big.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, location="big.data", size_threshold=0)
+    module = ember.onnx.load(path)
+    np.testing.assert_array_equal(module(ember.ones(2, 3)).numpy(), np.full((2, 4), 3.0, np.float32))
+    (tmp_path / "big.data").unlink()
+    with pytest.raises(
+        OnnxImportError, match=r"big\.onnx: the model's external data cannot be read.*big\.data"
+    ):
+        ember.onnx.load(path)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.onnx"):
         ember.onnx.load(tmp_path / "nope.onnx")
