@@ -8,7 +8,9 @@ TensorBoard draws the two splits of a metric on one chart. Tags, with spaces in 
 name replaced by ``_`` as in the ``.log`` file names:
 
 - ``step/<Metric_Name>``: one point per batch, the batch value; its step counts the batches
-  this logger received for that metric in that split (1, 2, ... across epochs).
+  this logger received for that metric in that split (1, 2, ... across epochs). A resumed run
+  (``.checkpoint(e)``) counts from 1 again: give it its own directory (``tensorboard/resumed``)
+  and TensorBoard shows it as a run of its own.
 - ``epoch/<Metric_Name>``: the split's aggregate of an epoch (the ``final`` line); step = epoch.
 
 Text metrics have no scalar and are not written. Adding a metric logger replaces the default
