@@ -6,6 +6,10 @@ from ember.tensor.grad_mode import detect_anomaly, enable_grad, is_grad_enabled,
 from ember.tensor.gradients import Gradients
 from ember.tensor.tensor import Tensor
 
+# isort: split
+# Last: hands the op functions to Tensor's methods (see binding.py).
+from ember.tensor import binding as _binding  # noqa: F401
+
 __all__ = [
     "DType",
     "Device",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import traceback
 
+from ember.tensor.creation import ones_like
 from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
 from ember.tensor.gradients import Gradients
 from ember.tensor.ops._core import shape_str
 from ember.tensor.sparse import RowSparse, add_grads
+from ember.tensor.vjp import VJP
 
 # Rules that pass a row-sparse gradient through unchanged in kind (they only call g.to()).
 # Any other rule receiving one gets it densified first; leaves keep it sparse.
@@ -48,9 +50,6 @@ def sum_to_shape(g, shape):
 
 
 def backward(root, grad=None) -> Gradients:
-    from ember.tensor.creation import ones_like
-    from ember.tensor.vjp import VJP
-
     node = root._node
     if node is None:
         raise RuntimeError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ember.tensor.tensor import Tensor, as_tensor
+
 
 class Gradients:
     """Gradients of a backward pass, keyed by the tensors (graph leaves) they belong to.
@@ -16,8 +18,6 @@ class Gradients:
 
     @staticmethod
     def _tensor(key, owner: str):
-        from ember.tensor.tensor import Tensor, as_tensor
-
         tensor = as_tensor(key)
         if not isinstance(tensor, Tensor):
             raise TypeError(

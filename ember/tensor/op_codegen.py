@@ -343,8 +343,8 @@ _METHODS_DOC = '''"""The Tensor methods and operators of the op table's ops: :cl
 :class:`ember.Tensor`.
 
 Each method calls its op's function directly. The op modules import ``Tensor``, which
-inherits this class, so they load after it: ``tensor.py`` then calls :func:`bind_ops`, which
-binds the names the methods call (imported here for type checkers only).
+inherits this class, so they load after it: ``ember/tensor/binding.py`` then calls
+:func:`bind_ops`, which binds the names the methods call (imported here for type checkers only).
 """
 '''
 
@@ -368,15 +368,13 @@ def render_methods() -> str:
     out += "\n    __slots__ = ()\n"
     for form in forms:
         out += "\n" + _render(form, "    ")
-    out += "\n\ndef bind_ops() -> None:\n"
-    out += '    """Bind the functions the methods call (``tensor.py`` runs this once ``Tensor`` exists)."""\n'
-    packages: dict = {}
-    for module, _ in bound.values():
-        package, _, leaf = f"ember.tensor.{module}".rpartition(".")
-        packages.setdefault(package, set()).add(leaf)
-    for package in sorted(packages):
-        out += f"    from {package} import {', '.join(sorted(packages[package]))}\n"
-    out += "\n    globals().update(\n"
+    # the modules, passed in by ember/tensor/binding.py: they import Tensor, so none is imported here
+    modules = sorted({module.rpartition(".")[2] for module, _ in bound.values()})
+    out += f"\n\ndef bind_ops(*, {', '.join(modules)}) -> None:\n"
+    out += (
+        '    """Bind the functions the methods call (``ember/tensor/binding.py`` passes their modules)."""\n'
+    )
+    out += "    globals().update(\n"
     for alias, (module, name) in sorted(bound.items(), key=lambda kv: kv[0].lstrip("_").lower()):
         out += f"        {alias}={module.rpartition('.')[2]}.{name},\n"
     return out + "    )\n"

@@ -4,8 +4,8 @@
 :class:`ember.Tensor`.
 
 Each method calls its op's function directly. The op modules import ``Tensor``, which
-inherits this class, so they load after it: ``tensor.py`` then calls :func:`bind_ops`, which
-binds the names the methods call (imported here for type checkers only).
+inherits this class, so they load after it: ``ember/tensor/binding.py`` then calls
+:func:`bind_ops`, which binds the names the methods call (imported here for type checkers only).
 """
 from __future__ import annotations
 
@@ -779,11 +779,8 @@ class OpMethods:
         return _matmul(other, self)
 
 
-def bind_ops() -> None:
-    """Bind the functions the methods call (``tensor.py`` runs this once ``Tensor`` exists)."""
-    from ember.tensor import tensor
-    from ember.tensor.ops import elementwise, indexing, linalg, movement, nn, reduction
-
+def bind_ops(*, elementwise, indexing, linalg, movement, nn, reduction, tensor) -> None:
+    """Bind the functions the methods call (``ember/tensor/binding.py`` passes their modules)."""
     globals().update(
         _all=reduction.all,
         _any=reduction.any,

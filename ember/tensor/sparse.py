@@ -26,6 +26,7 @@ import numbers
 
 from ember.core import dtypes as dt
 from ember.tensor.ops._core import Tensor, shape_str, wrap
+from ember.tensor.ops.indexing import check_index_range
 
 __all__ = ["RowSparse", "add_grads", "is_row_sparse"]
 
@@ -73,8 +74,6 @@ class RowSparse:
             )
         if indices.device != values.device:
             raise RuntimeError(f"{op}: indices are on {indices.device} but values on {values.device}")
-        from ember.tensor.ops.indexing import check_index_range
-
         check_index_range(op, indices, shape[0], "row index")
         b = values.device.backend
         rows, vals = b.coalesce_rows(b.cast(indices._data, dt.int64), values._data)

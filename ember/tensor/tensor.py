@@ -9,6 +9,7 @@ import numpy as np
 from ember._deprecation import renamed_property
 from ember.core import dtypes as dt
 from ember.tensor.device import Device, as_device
+from ember.tensor.node import Node
 from ember.tensor.op_methods import OpMethods
 
 
@@ -112,9 +113,7 @@ class Tensor(OpMethods):
         elif target is not None:
             dtype = target
         if dtype is not None:
-            from ember.tensor.ops.elementwise import cast
-
-            out = cast(out, dtype)
+            out = _cast(out, dtype)
         return out
 
     def float(self) -> "Tensor":
@@ -144,8 +143,6 @@ class Tensor(OpMethods):
         return self.set_require_grad(True)
 
     def set_require_grad(self, flag: bool = True) -> "Tensor":
-        from ember.tensor.node import Node
-
         if flag:
             if not self._dtype.is_float:
                 raise TypeError(f"require_grad: only float tensors can require grad, got {self._dtype}")
@@ -164,9 +161,7 @@ class Tensor(OpMethods):
 
     def detach(self) -> "Tensor":
         """The same values, cut from the graph."""
-        from ember.tensor.ops._core import wrap
-
-        return wrap(self._data, self._device, self._dtype)
+        return _wrap(self._data, self._device, self._dtype)
 
     def backward(self, grad: "Tensor | None" = None):
         """Gradients of this tensor with respect to every leaf that requires grad.
@@ -177,9 +172,7 @@ class Tensor(OpMethods):
         Returns:
             :class:`ember.Gradients`.
         """
-        from ember.tensor.backward import backward
-
-        return backward(self, grad)
+        return _backward(self, grad)
 
     # ---- op methods written by hand (the op table lists them under ``written``) -----------
     # Operands that stand for a tensor (an nn.Param) are converted first, as in the generated
@@ -254,9 +247,7 @@ class Tensor(OpMethods):
 
 
 def _rebuild(array, dtype_name, device):
-    from ember.tensor.creation import from_numpy
-
-    t = from_numpy(array, device if not device.startswith("cuda") else "cpu")
+    t = _from_numpy(array, device if not device.startswith("cuda") else "cpu")
     return t.to(device) if device.startswith("cuda") else t
 
 
@@ -282,12 +273,10 @@ def _is_dtype_name(value) -> bool:
 def _to_device(t: Tensor, device: Device) -> Tensor:
     if t._device == device:
         return t
-    from ember.tensor.ops._core import record, wrap
-
     src, dst = t._device.backend, device.backend
     host = src.to_host(t._data)
-    out = wrap(dst.from_host(np.ascontiguousarray(host)), device, t._dtype)
-    return record(out, "to_device", (t,), device=t._device)
+    out = _wrap(dst.from_host(np.ascontiguousarray(host)), device, t._dtype)
+    return _record(out, "to_device", (t,), device=t._device)
 
 
 # ---- tensor-like objects ----------------------------------------------------------------------
@@ -365,14 +354,29 @@ def accepts_tensor_like(fn):
     return op
 
 
-# The op functions the methods call: their modules import Tensor, so they load once it exists.
-from ember.tensor import op_methods as _op_methods  # noqa: E402
-from ember.tensor.ops.elementwise import binary as _binary  # noqa: E402
-from ember.tensor.ops.elementwise import clamp as _clamp  # noqa: E402
-from ember.tensor.ops.elementwise import unary as _unary  # noqa: E402
-from ember.tensor.ops.elementwise import where as _where  # noqa: E402
-from ember.tensor.ops.indexing import index_put as _index_put  # noqa: E402
-from ember.tensor.ops.movement import permute as _permute  # noqa: E402
-from ember.tensor.sparse import RowSparse as _RowSparse  # noqa: E402
+# The functions the methods above call live in modules that import this one (the ops, the
+# backward engine, the creation functions), so this module cannot import them:
+# ember/tensor/binding.py hands them over once they are loaded, before any tensor exists.
+_backward = _binary = _cast = _clamp = _from_numpy = _index_put = None
+_permute = _record = _RowSparse = _unary = _where = _wrap = None
 
-_op_methods.bind_ops()
+
+def bind_ops(**functions) -> None:
+    """Bind the functions the hand-written methods call (``ember/tensor/binding.py`` runs this)."""
+    expected = {
+        "_backward",
+        "_binary",
+        "_cast",
+        "_clamp",
+        "_from_numpy",
+        "_index_put",
+        "_permute",
+        "_record",
+        "_RowSparse",
+        "_unary",
+        "_where",
+        "_wrap",
+    }
+    if set(functions) != expected:
+        raise TypeError(f"tensor.bind_ops: expected {sorted(expected)}, got {sorted(functions)}")
+    globals().update(functions)

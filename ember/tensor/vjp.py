@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 
+from ember.core import dtypes as dt
 from ember.tensor.ops._core import wrap
 from ember.tensor.ops.elementwise import where
+from ember.tensor.sparse import RowSparse
 
 VJP: dict = {}
 
@@ -492,9 +494,6 @@ def _embedding_bag(node, g):
         psw = None if c.psw is None else c.psw._data
         rows, values = b.embedding_bag_backward(g._data, c.indices, c.bounds, psw, c.mode, c.max_pos)
         if c.sparse:
-            from ember.core import dtypes as dt
-            from ember.tensor.sparse import RowSparse
-
             gw = RowSparse._trusted(wrap(rows, dev, dt.int64), _fused(g, values), (c.num, g.shape[1]))
         else:
             gw = _fused(g, b.rows_to_dense(rows, values, c.num))

@@ -9,6 +9,7 @@ import numpy as np
 from ember.core import dtypes as dt
 from ember.tensor.grad_mode import _state
 from ember.tensor.node import Ctx, Node
+from ember.tensor.tensor import Tensor
 
 
 def wrap(data, device, dtype: dt.DType | None = None):
@@ -117,6 +118,3 @@ def check_shape(op: str, shape, dtype) -> None:
             f"{op}: shape {shape_str(shape)} of {dtype} holds {n} elements ({n * dtype.itemsize} "
             f"bytes), more than any array can address (2**63 - 1 bytes)"
         )
-
-
-from ember.tensor.tensor import Tensor  # noqa: E402  (Tensor imports this module lazily)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ember.core import dtypes as dt
 from ember.core import op_table as _table
+from ember.tensor import creation
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import (
     Tensor,
@@ -80,9 +81,7 @@ def _to_tensor_pair(op: str, a, b):
 
 def _coerce(op, value, like):
     if isinstance(value, (list, tuple, np.ndarray)):
-        from ember.tensor.creation import tensor
-
-        return tensor(value, device=like._device)
+        return creation.tensor(value, device=like._device)
     raise TypeError(f"{op}: unsupported operand of type {type(value).__name__}")
 
 

@@ -11,6 +11,7 @@ import builtins
 import numpy as np
 
 from ember.core import dtypes as dt
+from ember.tensor import creation
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,
@@ -42,15 +43,13 @@ def check_index_range(op: str, idx: Tensor, size: int, what: str = "index") -> N
 
 def _advanced_key(x: Tensor, key):
     """Turn a key with tensors/lists into backend arrays, validating every index tensor."""
-    from ember.tensor.creation import tensor as make
-
     if not isinstance(key, tuple):
         key = (key,)
     out, dim = [], 0
     n_real = builtins.sum(1 if not (k is None or k is Ellipsis) else 0 for k in key)
     for k in key:
         if isinstance(k, (list, np.ndarray)):
-            k = make(k, device=x._device)
+            k = creation.tensor(k, device=x._device)
         if isinstance(k, Tensor):
             check_devices("index", x, k)
             if k._dtype.is_bool:

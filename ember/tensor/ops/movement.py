@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 
+from ember.core import dtypes as dt
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,
@@ -179,8 +180,6 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if first.ndim == 0:
         raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
     d = normalize_dim("cat", dim, first.ndim)
-    from ember.core import dtypes as dt
-
     rdt = first._dtype
     for t in tensors[1:]:
         rdt = dt.promote_types(rdt, t._dtype)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ember.core import dtypes as dt
-from ember.tensor.grad_mode import is_grad_enabled
+from ember.tensor.grad_mode import is_grad_enabled, no_grad
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,
@@ -65,8 +65,6 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 def quiet_softmax(x: Tensor, dim: int = -1) -> Tensor:
     """exp(x) / (1 + sum(exp(x))): Burn's softmax that lets a row attend to nothing."""
     _float_input("quiet_softmax", x)
-    from ember.tensor.grad_mode import no_grad
-
     with no_grad():
         # an empty dim has no max: shift by 0 (the output is empty, the 0 logit alone remains)
         empty = x.ndim and x.shape[normalize_dim("quiet_softmax", dim, x.ndim)] == 0
@@ -255,8 +253,6 @@ def _int_tensor(op: str, name: str, t, ndim: int | None = None) -> None:
 
 def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
     """Flat int64 indices [N], bounds [B + 1] (backend arrays) and the per-sample weights [N]."""
-    from ember.core import dtypes as dt
-
     b = indices._device.backend
     if indices.ndim == 1:
         if mask is not None:
@@ -319,9 +315,7 @@ def _bags(op: str, indices: Tensor, offsets, per_sample_weights, mask):
     bounds = b.cat([b.full((1,), 0, dt.int64), b.cumsum(counts, 0)], 0)
     psw = None
     if per_sample_weights is not None:
-        from ember.tensor.ops._core import wrap as _wrap
-
-        psw = per_sample_weights[_wrap(keep, mask._device, dt.bool_)]
+        psw = per_sample_weights[wrap(keep, mask._device, dt.bool_)]
     return flat, bounds, psw
 
 

@@ -1,0 +1,35 @@
+"""Tensor's methods meet the functions they call.
+
+The op functions (``ember/tensor/ops/``), the backward engine and the creation functions all
+import ``Tensor``, so ``tensor.py`` and the generated ``op_methods.py`` cannot import them. This
+module, above all of them, hands the functions over once they are loaded; ``ember/tensor/__init__.py``
+imports it, so it has run before any tensor is made.
+"""
+
+from ember.tensor import backward, creation, op_methods, tensor
+from ember.tensor.ops import _core, elementwise, indexing, linalg, movement, nn, reduction
+from ember.tensor.sparse import RowSparse
+
+op_methods.bind_ops(
+    elementwise=elementwise,
+    indexing=indexing,
+    linalg=linalg,
+    movement=movement,
+    nn=nn,
+    reduction=reduction,
+    tensor=tensor,
+)
+tensor.bind_ops(
+    _backward=backward.backward,
+    _binary=elementwise.binary,
+    _cast=elementwise.cast,
+    _clamp=elementwise.clamp,
+    _from_numpy=creation.from_numpy,
+    _index_put=indexing.index_put,
+    _permute=movement.permute,
+    _record=_core.record,
+    _RowSparse=RowSparse,
+    _unary=elementwise.unary,
+    _where=elementwise.where,
+    _wrap=_core.wrap,
+)
