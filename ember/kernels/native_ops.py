@@ -30,6 +30,8 @@ from types import ModuleType
 
 import numpy as np
 
+from ember.kernels import threads as _openmp_policy  # noqa: F401  (OpenMP wait policy, before the runtime loads)
+
 __all__ = [
     "NativeUnavailableError",
     "available",
@@ -58,10 +60,7 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if _truthy(os.environ.get("EMBER_DISABLE_NATIVE")):
         return None, "disabled by EMBER_DISABLE_NATIVE"
     try:
-        from ember.kernels import (
-            _native,
-            threads,  # noqa: F401  (OpenMP wait policy, before the runtime loads)
-        )
+        from ember.kernels import _native  # late: the optional C++ extension, which may be missing
     except ImportError as exc:  # not built, or built for another Python/ABI
         return None, (
             f"{type(exc).__name__}: {exc}. The optional C++ extension was not built "

@@ -37,6 +37,8 @@ import threading
 import warnings
 from pathlib import Path
 
+from ember.kernels import threads
+
 __all__ = [
     "FASTMATH",
     "cache_dir",
@@ -245,8 +247,6 @@ def _own_openmp_runtime() -> bool:
     dependencies first: a fresh runtime, which reads the passive policy ember set. Where the
     two are one file (or the layer was loaded before ember), no new runtime appears and the
     answer is False."""
-    from ember.kernels import threads
-
     deepbind = getattr(os, "RTLD_DEEPBIND", None)  # glibc only
     if deepbind is None or "numba.np.ufunc.omppool" in sys.modules:
         return False
@@ -269,8 +269,6 @@ def _launch_layer() -> str | None:
     loader allows one (:func:`_own_openmp_runtime`), else ``workqueue`` (AG News step 0.74 s
     on the spinning runtime, 0.45 s on workqueue, whose launches cost about 100 us against
     omp's 60 us). ``NUMBA_THREADING_LAYER``, when set, wins."""
-    from ember.kernels import threads
-
     chosen = os.environ.get("NUMBA_THREADING_LAYER")
     if chosen is not None and chosen != os.environ.get(_OWN_LAYER_MARK):
         return None  # the user's

@@ -14,6 +14,8 @@ import os
 import queue
 import threading
 
+from .jit import num_threads
+
 __all__ = ["pool", "run"]
 
 
@@ -82,8 +84,6 @@ def pool() -> _Pool:
     """The process's pool, sized by Numba's thread count (``EMBER_NUM_THREADS``) when first used."""
     global _pool
     if _pool is None:
-        from .jit import num_threads
-
         with _setup_lock:
             if _pool is None:
                 _pool = _Pool(max(1, num_threads()))

@@ -14,7 +14,10 @@ import os
 import numpy as np
 
 from ember.kernels.backend import Backend
+from ember.kernels.cuda import ops as fused
+from ember.kernels.cuda import optimizers
 from ember.kernels.cuda.launch import row_fits
+from ember.kernels.cuda.runtime import cupy_or_error
 from ember.kernels.reference import HALF_VIA_SINGLE, ArrayBackend, half_via_single
 
 _COMPOSED = {name: half_via_single(stats)(getattr(Backend, name)) for name, stats in HALF_VIA_SINGLE.items()}
@@ -68,8 +71,6 @@ class CudaBackend(ArrayBackend):
     def __init__(self, index: int = 0, seed: int | None = None):
         # TF32 GEMMs change float32 results: off unless asked for (EMBER_CUDA_TF32=1).
         os.environ.setdefault("CUPY_TF32", "1" if os.environ.get("EMBER_CUDA_TF32") == "1" else "0")
-        from ember.kernels.cuda.runtime import cupy_or_error
-
         cp = cupy_or_error()
         count = cp.cuda.runtime.getDeviceCount()
         if not 0 <= index < count:
@@ -81,8 +82,6 @@ class CudaBackend(ArrayBackend):
         self.cuda_device = cp.cuda.Device(index)
         self.cuda_device.use()
         _install_allocator(cp)
-        from ember.kernels.cuda import ops as fused
-
         self._fused = fused
         super().__init__(seed)
 
@@ -254,8 +253,6 @@ class CudaBackend(ArrayBackend):
         nesterov=False,
         first_step_flags=False,
     ):
-        from ember.kernels.cuda.optimizers import sgd_update
-
         if not self._fused.optim_fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
             return super().sgd_update(
                 params,
@@ -270,7 +267,7 @@ class CudaBackend(ArrayBackend):
             )
         params = list(params)
         bufs = None if momentum_bufs is None else list(momentum_bufs)
-        sgd_update(
+        optimizers.sgd_update(
             params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
         )
         return params, bufs
@@ -291,15 +288,13 @@ class CudaBackend(ArrayBackend):
         cautious=False,
         steps=1,
     ):
-        from ember.kernels.cuda.optimizers import adam_update
-
         if not self._fused.optim_fits(params, grads, m, v, vmax):
             return super().adam_update(
                 params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
             )
         params, m, v = list(params), list(m), list(v)
         vmax = None if vmax is None else list(vmax)
-        adam_update(
+        optimizers.adam_update(
             params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
         )
         return params, m, v, vmax
