@@ -11,6 +11,7 @@ from ember.nn.module import Module
 from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, other_sizes, resized_inputs, solve
 from ember.onnx.export_graph import ExportError, GraphBuilder
 from ember.onnx.export_ops import emit
+from ember.onnx.export_packing import unpack_encoders
 from ember.onnx.export_trace import Ref, Trace, host_array, tracing
 from ember.tensor.creation import tensor
 from ember.tensor.tensor import Tensor
@@ -38,9 +39,8 @@ def export(
 ):
     """Trace ``model``'s forward on ``example_inputs`` and write it as an ONNX model.
 
-    The forward runs in inference mode (on ``model.valid()``: dropout off, no graph, and a
-    Transformer encoder's token packing off, so padded positions are computed, as in Burn),
-    three times: as given, then twice with the dynamic axes resized, so that sizes computed in
+    The forward runs in inference mode (on ``model.valid()``: dropout off, no graph; a
+    Transformer encoder's token packing replaced by ops a graph can hold), three times: as given, then twice with the dynamic axes resized, so that sizes computed in
     Python from ``x.shape`` become ``Shape`` nodes. Parameters become initializers named by
     their dotted paths. Values a forward reads back into Python (``.item()``, ``.numpy()``)
     are constants of the graph: an arange or a mask built from them in NumPy is checked to be
@@ -76,11 +76,7 @@ def export(
     axes = _dynamic_axes(dynamic_axes, inputs, input_names)
 
     infer = module.valid()
-    for _, sub in infer.named_modules():
-        # token packing picks rows by the mask's values on the host: a graph computes every
-        # position instead (the real positions' results are the same, padded ones not zeroed)
-        if getattr(sub, "skip_padding", False) is True:
-            sub.skip_padding = False
+    unpack_encoders(infer)  # token packing reads the mask on the host: see export_packing
     run = getattr(infer, method)
     dims = _dims(axes, inputs)
     trace1 = _trace(infer, run, inputs)

@@ -157,19 +157,20 @@ def tracing(module, trace: Trace):
                 recorder = recorders[id(real)] = _Recorder(real, trace)
             return recorder
 
-        wrapped = []
+        wrapped = []  # (module, the forward its instance held before, or None)
         try:
             Device.backend = property(traced, doc=original.__doc__)
             for path, sub in module.named_modules():
-                if "forward" in vars(sub):
-                    continue  # an instance that set its own forward: keep it as it is
-                wrapped.append(sub)
+                wrapped.append((sub, vars(sub).get("forward")))
                 object.__setattr__(sub, "forward", _with_path(sub.forward, path or "", trace))
             yield trace
         finally:
             Device.backend = original
-            for sub in wrapped:
-                del sub.__dict__["forward"]
+            for sub, own in wrapped:
+                if own is None:
+                    del sub.__dict__["forward"]
+                else:
+                    object.__setattr__(sub, "forward", own)
 
 
 def _with_path(forward, path: str, trace: Trace):

@@ -352,3 +352,28 @@ def test_forward_failing_at_resized_axes_says_which_sizes(tmp_path):
         ember.onnx.export(model.logits, _tokens(2, 12), tmp_path / "t.onnx", dynamic_axes=axes)
     # batch 4 lets every trace shrink: the export works at the table's full length
     ember.onnx.export(model.logits, _tokens(4, 12), tmp_path / "t.onnx", dynamic_axes=axes)
+
+
+class _MaskedEncoder(nn.Module):
+    def __init__(self):
+        self.encoder = nn.TransformerEncoderConfig(8, 16, 2, 2).init()
+
+    def forward(self, x, mask):
+        return self.encoder(nn.TransformerEncoderInput(x).mask_pad(mask))
+
+
+def test_masked_encoder_output_matches_at_padded_positions_too(tmp_path):
+    """ember's encoder runs its layers on the real tokens only and leaves padded positions 0
+    (token packing, picked on the host); the graph computes every position and zeroes the
+    padded ones as ember does; a batch with no real token keeps what the layers compute."""
+    x = _x(3, 5, 8)
+    mask = np.zeros((3, 5), bool)
+    mask[0, 3:] = True
+    mask[2, 1:] = True
+    axes = {0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}}
+    others = (
+        (_x(2, 7, 8, seed=3), ember.tensor(np.array([[0, 0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 1, 1, 1]], bool))),
+        (_x(2, 4, 8, seed=4), ember.tensor(np.ones((2, 4), bool))),  # every position padding
+        (_x(2, 4, 8, seed=5), ember.tensor(np.zeros((2, 4), bool))),  # none
+    )
+    _check(_MaskedEncoder(), (x, ember.tensor(mask)), tmp_path / "enc.onnx", dynamic_axes=axes, others=others)
