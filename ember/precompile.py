@@ -28,6 +28,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+import ember
+import ember.kernels.cpu
+from ember import nn
+from ember.kernels.cpu.background_compile import compile_here, mark_compiled
+from ember.kernels.cpu.jit import cache_dir
+from ember.nn.token_packing import TokenPacking
+from ember.optim import AdamConfig, AdamWConfig, GradientsParams
+
 __all__ = ["WORKLOADS", "precompile"]
 
 _DTYPES = {"f32": "float32", "float32": "float32", "f64": "float64", "float64": "float64"}
@@ -41,9 +49,6 @@ def _padding_mask(ember, batch: int, seq: int):
 
 def _attention(dtype: str) -> None:
     """Self-attention with a padding mask, plain and quiet softmax: training and inference."""
-    import ember
-    from ember import nn
-
     x = ember.randn(3, 16, 32, dtype=getattr(ember, dtype))
     mask = _padding_mask(ember, 3, 16)
     for quiet in (False, True):
@@ -58,10 +63,6 @@ def _layers(dtype: str) -> None:
     """Every other kernel a text model reaches: embeddings, layer norm, GELU, dropout,
     softmaxes, cross-entropy, Adam/AdamW, token packing's rows, and the bag-of-embeddings path
     with its lazy Adam."""
-    import ember
-    from ember import nn
-    from ember.optim import AdamConfig, AdamWConfig, GradientsParams
-
     dt = getattr(ember, dtype)
 
     class Block(nn.Module):
@@ -92,8 +93,6 @@ def _layers(dtype: str) -> None:
         model.valid()(ids)
 
     # token packing's row gather and scatter, at a size that takes the cpu row kernels
-    from ember.nn.token_packing import TokenPacking
-
     packing = TokenPacking(_padding_mask(ember, 16, 256))
     wide = packing.unpack(ember.randn(packing.count, 64, dtype=dt).require_grad())
     packing.pack(wide * 2.0).sum().backward()
@@ -108,10 +107,6 @@ def _layers(dtype: str) -> None:
 def _classifier(dtype: str) -> None:
     """A whole pre-norm Transformer classifier (what the text-classification example trains):
     one training step and one inference batch, to catch anything the parts above missed."""
-    import ember
-    from ember import nn
-    from ember.optim import AdamConfig, GradientsParams
-
     dt = getattr(ember, dtype)
 
     class Classifier(nn.Module):
@@ -169,9 +164,6 @@ def precompile(
         raise ValueError(
             f"precompile: dtypes must be float32/float64 and jobs >= 1, got {bad or dtypes}, {jobs}"
         )
-    import ember.kernels.cpu  # noqa: F401  (configures the cache directory for the children too)
-    from ember.kernels.cpu.background_compile import compile_here, mark_compiled
-
     # The workloads must compile the kernels, not run their stand-ins (nor start a second compile).
     compile_here()
 
@@ -222,13 +214,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
-        from ember.kernels.cpu.background_compile import compile_here
-
         compile_here()
         _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
         return
-    from ember.kernels.cpu.jit import cache_dir
-
     start = time.perf_counter()
     print(f"ember: compiling the cpu kernels ({', '.join(dtypes)}) into {cache_dir()}", flush=True)
     precompile(dtypes, jobs=args.jobs, verbose=True)

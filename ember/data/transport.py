@@ -14,6 +14,8 @@ import dataclasses
 import sys
 from typing import Any
 
+import ember
+
 __all__ = ["HostArray", "cpu_device", "default_device", "from_host", "is_tensor", "to_host"]
 
 
@@ -25,13 +27,7 @@ class HostArray:
 
 
 def _ember() -> Any | None:
-    module = sys.modules.get("ember")
-    if module is None:
-        try:
-            import ember as module  # optional, heavy, only when tensors exist
-        except ImportError:
-            return None
-    return module if hasattr(module, "from_numpy") else None
+    return ember if hasattr(ember, "from_numpy") else None  # None while ember itself is loading
 
 
 def is_tensor(value: Any) -> bool:

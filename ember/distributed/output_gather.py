@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ember.tensor import Tensor
+from ember.tensor.creation import from_numpy
+
 from .communicator import Communicator
 
 __all__ = ["gather_output", "merge_fields"]
@@ -48,14 +51,10 @@ def _tensor_field_names(item: Any) -> tuple[str, ...]:
 
 
 def _is_array_like(value: Any) -> bool:
-    from ember.tensor import Tensor
-
     return isinstance(value, (Tensor, np.ndarray))
 
 
 def _host(value: Any) -> np.ndarray:
-    from ember.tensor import Tensor
-
     array = value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
     return np.ascontiguousarray(array)
 
@@ -163,9 +162,6 @@ def gather_output(communicator: Communicator, item: Any, count: int, root: int =
 
 def _like(template: Any, array: np.ndarray | None) -> Any:
     """``array`` as a tensor on ``template``'s device when ``template`` is a tensor."""
-    from ember.tensor import Tensor
-    from ember.tensor.creation import from_numpy
-
     if array is None or not isinstance(template, Tensor):
         return array
 

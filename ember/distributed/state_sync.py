@@ -7,6 +7,9 @@ gives every rank rank 0's parameter ids, so the optimizer state, keyed by them, 
 
 from __future__ import annotations
 
+from ember.nn.module_record import ModuleRecord
+from ember.optim.scheduler_record import state_from_bytes, state_to_bytes
+
 from .communicator import Communicator
 
 __all__ = ["broadcast_learner_state", "broadcast_module"]
@@ -14,8 +17,6 @@ __all__ = ["broadcast_learner_state", "broadcast_module"]
 
 def broadcast_module(communicator: Communicator, model, root: int = 0) -> None:
     """Overwrite ``model``'s parameters (and their ids) on every rank with ``root``'s."""
-    from ember.nn.module_record import ModuleRecord
-
     mine = ModuleRecord.from_module(model).to_bytes() if communicator.rank == root else None
     data = communicator.broadcast_bytes(mine, root)
     if communicator.rank != root:
@@ -30,8 +31,6 @@ def broadcast_learner_state(communicator: Communicator, learner, root: int = 0) 
         learner: the ``ember.train.Learner`` of this rank.
         root: the rank whose state wins.
     """
-    from ember.optim.scheduler_record import state_from_bytes, state_to_bytes
-
     broadcast_module(communicator, learner.model, root)
     is_root = communicator.rank == root
     optim = communicator.broadcast_bytes(learner.optimizer.to_bytes() if is_root else None, root)

@@ -15,6 +15,7 @@ from typing import Union
 from ember._deprecation import renamed_globals
 from ember.nn import functional as F
 from ember.nn.activation_learned import PRelu, PReluConfig, SwiGlu, SwiGluConfig
+from ember.nn.container import Identity
 from ember.nn.module import Module
 from ember.record.config import Config
 from ember.tensor.creation import rand
@@ -688,8 +689,6 @@ class ActivationConfig(Config):
 
     def init(self, device=None, dtype=None) -> Module:
         """Build the activation module (PRelu and SwiGlu parameters on ``device``, ``dtype``)."""
-        from ember.nn.container import Identity
-
         if self.kind in _WITH_OPTIONS:
             options = self.options
             if options is None and self.kind == "leaky_relu":

@@ -22,7 +22,8 @@ import base64
 import secrets
 
 from ember._deprecation import renamed_property
-from ember.tensor import Tensor
+from ember.tensor import Tensor, creation
+from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import wrap
 
 __all__ = ["Param", "ParamId", "RunningState"]
@@ -120,8 +121,6 @@ def _as_leaf(value: Tensor, require_grad: bool) -> Tensor:
 
 def _copy_tensor(t: Tensor) -> Tensor:
     """A detached copy of ``t``'s data on the same device."""
-    from ember.tensor.grad_mode import no_grad
-
     with no_grad():
         return t.detach().clone()
 
@@ -171,9 +170,7 @@ class Param:
     @classmethod
     def from_data(cls, data, device=None, dtype=None, require_grad: bool | None = None) -> "Param":
         """A new parameter from nested lists / a NumPy array (see :func:`ember.tensor`)."""
-        from ember.tensor.creation import tensor
-
-        return cls(tensor(data, dtype=dtype, device=device), None, require_grad)
+        return cls(creation.tensor(data, dtype=dtype, device=device), None, require_grad)
 
     # ---- value ---------------------------------------------------------------------------------
     @property

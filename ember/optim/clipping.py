@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.optimizer_ops import SMALLEST_NORMAL
 from ember.record.config import Config
+from ember.tensor.ops._core import wrap
+from ember.tensor.sparse import RowSparse, is_row_sparse
 
 __all__ = ["GradientClipping", "GradientClippingConfig", "clip_buckets"]
 
@@ -65,9 +67,6 @@ class GradientClipping:
             grad: an ember Tensor or a :class:`ember.RowSparse` (its values are clipped; their
                 norm equals the dense gradient's).
         """
-        from ember.tensor.ops._core import wrap
-        from ember.tensor.sparse import RowSparse, is_row_sparse
-
         backend = grad.device.backend
         if is_row_sparse(grad):  # clip the stored rows: by value per element, by norm with the (equal) norm
             (out,) = clip_buckets(self, [(backend, [grad.values._data])])

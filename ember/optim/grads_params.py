@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 
 from ember.nn.param import Param, ParamId
 from ember.tensor import Tensor
+from ember.tensor.device import as_device
 from ember.tensor.sparse import is_row_sparse
 
 __all__ = ["GradientsParams"]
@@ -204,8 +205,6 @@ class GradientsParams:
             module: when given, only the gradients of this module's parameters are moved
                 (Burn's ``to_device(device, module)``).
         """
-        from ember.tensor.device import as_device
-
         target = as_device(device)
         ids = None if module is None else {p.id for _, p in module.named_parameters()}
         for pid, grad in list(self._grads.items()):

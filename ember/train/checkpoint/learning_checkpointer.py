@@ -15,6 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ember.kernels.registry import rng_states, set_rng_states
+from ember.nn.module_record import ModuleRecord
+from ember.optim.scheduler_record import state_from_bytes, state_to_bytes
+from ember.record import UInt, burnpack_reader, burnpack_writer
 from ember.train.checkpoint.async_checkpointer import AsyncCheckpointer, CheckpointerError
 from ember.train.checkpoint.strategy import CheckpointingStrategy
 from ember.train.store import MetricsStore
@@ -76,16 +80,12 @@ class TrainingState:
         return self.iterations_done > 0
 
     def to_bytes(self) -> bytes:
-        from ember.record import UInt, to_bytes
-
         scalars = {"epoch": UInt(self.epoch), "iterations_done": UInt(self.iterations_done)}
-        return to_bytes({}, {"rng": json.dumps(self.rng)}, scalars)
+        return burnpack_writer.to_bytes({}, {"rng": json.dumps(self.rng)}, scalars)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "TrainingState":
-        from ember.record import from_bytes
-
-        with from_bytes(data) as record:
+        with burnpack_reader.from_bytes(data) as record:
             scalars, metadata = dict(record.scalars), dict(record.metadata)
         try:
             return cls(int(scalars["epoch"]), int(scalars["iterations_done"]), json.loads(metadata["rng"]))
@@ -108,9 +108,6 @@ class LearningCheckpointer:
         self.strategy = strategy
 
     def _save_all(self, learner, state: TrainingState) -> None:
-        from ember.nn.module_record import ModuleRecord
-        from ember.optim.scheduler_record import state_to_bytes
-
         # Serialise now, in the training thread: the background writer must never see a
         # model the next optimizer step is already changing.
         payloads = {
@@ -138,8 +135,6 @@ class LearningCheckpointer:
 
     def checkpoint(self, learner, epoch: int, store: MetricsStore) -> list:
         """Apply the strategy's actions for the end of ``epoch``; returns them."""
-        from ember.kernels.registry import rng_states
-
         actions = self.strategy.checkpointing(epoch, store)
         for action in actions:  # in order: a save always lands before a later delete
             if action.kind == "save":
@@ -150,8 +145,6 @@ class LearningCheckpointer:
 
     def checkpoint_partial(self, learner, epoch: int, iterations_done: int) -> None:
         """Save the state in the middle of ``epoch`` (after an interrupt), ignoring the strategy."""
-        from ember.kernels.registry import rng_states
-
         self._save_all(learner, TrainingState(epoch, iterations_done, rng_states()))
 
     def replay(self, last_epoch: int, store: MetricsStore) -> None:
@@ -161,10 +154,6 @@ class LearningCheckpointer:
 
     def load_checkpoint(self, learner, epoch: int) -> TrainingState:
         """Restore model, optimizer, scheduler and generators of ``epoch``; returns the state."""
-        from ember.kernels.registry import set_rng_states
-        from ember.nn.module_record import ModuleRecord
-        from ember.optim.scheduler_record import state_from_bytes
-
         try:  # the marker first: without it the checkpoint is incomplete, whatever else exists
             marker = self.checkpointers["training"].restore(epoch)
         except FileNotFoundError as exc:

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+import ember
+from ember.tensor import Tensor
+
 __all__ = [
     "as_bool",
     "check_same_shape",
@@ -23,9 +26,7 @@ __all__ = [
 
 
 def is_tensor(x: Any) -> bool:
-    """True for an ``ember.Tensor`` (checked without importing ember's tensor module eagerly)."""
-    from ember.tensor import Tensor
-
+    """True for an ``ember.Tensor``."""
     return isinstance(x, Tensor)
 
 
@@ -85,8 +86,6 @@ def one_hot_bool(targets: Any, num_classes: int) -> Any:
         IndexError: a target is outside ``[0, num_classes)``.
     """
     if is_tensor(targets):
-        import ember
-
         return ember.one_hot(targets, num_classes).bool()
     t = np.asarray(targets).astype(np.int64)
     if t.size and (t.min() < 0 or t.max() >= num_classes):
@@ -106,8 +105,6 @@ def argmax_rows(x: Any) -> np.ndarray:
 def topk_rows(x: Any, k: int) -> np.ndarray:
     """``[N, k]`` indices of the ``k`` largest values of each row (lower index first on ties)."""
     if is_tensor(x):
-        import ember
-
         return ember.topk(x.detach(), k, -1)[1].numpy()
     a = np.asarray(x)
     # Descending as ``ember.topk``: NaN first, lower index first on ties, and no negation (which
@@ -124,8 +121,6 @@ def target_log_probs(logits: Any, targets: Any) -> np.ndarray:
     """
     n, v = shape_of(logits)
     if is_tensor(logits):
-        import ember
-
         x = logits.detach()
         if x.dtype.is_float and x.dtype.itemsize < 4:  # float16 loses too much in log-softmax
             x = x.float()

@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
+
+from ember.data import Progress
 
 from .format import format_f64, format_float
-
-if TYPE_CHECKING:  # ember.data is heavier to import than the metrics need
-    from ember.data import Progress
 
 __all__ = [
     "Metric",
@@ -59,8 +58,6 @@ class MetricMetadata:
             iteration: the batch index to report.
             lr: the learning rate to report.
         """
-        from ember.data import Progress
-
         return cls(Progress(1, 1), 1, 1, iteration, lr)
 
 

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import ember.cuda
+
 from .base import Metric, MetricEntry, MetricMetadata, NumericEntry, NumericMetric
 from .format import format_f64
 
@@ -230,8 +232,6 @@ class CudaMetric(Metric):
             self._available = False
             if gpu_visible():
                 try:
-                    import ember.cuda
-
                     self._available = bool(ember.cuda.is_available())
                 except Exception as exc:  # a broken CUDA install must not stop training
                     _log.warning("Unable to initialise the Cuda metric: %s", exc)
@@ -246,8 +246,6 @@ class CudaMetric(Metric):
         """
         if not self._probe():
             return MetricEntry(self.name, self.UNAVAILABLE, self.UNAVAILABLE)
-        import ember.cuda
-
         formatted, raw = "", ""
         try:
             for index in range(ember.cuda.device_count()):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import ember
 from ember.train.metric._array import detach, shape_of
 
 __all__ = ["AdaptableOutput", "check_rank"]
@@ -62,8 +63,6 @@ class AdaptableOutput:
         Returns:
             An output of the same type.
         """
-        import ember
-
         with ember.no_grad():
             detached = {name: detach(getattr(self, name)) for name in self._tensor_fields}
         return dataclasses.replace(self, **detached)
