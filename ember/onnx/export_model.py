@@ -82,6 +82,7 @@ def export(
     trace1 = _trace(infer, run, inputs)
     outputs1 = _outputs(trace1.result, Tensor)
     output_names = _names("output_names", output_names, len(outputs1), "output")
+    _check_name_clashes(input_names, output_names, trace1.param_arrays)
     out_refs = [trace1.ref_of(t._data) for t in outputs1]
     needed = _needed(trace1, out_refs)
     calls = {i: trace1.calls[i] for i in needed}
@@ -170,6 +171,20 @@ def _names(what: str, names, n: int, prefix: str) -> list[str]:
     if len(names) != n or not all(isinstance(s, str) and s for s in names) or len(set(names)) != n:
         raise ValueError(f"ember.onnx.export: {what} must be {n} distinct non-empty strings, got {names!r}")
     return names
+
+
+def _check_name_clashes(input_names, output_names, params) -> None:
+    """Graph inputs, outputs and initializers share one namespace in ONNX."""
+    clash = set(input_names) & set(output_names)
+    if clash:
+        raise ValueError(f"ember.onnx.export: {sorted(clash)} named both an input and an output")
+    for what, names in (("input", input_names), ("output", output_names)):
+        taken = sorted(set(names) & set(params))
+        if taken:
+            raise ValueError(
+                f"ember.onnx.export: {what} name(s) {taken} are parameter paths of the model "
+                f"(its initializers' names); choose other {what}_names"
+            )
 
 
 def _dynamic_axes(spec, inputs, names) -> dict[int, dict[int, str]]:

@@ -233,6 +233,17 @@ def test_shape_dependent_branch_is_rejected_with_dynamic_axes(tmp_path):
         ({"dynamic_axes": {0: {1: ""}}}, ValueError, "dynamic axis 1 of input 0 needs a name"),
         ({"example_inputs": _x(1, 6)}, ValueError, "dynamic axis 'batch' .* has size 1 in the example"),
         ({"input_names": ["a", "b"]}, ValueError, "input_names must be 1 distinct non-empty strings"),
+        (
+            {"input_names": ["x"], "output_names": ["x"]},
+            ValueError,
+            r"\['x'\] named both an input and an output",
+        ),
+        ({"input_names": ["out.bias"]}, ValueError, r"input name\(s\) \['out.bias'\] are parameter paths"),
+        (
+            {"output_names": ["hidden.weight"]},
+            ValueError,
+            r"output name\(s\) \['hidden.weight'\] are parameter",
+        ),
     ],
 )
 def test_bad_arguments(tmp_path, kwargs, error, match):
