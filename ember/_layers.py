@@ -1,0 +1,46 @@
+"""The layers of ember, lowest first: a module may import its own layer and the layers below it,
+never one above (``tests/test_import_graph.py`` checks every import of ``ember/`` against this
+table, and that the module-level imports form no circle).
+
+    core         the op table and the dtypes: imports nothing from ember
+    kernels      the backends (reference, cpu, cuda): arrays and the core only
+    tensor       Tensor, autodiff, devices; ``ember`` itself and ``ember.cuda`` are its public face
+    record       records and configs (burnpack, safetensors)
+    data         datasets, loaders, transforms
+    nn           modules, params, layers, losses, LoRA
+    optim        optimizers, gradient accumulation, lr schedulers
+    interop      ONNX export/import, pretrained checkpoints
+    train        the training runner, metrics, loggers, renderers, checkpoints
+    distributed  multi-process training built on train
+    tools        command-line helpers (precompile)
+
+A package belongs to the layer whose entry is its longest matching prefix; ``ember`` names the
+package's own ``__init__`` only. A new package is added here, in the layer whose imports it needs.
+"""
+
+from __future__ import annotations
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("ember.core", "ember._layers", "ember._deprecation")),
+    ("kernels", ("ember.kernels",)),
+    ("tensor", ("ember.tensor", "ember.cuda", "ember")),
+    ("record", ("ember.record",)),
+    ("data", ("ember.data",)),
+    ("nn", ("ember.nn",)),
+    ("optim", ("ember.optim",)),
+    ("interop", ("ember.onnx", "ember.pretrained")),
+    ("train", ("ember.train",)),
+    ("distributed", ("ember.distributed",)),
+    ("tools", ("ember.precompile",)),
+)
+
+
+def layer_of(module: str) -> tuple[int, str] | None:
+    """(rank, layer name) of a dotted module name, or None when no entry covers it."""
+    best = None
+    for rank, (name, packages) in enumerate(LAYERS):
+        for package in packages:
+            covers = module == package or (package != "ember" and module.startswith(package + "."))
+            if covers and (best is None or len(package) > best[0]):
+                best = (len(package), rank, name)
+    return None if best is None else best[1:]
