@@ -202,6 +202,17 @@ def test_a_node_error_names_the_node_and_shapes(tmp_path):
         module(ember.zeros(2, 3))
 
 
+def test_reduction_axes_out_of_range(tmp_path):
+    axes = numpy_helper.from_array(np.array([2], dtype=np.int64), "axes")
+    path = _save(
+        tmp_path, [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum")], initializers=[axes]
+    )
+    with pytest.raises(
+        OnnxImportError, match=r"ReduceSum node 'sum'.*axes \[2\] are out of range for an input of rank 2"
+    ):
+        ember.onnx.load(path)(ember.zeros(2, 3))
+
+
 def test_inputs_by_name_and_errors(tmp_path):
     module = ember.onnx.load(_mlp(tmp_path))
     assert module.input_names == ["x"] and module.output_names == ["y"]

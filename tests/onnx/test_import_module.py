@@ -149,3 +149,27 @@ def test_an_error_in_a_constant_node_is_raised_at_load(tmp_path):
     bad.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
     with pytest.raises(OnnxImportError, match=r"Reshape node 'folded'.*cannot reshape \[3\]"):
         ember.onnx.load(bad)
+
+
+def test_nodes_are_ordered_by_their_inputs():
+    # (the checker refuses unsorted files; the importer orders nodes itself all the same)
+    from ember.onnx import OnnxImportError
+    from ember.onnx.load import _topological
+    from ember.onnx.node import OnnxNode
+
+    def node(name, inputs, outputs):
+        return OnnxNode("Add", name, inputs, outputs, {}, None)
+
+    c, a, b = (
+        node("c", ["a_out", "b_out"], ["c_out"]),
+        node("a", ["x"], ["a_out"]),
+        node("b", ["a_out", ""], ["b_out"]),
+    )
+    assert [n.name for n in _topological("f.onnx", [c, a, b], {"x"})] == ["a", "b", "c"]
+    with pytest.raises(
+        OnnxImportError, match=r"f\.onnx: node 'c' \(Add\) reads 'b_out', which nothing produces"
+    ):
+        _topological("f.onnx", [c, a], {"x"})
+    loop = [node("p", ["q_out"], ["p_out"]), node("q", ["p_out"], ["q_out"])]
+    with pytest.raises(OnnxImportError, match=r"node 'p' \(Add\) is part of a cycle"):
+        _topological("f.onnx", loop, set())
