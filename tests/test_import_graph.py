@@ -46,6 +46,8 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     + "Numba, for a kernel-cache fingerprint only",
     ("ember.kernels.native_ops", "ember.kernels"): LATE
     + "the optional C++ extension (ember.kernels._native)",
+    ("ember.tensor.tensor", "ember.tensor.backward"): LATE
+    + "the autodiff engine and its VJP table, on the first backward(): not part of `import ember`",
     ("ember.train.renderer", "ember.train.renderer.tui"): LATE
     + "the dashboard imports rich, an optional dependency",
     ("ember.train.renderer.default", "ember.train.renderer.tui"): LATE
@@ -110,12 +112,9 @@ def _statements(tree: ast.AST):
 
 
 def _known(name: str, modules) -> str | None:
-    """The module ``name`` loads: itself, or the nearest enclosing package that is a module."""
-    while name not in modules:
-        if "." not in name:
-            return None
-        name = name.rsplit(".", 1)[0]
-    return name
+    """``name`` when it is a module of ``ember/`` (a source file), else None: a third-party
+    module, the C++ extension, or a file not written yet (which fails at run time anyway)."""
+    return name if name in modules else None
 
 
 def imports_of(name: str, path: pathlib.Path, modules) -> list[Import]:

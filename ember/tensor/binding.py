@@ -1,12 +1,12 @@
 """Tensor's methods meet the functions they call.
 
-The op functions (``ember/tensor/ops/``), the backward engine and the creation functions all
-import ``Tensor``, so ``tensor.py`` and the generated ``op_methods.py`` cannot import them. This
-module, above all of them, hands the functions over once they are loaded; ``ember/tensor/__init__.py``
-imports it, so it has run before any tensor is made.
+The op functions (``ember/tensor/ops/``) and the creation functions import ``Tensor``, so
+``tensor.py`` and the generated ``op_methods.py`` cannot import them. This module, above all
+of them, hands the functions over once they are loaded; ``ember/tensor/__init__.py`` imports
+it, so it has run before any tensor is made.
 """
 
-from ember.tensor import backward, creation, op_methods, tensor
+from ember.tensor import creation, op_methods, tensor
 from ember.tensor.ops import _core, elementwise, indexing, linalg, movement, nn, reduction
 from ember.tensor.sparse import RowSparse
 
@@ -20,7 +20,6 @@ op_methods.bind_ops(
     tensor=tensor,
 )
 tensor.bind_ops(
-    _backward=backward.backward,
     _binary=elementwise.binary,
     _cast=elementwise.cast,
     _clamp=elementwise.clamp,

@@ -172,7 +172,11 @@ class Tensor(OpMethods):
         Returns:
             :class:`ember.Gradients`.
         """
-        return _backward(self, grad)
+        # late: the autodiff engine (and its VJP table) loads on the first backward(), which
+        # keeps it out of `import ember`
+        from ember.tensor.backward import backward
+
+        return backward(self, grad)
 
     # ---- op methods written by hand (the op table lists them under ``written``) -----------
     # Operands that stand for a tensor (an nn.Param) are converted first, as in the generated
@@ -355,16 +359,15 @@ def accepts_tensor_like(fn):
 
 
 # The functions the methods above call live in modules that import this one (the ops, the
-# backward engine, the creation functions), so this module cannot import them:
+# creation functions), so this module cannot import them:
 # ember/tensor/binding.py hands them over once they are loaded, before any tensor exists.
-_backward = _binary = _cast = _clamp = _from_numpy = _index_put = None
+_binary = _cast = _clamp = _from_numpy = _index_put = None
 _permute = _record = _RowSparse = _unary = _where = _wrap = None
 
 
 def bind_ops(**functions) -> None:
     """Bind the functions the hand-written methods call (``ember/tensor/binding.py`` runs this)."""
     expected = {
-        "_backward",
         "_binary",
         "_cast",
         "_clamp",
