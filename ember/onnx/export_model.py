@@ -10,6 +10,7 @@ import numpy as np
 from ember.nn.module import Module
 from ember.onnx.export_dims import Dim, SymInt, TraceMismatch, merge_args, other_sizes, resized_inputs, solve
 from ember.onnx.export_graph import ExportError, GraphBuilder
+from ember.onnx.export_modules import emit_module
 from ember.onnx.export_ops import emit
 from ember.onnx.export_packing import unpack_encoders
 from ember.onnx.export_trace import Ref, Trace, host_array, tracing
@@ -360,7 +361,8 @@ def _emit_calls(g: GraphBuilder, calls: dict, modules: dict) -> None:
         if call.method in ("unary", "binary", "reduce", "arg_reduce"):
             what = f"{call.method} {call.args[0]!r}"
         g.where = f"ember.onnx.export: op {what} in {where}"
-        for ref, name in zip(call.outputs, emit(g, call)):
+        names = emit_module(g, owner, call) if call.method == "module" else emit(g, call)
+        for ref, name in zip(call.outputs, names):
             if ref is not None and name is not None:
                 g.names[ref] = name
 

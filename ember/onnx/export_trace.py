@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ember.onnx.export_modules import whole_module_export
+
 
 class Ref(NamedTuple):
     """A value of the traced graph: ``kind`` is "input" (``key`` its position), "param" or
@@ -57,6 +59,7 @@ class Trace:
         self._param_names = {id(a): path for path, a in params.items()}
         self._constant_names = {id(a): path for path, a in constants.items()}
         self._modules = [""]
+        self._paused = 0  # inside a module exported whole: its inner calls are not recorded
         self.thread = threading.get_ident()
         for i, data in enumerate(inputs):
             self._see(data, Ref("input", i))
@@ -84,11 +87,15 @@ class Trace:
             return self.ref_of(value)
         if isinstance(value, (tuple, list)):
             return type(value)(self._encode(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._encode(v) for k, v in value.items()}
         if isinstance(value, np.generic) and not isinstance(value, np.ndarray):
             return value.item()
         return value
 
     def record(self, method: str, args: tuple, kwargs: dict, result) -> None:
+        if self._paused:
+            return
         enc_args = self._encode(args)
         enc_kwargs = {k: self._encode(v) for k, v in kwargs.items()}
         index = len(self.calls)
@@ -162,7 +169,7 @@ def tracing(module, trace: Trace):
             Device.backend = property(traced, doc=original.__doc__)
             for path, sub in module.named_modules():
                 wrapped.append((sub, vars(sub).get("forward")))
-                object.__setattr__(sub, "forward", _with_path(sub.forward, path or "", trace))
+                object.__setattr__(sub, "forward", _with_path(sub.forward, path or "", trace, sub))
             yield trace
         finally:
             Device.backend = original
@@ -173,11 +180,26 @@ def tracing(module, trace: Trace):
                     object.__setattr__(sub, "forward", own)
 
 
-def _with_path(forward, path: str, trace: Trace):
+def _with_path(forward, path: str, trace: Trace, sub):
+    whole = whole_module_export(sub)
+
     def run(*args, **kwargs):
         trace._modules.append(path)
         try:
-            return forward(*args, **kwargs)
+            if whole is None:
+                return forward(*args, **kwargs)
+            # one ONNX op for the whole module: its inner calls are not recorded, one call
+            # "module" with its tensor inputs, parameters and tensor results is
+            trace._paused += 1
+            try:
+                result = forward(*args, **kwargs)
+            finally:
+                trace._paused -= 1
+            inputs = tuple(None if t is None else t._data for t in whole.inputs(*args, **kwargs))
+            params = {name: p.value._data for name, p in sub.named_parameters()}
+            outputs = tuple(t._data for t in whole.outputs(result))
+            trace.record("module", (type(sub).__name__, inputs, params), {}, outputs)
+            return result
         finally:
             trace._modules.pop()
 

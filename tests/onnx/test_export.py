@@ -388,3 +388,68 @@ def test_masked_encoder_output_matches_at_padded_positions_too(tmp_path):
         (_x(2, 4, 8, seed=5), ember.tensor(np.zeros((2, 4), bool))),  # none
     )
     _check(_MaskedEncoder(), (x, ember.tensor(mask)), tmp_path / "enc.onnx", dynamic_axes=axes, others=others)
+
+
+class _Recurrent(nn.Module):
+    """A recurrent layer with an initial state built from the input; every result it gives."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def forward(self, x, h0):
+        from ember.nn.rnn.basic import RnnState
+        from ember.nn.rnn.lstm import LstmState
+
+        if isinstance(self.layer, nn.rnn.Gru):
+            return self.layer(x, h0)  # its forward gives the outputs only
+        if isinstance(self.layer, nn.rnn.Lstm):
+            out, state = self.layer(x, LstmState(h0 * 0.5, h0))
+            return out, state.cell, state.hidden
+        out, state = self.layer(x, RnnState(h0))
+        return out, state.hidden
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.LstmConfig(4, 5, True).init(),
+        lambda: nn.LstmConfig(4, 5, False, batch_first=False, reverse=True).init(),
+        lambda: nn.LstmConfig(4, 5, True, input_forget=True).init(),
+        lambda: nn.GruConfig(4, 5, True).init(),
+        lambda: nn.GruConfig(4, 5, True, reset_after=False).init(),
+        lambda: nn.RnnConfig(4, 5, True).init(),
+        lambda: nn.RnnConfig(4, 5, True, reverse=True).init(),
+    ],
+    ids=[
+        "lstm",
+        "lstm_seq_first_reverse_nobias",
+        "lstm_input_forget",
+        "gru",
+        "gru_reset_before",
+        "rnn",
+        "rnn_reverse",
+    ],
+)
+def test_recurrent_layers_as_onnx_ops_with_dynamic_sequence(tmp_path, make):
+    layer = make()
+    seq_axis, batch_axis = (1, 0) if getattr(layer, "batch_first", True) else (0, 1)
+    shape = [0, 0, 4]
+    shape[seq_axis], shape[batch_axis] = 6, 3
+
+    def case(seq, batch, seed):
+        s = list(shape)
+        s[seq_axis], s[batch_axis] = seq, batch
+        return _x(*s, seed=seed), _x(batch, 5, seed=seed + 1)
+
+    axes = {0: {batch_axis: "batch", seq_axis: "seq"}, 1: {0: "batch"}}
+    proto = _check(
+        _Recurrent(layer),
+        case(6, 3, 0),
+        tmp_path / "rnn.onnx",
+        dynamic_axes=axes,
+        others=(case(9, 2, 2), case(2, 4, 4)),
+    )
+    assert {n.op_type for n in proto.graph.node} & {"LSTM", "GRU", "RNN"}
+    assert sorted(i.name for i in proto.graph.initializer) == sorted(
+        f"layer.{n}" for n, _ in layer.named_parameters()
+    )

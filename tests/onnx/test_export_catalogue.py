@@ -121,6 +121,7 @@ CATALOGUE = [
     ("Gru", lambda: nn.GruConfig(4, 5, True).init(), lambda s: _x(3, 6, 4, seed=s)),
     ("Lstm", lambda: _Output(nn.LstmConfig(4, 5, True).init()), lambda s: _x(3, 6, 4, seed=s)),
     ("Rnn", lambda: _Output(nn.RnnConfig(4, 5, True).init()), lambda s: _x(3, 6, 4, seed=s)),
+    ("Lstm_clip_unrolled", lambda: _Output(nn.LstmConfig(4, 5, True, clip=0.5).init()), lambda s: _x(3, 6, 4, seed=s)),
     ("BiLstm", lambda: _Output(nn.BiLstmConfig(4, 5, True).init()), lambda s: _x(3, 6, 4, seed=s)),
     ("BiGru", lambda: _Output(nn.BiGruConfig(4, 5, True).init()), lambda s: _x(3, 6, 4, seed=s)),
     ("PRelu", lambda: nn.PReluConfig().init(), lambda s: _x(3, 5, seed=s)),
@@ -174,11 +175,12 @@ NOT_EXPORTABLE = [
         None,
         "cross_entropy",
     ),
-    # recurrent layers run one step per position: the graph unrolls them for the example's
-    # sequence length, so the sequence axis stays static (batch is dynamic, tested above)
+    # an Lstm with a clip (ONNX's LSTM clips the gates' inputs, ember the cell state) runs one
+    # step per position: the graph unrolls it for the example's length, so its sequence axis
+    # stays static (batch is dynamic; the default configurations become ONNX's LSTM op)
     (
-        "Lstm over a dynamic sequence",
-        lambda: _Output(nn.LstmConfig(4, 5, True).init()),
+        "Lstm with clip over a dynamic sequence",
+        lambda: _Output(nn.LstmConfig(4, 5, True, clip=1.0).init()),
         (_x(3, 6, 4),),
         {0: {0: "batch", 1: "seq"}},
         "runs other ops when the dynamic axes",
