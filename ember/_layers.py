@@ -10,8 +10,9 @@ table, and that the module-level imports form no circle).
     nn           modules, params, layers, losses, LoRA
     optim        optimizers, gradient accumulation, lr schedulers
     interop      ONNX export/import, pretrained checkpoints
-    train        the training runner, metrics, loggers, renderers, checkpoints
-    distributed  multi-process training built on train
+    distributed  communicators, sharded loading, gradient averaging, state sync (no train)
+    train        the training runner (its DistributedDataParallel strategy drives distributed),
+                 metrics, loggers, renderers, checkpoints
     tools        command-line helpers (precompile)
 
 A package belongs to the layer whose entry is its longest matching prefix; ``ember`` names the
@@ -29,8 +30,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nn", ("ember.nn",)),
     ("optim", ("ember.optim",)),
     ("interop", ("ember.onnx", "ember.pretrained")),
-    ("train", ("ember.train",)),
     ("distributed", ("ember.distributed",)),
+    ("train", ("ember.train",)),
     ("tools", ("ember.precompile",)),
 )
 

@@ -54,11 +54,8 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     + "the dashboard imports rich, an optional dependency",
     ("ember.onnx.export_trace", "ember.tensor.device"): DEBT
     + "ember.onnx, new this session: lift with its owner",
-    ("ember.train.strategy", "ember.distributed"): DEBT
-    + "upward: DistributedDataParallel drives ember.distributed from the train layer; it belongs in "
-    "ember.distributed, with ember.train's name kept one release as a deprecated alias",
     ("ember.train.training_run", "ember.distributed.silent_renderer"): DEBT
-    + "upward: train runner split in progress (ember/train/supervised.py and the files split from it)",
+    + "train runner split in progress (ember/train/supervised.py and the files split from it)",
 }
 
 

@@ -15,6 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ember.distributed import (
+    GradientAverager,
+    MpiCommunicator,
+    NcclCommunicator,
+    ShardedDataLoader,
+    broadcast_learner_state,
+    gather_output,
+)
+
 __all__ = ["DistributedDataParallel", "MultiDevice", "SingleDevice", "TrainingStrategy"]
 
 
@@ -134,8 +143,6 @@ class DistributedDataParallel(TrainingStrategy):
     def communicator(self):
         """The communicator (created on first use when none was given)."""
         if self._communicator is None:
-            from ember.distributed import MpiCommunicator, NcclCommunicator
-
             device = str(self.devices[0]) if self.devices else ""
             self._communicator = NcclCommunicator() if device.startswith("cuda") else MpiCommunicator()
         return self._communicator
@@ -151,22 +158,16 @@ class DistributedDataParallel(TrainingStrategy):
         return self.communicator.is_main
 
     def start(self, learner) -> None:
-        from ember.distributed import GradientAverager, broadcast_learner_state
-
         broadcast_learner_state(self.communicator, learner)
         self._averager = GradientAverager(self.communicator, int(self.bucket_mb * 1024 * 1024))
 
     def loader(self, loader):
-        from ember.distributed import ShardedDataLoader
-
         return ShardedDataLoader(loader, self.communicator)
 
     def gradients(self, grads, model, loader):
         return self._averager.average(grads, model, loader.step_weight)
 
     def metric_item(self, item, loader):
-        from ember.distributed import gather_output
-
         return gather_output(self.communicator, item, loader.step_count)
 
     def any_process(self, flag: bool) -> bool:
