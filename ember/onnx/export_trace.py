@@ -6,7 +6,8 @@ of a trace it answers with a :class:`_Recorder` that forwards each call to the r
 notes what it was (method, arguments, results) and which module was running. Nothing in
 ``ember.tensor`` changes and ops cost nothing extra when no trace runs. Only calls from the
 tracing thread are recorded; other threads computing meanwhile pass straight through (one
-export traces at a time).
+export traces at a time). A module the export takes whole (``export_modules``: a recurrent
+layer as ONNX's op) is recorded as one call ``module`` instead of the calls inside it.
 
 Arrays are identified by identity: a result of a recorded call is a :class:`Ref` to that call's
 output, an example input's array is an input, a parameter's array an initializer with its
