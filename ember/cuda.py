@@ -8,20 +8,20 @@ from __future__ import annotations
 
 def is_available() -> bool:
     """True when CuPy is installed and a CUDA device is usable."""
-    from ember.kernels.cuda.runtime import is_available as _available
+    from ember.kernels.cuda.runtime import is_available as _available  # late: CuPy's loader
 
     return _available()
 
 
 def device_count() -> int:
-    from ember.kernels.cuda.runtime import cupy_or_error
+    from ember.kernels.cuda.runtime import cupy_or_error  # late: CuPy's loader
 
     return cupy_or_error().cuda.runtime.getDeviceCount()
 
 
 def memory_stats(device: int = 0) -> dict:
     """Bytes used and cached by ember's CuPy memory pool, and free/total on the device."""
-    from ember.kernels.cuda.runtime import cupy_or_error
+    from ember.kernels.cuda.runtime import cupy_or_error  # late: CuPy's loader
 
     cp = cupy_or_error()
     with cp.cuda.Device(device):
@@ -37,7 +37,7 @@ def memory_stats(device: int = 0) -> dict:
 
 def empty_cache() -> None:
     """Return the cached, unused blocks of the memory pools to the driver."""
-    from ember.kernels.cuda.runtime import cupy_or_error
+    from ember.kernels.cuda.runtime import cupy_or_error  # late: CuPy's loader
 
     cp = cupy_or_error()
     cp.get_default_memory_pool().free_all_blocks()
@@ -45,7 +45,7 @@ def empty_cache() -> None:
 
 
 def synchronize(device: int | None = None) -> None:
-    from ember.kernels.cuda.runtime import cupy_or_error
+    from ember.kernels.cuda.runtime import cupy_or_error  # late: CuPy's loader
 
     cp = cupy_or_error()
     if device is None:

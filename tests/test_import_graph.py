@@ -243,6 +243,33 @@ def test_function_level_imports_of_ember_have_a_reason():
     assert not stale, f"LATE_IMPORTS lists imports no longer made: {stale}"
 
 
+def _says_late(lines: list[str], line: int) -> bool:
+    """Whether the import at ``line`` (1-based) says it is late, on its line or in the comment
+    lines right above it."""
+    if "late" in lines[line - 1].lower():
+        return True
+    above = line - 2
+    while above >= 0 and lines[above].strip().startswith("#"):
+        if "late" in lines[above].lower():
+            return True
+        above -= 1
+    return False
+
+
+def test_late_imports_say_so_where_they_stand():
+    files = module_names(PACKAGE_ROOT)
+    silent = [
+        f"{imp.importer}:{imp.line} imports {imp.imported}"
+        for imp in import_graph()
+        if imp.where == "function"
+        and LATE_IMPORTS.get((imp.importer, imp.imported), "").startswith(LATE)
+        and not _says_late(files[imp.importer].read_text(encoding="utf-8").splitlines(), imp.line)
+    ]
+    assert not silent, "a late import needs a comment saying so (`# late: <the dependency>`):\n" + "\n".join(
+        silent
+    )
+
+
 def test_the_checks_find_what_they_look_for(tmp_path):
     root = tmp_path / "ember"
     for folder in ("core", "kernels/cpu", "tensor", "nn"):
@@ -297,3 +324,12 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "ember.nn.m:4 imports ember.kernels.cpu.k inside a function"
     ]
     assert [name for name, _ in LAYERS][:3] == ["core", "kernels", "tensor"]
+    lines = [
+        "def f():",
+        "    # late: numba",
+        "    # (long story)",
+        "    import numba",
+        "    import json  # late: x",
+        "    import os",
+    ]
+    assert [_says_late(lines, n) for n in (4, 5, 6)] == [True, True, False]

@@ -25,19 +25,19 @@ def _backend(kind: str, index: int | None):
 
 def _create(kind: str, index: int | None):
     if kind in ("reference", "cpu"):
-        from ember.kernels.host_memory import tune_allocator
+        from ember.kernels.host_memory import tune_allocator  # late: ctypes.util, subprocess
 
         tune_allocator()
     if kind == "reference":
-        from ember.kernels.reference import ReferenceBackend
+        from ember.kernels.reference import ReferenceBackend  # late: backends load on first use
 
         return ReferenceBackend(_SEED[0])
     if kind == "cpu":
-        from ember.kernels.cpu.backend import CpuBackend
+        from ember.kernels.cpu.backend import CpuBackend  # late: Numba
 
         return CpuBackend(_SEED[0])
     if kind == "cuda":
-        from ember.kernels.cuda.backend import CudaBackend
+        from ember.kernels.cuda.backend import CudaBackend  # late: CuPy
 
         return CudaBackend(index, _SEED[0])
     raise ValueError(f"no backend for device kind {kind!r}; expected 'reference', 'cpu' or 'cuda'")

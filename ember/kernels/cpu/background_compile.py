@@ -75,7 +75,7 @@ def fingerprint() -> str:
     import llvmlite.binding as llvm
     import numba
 
-    from . import jit  # noqa: F401  (sets the target features before they are read below)
+    from . import jit  # noqa: F401  (late, Numba: sets the target features read below)
 
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE_DIR.glob("*.py")):
