@@ -129,7 +129,7 @@ def __getattr__(name):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in ("nn", "optim", "record", "data", "train", "pretrained"):
+    if name in ("nn", "optim", "record", "data", "train", "pretrained", "onnx"):
         import importlib
 
         return importlib.import_module(f"ember.{name}")
