@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ember.onnx import import_math as m
 from ember.onnx import import_nn as nn
+from ember.onnx import import_rnn as rnn
 from ember.onnx import import_shape as s
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "TABLE", "OpSpec", "lookup"]
@@ -115,6 +116,10 @@ TABLE: dict[str, list] = {
     "AveragePool": [(11, 22, _e(nn.average_pool, unsupported=nn.pads_unsupported))],
     "GlobalAveragePool": [(1, 22, _e(nn.global_average_pool))],
     "GlobalMaxPool": [(1, 22, _e(nn.global_max_pool))],
+    # recurrences (versions 7, 14: layout, 22: more dtypes); sequence_lens is read on the host
+    "LSTM": [(7, 22, _e(rnn.lstm, static=(4,), unsupported=rnn.rnn_unsupported))],
+    "GRU": [(7, 22, _e(rnn.gru, static=(4,), unsupported=rnn.rnn_unsupported))],
+    "RNN": [(7, 22, _e(rnn.rnn, static=(4,), unsupported=rnn.rnn_unsupported))],
     # shapes, movement, indexing, values
     "Shape": [(1, 21, _e(s.shape))],
     "Size": [(1, 21, _e(s.size))],

@@ -235,6 +235,28 @@ CASES = {
     "Transpose-v1": ("Transpose", [X], {"perm": [2, 0, 1]}, 1, 11),
     "Sqrt-v6": ("Sqrt", [np.abs(X)], {}, 1, 11),
     "Erf-v9": ("Erf", [X], {}, 1, 11),
+    # recurrences (more cases, layout 1 and sequence lengths in test_import_rnn.py)
+    "LSTM": (
+        "LSTM",
+        [f32(5, 3, 4), init(f32(1, 24, 4)), init(f32(1, 24, 6)), init(f32(1, 48))],
+        {"hidden_size": 6},
+        3,
+        20,
+    ),
+    "GRU": (
+        "GRU",
+        [f32(5, 3, 4), init(f32(2, 18, 4)), init(f32(2, 18, 6))],
+        {"hidden_size": 6, "direction": "bidirectional", "linear_before_reset": 1},
+        2,
+        20,
+    ),
+    "RNN": (
+        "RNN",
+        [f32(5, 3, 4), init(f32(1, 6, 4)), init(f32(1, 6, 6)), init(f32(1, 12))],
+        {"hidden_size": 6, "direction": "reverse"},
+        2,
+        11,
+    ),
 }
 
 
