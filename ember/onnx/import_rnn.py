@@ -159,6 +159,9 @@ def _run_direction(node, x, w, r, bias, h, c, mask, reverse: bool, size: int):
         else:
             xw = xw + wb
     rt = r.transpose(0, 1)
+    if kind == "GRU":  # the update and reset gates' recurrent weights, then the new gate's
+        r_zr, r_h = rt[:, : 2 * size], rt[:, 2 * size :]
+        rb_zr, rb_h = (None, None) if rb is None else (rb[: 2 * size], rb[2 * size :])
     input_forget = kind == "LSTM" and bool(node.attr("input_forget", 0))
     before_reset = kind == "GRU" and bool(node.attr("linear_before_reset", 0))
     ys = [None] * x.shape[0]
@@ -172,19 +175,15 @@ def _run_direction(node, x, w, r, bias, h, c, mask, reverse: bool, size: int):
             h_new = o * c_new.tanh()
         elif kind == "GRU":
             xz, xr, xh = xw[t].chunk(3, -1)
-            r_zr, r_h = rt[:, : 2 * size], rt[:, 2 * size :]
             hzr = h.matmul(r_zr)
-            if rb is not None:
-                hzr = hzr + rb[: 2 * size]
-            hz, hr_ = hzr.chunk(2, -1)
+            hz, hr_ = (hzr if rb_zr is None else hzr + rb_zr).chunk(2, -1)
             z, reset = (xz + hz).sigmoid(), (xr + hr_).sigmoid()
-            rbh = None if rb is None else rb[2 * size :]
             if before_reset:  # r · (h R_h + Rb_h)
                 hh = h.matmul(r_h)
-                hh = reset * (hh if rbh is None else hh + rbh)
+                hh = reset * (hh if rb_h is None else hh + rb_h)
             else:  # (r · h) R_h + Rb_h
                 hh = (reset * h).matmul(r_h)
-                hh = hh if rbh is None else hh + rbh
+                hh = hh if rb_h is None else hh + rb_h
             n = (xh + hh).tanh()
             h_new = (1.0 - z) * n + z * h
             c_new = None
