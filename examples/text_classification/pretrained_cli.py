@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from text_classification import cli
+from text_classification import cli, flags
 
 __all__ = ["PRETRAINED_FIXED", "add_pretrained_flags", "resolve_pretrained", "train_pretrained"]
 
@@ -33,7 +33,7 @@ def add_pretrained_flags(parser: argparse.ArgumentParser, pretrained: bool = Tru
         )
     g.add_argument(
         "--lora-rank",
-        type=cli._positive,
+        type=flags._positive,
         default=None,
         metavar="R",
         help="train only LoRA adapters of rank R (alpha 2R) on the frozen encoder, and the head",
