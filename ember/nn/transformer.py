@@ -281,17 +281,9 @@ class TransformerEncoderLayer(Module):
 
     def _run(self, x: Tensor, attend) -> Tensor:
         """The layer around ``attend`` (self-attention of its normalised/raw input)."""
-        residual = self.norm_2(x) if self.norm_first else x
-        x = x + self.dropout(attend(residual))
-        if self.norm_first:
-            residual = self.norm_1(x)
-        else:
-            x = self.norm_1(x)
-            residual = x
-        x = x + self.dropout(self.pwff(residual))
-        if not self.norm_first:
-            x = self.norm_2(x)
-        return x
+        return _residual_blocks(
+            x, (attend, self.pwff), (self.norm_1, self.norm_2), self.norm_first, self.dropout
+        )
 
 
 class TransformerEncoder(Module):
@@ -390,11 +382,7 @@ class TransformerEncoder(Module):
         x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
         _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
         _check_model_input(op, "input", x, self.d_model)
-        if cache.output is not None and cache.output.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
-                f"positions for {x.shape[0]} (start a new cache for a new batch)"
-            )
+        _check_cache_batch(op, cache, x.shape[0])
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer.forward_step(x, layer_cache, mask_pad, mask_attn)
         cache.output = _append_positions(cache.output, x)
@@ -519,6 +507,26 @@ def _check_stack_cache(op: str, cache, kind: type, n_layers: int) -> None:
             f"{op}: the cache has {len(cache.layers)} layer caches for {n_layers} layers; make it "
             f"with new_autoregressive_cache()"
         )
+
+
+def _check_cache_batch(op: str, cache, batch: int) -> None:
+    """New positions must continue the cached sequences: the same batch."""
+    if cache.output is not None and cache.output.shape[0] != batch:
+        raise ValueError(
+            f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
+            f"positions for {batch} (start a new cache for a new batch)"
+        )
+
+
+def _residual_blocks(x: Tensor, blocks, norms, norm_first: bool, dropout) -> Tensor:
+    """Burn's residual sublayers: ``norms[i]`` follows block ``i`` (post-norm); pre-norm feeds
+    block ``i`` through ``norms[i - 1]``, the first block through the last norm."""
+    for i, block in enumerate(blocks):
+        if norm_first:
+            x = x + dropout(block(norms[i - 1](x)))
+        else:
+            x = norms[i](x + dropout(block(x)))
+    return x
 
 
 def _cached_outputs(op: str, cache) -> int:

@@ -39,10 +39,12 @@ from ember.nn.transformer import (
     _append_positions,
     _cached_outputs,
     _check_cache,
+    _check_cache_batch,
     _check_model_input,
     _check_stack_cache,
     _continuation,
     _mask_rows,
+    _residual_blocks,
     _StackCache,
 )
 from ember.record.config import Config
@@ -266,23 +268,13 @@ class TransformerDecoderLayer(Module):
 
     def _run(self, x: Tensor, self_attend, cross_attend) -> Tensor:
         """The three residual blocks around the given attention functions."""
-        residual = self.norm_3(x) if self.norm_first else x
-        x = x + self.dropout(self_attend(residual))
-        if self.norm_first:
-            residual = self.norm_1(x)
-        else:
-            x = self.norm_1(x)
-            residual = x
-        x = x + self.dropout(cross_attend(residual))
-        if self.norm_first:
-            residual = self.norm_2(x)
-        else:
-            x = self.norm_2(x)
-            residual = x
-        x = x + self.dropout(self.pwff(residual))
-        if not self.norm_first:
-            x = self.norm_3(x)
-        return x
+        return _residual_blocks(
+            x,
+            (self_attend, cross_attend, self.pwff),
+            (self.norm_1, self.norm_2, self.norm_3),
+            self.norm_first,
+            self.dropout,
+        )
 
 
 class TransformerDecoder(Module):
@@ -348,11 +340,7 @@ class TransformerDecoder(Module):
         op = "TransformerDecoder.forward_step"
         x = self._input(op, input, memory, masks)
         _check_stack_cache(op, cache, TransformerDecoderAutoregressiveCache, self.n_layers)
-        if cache.output is not None and cache.output.shape[0] != x.target.shape[0]:
-            raise ValueError(
-                f"{op}: the cache holds a batch of {cache.output.shape[0]} sequences, got new "
-                f"positions for {x.target.shape[0]} (start a new cache for a new batch)"
-            )
+        _check_cache_batch(op, cache, x.target.shape[0])
         out = x.target
         for layer, layer_cache in zip(self.layers, cache.layers):
             out = layer.forward_step(x._with_target(out, x.target_attn, x.memory_attn), layer_cache)
