@@ -206,7 +206,7 @@ def _exp_scores_row(
     ``exp(s - max)`` in place.
 
     ``any_masked`` says whether ``masked`` has a True (the loop without the mask's selects
-    runs a third faster). Returns ``(lse, 1 / sum, max)``; the caller scales the row's
+    is the faster one). Returns ``(lse, 1 / sum, max)``; the caller scales the row's
     output (``Dv`` values) by ``1 / sum`` instead of normalising the weights.
     """
     sk = row.shape[0]
@@ -229,7 +229,7 @@ def _exp_scores_row(
         m = vector_rows.scale_max(row, scale)
     if quiet:
         m = vm.vmax(m, zero)
-    # Summed in the row's dtype: a float64 sum made this loop ~45% slower, and float32
+    # Summed in the row's dtype: a float64 sum would halve the lanes of this loop, and float32
     # lanes summing terms in [0, 1] lose < 1e-6 relative for rows of thousands.
     total = vector_rows.exp_sum(row, m)
     if quiet:
@@ -332,7 +332,7 @@ def _forward_pairs(
         masked = mask[b]
         base0 = bh * sq * sk
         # Padded keys get weight exp(-1e4 - max) = 0 exactly, so leaving them out changes
-        # nothing (a batch padded to 3x its text runs 3x faster) - unless a padded value is
+        # nothing (a padded batch does the work of its text only) - unless a padded value is
         # not finite (0 * inf is NaN in the full product) or a row's scores are near -1e4:
         # then (found while computing) the pair is redone over every key.
         n = _key_columns(masked, keep, kept_mask)

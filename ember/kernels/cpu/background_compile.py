@@ -1,8 +1,8 @@
 """Tiered execution for the ``cpu`` backend: the composed kernels run while Numba compiles.
 
 On an empty kernel cache (a fresh install that skipped ``python -m ember.precompile``, a new
-Numba, an edited kernel) the first step would wait about 20 s for Numba to compile every fused
-kernel it reaches. Instead, the first fused call of a dtype whose kernels are not marked as
+Numba, an edited kernel) the first step would wait for Numba to compile every fused kernel it
+reaches, many seconds in which nothing trains. Instead, the first fused call of a dtype whose kernels are not marked as
 compiled starts ``python -m ember.precompile --dtype <dtype>`` as a separate process and the
 backend answers with the composed NumPy implementations of the backend contract (the
 ``reference`` backend's code: same results up to rounding, same dropout masks, since both use

@@ -1,9 +1,9 @@
 """Matrix products on ember's own threads, each piece a single-threaded BLAS call.
 
 OpenBLAS's worker threads spin for ``OPENBLAS_THREAD_TIMEOUT`` after every call (2^28 cycles,
-about 0.1 s, unless the variable was set before NumPy loaded OpenBLAS), taking the cores
-that the Numba kernels between two GEMMs need: the AG News step ran 36% slower when NumPy
-was imported before ember. Here BLAS runs with one thread during ember's products, and a
+unless the variable was set before NumPy loaded OpenBLAS), taking the cores that the Numba
+kernels between two GEMMs need: a training step was markedly slower when NumPy was imported
+before ember. Here BLAS runs with one thread during ember's products, and a
 large product's rows are split over a small pool of Python threads (NumPy releases the GIL
 inside BLAS), so no thread ever waits spinning and the speed does not depend on what the
 user imported first. Where the BLAS library is not OpenBLAS with its own thread pool
@@ -23,7 +23,8 @@ from . import threadpool
 
 __all__ = ["matmul"]
 
-#: Products below this many multiply-adds run in one call (splitting costs ~20 us).
+#: Products below this many multiply-adds run in one call (below it, handing pieces to the
+#: pool costs more than it saves).
 _SPLIT_MIN_MACS = 1 << 20
 #: Fewest rows a piece gets (BLAS kernels work on blocks of a few rows).
 _MIN_ROWS = 16
@@ -35,7 +36,7 @@ class _OpenBlasThreads:
 
     Every one, not the first: SciPy (which Numba imports) brings its own OpenBLAS, and it may
     be listed before NumPy's; limiting only that one left NumPy's products running two BLAS
-    threads each inside ember's split (the AG News step took 1.2 s instead of 0.7 s)."""
+    threads each inside ember's split, more threads than cores."""
 
     def __init__(self):
         self._libraries = []  # (get, set) per OpenBLAS with its own thread pool
@@ -99,7 +100,7 @@ def _setup():
 
 
 #: Bytes of output a biased product covers per BLAS call, so that the bias is added while
-#: those rows are still in cache (a separate pass over a [5120, 512] result cost 1.9 ms).
+#: those rows are still in cache (a separate pass would read the whole result again).
 _BIAS_BLOCK_BYTES = 1 << 20
 
 

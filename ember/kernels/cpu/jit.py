@@ -18,8 +18,8 @@ Importing this module configures Numba once, before any kernel is compiled:
   otherwise (its tuning dates from Skylake-SP, whose clock drops under heavy 512-bit code;
   Ice Lake and later cores, and Zen 4, barely slow down). Unless ``NUMBA_CPU_NAME`` or
   ``NUMBA_CPU_FEATURES`` is set, ember sets ``NUMBA_CPU_FEATURES`` to the host's features
-  with that preference removed, so its loops use all 16 float32 lanes (GELU forward
-  1.70 -> 1.21 ms on a Xeon); setting either variable keeps LLVM's choice.
+  with that preference removed, so its loops use all 16 float32 lanes (twice the work per
+  instruction on the element-wise kernels); setting either variable keeps LLVM's choice.
 
 The decorators ``kernel`` (parallel, for ``prange`` loops) and ``serial`` (helpers and
 small loops) carry the shared compilation options so every module compiles alike.
@@ -266,9 +266,9 @@ def _launch_layer() -> str | None:
     """The threading layer ember picks for Numba's parallel kernels, or None for Numba's own
     choice. When the OpenMP runtime already loaded spins (see
     :data:`ember.kernels.threads.SPINNING_OPENMP`): ``omp`` on a runtime of its own where the
-    loader allows one (:func:`_own_openmp_runtime`), else ``workqueue`` (AG News step 0.74 s
-    on the spinning runtime, 0.45 s on workqueue, whose launches cost about 100 us against
-    omp's 60 us). ``NUMBA_THREADING_LAYER``, when set, wins."""
+    loader allows one (:func:`_own_openmp_runtime`), else ``workqueue``: its launches cost
+    more than omp's, but a training step on the spinning runtime loses more, its threads taking
+    the cores the next kernel needs. ``NUMBA_THREADING_LAYER``, when set, wins."""
     chosen = os.environ.get("NUMBA_THREADING_LAYER")
     if chosen is not None and chosen != os.environ.get(_OWN_LAYER_MARK):
         return None  # the user's

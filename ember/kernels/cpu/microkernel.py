@@ -2,7 +2,7 @@
 
 LLVM vectorises a Numba loop over its innermost index only, so a product written as loops
 keeps its partial sums in memory: every few FMAs cost a load and a store of the output
-(the tile products of attention ran at 40-60% of the FMA peak that way). Here one Numba
+(the tile products of attention ran far below the FMA peak that way). Here one Numba
 intrinsic emits the block a BLAS micro-kernel computes: ``rows`` output rows by two vectors
 of columns, held in ``2 rows`` vector registers for the whole reduction, each step loading
 two vectors of ``b`` and broadcasting one element of ``a`` per row. The vector width is the

@@ -30,8 +30,8 @@ def _softmax_rows(x, y):
         m = vm.typed(-np.inf, x)
         for j in range(d):
             m = vm.vmax(m, xi[j])
-        # Summed in x's dtype (terms in [0, 1], many partial sums): a float64 sum made
-        # this loop ~45% slower.
+        # Summed in x's dtype (terms in [0, 1], many partial sums): a float64 sum would
+        # halve the lanes of this loop.
         total = vm.typed(0.0, x)
         for j in range(d):
             e = vm.exp(xi[j] - m)
@@ -81,7 +81,7 @@ def _log_softmax_rows(x, y):
         # Summed in x's dtype, the terms kept in y: the maximum's term is exactly 1, and when
         # the total is below 2 (one dominant logit) its log is near 0 and carried by the
         # rest, which a float32 sum holding that 1 rounds away; the rest is then summed again
-        # alone and goes through log1p. (A float64 sum of every term cost 30% more.)
+        # alone and goes through log1p (cheaper than a float64 sum of every term).
         total = vm.typed(0.0, x)
         for j in range(d):
             e = vm.exp(xi[j] - m)

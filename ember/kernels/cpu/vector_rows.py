@@ -2,8 +2,8 @@
 
 A row holds the scores of one query against the keys kept, so its length is whatever the
 batch's text lengths make it. LLVM's loop vectoriser runs such a loop 64 float32 elements at
-a time (four AVX-512 vectors) and leaves the rest, up to 63, to a scalar loop: a row of 190
-cost 40% more per element than one of 192. These intrinsics run one vector at a time and
+a time (four AVX-512 vectors) and leaves the rest, up to 63, to a scalar loop, so a row just
+short of a multiple of 64 costs much more per element than one on it. These intrinsics run one vector at a time and
 finish with one masked vector. :func:`exp_sum` serves every row; :func:`scale_max` and
 :func:`exp_grad` are the forms without masked keys or dropout (inference, and training
 without attention dropout), the others stay Numba loops in :mod:`.attention`.
