@@ -94,12 +94,32 @@ class GroupNormConfig(Config):
                 raise ValueError(f"GroupNormConfig: {name} must be a positive int, got {value!r}")
         if c % g:
             raise ValueError(f"GroupNormConfig: num_channels={c} is not divisible by num_groups={g}")
-        gamma = Ones().init((c,), device, dtype) if self.affine else None
-        beta = Zeros().init((c,), device, dtype) if self.affine else None
-        return GroupNorm(gamma, beta, g, c, self.epsilon)
+        return GroupNorm(*affine_params(c, self.affine, device, dtype), g, c, self.epsilon)
 
 
-class GroupNorm(Module):
+def affine_params(num_channels: int, affine: bool, device, dtype) -> tuple:
+    """``(gamma, beta)``: ones and zeros ``[num_channels]`` when ``affine``, else ``(None, None)``."""
+    if not affine:
+        return None, None
+    return Ones().init((num_channels,), device, dtype), Zeros().init((num_channels,), device, dtype)
+
+
+class ChannelNorm(Module):
+    """What :class:`GroupNorm` and :class:`~ember.nn.InstanceNorm` share: optional per-channel
+    ``gamma``/``beta`` and :func:`group_norm` over ``[batch, num_channels, *spatial]``."""
+
+    @property
+    def affine(self) -> bool:
+        return self.gamma is not None
+
+    def _normalize(self, op: str, x: Tensor, num_groups: int) -> Tensor:
+        check_norm_input(op, x, self.num_channels)
+        gamma = None if self.gamma is None else self.gamma.val()
+        beta = None if self.beta is None else self.beta.val()
+        return group_norm(x, gamma, beta, num_groups, self.epsilon)
+
+
+class GroupNorm(ChannelNorm):
     """Group normalisation of ``[batch, channels, *spatial]`` inputs (see :func:`group_norm`);
     the output has the input's shape. Records hold ``gamma`` and ``beta`` when affine.
 
@@ -134,18 +154,11 @@ class GroupNorm(Module):
         self.num_channels = int(num_channels)
         self.epsilon = float(epsilon)
 
-    @property
-    def affine(self) -> bool:
-        return self.gamma is not None
-
     def forward(self, x: Tensor) -> Tensor:
         """Args:
         x: ``[batch, num_channels, *spatial]`` (rank >= 3).
         """
-        check_norm_input("GroupNorm", x, self.num_channels)
-        gamma = None if self.gamma is None else self.gamma.val()
-        beta = None if self.beta is None else self.beta.val()
-        return group_norm(x, gamma, beta, self.num_groups, self.epsilon)
+        return self._normalize("GroupNorm", x, self.num_groups)
 
     def extra_repr(self) -> dict:
         return {

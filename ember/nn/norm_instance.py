@@ -3,9 +3,7 @@ over its spatial positions — group normalisation with one group per channel.""
 
 from __future__ import annotations
 
-from ember.nn.init import Ones, Zeros
-from ember.nn.module import Module
-from ember.nn.norm_group import check_affine, check_norm_input, group_norm
+from ember.nn.norm_group import ChannelNorm, affine_params, check_affine
 from ember.nn.param import Param
 from ember.record.config import Config
 from ember.tensor.tensor import Tensor
@@ -32,12 +30,10 @@ class InstanceNormConfig(Config):
         c = self.num_channels
         if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
             raise ValueError(f"InstanceNormConfig: num_channels must be a positive int, got {c!r}")
-        gamma = Ones().init((c,), device, dtype) if self.affine else None
-        beta = Zeros().init((c,), device, dtype) if self.affine else None
-        return InstanceNorm(gamma, beta, c, self.epsilon)
+        return InstanceNorm(*affine_params(c, self.affine, device, dtype), c, self.epsilon)
 
 
-class InstanceNorm(Module):
+class InstanceNorm(ChannelNorm):
     """``(x − mean) / √(var + ε) · gamma + beta`` per sample and channel, statistics (biased
     variance) over the spatial dims of ``[batch, channels, *spatial]``. No running statistics
     are kept: training and inference copies compute the same thing, as in Burn.
@@ -55,18 +51,11 @@ class InstanceNorm(Module):
         self.num_channels = int(num_channels)
         self.epsilon = float(epsilon)
 
-    @property
-    def affine(self) -> bool:
-        return self.gamma is not None
-
     def forward(self, x: Tensor) -> Tensor:
         """Args:
         x: ``[batch, num_channels, *spatial]`` (rank >= 3).
         """
-        check_norm_input("InstanceNorm", x, self.num_channels)
-        gamma = None if self.gamma is None else self.gamma.val()
-        beta = None if self.beta is None else self.beta.val()
-        return group_norm(x, gamma, beta, self.num_channels, self.epsilon)
+        return self._normalize("InstanceNorm", x, self.num_channels)
 
     def extra_repr(self) -> dict:
         return {"num_channels": self.num_channels, "epsilon": self.epsilon, "affine": self.affine}
