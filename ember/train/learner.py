@@ -9,7 +9,6 @@ from typing import Any
 from ember.optim.lr_scheduler.module_lr_scheduler import ModuleLrScheduler
 from ember.optim.lr_scheduler.spec import as_scheduler
 from ember.optim.module_optimizer import ModuleOptimizer
-from ember.optim.scheduler_record import load_state
 from ember.train.steps import TrainOutput
 
 __all__ = ["Learner"]
@@ -103,16 +102,6 @@ class Learner:
             model = self.optimizer.step(lr, self.model, grads)
         if model is not None:
             self.model = model
-
-    # ---- state ----------------------------------------------------------------------------------
-    def load_model(self, path) -> None:
-        self.model.load_file(path)
-
-    def load_optim(self, path) -> None:
-        self.optimizer.load(path)
-
-    def load_scheduler(self, path) -> None:
-        load_state(path, self.lr_scheduler)
 
     def fork(self, device) -> "Learner":
         """The model moved to ``device`` (optimizer state follows on the next step)."""
