@@ -251,31 +251,25 @@ class Conv2dConfig(Config):
         return Conv2d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 
-class Conv2d(Module):
-    """2-D convolution: ``[B, C_in, H, W] -> [B, C_out, H_out, W_out]``.
+class ConvNd(Module):
+    """What :class:`Conv2d` and :class:`~ember.nn.Conv3d` share: per-axis tuples, padding
+    resolved against the input's spatial size, display. ``_op`` names the layer in errors."""
 
-    Args:
-        weight: Param ``[C_out, C_in/groups, kh, kw]``.
-        bias: Param ``[C_out]`` or None.
-        stride, dilation: ``(h, w)`` pairs.
-        groups: channel groups.
-        padding: a PaddingConfig2d.
-    """
+    _op: str
 
-    def __init__(
-        self, weight: Param, bias: Param | None, stride=(1, 1), dilation=(1, 1), groups: int = 1, padding=None
-    ):
+    def _set_fields(self, weight: Param, bias: Param | None, stride, dilation, groups: int, padding) -> None:
         self.weight = weight
         self.bias = bias
         self.stride = tuple(int(s) for s in stride)
         self.kernel_size = tuple(weight.shape[2:])
         self.dilation = tuple(int(d) for d in dilation)
         self.groups = int(groups)
-        self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
+        self.padding = padding
 
     def forward(self, x: Tensor) -> Tensor:
-        h, w = (x.shape[-2], x.shape[-1]) if isinstance(x, Tensor) and x.ndim >= 2 else (0, 0)
-        pads = self.padding.pairs(h, w, self.kernel_size, self.stride, self.dilation)
+        n = len(self.kernel_size)
+        spatial = tuple(x.shape[-n:]) if isinstance(x, Tensor) and x.ndim >= n else (0,) * n
+        pads = self.padding.pairs(*spatial, self.kernel_size, self.stride, self.dilation)
         return conv_nd(
             x,
             self.weight.val(),
@@ -284,7 +278,7 @@ class Conv2d(Module):
             pads,
             self.dilation,
             self.groups,
-            "Conv2d",
+            self._op,
         )
 
     def extra_repr(self) -> dict:
@@ -298,3 +292,29 @@ class Conv2d(Module):
             "groups": self.groups,
             "padding": type(self.padding).__name__,
         }
+
+
+class Conv2d(ConvNd):
+    """2-D convolution: ``[B, C_in, H, W] -> [B, C_out, H_out, W_out]``.
+
+    Args:
+        weight: Param ``[C_out, C_in/groups, kh, kw]``.
+        bias: Param ``[C_out]`` or None.
+        stride, dilation: ``(h, w)`` pairs.
+        groups: channel groups.
+        padding: a PaddingConfig2d.
+    """
+
+    _op = "Conv2d"
+
+    def __init__(
+        self, weight: Param, bias: Param | None, stride=(1, 1), dilation=(1, 1), groups: int = 1, padding=None
+    ):
+        self._set_fields(
+            weight,
+            bias,
+            stride,
+            dilation,
+            groups,
+            padding_2d(padding if padding is not None else PaddingConfig2d.Valid),
+        )

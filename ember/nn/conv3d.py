@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from ember.nn.conv import _check_channels, _positive, conv_nd
+from ember.nn.conv import ConvNd, _check_channels, _positive
 from ember.nn.init import Initializer, default_linear_initializer
-from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig3d, padding_3d
 from ember.nn.param import Param
 from ember.nn.unfold import per_axis
@@ -83,7 +82,7 @@ class Conv3dConfig(Config):
         return Conv3d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 
-class Conv3d(Module):
+class Conv3d(ConvNd):
     """3-D convolution: ``[B, C_in, D, H, W] -> [B, C_out, D_out, H_out, W_out]``.
 
     Args:
@@ -94,6 +93,8 @@ class Conv3d(Module):
         padding: a PaddingConfig3d.
     """
 
+    _op = "Conv3d"
+
     def __init__(
         self,
         weight: Param,
@@ -103,13 +104,14 @@ class Conv3d(Module):
         groups: int = 1,
         padding=None,
     ):
-        self.weight = weight
-        self.bias = bias
-        self.stride = tuple(int(s) for s in stride)
-        self.kernel_size = tuple(weight.shape[2:])
-        self.dilation = tuple(int(d) for d in dilation)
-        self.groups = int(groups)
-        self.padding = padding_3d(padding if padding is not None else PaddingConfig3d.Valid)
+        self._set_fields(
+            weight,
+            bias,
+            stride,
+            dilation,
+            groups,
+            padding_3d(padding if padding is not None else PaddingConfig3d.Valid),
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         """Convolve ``x [B, C_in, D, H, W]``.
@@ -123,27 +125,4 @@ class Conv3d(Module):
         Raises:
             ValueError: wrong rank or channels, or an input smaller than the dilated kernel.
         """
-        d, h, w = tuple(x.shape[-3:]) if isinstance(x, Tensor) and x.ndim >= 3 else (0, 0, 0)
-        pads = self.padding.pairs(d, h, w, self.kernel_size, self.stride, self.dilation)
-        return conv_nd(
-            x,
-            self.weight.val(),
-            None if self.bias is None else self.bias.val(),
-            self.stride,
-            pads,
-            self.dilation,
-            self.groups,
-            "Conv3d",
-        )
-
-    def extra_repr(self) -> dict:
-        c_out, c_group = self.weight.shape[:2]
-        return {
-            "ch_in": c_group * self.groups,
-            "ch_out": c_out,
-            "stride": list(self.stride),
-            "kernel_size": list(self.kernel_size),
-            "dilation": list(self.dilation),
-            "groups": self.groups,
-            "padding": type(self.padding).__name__,
-        }
+        return super().forward(x)
