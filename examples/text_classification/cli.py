@@ -17,7 +17,7 @@ takes::
 
 ``--model transformer`` (the default) trains Burn's Transformer classifier; ``--model fasttext``
 the fastText-style bag of word pieces and hashed n-grams (:mod:`text_classification.fasttext`),
-with its own preset per dataset (:data:`~text_classification.fasttext.FASTTEXT_RECIPE`; Burn has
+with its own preset per dataset (:data:`~text_classification.recipes.FASTTEXT_RECIPE`; Burn has
 no such model, so ``--recipe burn`` does not apply to it) and its own default artifact directory
 (the Transformer's with ``-fasttext`` appended). Flags of one model given to the other are an
 error, not silently ignored. Fine-tuning applies to the Transformer only.

@@ -15,6 +15,11 @@ n-grams, then a linear head, trained with cross-entropy.
   :func:`load_fasttext` and :func:`evaluate_fasttext` read a run back.
 * :data:`FASTTEXT_RECIPE`: the settings measured best on AG News and the DbPedia sample.
 
+The pieces live in modules of their own, re-exported here: the model and its batches in
+:mod:`text_classification.fasttext_model`, the tokenized datasets and batchers in
+:mod:`text_classification.fasttext_data`, the preset in :mod:`text_classification.recipes`;
+this module holds the run (its config, training, loading, evaluation).
+
 Both splits are tokenized once (:class:`TokenizedDataset`), not in every epoch: the tokenizer
 costs about as much as a whole training epoch of this model; the batcher then only hashes the
 n-grams of the stored ids, a small fraction of a step.
@@ -28,20 +33,31 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import ember
-from ember import nn
-from ember.data import DataLoaderBuilder, Dataset, SamplerDataset, check_index
-from ember.nn.init import Initializer, Zeros
+from ember.data import DataLoaderBuilder, SamplerDataset
 from ember.optim import AdamConfig, AdamWConfig, LinearLrSchedulerConfig, SgdConfig
 from ember.record.config import ConfigError
 from ember.train import Learner, SupervisedTraining
-from text_classification.ngrams import DEFAULT_BUCKETS, HASH_VERSION, NGramHasher, flatten
+from text_classification.fasttext_data import (
+    FastTextBatcher,
+    FastTextInferenceBatcher,
+    TokenizedDataset,
+    TokenizedItem,
+)
+from text_classification.fasttext_model import (
+    FastTextBatch,
+    FastTextConfig,
+    FastTextInferenceBatch,
+    FastTextModel,
+)
+from text_classification.ngrams import HASH_VERSION
+from text_classification.recipes import FASTTEXT_RECIPE
 from text_classification.tokenizer import load_tokenizer
 
 __all__ = [
@@ -65,342 +81,9 @@ __all__ = [
 ]
 
 LR_SCHEDULES = ("linear", "constant")
-
-# The settings measured best, per dataset (``TextClassificationDataset.NAME``), on 2 cores:
-# AG News 46,432 train rows -> the full 7,600-row test split, and the shipped DbPedia sample
-# (4,000 train -> 1,000 held-out). Both: lazy Adam (SparseAdam semantics on the table, dense on
-# the head), the rate decayed linearly to 0 as fastText decays its SGD rate, label smoothing
-# 0.2, batches of 64. AG News has 12x the rows: a lower rate, a narrower but larger table, and
-# the first 24 word pieces (the title) as extra head features.
-FASTTEXT_RECIPE: dict[str, dict[str, Any]] = {
-    "ag_news": {
-        "d_model": 16,
-        "buckets": 2**21,
-        "ngrams": 2,
-        "head_tokens": 24,
-        "max_tokens": 512,
-        "label_smoothing": 0.2,
-        "optimizer": "adam",
-        "lr": 0.005,
-        "lr_schedule": "linear",
-        "batch_size": 64,
-        "num_epochs": 5,
-    },
-    "dbpedia": {
-        "d_model": 64,
-        "buckets": 2**19,
-        "ngrams": 2,
-        "head_tokens": 0,
-        "max_tokens": 512,
-        "label_smoothing": 0.2,
-        "optimizer": "adam",
-        "lr": 0.05,
-        "lr_schedule": "linear",
-        "batch_size": 64,
-        "num_epochs": 8,
-    },
-}
 _DEFAULT = FASTTEXT_RECIPE["dbpedia"]
 
 
-# ---------------------------------------------------------------------------------- model
-class FastTextConfig(ember.Config):
-    """Configuration of :class:`FastTextModel` (a run's :class:`FastTextExperimentConfig`, its
-    ``config.json``, implies it through :func:`fasttext_model_config`).
-
-    Args:
-        vocab_size: unigram rows (the tokenizer's ``vocab_size()``).
-        n_classes: number of classes.
-        d_model: embedding size (64).
-        buckets: hashed n-gram rows after the vocabulary (2^19).
-        ngrams: the longest n-gram: 1 unigrams only, 2 adds hashed bigrams, 3 trigrams.
-        max_tokens: word pieces kept per text (its first ones).
-        head_tokens: the first ``head_tokens`` word pieces also count as separate hashed head
-            features (0: none; see :class:`~text_classification.ngrams.NGramHasher`).
-        initializer: of the table; default U(±1/d_model), as fastText's input matrix.
-        label_smoothing: label smoothing α of the training loss in [0, 1).
-    """
-
-    vocab_size: int
-    n_classes: int
-    d_model: int = 64
-    buckets: int = DEFAULT_BUCKETS
-    ngrams: int = 2
-    max_tokens: int = 512
-    head_tokens: int = 0
-    initializer: Initializer | None = None
-    label_smoothing: float = 0.0
-
-    def validate(self) -> "FastTextConfig":
-        """Check the values; returns self (raises ``ValueError`` naming the field)."""
-        for name, low in (
-            ("vocab_size", 1),
-            ("n_classes", 1),
-            ("d_model", 1),
-            ("buckets", 0),
-            ("ngrams", 1),
-            ("max_tokens", 1),
-            ("head_tokens", 0),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"FastTextConfig: {name} must be an int >= {low}, got {value!r}")
-        if (self.ngrams > 1 or self.head_tokens > 0) and self.buckets < 1:
-            raise ValueError(
-                f"FastTextConfig: ngrams={self.ngrams} / head_tokens={self.head_tokens} need buckets >= 1"
-            )
-        if not 0.0 <= float(self.label_smoothing) < 1.0:
-            raise ValueError(
-                f"FastTextConfig: label_smoothing must be in [0, 1), got {self.label_smoothing!r}"
-            )
-        return self
-
-    @property
-    def num_rows(self) -> int:
-        """Rows of the embedding table: ``vocab_size + buckets``."""
-        return self.vocab_size + self.buckets
-
-    def hasher(self, drop_ids: Sequence[int] = ()) -> NGramHasher:
-        """The :class:`~text_classification.ngrams.NGramHasher` of this model's features."""
-        return NGramHasher(
-            self.vocab_size, self.buckets, self.ngrams, self.max_tokens, self.head_tokens, drop_ids
-        )
-
-    def init(self, device=None, dtype=None) -> "FastTextModel":
-        """Build the model on ``device`` with float ``dtype`` (float32 by default).
-
-        The default table U(±1/d_model) is drawn by NumPy's PCG64 from a seed drawn from ember's
-        generator (so ``ember.seed`` reproduces it): ten times faster than ``nn.init.Uniform``
-        for a table of 35 million values, which would otherwise cost a second per run.
-        """
-        self.validate()
-        if self.initializer is not None:
-            embedding = nn.EmbeddingBagConfig(
-                self.num_rows, self.d_model, mode="mean", initializer=self.initializer, sparse=True
-            ).init(device, dtype)
-        else:
-            bound = 1.0 / self.d_model
-            seed = int(ember.randint(0, 2**62, (1,)).item())
-            table = np.random.default_rng(seed).random((self.num_rows, self.d_model), dtype=np.float32)
-            table *= 2.0 * bound
-            table -= bound
-            value = ember.from_numpy(table, device=device)
-            if dtype is not None and value.dtype != ember.dtype(dtype):
-                value = value.to(ember.dtype(dtype))
-            embedding = nn.EmbeddingBag(nn.Param(value), mode="mean", sparse=True)
-        output = nn.LinearConfig(self.d_model, self.n_classes, initializer=Zeros()).init(device, dtype)
-        return FastTextModel(embedding, output, self.n_classes, float(self.label_smoothing))
-
-
-@dataclass
-class FastTextBatch:
-    """A training/validation batch.
-
-    Args:
-        indices: ``[N]`` int64 row ids, bag after bag.
-        offsets: ``[B]`` int64, where each bag starts.
-        labels: ``[B]`` int64 classes.
-    """
-
-    indices: ember.Tensor
-    offsets: ember.Tensor
-    labels: ember.Tensor
-
-
-@dataclass
-class FastTextInferenceBatch:
-    """An inference batch: ``indices [N]`` and ``offsets [B]`` (int64)."""
-
-    indices: ember.Tensor
-    offsets: ember.Tensor
-
-
-class FastTextModel(nn.Module):
-    """Mean of the bag's embeddings -> linear head.
-
-    Args:
-        embedding: ``EmbeddingBag [vocab_size + buckets, d_model]``, mode mean.
-        output: ``Linear(d_model, n_classes)``.
-        n_classes: number of classes.
-        label_smoothing: label smoothing α of :meth:`loss`.
-    """
-
-    def __init__(
-        self, embedding: nn.EmbeddingBag, output: nn.Linear, n_classes: int, label_smoothing: float = 0.0
-    ):
-        self.embedding = embedding
-        self.output = output
-        self.n_classes = int(n_classes)
-        self.label_smoothing = float(label_smoothing)
-
-    def logits(self, indices: ember.Tensor, offsets: ember.Tensor) -> ember.Tensor:
-        """Class logits ``[B, n_classes]``.
-
-        Args:
-            indices: ``[N]`` int row ids in ``[0, vocab_size + buckets)``.
-            offsets: ``[B]`` int bag starts (``offsets[0] = 0``).
-
-        Raises:
-            IndexError: an id outside the table, naming its size.
-        """
-        device = self.embedding.weight.device
-        return self.output(self.embedding(_on(indices, device), _on(offsets, device)))
-
-    def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
-        """Mean cross-entropy of ``logits [B, C]`` against ``labels [B]``."""
-        smoothing = self.label_smoothing or None
-        return nn.CrossEntropyLossConfig(smoothing=smoothing).init()(logits, _on(labels, logits.device))
-
-    def forward(self, batch: FastTextBatch):
-        """``ClassificationOutput(loss, logits, labels)`` of a training batch."""
-        from ember.train import ClassificationOutput
-
-        logits = self.logits(batch.indices, batch.offsets)
-        labels = _on(batch.labels, logits.device)
-        return ClassificationOutput(self.loss(logits, labels), logits, labels)
-
-    def infer(self, batch: FastTextInferenceBatch) -> ember.Tensor:
-        """Class probabilities ``[B, n_classes]`` (softmax of the logits)."""
-        return ember.softmax(self.logits(batch.indices, batch.offsets), dim=1)
-
-    def train_step(self, batch: FastTextBatch):
-        """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
-        from ember.train import TrainOutput
-
-        item = self.forward(batch)
-        return TrainOutput(self, item.loss.backward(), item)
-
-    def inference_step(self, batch: FastTextBatch):
-        """The validation output (on ``model.valid()``): a ``ClassificationOutput``."""
-        return self.forward(batch)
-
-
-def _on(tensor: ember.Tensor, device) -> ember.Tensor:
-    return tensor if tensor.device == device else tensor.to(device)
-
-
-# ---------------------------------------------------------------------------------- data
-@dataclass(frozen=True)
-class TokenizedItem:
-    """One text's word-piece ids (special tokens included, as the tokenizer gives them) and label."""
-
-    ids: np.ndarray
-    label: int
-
-
-class TokenizedDataset(Dataset[TokenizedItem]):
-    """A dataset tokenized once, held as one flat int32 array (compact, quick to pickle).
-
-    Args:
-        dataset: items :class:`~text_classification.dataset.TextClassificationItem`.
-        tokenizer: anything with ``encode_batch``.
-        chunk: texts per ``encode_batch`` call.
-    """
-
-    def __init__(self, dataset, tokenizer, chunk: int = 4096):
-        tokens, lengths, labels = [], [], []
-        n = len(dataset)
-        for start in range(0, n, chunk):
-            items = (
-                dataset.get_many(range(start, min(start + chunk, n)))
-                if hasattr(dataset, "get_many")
-                else [dataset[i] for i in range(start, min(start + chunk, n))]
-            )
-            flat, length = flatten(tokenizer.encode_batch([item.text for item in items]))
-            tokens.append(flat.astype(np.int32))
-            lengths.append(length)
-            labels.append(np.fromiter((item.label for item in items), dtype=np.int64, count=len(items)))
-        self.tokens = np.concatenate(tokens) if tokens else np.zeros(0, np.int32)
-        lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-        self.starts = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.starts[1:])
-        self.labels = np.concatenate(labels) if labels else np.zeros(0, np.int64)
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
-
-    def get(self, index: int) -> TokenizedItem:
-        i = check_index("TokenizedDataset", index, len(self))
-        return TokenizedItem(self.tokens[self.starts[i] : self.starts[i + 1]], int(self.labels[i]))
-
-    def get_many(self, indices: Sequence[int]) -> list[TokenizedItem]:
-        n, tokens, starts, labels = len(self), self.tokens, self.starts, self.labels
-        out = []
-        for index in indices:
-            i = check_index("TokenizedDataset", index, n)
-            out.append(TokenizedItem(tokens[starts[i] : starts[i + 1]], int(labels[i])))
-        return out
-
-    def __repr__(self) -> str:
-        return f"TokenizedDataset(len={len(self)}, tokens={self.tokens.shape[0]})"
-
-
-class _FeatureBatcher:
-    def __init__(self, tokenizer, config: FastTextConfig, device=None):
-        if not isinstance(config, FastTextConfig):
-            raise TypeError(
-                f"{type(self).__name__}: config must be a FastTextConfig, got {type(config).__name__}"
-            )
-        self.tokenizer = tokenizer
-        self.config = config.validate()
-        special = (
-            [tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
-            if callable(getattr(tokenizer, "token_to_id", None))
-            else []
-        )
-        self.hasher = config.hasher([i for i in special if i is not None])
-        self.device = device
-
-    def _features(self, items: Sequence, device):
-        if not items:
-            raise ValueError(f"{type(self).__name__}: cannot build a batch from no items")
-        tokenized = [isinstance(item, TokenizedItem) for item in items]
-        if all(tokenized):
-            tokens = np.concatenate([item.ids for item in items]).astype(np.int64, copy=False)
-            lengths = np.fromiter((item.ids.shape[0] for item in items), dtype=np.int64, count=len(items))
-            features = self.hasher.features_flat(tokens, lengths)
-        elif any(tokenized):
-            raise TypeError(
-                f"{type(self).__name__}: a batch mixes TokenizedItem and text items; batch one kind"
-            )
-        else:
-            texts = [item if isinstance(item, str) else item.text for item in items]
-            features = self.hasher.features(self.tokenizer.encode_batch(texts))
-        device = self.device if device is None else device
-        return ember.from_numpy(features.indices, device=device), ember.from_numpy(
-            features.offsets, device=device
-        )
-
-
-class FastTextBatcher(_FeatureBatcher):
-    """Items (:class:`TextClassificationItem` or :class:`TokenizedItem`) -> :class:`FastTextBatch`.
-
-    Args:
-        tokenizer: a :class:`~text_classification.tokenizer.BertCasedTokenizer` (``encode_batch``,
-            ``token_to_id``); its ``[CLS]``, ``[SEP]``, ``[PAD]`` are left out of the bags.
-        config: the model's :class:`FastTextConfig` (vocabulary, buckets, n, max_tokens).
-        device: the default device of :meth:`batch`.
-    """
-
-    def batch(self, items: Sequence, device: Any = None) -> FastTextBatch:
-        """Tokenize (unless pre-tokenized), hash the n-grams, stack the labels."""
-        items = list(items)
-        indices, offsets = self._features(items, device)
-        labels = np.fromiter((item.label for item in items), dtype=np.int64, count=len(items))
-        return FastTextBatch(
-            indices, offsets, ember.from_numpy(labels, device=self.device if device is None else device)
-        )
-
-
-class FastTextInferenceBatcher(_FeatureBatcher):
-    """Texts (or items) -> :class:`FastTextInferenceBatch` (arguments as :class:`FastTextBatcher`)."""
-
-    def batch(self, items: Sequence, device: Any = None) -> FastTextInferenceBatch:
-        """Tokenize and hash the n-grams of ``items``."""
-        return FastTextInferenceBatch(*self._features(list(items), device))
-
-
-# ---------------------------------------------------------------------------------- experiment
 class FastTextExperimentConfig(ember.Config):
     """A fastText run's settings, saved as its ``config.json``. The defaults are
     ``FASTTEXT_RECIPE["dbpedia"]``; :func:`fasttext_experiment` gives each dataset's recipe.
