@@ -26,35 +26,18 @@ import math
 import numpy as np
 
 from ember._deprecation import renamed_globals
+from ember.nn.loss_ctc import _int_host, _log_sum_exp
 from ember.nn.loss_reduction import Reduction, as_reduction, check_float
 from ember.nn.module import Module
 from ember.nn.rnn.sequence import unbind_steps
 from ember.record.config import Config
 from ember.tensor.creation import tensor as make_tensor
 from ember.tensor.creation import zeros
-from ember.tensor.grad_mode import no_grad
 from ember.tensor.op_functions import stack
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
 __all__ = ["RnntLoss", "RnntLossConfig"]
-
-
-def _log_add_exp(a: Tensor, b: Tensor) -> Tensor:
-    """``log(exp(a) + exp(b))`` element-wise; ``-inf`` with a zero gradient where both are ``-inf``."""
-    with no_grad():
-        shift = a.maximum(b)
-        shift = shift.mask_fill(~shift.isfinite(), 0.0)
-    total = (a - shift).exp() + (b - shift).exp()
-    reachable = total > 0.0
-    return (total.where(reachable, 1.0).log() + shift).where(reachable, -math.inf)
-
-
-def _int_host(op: str, name: str, t, shape: tuple) -> np.ndarray:
-    if not isinstance(t, Tensor) or not t.dtype.is_int or t.shape != shape:
-        got = f"{t.dtype} {shape_str(t.shape)}" if isinstance(t, Tensor) else type(t).__name__
-        raise ValueError(f"{op}: {name} must be an int tensor {shape_str(shape)}, got {got}")
-    return t.numpy().astype(np.int64)
 
 
 class RnntLossConfig(Config):
@@ -207,7 +190,7 @@ class RnntLoss(Module):
         for d in range(1, diagonals):
             via_blank = alpha + blank_in[d]
             via_label = alpha[:, :width].pad([1, 0], -math.inf) + label_in[d]
-            alpha = _log_add_exp(via_blank, via_label).where(inside_t[d], -math.inf)
+            alpha = _log_sum_exp(via_blank, via_label).where(inside_t[d], -math.inf)
             history.append(alpha)
         # read α(T_b − 1, U_b) on diagonal T_b − 1 + U_b, then add the final blank
         end = (t_len - 1 + u_len) * nodes + u_len
