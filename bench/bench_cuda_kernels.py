@@ -135,48 +135,36 @@ def _layer_norm_case(direction: str) -> Case:
     )
 
 
-def _gelu_case(direction: str, bias: bool) -> Case:
+def _gelu_case(direction: str) -> Case:
     shape = (BATCH * SEQ, D_FF)
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
 
-        x, dy, bvec = _rand(cp, *shape), _rand(cp, *shape), _rand(cp, D_FF)
+        x, dy = _rand(cp, *shape), _rand(cp, *shape)
         if impl == "ember-cuda":
-            if bias:
-                return (
-                    (lambda: K.bias_gelu(x, bvec, False))
-                    if direction == "fwd"
-                    else (lambda: K.bias_gelu_backward(x, bvec, dy, False))
-                )
             if direction == "fwd":
                 return lambda: K.gelu(x, False)
             return lambda: K.gelu_backward(x, dy, False)
         if impl == "cupy":
             import cupyx.scipy.special as sp
 
-            h = (lambda: x + bvec) if bias else (lambda: x)
-
             def fwd():
-                z = h()
-                return z * 0.5 * (1 + sp.erf(z * 0.7071067811865476))
+                return x * 0.5 * (1 + sp.erf(x * 0.7071067811865476))
 
             def bwd():
-                z = h()
-                cdf = 0.5 * (1 + sp.erf(z * 0.7071067811865476))
-                d = dy * (cdf + z * 0.3989422804014327 * cp.exp(-0.5 * z * z))
-                return (d, d.sum(0)) if bias else d
+                cdf = 0.5 * (1 + sp.erf(x * 0.7071067811865476))
+                return dy * (cdf + x * 0.3989422804014327 * cp.exp(-0.5 * x * x))
 
             return fwd if direction == "fwd" else bwd
-        tx, tb, tdy = _tt(torch, x, True), _tt(torch, bvec, True), _tt(torch, dy)
-        f = (lambda: torch.nn.functional.gelu(tx + tb)) if bias else (lambda: torch.nn.functional.gelu(tx))
-        ty = f()
-        wrt = (tx, tb) if bias else tx
-        return f if direction == "fwd" else (lambda: torch.autograd.grad(ty, wrt, tdy, retain_graph=True))
+        tx, tdy = _tt(torch, x, True), _tt(torch, dy)
+        ty = torch.nn.functional.gelu(tx)
+        if direction == "fwd":
+            return lambda: torch.nn.functional.gelu(tx)
+        return lambda: torch.autograd.grad(ty, tx, tdy, retain_graph=True)
 
     n = math.prod(shape)
-    name = "bias_gelu" if bias else "gelu"
-    return Case(f"{name} {direction} {list(shape)}", make, bytes=(2 if direction == "fwd" else 3) * n * F32)
+    return Case(f"gelu {direction} {list(shape)}", make, bytes=(2 if direction == "fwd" else 3) * n * F32)
 
 
 def _dropout_case() -> Case:
@@ -372,8 +360,7 @@ def cases() -> list[Case]:
         out += [
             _softmax_case(d),
             _layer_norm_case(d),
-            _gelu_case(d, False),
-            _gelu_case(d, True),
+            _gelu_case(d),
             _cross_entropy_case(d),
             _embedding_case(d),
             _attention_case(d),

@@ -14,7 +14,7 @@ from ember.kernels.cuda.attention import attention, attention_backward
 from ember.kernels.cuda.cross_entropy import cross_entropy, cross_entropy_backward
 from ember.kernels.cuda.dropout import dropout, dropout_backward, dropout_keep_mask
 from ember.kernels.cuda.embedding import embedding, embedding_backward
-from ember.kernels.cuda.gelu import bias_gelu, bias_gelu_backward, gelu, gelu_backward
+from ember.kernels.cuda.gelu import gelu, gelu_backward
 from ember.kernels.cuda.norms import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from ember.kernels.cuda.optimizers import adam_update, sgd_update
 from ember.kernels.cuda.runtime import (
@@ -30,8 +30,6 @@ __all__ = [
     "adam_update",
     "attention",
     "attention_backward",
-    "bias_gelu",
-    "bias_gelu_backward",
     "cross_entropy",
     "cross_entropy_backward",
     "cupy_or_error",

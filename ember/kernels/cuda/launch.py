@@ -27,7 +27,7 @@ MAX_ELEMENTWISE_BLOCKS = 65535  # grid-stride loops cover the rest
 ROW_WARP_THREADS = 128  # 4 rows per block in warp-per-row mode
 ROW_WARP_MAX_COLS = 1024  # wider rows get a whole block each
 ROW_BLOCK_MAX_THREADS = 512  # = __launch_bounds__ of the row kernels
-COLUMN_BLOCK = (32, 8)  # norm_param_grad / bias_gelu_bwd
+COLUMN_BLOCK = (32, 8)  # norm_param_grad
 COLUMN_TARGET_BLOCKS = 1024
 ATTENTION_THREADS = 128  # = ATT_THREADS in attention.cu
 ATTENTION_MAX_DH = 128

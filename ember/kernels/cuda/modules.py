@@ -89,12 +89,7 @@ def _names(t: str) -> dict[str, dict[str, tuple[str, ...]]]:
         )
         + tuple(name_expr("norm_param_grad", t, r) for r in _BOOLS)
         + sum_partials,
-        "gelu.cu": tuple(
-            name_expr(k, t, a)
-            for k in ("gelu_fwd", "gelu_bwd", "bias_gelu_fwd", "bias_gelu_bwd")
-            for a in _BOOLS
-        )
-        + sum_partials,
+        "gelu.cu": tuple(name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd") for a in _BOOLS),
         "cross_entropy.cu": tuple(
             name_expr(k, t, i, w)
             for k in ("cross_entropy_fwd", "cross_entropy_bwd")

@@ -1,5 +1,4 @@
-// GELU (exact erf form or tanh approximation) and the fused bias + GELU, forward and
-// backward. Element-wise kernels are 1-D grid-stride loops.
+// GELU (exact erf form or tanh approximation), forward and backward: 1-D grid-stride loops.
 
 template <typename A, bool APPROX> __device__ __forceinline__ A gelu_value(A x) {
   if (APPROX) {
@@ -42,51 +41,4 @@ gelu_bwd(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, 
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     dx[i] = from_acc<T>(to_acc(dy[i]) * gelu_grad<A, APPROX>(to_acc(x[i])));
-}
-
-// y = gelu(x + bias), x [rows, cols], bias [cols]; n = rows * cols.
-template <typename T, bool APPROX>
-__global__ void __launch_bounds__(256)
-bias_gelu_fwd(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y,
-              long long n, int cols) {
-  typedef typename AccType<T>::type A;
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const int c = (int)(i % cols);
-    y[i] = from_acc<T>(gelu_value<A, APPROX>(to_acc(x[i]) + to_acc(bias[c])));
-  }
-}
-
-// dx = dy * gelu'(x + bias) and partial column sums of dx for dbias.
-// Launch: block (32, 8); grid (ceil(cols / 32), chunks); chunk k covers rows
-// [k * rows_per_chunk, min(rows, (k + 1) * rows_per_chunk)); writes part_db[k, c].
-template <typename T, bool APPROX>
-__global__ void __launch_bounds__(256)
-bias_gelu_bwd(const T* __restrict__ x, const T* __restrict__ bias, const T* __restrict__ dy,
-              T* __restrict__ dx, typename AccType<T>::type* __restrict__ part_db, long long rows,
-              int cols, long long rows_per_chunk) {
-  typedef typename AccType<T>::type A;
-  __shared__ A tile[8][33];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int c = blockIdx.x * 32 + tx;
-  const long long r0 = (long long)blockIdx.y * rows_per_chunk;
-  const long long r1 = ll_min(rows, r0 + rows_per_chunk);
-  A s = 0;
-  if (c < cols) {
-    const A b = to_acc(bias[c]);
-    for (long long r = r0 + ty; r < r1; r += 8) {
-      const long long i = r * cols + c;
-      const A d = to_acc(dy[i]) * gelu_grad<A, APPROX>(to_acc(x[i]) + b);
-      dx[i] = from_acc<T>(d);
-      s += d;
-    }
-  }
-  tile[ty][tx] = s;
-  __syncthreads();
-  if (ty == 0 && c < cols) {
-    A t = tile[0][tx];
-#pragma unroll
-    for (int k = 1; k < 8; ++k) t += tile[k][tx];
-    part_db[(long long)blockIdx.y * cols + c] = t;
-  }
 }
