@@ -132,6 +132,22 @@ class MhaOutput(NamedTuple):
     context: Tensor
 
 
+def _unpack(input, key, value, mask_pad, mask_attn) -> tuple:
+    """``(query, key, value, mask_pad, mask_attn)`` from either calling form: an
+    :class:`MhaInput` (explicit masks override its own) or tensors (key defaults to the
+    query, value to the key)."""
+    if isinstance(input, MhaInput):
+        return (
+            input.query,
+            input.key,
+            input.value,
+            input.pad if mask_pad is None else mask_pad,
+            input.attn if mask_attn is None else mask_attn,
+        )
+    key = input if key is None else key
+    return input, key, key if value is None else value, mask_pad, mask_attn
+
+
 class MultiHeadAttention(Module):
     """Multi-head attention (see the module docstring for the exact computation).
 
@@ -190,14 +206,7 @@ class MultiHeadAttention(Module):
         Returns:
             :class:`MhaOutput` ``(weights, context)``.
         """
-        if isinstance(input, MhaInput):
-            q_in, k_in, v_in = input.query, input.key, input.value
-            mask_pad = input.pad if mask_pad is None else mask_pad
-            mask_attn = input.attn if mask_attn is None else mask_attn
-        else:
-            q_in = input
-            k_in = q_in if key is None else key
-            v_in = k_in if value is None else value
+        q_in, k_in, v_in, mask_pad, mask_attn = _unpack(input, key, value, mask_pad, mask_attn)
         b, sq, _sk = self._check(q_in, k_in, v_in, mask_pad, mask_attn)
 
         q = self._heads(self.query(q_in))
@@ -314,14 +323,7 @@ class MultiHeadAttention(Module):
             :class:`MhaOutput` with the context of every position ``[B, Sq, D]``.
         """
         op = "MultiHeadAttention.forward_cache"
-        if isinstance(input, MhaInput):
-            q_in, k_in, v_in = input.query, input.key, input.value
-            mask_pad = input.pad if mask_pad is None else mask_pad
-            mask_attn = input.attn if mask_attn is None else mask_attn
-        else:
-            q_in = input
-            k_in = q_in if key is None else key
-            v_in = k_in if value is None else value
+        q_in, k_in, v_in, mask_pad, mask_attn = _unpack(input, key, value, mask_pad, mask_attn)
         if not isinstance(cache, MhaCache):
             raise TypeError(f"{op}: cache must be an MhaCache, got {type(cache).__name__}")
         _, sq, sk = self._check(q_in, k_in, v_in, mask_pad, mask_attn)

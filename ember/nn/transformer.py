@@ -326,12 +326,7 @@ class TransformerEncoder(Module):
             hold never reaches a real position (set ``skip_padding = False`` on the encoder to
             compute them anyway, as Burn does).
         """
-        if isinstance(input, TransformerEncoderInput):
-            x = input.tensor
-            mask_pad = input.pad if mask_pad is None else mask_pad
-            mask_attn = input.attn if mask_attn is None else mask_attn
-        else:
-            x = input
+        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
         if self._packs(x, mask_pad, mask_attn):
             packing = TokenPacking(mask_pad)
             if packing.count < packing.batch * packing.seq and packing.count:
