@@ -67,12 +67,6 @@ class Gradients:
         """Remove and return the gradient of ``tensor`` (``None`` if absent)."""
         return self._by_node.pop(self._key(tensor, "remove"), None)
 
-    def get_by_id(self, node_id: int):
-        return self._by_node.get(node_id)
-
-    def remove_by_id(self, node_id: int):
-        return self._by_node.pop(node_id, None)
-
     def _put(self, node_id: int, grad) -> None:
         self._by_node[node_id] = grad
 
