@@ -120,6 +120,7 @@ __all__ = [
     "default_source",
     "infer_main",
     "inference_parser",
+    "launch",
     "load_datasets",
     "model_artifact_dir",
     "preset",
@@ -150,22 +151,19 @@ def train_main(argv, description: str, artifact_dir: str, dataset_cls, model: Mo
     check_run_dir(parser, args.artifact_dir, args.resume)
     device, dtype = resolve_device(parser, args.backend, args.dtype)
     if args.model == "fasttext":
-        config = build_fasttext_config(args, dataset_cls)
-        dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-        return train_fasttext(
-            args.artifact_dir,
-            dataset_train,
-            dataset_test,
-            config,
-            device,
-            dataset_cls=dataset_cls,
-            dtype=dtype,
-            checkpoint=args.resume,
-            plots=args.plots,
-        )
-    config = build_config(args, model, dataset=dataset_cls.NAME)
-    dataset_train, dataset_test = load_datasets(dataset_cls, args, parser)
-    return train(
+        config, trainer = build_fasttext_config(args, dataset_cls), train_fasttext
+    else:
+        config, trainer = build_config(args, model, dataset=dataset_cls.NAME), train
+    datasets = load_datasets(dataset_cls, args, parser)
+    return launch(trainer, args, datasets, config, device, dtype, dataset_cls)
+
+
+def launch(trainer, args, datasets: tuple, config, device, dtype, dataset_cls):
+    """``trainer`` (``train`` or ``train_fasttext``) on ``datasets`` (train, test) with the run
+    settings of the flags (``--artifact-dir``, ``--resume``, ``--plots``); returns its
+    ``LearningResult``."""
+    dataset_train, dataset_test = datasets
+    return trainer(
         args.artifact_dir,
         dataset_train,
         dataset_test,

@@ -119,17 +119,7 @@ def _run_transformer(args, dataset_train, dataset_test, device, dtype, started: 
         f"{config.num_epochs} epochs; backend {device}. Artifacts: {args.artifact_dir}\n",
         flush=True,
     )
-    result = train(
-        args.artifact_dir,
-        dataset_train,
-        dataset_test,
-        config,
-        device,
-        dataset_cls=DbPediaDataset,
-        dtype=dtype,
-        checkpoint=args.resume,
-        plots=args.plots,
-    )
+    result = cli.launch(train, args, (dataset_train, dataset_test), config, device, dtype, DbPediaDataset)
     _show_predictions(args.artifact_dir, dataset_test, device, dtype)
     accuracy = evaluate_run(args.artifact_dir, DbPediaDataset, dataset_test, device, dtype)
     seconds = time.perf_counter() - started
@@ -150,16 +140,8 @@ def _run_fasttext(args, dataset_train, dataset_test, device, dtype, started: flo
         f"Artifacts: {artifact_dir}\n",
         flush=True,
     )
-    result = train_fasttext(
-        artifact_dir,
-        dataset_train,
-        dataset_test,
-        config,
-        device,
-        dataset_cls=DbPediaDataset,
-        dtype=dtype,
-        checkpoint=args.resume,
-        plots=args.plots,
+    result = cli.launch(
+        train_fasttext, args, (dataset_train, dataset_test), config, device, dtype, DbPediaDataset
     )
     _show_predictions(artifact_dir, dataset_test, device, dtype)
     accuracy = evaluate_run(artifact_dir, DbPediaDataset, dataset_test, device, dtype)

@@ -86,15 +86,6 @@ def train_pretrained(
     from text_classification.training import train
 
     config, device, dtype = resolve_pretrained(parser, args, artifact_dir, dataset_cls, lora_rank)
-    dataset_train, dataset_test = cli.load_datasets(dataset_cls, args, parser)
-    return train(
-        args.artifact_dir,
-        dataset_train,
-        dataset_test,
-        config,
-        device,
-        dataset_cls=dataset_cls,
-        dtype=dtype,
-        checkpoint=args.resume,
-        plots=args.plots,
+    return cli.launch(
+        train, args, cli.load_datasets(dataset_cls, args, parser), config, device, dtype, dataset_cls
     )
