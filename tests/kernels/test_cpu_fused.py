@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers.gradcheck import central_difference
 
 # Numba is a core dependency: a failing import must fail these tests, not skip them.
 from ember.kernels.cpu import (
@@ -126,10 +127,6 @@ def ref_attention_backward(dout, q, k, v, mask, scale, quiet, p, seed):
         ds = np.where(keep, ds / (1 - p), 0.0)
     ds = ds * scale
     return ds @ k, ds.swapaxes(-1, -2) @ q, w.swapaxes(-1, -2) @ dout
-
-
-def central_difference(f, x, direction, h=1e-6):
-    return (f(x + h * direction) - f(x - h * direction)) / (2 * h)
 
 
 # ------------------------------------------------------------------------- vecmath
@@ -431,8 +428,7 @@ def test_gelu_forward_backward(dtype, approximate, rng):
     close(y, ref_gelu(x, approximate), dtype, scale=5)
     # the derivative of the float64 oracle by central differences
     xd = x.astype(np.float64)
-    h = 1e-5
-    slope = (ref_gelu(xd + h, approximate) - ref_gelu(xd - h, approximate)) / (2 * h)
+    slope = central_difference(lambda z: ref_gelu(z, approximate), xd, 1.0, eps=1e-5)
     dx = K.gelu_backward(x, dy, approximate)
     tol = dict(rtol=2e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(dx, dy * slope, **tol)

@@ -5,7 +5,8 @@ initialisation, records and config round trips, errors."""
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, params64, weighted_sum
 
 import ember
 from ember import nn

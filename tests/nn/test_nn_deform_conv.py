@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import central_difference, check_grads, params64, weighted_sum
 
 import ember
 from ember import nn
@@ -151,7 +152,7 @@ def test_matches_numpy_reference_with_gradients(
         "bias": layer.bias.numpy(),
     }
     tensors = dict(inputs, weight=layer.weight.value, bias=layer.bias.value)
-    rng, eps = np.random.default_rng(2), 1e-6
+    rng = np.random.default_rng(2)
 
     def loss(**changed):
         a = dict(arrays, **changed)
@@ -171,9 +172,7 @@ def test_matches_numpy_reference_with_gradients(
 
     for name, base in arrays.items():
         direction = rng.standard_normal(base.shape)
-        numeric = (loss(**{name: base + eps * direction}) - loss(**{name: base - eps * direction})) / (
-            2 * eps
-        )
+        numeric = float(central_difference(lambda a, name=name: loss(**{name: a}), base, direction))
         analytic = float((grads.get(tensors[name]).numpy() * direction).sum())
         assert abs(numeric - analytic) <= 1e-6 * max(1.0, abs(numeric)), (name, numeric, analytic)
 

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn

@@ -4,7 +4,7 @@ reference, row-sparse gradients, records and misuse errors."""
 
 import numpy as np
 import pytest
-from nn_gradcheck import check_grads, weighted_sum
+from helpers.gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV
+from helpers.devices import DEV
 
 import ember
 from ember import nn

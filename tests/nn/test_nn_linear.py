@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, cpu_available, params64, weighted_sum
+from helpers.devices import DEV, cpu_available
+from helpers.gradcheck import check_grads, params64, weighted_sum
 
 import ember
 from ember import nn

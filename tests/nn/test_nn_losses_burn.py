@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads
 
 import ember
 from ember import nn

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from nn_gradcheck import DEV
+from helpers.devices import DEV
 
 import ember
 from ember import nn

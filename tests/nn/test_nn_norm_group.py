@@ -4,7 +4,8 @@ batch, one group, NaN confined to its group, huge and float16 values), errors an
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, params64, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, params64, weighted_sum
 
 import ember
 from ember import nn

@@ -4,7 +4,8 @@ to its window, errors and config round trip."""
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn

@@ -7,7 +7,8 @@ trips; errors. Also: the 2-D pool and conv configs take an int where a pair goes
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn

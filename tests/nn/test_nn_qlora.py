@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, cpu_available
+from helpers.devices import DEV, cpu_available
+from helpers.gradcheck import check_grads
 
 import ember
 from ember import nn

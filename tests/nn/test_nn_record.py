@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, cpu_available
+from helpers.devices import DEV, cpu_available
 
 import ember
 from ember import nn

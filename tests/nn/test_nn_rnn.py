@@ -9,7 +9,8 @@ import io
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, params64
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, params64
 
 import ember
 from ember import nn

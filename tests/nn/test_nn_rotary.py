@@ -3,7 +3,8 @@ property, float64 gradients, the window shift, records and errors."""
 
 import numpy as np
 import pytest
-from nn_gradcheck import DEV, check_grads, weighted_sum
+from helpers.devices import DEV
+from helpers.gradcheck import check_grads, weighted_sum
 
 import ember
 from ember import nn

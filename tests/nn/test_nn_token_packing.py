@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from nn_gradcheck import cpu_available
+from helpers.devices import cpu_available
 
 import ember
 from ember import nn
