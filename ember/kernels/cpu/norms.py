@@ -181,6 +181,23 @@ def _partials(rows: int, d: int) -> np.ndarray:
     return np.zeros((chunks, d), dtype=np.float64)
 
 
+def _backward_inputs(op: str, x: object, dy: object) -> tuple[np.ndarray, np.ndarray]:
+    """The checked ``x`` and ``dy`` of a norm's backward (float, same shape, features > 0)."""
+    x = float_array(op, "x", x)
+    _nonempty_features(op, x)
+    dy = float_array(op, "dy", dy, dtype=x.dtype)
+    check_same_shape(op, "dy", dy, "x", x)
+    return x, dy
+
+
+def _backward_buffers(op: str, x: np.ndarray, gamma: object) -> tuple:
+    """``(gamma, has_gamma, dx, x_rows, dgamma_part)`` for a norm's backward kernel."""
+    d = x.shape[-1]
+    gamma_arr, has_gamma = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
+    x_rows = as_rows(x)
+    return gamma_arr, has_gamma, np.empty_like(x), x_rows, _partials(x_rows.shape[0], d)
+
+
 def layer_norm(
     x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None, eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -244,17 +261,10 @@ def layer_norm_backward(
         ``(dx, dgamma, dbeta)``; ``dgamma`` and ``dbeta`` are None when ``gamma`` is None.
     """
     op = "layer_norm_backward"
-    x = float_array(op, "x", x)
-    _nonempty_features(op, x)
-    dy = float_array(op, "dy", dy, dtype=x.dtype)
-    check_same_shape(op, "dy", dy, "x", x)
+    x, dy = _backward_inputs(op, x, dy)
     mean_rows = _row_stats_shape(op, "mean", mean, x)
     rstd_rows = _row_stats_shape(op, "rstd", rstd, x)
-    d = x.shape[-1]
-    gamma_arr, has_gamma = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
-    dx = np.empty_like(x)
-    x_rows = as_rows(x)
-    dgamma_part = _partials(x_rows.shape[0], d)
+    gamma_arr, has_gamma, dx, x_rows, dgamma_part = _backward_buffers(op, x, gamma)
     dbeta_part = np.zeros_like(dgamma_part)
     if x.size:
         _layer_norm_backward_chunks(
@@ -317,16 +327,9 @@ def rms_norm_backward(
         ``(dx, dgamma)``; ``dgamma`` is None when ``gamma`` is None.
     """
     op = "rms_norm_backward"
-    x = float_array(op, "x", x)
-    _nonempty_features(op, x)
-    dy = float_array(op, "dy", dy, dtype=x.dtype)
-    check_same_shape(op, "dy", dy, "x", x)
+    x, dy = _backward_inputs(op, x, dy)
     rstd_rows = _row_stats_shape(op, "rstd", rstd, x)
-    d = x.shape[-1]
-    gamma_arr, has_gamma = optional_param(op, "gamma", gamma, d, x.dtype, 1.0)
-    dx = np.empty_like(x)
-    x_rows = as_rows(x)
-    dgamma_part = _partials(x_rows.shape[0], d)
+    gamma_arr, has_gamma, dx, x_rows, dgamma_part = _backward_buffers(op, x, gamma)
     if x.size:
         _rms_norm_backward_chunks(as_rows(dy), x_rows, rstd_rows, gamma_arr, as_rows(dx), dgamma_part)
     if not has_gamma:
