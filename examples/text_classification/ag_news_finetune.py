@@ -50,66 +50,22 @@ def main(argv=None):
     """Parse the flags, fine-tune, save; returns the ``LearningResult`` (for tests)."""
     from ember import nn
     from text_classification.finetune import LORA_RANK, lora_finetuning
-    from text_classification.inference import ArtifactError, load_config, run_model_kind
+    from text_classification.finetune_cli import finetune_config, finetune_parser, refuse_fasttext
     from text_classification.pretrained import is_checkpoint
-    from text_classification.pretrained_cli import add_pretrained_flags, train_pretrained
+    from text_classification.pretrained_cli import train_pretrained
 
-    parser = cli.training_parser(__doc__.splitlines()[0], ARTIFACT_DIR)
-    parser.add_argument(
-        "--pretrained",
-        default=PRETRAINED,
-        metavar="MODEL_BPK",
-        help=f"the pretrained model.bpk (default {PRETRAINED}; a config.json beside it gives its shape), or "
-        "a Hugging Face BERT/RoBERTa/DistilBERT checkpoint directory or Hub name",
-    )
-    parser.add_argument(
-        "--num-classes-before",
-        type=int,
-        default=NUM_CLASSES_BEFORE,
-        help=f"classes of the pretrained model (default {NUM_CLASSES_BEFORE}, DbPedia's)",
-    )
-    add_pretrained_flags(parser, pretrained=False)
-    parser.set_defaults(model=None)  # the pretrained run's config.json decides; a flag must agree
+    parser = finetune_parser(__doc__.splitlines()[0], ARTIFACT_DIR, PRETRAINED, NUM_CLASSES_BEFORE)
     args = parser.parse_args(argv)
     rank = args.lora_rank or LORA_RANK
     if is_checkpoint(args.pretrained):  # a Hugging Face encoder: LoRA through the training path
         return train_pretrained(parser, args, ARTIFACT_DIR, AgNewsDataset, rank)
     pretrained = Path(args.pretrained)
-    has_config = (pretrained.parent / "config.json").is_file()
-    base_kind = run_model_kind(pretrained.parent) if has_config else "transformer"
-    if "fasttext" in (args.model, base_kind):
-        why = (
-            "--model fasttext"
-            if base_kind != "fasttext"
-            else f'--pretrained {pretrained}: its config.json says "model": "fasttext"'
-            + (" (--model transformer contradicts it)" if args.model == "transformer" else "")
-        )
-        parser.error(
-            f"{why}: LoRA fine-tuning does not apply to the fastText-style model (its weights are "
-            "an embedding table, trained row-sparse, and the head that fine-tuning replaces; no weight "
-            "matrix to adapt). Train it on AG News directly: ag_news_train.py --model fasttext (about 40 s)"
-        )
+    refuse_fasttext(parser, args, pretrained)
     args.model = "transformer"
     cli.resolve_model_flags(parser, args, ARTIFACT_DIR)
     cli.check_run_dir(parser, args.artifact_dir, args.resume)
     device, dtype = cli.resolve_device(parser, args.backend, args.dtype)
-    base = None
-    if has_config:
-        base = load_config(pretrained.parent)
-    elif not pretrained.is_file():
-        raise ArtifactError(
-            f"no pretrained model at {pretrained}: train one first (db_pedia_train.py writes "
-            f"{PRETRAINED}), or pass --pretrained PATH/model.bpk"
-        )
-    config = cli.build_config(
-        args, MODEL, finetune=True, base_transformer=None if base is None else base.transformer
-    )
-    if base is not None:  # the weights fix what the pretrained run chose
-        for name in ("seq_length", "pooling"):
-            if getattr(args, name) is None:
-                setattr(config, name, getattr(base, name))
-        if args.tokenizer is None:
-            config.tokenizer = base.tokenizer
+    config = finetune_config(args, pretrained, MODEL, PRETRAINED)
     dataset_train, dataset_test = cli.load_datasets(AgNewsDataset, args, parser)
     return lora_finetuning(
         args.artifact_dir,
