@@ -112,6 +112,26 @@ def _log_softmax_backward_rows(y, dy, dx):
             dxi[j] = dyi[j] - vm.exp(yi[j]) * c
 
 
+def _over_rows(op: str, kernel, x: object) -> np.ndarray:
+    """``kernel(x_rows, y_rows)`` on the checked ``x`` into a new ``y`` (nothing runs when empty)."""
+    x = float_array(op, "x", x)
+    y = np.empty_like(x)
+    if x.size:
+        kernel(as_rows(x), as_rows(y))
+    return y
+
+
+def _backward_over_rows(op: str, kernel, y: object, dy: object) -> np.ndarray:
+    """``kernel(y_rows, dy_rows, dx_rows)`` on the checked ``y``/``dy`` into a new ``dx``."""
+    y = float_array(op, "y", y)
+    dy = float_array(op, "dy", dy, dtype=y.dtype)
+    check_same_shape(op, "y", y, "dy", dy)
+    dx = np.empty_like(y)
+    if y.size:
+        kernel(as_rows(y), as_rows(dy), as_rows(dx))
+    return dx
+
+
 def softmax(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis: ``y = exp(x - max) / sum(exp(x - max))``.
 
@@ -121,11 +141,7 @@ def softmax(x: np.ndarray) -> np.ndarray:
     Returns:
         A new array of ``x``'s shape and dtype.
     """
-    x = float_array("softmax", "x", x)
-    y = np.empty_like(x)
-    if x.size:
-        _softmax_rows(as_rows(x), as_rows(y))
-    return y
+    return _over_rows("softmax", _softmax_rows, x)
 
 
 def softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
@@ -138,13 +154,7 @@ def softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
     Returns:
         ``dx``, a new array of ``y``'s shape and dtype.
     """
-    y = float_array("softmax_backward", "y", y)
-    dy = float_array("softmax_backward", "dy", dy, dtype=y.dtype)
-    check_same_shape("softmax_backward", "y", y, "dy", dy)
-    dx = np.empty_like(y)
-    if y.size:
-        _softmax_backward_rows(as_rows(y), as_rows(dy), as_rows(dx))
-    return dx
+    return _backward_over_rows("softmax_backward", _softmax_backward_rows, y, dy)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -156,11 +166,7 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     Returns:
         A new array of ``x``'s shape and dtype.
     """
-    x = float_array("log_softmax", "x", x)
-    y = np.empty_like(x)
-    if x.size:
-        _log_softmax_rows(as_rows(x), as_rows(y))
-    return y
+    return _over_rows("log_softmax", _log_softmax_rows, x)
 
 
 def log_softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
@@ -173,10 +179,4 @@ def log_softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
     Returns:
         ``dx``, a new array of ``y``'s shape and dtype.
     """
-    y = float_array("log_softmax_backward", "y", y)
-    dy = float_array("log_softmax_backward", "dy", dy, dtype=y.dtype)
-    check_same_shape("log_softmax_backward", "y", y, "dy", dy)
-    dx = np.empty_like(y)
-    if y.size:
-        _log_softmax_backward_rows(as_rows(y), as_rows(dy), as_rows(dx))
-    return dx
+    return _backward_over_rows("log_softmax_backward", _log_softmax_backward_rows, y, dy)
