@@ -16,14 +16,7 @@ import numpy as np
 import pytest
 from text_classification.dataset import AgNewsDataset, DbPediaDataset, TextClassificationItem
 from text_classification.fasttext import (
-    FASTTEXT_RECIPE,
-    FastTextBatch,
-    FastTextBatcher,
-    FastTextConfig,
     FastTextExperimentConfig,
-    FastTextInferenceBatcher,
-    TokenizedDataset,
-    TokenizedItem,
     evaluate_fasttext,
     fasttext_experiment,
     fasttext_model_config,
@@ -31,7 +24,15 @@ from text_classification.fasttext import (
     predict_fasttext,
     train_fasttext,
 )
+from text_classification.fasttext_data import (
+    FastTextBatcher,
+    FastTextInferenceBatcher,
+    TokenizedDataset,
+    TokenizedItem,
+)
+from text_classification.fasttext_model import FastTextBatch, FastTextConfig
 from text_classification.ngrams import HASH_VERSION, NGramHasher, hash_ngrams
+from text_classification.recipes import FASTTEXT_RECIPE
 from text_classification.tokenizer import BertCasedTokenizer
 
 import ember

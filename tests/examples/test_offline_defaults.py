@@ -5,7 +5,7 @@ there), and an unreachable Hub ends in one line naming the offline sources."""
 from __future__ import annotations
 
 import pytest
-from text_classification import ag_news_train, cli, db_pedia_infer, db_pedia_train, training
+from text_classification import ag_news_train, cli, db_pedia_infer, db_pedia_train, flags, recipes, training
 
 from ember.data import DatasetUnavailableError
 
@@ -31,7 +31,7 @@ def test_db_pedia_train_defaults_to_the_shipped_sample_and_ember_recipe(recorded
     db_pedia_train.main(["--artifact-dir", str(tmp_path)])
     ((dataset, config),) = recorded
     assert dataset.source.startswith("sample:") and len(dataset) == 4000
-    assert config.recipe == "ember" and config.seq_length == cli.EMBER_RECIPE.seq_length
+    assert config.recipe == "ember" and config.seq_length == recipes.EMBER_RECIPE.seq_length
 
 
 def test_burns_recipe_stays_the_default_of_the_full_datasets_and_on_request(recorded, tmp_path):
@@ -42,9 +42,9 @@ def test_burns_recipe_stays_the_default_of_the_full_datasets_and_on_request(reco
 
 
 def test_db_pedia_evaluate_defaults_to_the_sample():
-    parser = cli.inference_parser("t", "/tmp/unused", cli.default_source(db_pedia_infer.DbPediaDataset))
+    parser = flags.inference_parser("t", "/tmp/unused", flags.default_source(db_pedia_infer.DbPediaDataset))
     assert parser.parse_args(["--evaluate"]).source == "sample"
-    assert cli.default_source(ag_news_train.AgNewsDataset) == "hub"  # no AG News rows ship
+    assert flags.default_source(ag_news_train.AgNewsDataset) == "hub"  # no AG News rows ship
 
 
 def test_an_unreachable_hub_names_the_offline_sources(tmp_path, offline_hub, capsys):

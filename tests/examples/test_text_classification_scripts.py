@@ -19,6 +19,9 @@ from text_classification import (
     db_pedia_infer,
     db_pedia_train,
     demo,
+    flags,
+    from_flags,
+    recipes,
 )
 from text_classification.dataset import AgNewsDataset, DbPediaDataset
 from text_classification.inference import ArtifactError, format_f32_debug, format_logits
@@ -264,9 +267,9 @@ def test_local_source_without_data_dir_is_a_clear_error(capsys):
 
 # ---------------------------------------------------------------------------------- recipes
 def _config(script, argv, **kwargs):
-    parser = cli.training_parser("t", "/tmp/unused")
+    parser = flags.training_parser("t", "/tmp/unused")
     dataset = AgNewsDataset if script in (ag_news_train, ag_news_finetune) else DbPediaDataset
-    return cli.build_config(parser.parse_args(argv), script.MODEL, dataset=dataset.NAME, **kwargs)
+    return from_flags.build_config(parser.parse_args(argv), script.MODEL, dataset=dataset.NAME, **kwargs)
 
 
 def test_burn_preset_is_burns_recipe():
@@ -312,7 +315,7 @@ def test_burn_preset_is_burns_recipe():
 
 def test_ember_preset_and_explicit_flags_override():
     ember_cfg = _config(db_pedia_train, ["--recipe", "ember"])
-    recipe = cli.EMBER_RECIPE
+    recipe = recipes.EMBER_RECIPE
     assert (
         isinstance(ember_cfg.optimizer, AdamWConfig)
         and ember_cfg.optimizer.weight_decay == recipe.weight_decay
@@ -374,7 +377,7 @@ def test_ember_preset_and_explicit_flags_override():
 
 def test_ember_preset_is_tuned_per_dataset():
     ag, db = _config(ag_news_train, ["--recipe", "ember"]), _config(db_pedia_train, ["--recipe", "ember"])
-    recipe = cli.EMBER_AG_NEWS_RECIPE
+    recipe = recipes.EMBER_AG_NEWS_RECIPE
     assert (ag.num_epochs, ag.warmup_steps, ag.token_dropout) == (
         recipe.epochs,
         recipe.warmup_steps,
@@ -384,12 +387,16 @@ def test_ember_preset_is_tuned_per_dataset():
         ag.optimizer.weight_decay == recipe.weight_decay and ag.transformer.n_layers == recipe.model.n_layers
     )
     assert (db.num_epochs, db.warmup_steps, db.token_dropout) == (
-        cli.EMBER_RECIPE.epochs,
-        cli.EMBER_RECIPE.warmup_steps,
+        recipes.EMBER_RECIPE.epochs,
+        recipes.EMBER_RECIPE.warmup_steps,
         0.0,
     )
     # Burn's preset is one for all datasets
-    assert cli.preset("burn", dataset="ag_news") is cli.preset("burn", dataset="dbpedia") is cli.BURN_RECIPE
+    assert (
+        recipes.preset("burn", dataset="ag_news")
+        is recipes.preset("burn", dataset="dbpedia")
+        is recipes.BURN_RECIPE
+    )
 
 
 def test_token_dropout_augments_the_training_loader_only(tmp_path):
@@ -531,7 +538,7 @@ def test_evaluate_scores_the_whole_test_split(dbpedia_run, capsys):
         ["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "synthetic"]
     )
     out = capsys.readouterr().out
-    test_rows = len(DbPediaDataset.from_source("synthetic", "test", seed=cli.DEFAULT_SEED))
+    test_rows = len(DbPediaDataset.from_source("synthetic", "test", seed=flags.DEFAULT_SEED))
     assert f"over the {test_rows:,} rows of the test split (synthetic)" in out and 0 <= accuracy <= 100
     with pytest.raises(SystemExit) as error:
         db_pedia_infer.main(["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "local"])
@@ -539,16 +546,16 @@ def test_evaluate_scores_the_whole_test_split(dbpedia_run, capsys):
 
 
 def test_fasttext_default_artifact_dir():
-    assert cli.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "transformer") == db_pedia_train.ARTIFACT_DIR
+    assert flags.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "transformer") == db_pedia_train.ARTIFACT_DIR
     assert (
-        cli.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "fasttext")
+        flags.model_artifact_dir(db_pedia_train.ARTIFACT_DIR, "fasttext")
         == db_pedia_train.ARTIFACT_DIR + "-fasttext"
     )
-    parser = cli.training_parser("t", db_pedia_train.ARTIFACT_DIR)
+    parser = flags.training_parser("t", db_pedia_train.ARTIFACT_DIR)
     args = parser.parse_args(["--model", "fasttext"])
-    cli.resolve_model_flags(parser, args, db_pedia_train.ARTIFACT_DIR)
+    flags.resolve_model_flags(parser, args, db_pedia_train.ARTIFACT_DIR)
     assert args.artifact_dir.endswith("-fasttext") and args.recipe == "ember"
-    config = cli.build_fasttext_config(args, AgNewsDataset)
+    config = from_flags.build_fasttext_config(args, AgNewsDataset)
     assert config.buckets == 2**21 and config.d_model == 16  # AG News's preset, not DbPedia's
 
 
