@@ -67,6 +67,26 @@ def _param_grads(
     return dgamma, dbeta
 
 
+def _rows(cp: Any, op: str, x: Any, dy: Any = None) -> tuple[Any, Any, int, int]:
+    """``(x, dy, rows, cols)``: the checked input (and, for a backward, its gradient of the
+    same shape), seen as rows of a non-empty normalised axis."""
+    x = validate.float_array(cp, op, "x", x)
+    if dy is not None:
+        dy = validate.float_array(cp, op, "dy", dy, dtype=x.dtype)
+        validate.check_same_shape(op, "dy", dy, "x", x)
+    rows, cols = validate.rows_cols(x.shape)
+    if cols == 0:
+        raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
+    return x, dy, rows, cols
+
+
+def _launch(name: str, dtype: Any, rows: int, cols: int, args: tuple) -> None:
+    """One row-per-block launch of the norm kernel ``name`` for ``dtype``."""
+    ct = modules.ctype_of(dtype)
+    cfg = launch.row_launch(rows, cols)
+    modules.kernel(_SRC, ct, name, ct, cfg.warp_arg)(cfg.grid, cfg.block, args)
+
+
 def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any]:
     """Layer norm over the last axis with biased variance.
 
@@ -83,10 +103,7 @@ def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any
     """
     op = "layer_norm"
     cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x)
-    rows, cols = validate.rows_cols(x.shape)
-    if cols == 0:
-        raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
+    x, _, rows, cols = _rows(cp, op, x)
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
     beta = validate.optional_vector(cp, op, "beta", beta, cols, x.dtype)
     eps = validate.finite_scalar(op, "eps", eps, minimum=0.0)
@@ -96,12 +113,11 @@ def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any
     rstd = cp.empty(x.shape[:-1], dtype=acc)
     if rows == 0:
         return y, mean, rstd
-    ct = modules.ctype_of(x.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "layer_norm_fwd", ct, cfg.warp_arg)
-    fn(
-        cfg.grid,
-        cfg.block,
+    _launch(
+        "layer_norm_fwd",
+        x.dtype,
+        rows,
+        cols,
         (
             x,
             x if gamma is None else gamma,
@@ -139,12 +155,7 @@ def layer_norm_backward(
     """
     op = "layer_norm_backward"
     cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x)
-    dy = validate.float_array(cp, op, "dy", dy, dtype=x.dtype)
-    validate.check_same_shape(op, "dy", dy, "x", x)
-    rows, cols = validate.rows_cols(x.shape)
-    if cols == 0:
-        raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
+    x, dy, rows, cols = _rows(cp, op, x, dy)
     mean = _stats(cp, op, "mean", mean, x.shape[:-1], x.dtype)
     rstd = _stats(cp, op, "rstd", rstd, x.shape[:-1], x.dtype)
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
@@ -153,12 +164,11 @@ def layer_norm_backward(
         if gamma is None:
             return dx, None, None
         return dx, cp.zeros((cols,), dtype=x.dtype), cp.zeros((cols,), dtype=x.dtype)
-    ct = modules.ctype_of(x.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "layer_norm_bwd", ct, cfg.warp_arg)
-    fn(
-        cfg.grid,
-        cfg.block,
+    _launch(
+        "layer_norm_bwd",
+        x.dtype,
+        rows,
+        cols,
         (
             dy,
             x,
@@ -190,22 +200,18 @@ def rms_norm(x: Any, gamma: Any, eps: float) -> tuple[Any, Any]:
     """
     op = "rms_norm"
     cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x)
-    rows, cols = validate.rows_cols(x.shape)
-    if cols == 0:
-        raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
+    x, _, rows, cols = _rows(cp, op, x)
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
     eps = validate.finite_scalar(op, "eps", eps, minimum=0.0)
     y = cp.empty(x.shape, dtype=x.dtype)
     rstd = cp.empty(x.shape[:-1], dtype=modules.acc_dtype(x.dtype))
     if rows == 0:
         return y, rstd
-    ct = modules.ctype_of(x.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "rms_norm_fwd", ct, cfg.warp_arg)
-    fn(
-        cfg.grid,
-        cfg.block,
+    _launch(
+        "rms_norm_fwd",
+        x.dtype,
+        rows,
+        cols,
         (
             x,
             x if gamma is None else gamma,
@@ -237,23 +243,17 @@ def rms_norm_backward(dy: Any, x: Any, rstd: Any, gamma: Any) -> tuple[Any, Any 
     """
     op = "rms_norm_backward"
     cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x)
-    dy = validate.float_array(cp, op, "dy", dy, dtype=x.dtype)
-    validate.check_same_shape(op, "dy", dy, "x", x)
-    rows, cols = validate.rows_cols(x.shape)
-    if cols == 0:
-        raise ValueError(f"{op}: the normalised (last) axis of x has size 0, shape {tuple(x.shape)}")
+    x, dy, rows, cols = _rows(cp, op, x, dy)
     rstd = _stats(cp, op, "rstd", rstd, x.shape[:-1], x.dtype)
     gamma = validate.optional_vector(cp, op, "gamma", gamma, cols, x.dtype)
     dx = cp.empty(x.shape, dtype=x.dtype)
     if rows == 0:
         return dx, (None if gamma is None else cp.zeros((cols,), dtype=x.dtype))
-    ct = modules.ctype_of(x.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "rms_norm_bwd", ct, cfg.warp_arg)
-    fn(
-        cfg.grid,
-        cfg.block,
+    _launch(
+        "rms_norm_bwd",
+        x.dtype,
+        rows,
+        cols,
         (
             dy,
             x,
