@@ -11,8 +11,22 @@ The example's scripts (``db_pedia_train.py`` and the others, in this directory) 
 parent directory (``examples/``) into ``sys.path`` themselves, so they run from anywhere,
 including from this directory (``python db_pedia_train.py``).
 
-Library modules: ``dataset`` (datasets and sources), ``tokenizer`` (``BertCasedTokenizer``),
-``batcher`` (training and inference batches), ``model`` (the Transformer classifier).
+Where things live:
+
+* entry points (each a short ``main``): ``*_train.py``, ``*_infer.py``, ``ag_news_finetune.py``,
+  ``demo.py``; their shared bodies ``cli`` (``train_main``, ``infer_main``, ``launch``,
+  ``run_script``; it also re-exports the names below that used to live in it);
+* flags and checks: ``flags`` (argument parsing, ``--backend``/``--dtype``, per-model flags),
+  ``run_dir`` (``--artifact-dir``/``--resume`` checks), ``from_flags`` (the run's config and
+  datasets from the flags), ``pretrained_cli`` (``--pretrained``), ``finetune_cli`` (the
+  fine-tuning script's flags);
+* presets: ``recipes`` (Burn's, ember's, the fine-tuning ones, fastText's);
+* the Transformer: ``dataset`` (datasets and sources), ``tokenizer`` (``BertCasedTokenizer``),
+  ``batcher`` (training and inference batches), ``model`` (the classifier), ``training``,
+  ``inference``, ``finetune`` (LoRA), ``pretrained`` (Hugging Face encoders);
+* the fastText-style model: ``fasttext_model`` (config, model, batches), ``fasttext_data``
+  (tokenized datasets, batchers), ``ngrams`` (hashed n-grams), ``fasttext`` (the run).
+
 ``data/`` holds the shipped DbPedia sample and the bert-base-cased vocabulary, each with its
 licence (``data/README.md``).
 """

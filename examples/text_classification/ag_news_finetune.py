@@ -16,7 +16,7 @@ directly, ``ag_news_train.py --model fasttext``).
 ``--pretrained`` may instead name a Hugging Face BERT, RoBERTa or DistilBERT checkpoint (a
 directory with config.json, model.safetensors and tokenizer.json, or a Hub name): its encoder is
 LoRA-fine-tuned on AG News with a new head (rank ``--lora-rank``, default 8), with its own
-tokenizer and preset (:data:`~text_classification.cli.PRETRAINED_LORA_RECIPE`). ``--lora-rank``
+tokenizer and preset (:data:`~text_classification.recipes.PRETRAINED_LORA_RECIPE`). ``--lora-rank``
 also sets the rank for a DbPedia model.
 
 Run (the chain):

@@ -1,4 +1,8 @@
-"""The command-line flags shared by the example's scripts, and the recipe presets.
+"""What the example's scripts share: the bodies of their ``main`` (:func:`train_main`,
+:func:`infer_main`, :func:`launch`, :func:`run_script`), and the flags they take. The flags are
+defined in :mod:`text_classification.flags` (checks of the run directory in
+:mod:`text_classification.run_dir`, the config they build in :mod:`text_classification.from_flags`),
+the presets in :mod:`text_classification.recipes`; their names stay importable from here.
 
 Every training script (``ag_news_train.py``, ``db_pedia_train.py``, ``ag_news_finetune.py``)
 takes::

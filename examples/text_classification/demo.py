@@ -1,7 +1,7 @@
 """ember's main demo: two text classifiers trained on the shipped DbPedia sample, then used.
 
 1. The example's Transformer classifier, trained on the 4,000 DbPedia rows shipped in
-   ``data/dbpedia_sample/`` with ember's recipe (``--recipe ember``, see ``cli.py``), validated on
+   ``data/dbpedia_sample/`` with ember's recipe (``--recipe ember``, see ``recipes.py``), validated on
    the 1,000 held-out rows after every epoch, with the live dashboard on a terminal (plain lines
    otherwise); artifacts (``config.json``, ``model.bpk``, checkpoints, metric logs) in
    /tmp/ember-text-classification-demo; then reloaded to classify a few held-out rows in Burn's

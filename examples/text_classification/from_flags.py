@@ -92,7 +92,7 @@ def build_config(
 
 def build_fasttext_config(args: argparse.Namespace, dataset_cls):
     """The :class:`~text_classification.fasttext.FastTextExperimentConfig` of the parsed flags:
-    the dataset's preset (:data:`~text_classification.fasttext.FASTTEXT_RECIPE`), each setting
+    the dataset's preset (:data:`~text_classification.recipes.FASTTEXT_RECIPE`), each setting
     overridden by its flag when given."""
     from text_classification.fasttext import fasttext_experiment
 

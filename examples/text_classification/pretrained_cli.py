@@ -1,7 +1,7 @@
 """The ``--pretrained NAME_OR_DIR`` and ``--lora-rank R`` flags of the example's training
 scripts: fine-tune a Hugging Face encoder (:mod:`text_classification.pretrained`) instead of
-training the example's Transformer, with the preset :data:`~text_classification.cli.PRETRAINED_RECIPE`
-(full) or :data:`~text_classification.cli.PRETRAINED_LORA_RECIPE` (LoRA).
+training the example's Transformer, with the preset :data:`~text_classification.recipes.PRETRAINED_RECIPE`
+(full) or :data:`~text_classification.recipes.PRETRAINED_LORA_RECIPE` (LoRA).
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.pretrained_cli import add_pretrained_flags``.
