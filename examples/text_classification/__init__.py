@@ -21,7 +21,8 @@ Where things live:
   datasets from the flags), ``pretrained_cli`` (``--pretrained``), ``finetune_cli`` (the
   fine-tuning script's flags);
 * presets: ``recipes`` (Burn's, ember's, the fine-tuning ones, fastText's);
-* the Transformer: ``dataset`` (datasets and sources), ``tokenizer`` (``BertCasedTokenizer``),
+* the Transformer: ``dataset`` (datasets and sources; ``synthetic``, the generated corpus),
+  ``tokenizer`` (``BertCasedTokenizer``),
   ``batcher`` (training and inference batches), ``model`` (the classifier), ``training``,
   ``inference``, ``finetune`` (LoRA), ``pretrained`` (Hugging Face encoders);
 * the fastText-style model: ``fasttext_model`` (config, model, batches), ``fasttext_data``

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import csv
 import os
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ember.data import Dataset, HuggingfaceDatasetLoader, check_index
+from text_classification.synthetic import synthetic_rows
 
 __all__ = [
     "SAMPLE_DIR",
@@ -299,18 +299,7 @@ class TextClassificationDataset(Dataset[TextClassificationItem]):
         n = cls.SYNTHETIC_SIZES[split] if n is None else int(n)
         if n < 1:
             raise ValueError(f"{cls.__name__}.synthetic: n must be >= 1, got {n}")
-        c = cls.num_classes()
-        rng = random.Random(f"{cls.__name__}/{split}/{seed}")
-        labels = [i % c for i in range(n)]
-        rng.shuffle(labels)
-        per_class = len(_KEYWORDS) // c
-        texts = []
-        for label in labels:
-            own = _KEYWORDS[label * per_class : (label + 1) * per_class]
-            words = [rng.choice(_FILLER) for _ in range(rng.randint(6, 14))]
-            for _ in range(rng.randint(2, 4)):
-                words.insert(rng.randrange(len(words) + 1), rng.choice(own))
-            texts.append(" ".join(words).capitalize() + ".")
+        texts, labels = synthetic_rows(cls.__name__, split, n, seed, cls.num_classes())
         return cls(_MemoryRows(texts, labels), source=f"synthetic(seed={seed})", split=split)
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -505,78 +494,3 @@ class DbPediaDataset(TextClassificationDataset):
             )
         texts, labels = cls._read_csv(path)
         return cls(_MemoryRows(texts, labels), source=f"sample:{path}", split=split)
-
-
-# Words of the synthetic corpus (all whole tokens of bert-base-cased). 14 classes x 3 keywords.
-_KEYWORDS = (
-    "river",
-    "mountain",
-    "forest",
-    "guitar",
-    "piano",
-    "violin",
-    "football",
-    "tennis",
-    "hockey",
-    "bank",
-    "market",
-    "profit",
-    "computer",
-    "software",
-    "internet",
-    "school",
-    "college",
-    "student",
-    "ship",
-    "train",
-    "aircraft",
-    "church",
-    "tower",
-    "castle",
-    "village",
-    "farm",
-    "valley",
-    "bird",
-    "fish",
-    "insect",
-    "flower",
-    "tree",
-    "grass",
-    "album",
-    "song",
-    "band",
-    "film",
-    "actor",
-    "director",
-    "novel",
-    "poem",
-    "author",
-)
-_FILLER = (
-    "the",
-    "a",
-    "of",
-    "and",
-    "in",
-    "is",
-    "was",
-    "with",
-    "for",
-    "on",
-    "by",
-    "this",
-    "that",
-    "it",
-    "from",
-    "at",
-    "as",
-    "which",
-    "new",
-    "first",
-    "known",
-    "also",
-    "one",
-    "two",
-    "its",
-    "has",
-)

@@ -132,7 +132,7 @@ def test_class_names_and_counts():
 
 @pytest.mark.parametrize("cls", [AgNewsDataset, DbPediaDataset])
 def test_synthetic_is_deterministic_balanced_and_learnable(cls):
-    from text_classification.dataset import _KEYWORDS
+    from text_classification.synthetic import KEYWORDS as _KEYWORDS
 
     ds = cls.synthetic("train", n=140)
     again = cls.synthetic("train", n=140)
