@@ -20,7 +20,12 @@ on ``reference``. Each step is checked on its own and then the program as a whol
   Rounding differences of one step may grow in later ones (a norm of a nearly constant
   row divides them by its tiny spread): a *shadow* run of the reference, with noise of the
   size of each step's observed difference added to its results, measures that growth, and
-  four times it is allowed on top. Only for tame values, and skipped when a discontinuous
+  four times it is allowed on top. A step's backward rounds too (an attention's dq is what
+  is left of terms that cancel: float32 fixes it to eps times those terms, not times dq),
+  and earlier steps' backward carries that on: two more shadow runs add noise of the size
+  of each step's observed gradient difference, per unit of output gradient and times the
+  gradient the whole program sends into that step, to the gradients it sends back.
+  Only for tame values, and skipped when a discontinuous
   step (rounding, comparison, ordering, ties), or one that magnifies rounding to order 1,
   follows a step whose results already differed: the backends may then legitimately part
   ways.
@@ -77,7 +82,7 @@ def _host(t) -> np.ndarray:
 
 
 def _grads(
-    y, leaves_, device: str, index: int, reduce: str | None = None
+    y, leaves_, device: str, index: int, reduce: str | None = None, extra=()
 ) -> tuple[list | None, BaseException | None]:
     if not (y.dtype.is_float and y.numel and y.is_require_grad()):
         return None, None
@@ -86,7 +91,10 @@ def _grads(
             seed = seed_gradient(y.shape, y.dtype, index)
             g = y.backward(ember.tensor(seed, dtype=y.dtype, device=device))
         else:
-            g = _scalar_loss(y, reduce, device).backward()
+            loss = _scalar_loss(y, reduce, device)
+            for t, n in extra:
+                loss = loss + (t * ember.tensor(n, dtype=t.dtype, device=device)).sum().to(loss.dtype)
+            g = loss.backward()
     except Exception as exc:  # - compared with the other backend's
         return None, exc
     out = []
@@ -124,32 +132,84 @@ def run_step(step: Step, base: Operand, pending: list, device: str, index: int) 
 
 
 def run_program(
-    program: list, start: Operand, device: str, reduce: str, noise: dict | None = None
+    program: list,
+    start: Operand,
+    device: str,
+    reduce: str,
+    noise: dict | None = None,
+    grad_noise: list | None = None,
 ) -> Outcome:
     """The whole program on ``device`` from its input, differentiated through ``reduce``;
     ``noise`` (step index -> array) is added to those steps' results (a constant: the
-    gradients' formulas are unchanged, only the values they see)."""
-    leaf, x = start.build(device, True)
-    all_leaves = [leaf]
+    gradients' formulas are unchanged, only the values they see). ``grad_noise`` (see
+    :func:`gradient_noise`) adds rounding-sized noise to the gradients leaving those steps'
+    backward instead, scaled by the gradient the whole program sends into each step."""
+    sizes = _output_gradient_sizes(program, start, device, reduce, noise) if grad_noise else None
     try:
-        for i, step in enumerate(program):
-            built = [o.build(device, True) for o in step.operands]
-            all_leaves += [b[0] for b in built]
-            if step.seed is not None:
-                ember.seed(step.seed)
-            x = step.fn(x, *(b[1] for b in built))
-            if noise and i in noise and x.shape == noise[i].shape:
-                x = x + ember.tensor(noise[i], dtype=x.dtype, device=device)
+        x, all_leaves, inputs = _run_forward(program, start, device, noise)
     except Exception as exc:  # - compared with the other backend's
         return Outcome(error=exc)
-    grads, back_err = _grads(x, all_leaves, device, 0, reduce)
+    extra = []
+    for i, j, at, relative in grad_noise or ():
+        # <t, n> added to the loss adds n to t's gradient (the leaf's, or the one a step's
+        # input sends back through the steps before it)
+        t = inputs[at] if j == 0 else all_leaves[_leaf_index(program, i, j)]
+        if sizes[i] and tuple(t.shape) == relative.shape:
+            extra.append((t, (relative * sizes[i]).astype(relative.dtype)))
+    grads, back_err = _grads(x, all_leaves, device, 0, reduce, extra)
     return Outcome(_host(x), grads=grads, backward_error=back_err)
 
 
+def _run_forward(program: list, start: Operand, device: str, noise: dict | None, taps: list | None = None):
+    """The program's result, its leaves, and each step's input (``taps``: a zero leaf added to
+    each step's result, whose gradient is the one the whole program sends into that step)."""
+    leaf, x = start.build(device, True)
+    all_leaves, inputs = [leaf], [leaf]
+    for i, step in enumerate(program):
+        if i:
+            inputs.append(x)
+        built = [o.build(device, True) for o in step.operands]
+        all_leaves += [b[0] for b in built]
+        if step.seed is not None:
+            ember.seed(step.seed)
+        x = step.fn(x, *(b[1] for b in built))
+        if noise and i in noise and x.shape == noise[i].shape:
+            x = x + ember.tensor(noise[i], dtype=x.dtype, device=device)
+        if taps is not None:
+            tap = None
+            if x.dtype.is_float and x.is_require_grad():
+                tap = ember.zeros(x.shape, dtype=x.dtype, device=device).require_grad()
+                x = x + tap
+            taps.append(tap)
+    return x, all_leaves, inputs
+
+
+def _leaf_index(program: list, i: int, j: int) -> int:
+    """Position in the whole program's leaves of operand ``j - 1`` of step ``i``."""
+    return 1 + sum(len(s.operands) for s in program[:i]) + j - 1
+
+
+def _output_gradient_sizes(program: list, start: Operand, device: str, reduce: str, noise) -> list:
+    """Per step, the largest finite magnitude of the gradient the whole program sends into its
+    result (0 where none)."""
+    taps: list = []
+    try:
+        x, _, _ = _run_forward(program, start, device, noise, taps)
+        grads, _ = _grads(x, [t for t in taps if t is not None], device, 0, reduce)
+    except Exception:  # - the shadow then fails alike and is left out
+        return [0.0] * len(program)
+    found = iter(grads or ())
+    sizes = []
+    for tap in taps:
+        g = None if tap is None else next(found, None)
+        sizes.append(0.0 if g is None or not np.isfinite(g).any() else _finite_max([g], floor=0.0))
+    return sizes
+
+
 # ---- comparison ------------------------------------------------------------------------------
-def _finite_max(arrays) -> float:
-    """The largest finite magnitude among the float arrays, at least 1."""
-    m = 1.0
+def _finite_max(arrays, floor: float = 1.0) -> float:
+    """The largest finite magnitude among the float arrays, at least ``floor``."""
+    m = floor
     for a in arrays:
         if a is not None and a.dtype.kind == "f" and a.size:
             a = np.abs(a[np.isfinite(a)].astype(np.float64))
@@ -351,6 +411,27 @@ def rounding_noise(got: np.ndarray, want: np.ndarray, index: int) -> np.ndarray 
     return (signs * np.maximum(gap, ulps)).astype(want.dtype)
 
 
+def gradient_noise(got: Outcome, want: Outcome, index: int, base_at: int) -> list:
+    """Noise for the gradients step ``index``'s backward sends to its leaves (its input, the
+    result of step ``base_at - 1``, and its operands), the size of the two backends'
+    difference there per unit of output gradient: a step whose gradient cancels (an
+    attention's dq, what is left of terms that cancel) rounds it off by eps times its terms, not
+    times the result, and the whole program's earlier steps carry that into their own.
+    Entries ``(index, leaf, base_at, noise)``, for :func:`run_program`."""
+    if not (got.grads and want.grads and want.value is not None and want.value.size):
+        return []
+    seed = seed_gradient(want.value.shape, ember.dtype_from_numpy(want.value.dtype), index)
+    per_unit = 1.0 / _finite_max([seed], floor=float(np.finfo(np.float64).tiny))
+    out = []
+    for j, (g, w) in enumerate(zip(got.grads, want.grads)):
+        if g is None or w is None or np.array_equal(g, w, equal_nan=True):
+            continue
+        n = rounding_noise(g, w, 100 * index + j)
+        if n is not None:
+            out.append((index, j, base_at, n.astype(np.float64) * per_unit))
+    return out
+
+
 def _describe(exc) -> str:
     return "succeeds" if exc is None else f"raises {type(exc).__name__}({exc})"
 
@@ -366,6 +447,8 @@ def check_random_program(
     inexact, comparable = False, True
     lowest = start.values.dtype  # the least precise float dtype the program goes through
     noise = {}  # step index -> rounding-sized noise for the reference's shadow run
+    grad_noise = []  # the same for the gradients each step's backward gives
+    base_at = 0  # the step whose input is ``base``
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         _, x_ref = _build(base, pending, "reference", grad=False)
@@ -386,11 +469,12 @@ def check_random_program(
             inexact = inexact or not bitwise
             if not bitwise and not step.view:
                 noise[i] = rounding_noise(got.value, want.value, i)
+            grad_noise += gradient_noise(got, want, i, base_at)
             lowest = less_precise(lowest, want.value.dtype) if lowest.kind == "f" else want.value.dtype
             if step.view:
                 pending.append(step)
             else:
-                base, pending = Operand(want.value), []
+                base, pending, base_at = Operand(want.value), [], i + 1
             _, x_ref = _build(base, pending, "reference", grad=False)
         if wild or not comparable:
             return  # wild magnitudes make rounding differences in one step arbitrary in the next
@@ -403,14 +487,15 @@ def check_random_program(
         )
         noise = {i: n for i, n in noise.items() if n is not None}
         # noise of both signs: one of the two moves each value to the other backend's side
-        shadows = (
-            [
-                run_program(program, start, "reference", reduce, {i: sign * n for i, n in noise.items()})
-                for sign in (1, -1)
-            ]
-            if noise
-            else []
-        )
+        shadows = [
+            run_program(program, start, "reference", reduce, {i: sign * n for i, n in noise.items()})
+            for sign in ((1, -1) if noise else ())
+        ] + [
+            run_program(
+                program, start, "reference", reduce, grad_noise=[(*e[:3], sign * e[3]) for e in grad_noise]
+            )
+            for sign in ((1, -1) if grad_noise else ())
+        ]
         compare_outcomes(
             run_program(program, start, other, reduce),
             run_program(program, start, "reference", reduce),
