@@ -74,32 +74,21 @@ class Adam(Optimizer):
         return {}
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, m, v, vmax = backend.adam_update(
-            params,
-            grads,
-            states[M1],
-            states[M2],
-            states[VMAX] if self.amsgrad else None,
-            lr,
-            self.beta_1,
-            self.beta_2,
-            self.epsilon,
-            self.weight_decay,
-            decoupled=self._decoupled,
-            steps=list(steps),
-            **self._extra(),
+        return self._step(
+            backend.adam_update, (params, grads), states, lr, steps=list(steps), **self._extra()
         )
-        out = {M1: m, M2: v}
-        if self.amsgrad:
-            out[VMAX] = vmax
-        return new_p, out
 
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
-        extra = self._extra()
-        new_p, m, v, vmax = backend.sparse_adam_update(
-            param,
-            rows,
-            values,
+        cautious = bool(self._extra().get("cautious", False))
+        return self._step(
+            backend.sparse_adam_update, (param, rows, values), states, lr, cautious=cautious, step=int(step)
+        )
+
+    def _step(self, update, head: tuple, states, lr, **options):
+        """``update(*head, m, v, vmax, lr, ...)``, the dense or row-sparse backend step, with this
+        optimizer's hyperparameters and ``options`` (steps, cautious)."""
+        new_p, m, v, vmax = update(
+            *head,
             states[M1],
             states[M2],
             states[VMAX] if self.amsgrad else None,
@@ -109,8 +98,7 @@ class Adam(Optimizer):
             self.epsilon,
             self.weight_decay,
             decoupled=self._decoupled,
-            cautious=bool(extra.get("cautious", False)),
-            step=int(step),
+            **options,
         )
         out = {M1: m, M2: v}
         if self.amsgrad:

@@ -68,39 +68,27 @@ class Sgd(Optimizer):
         return (_VELOCITY,) if self.momentum is not None else ()
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        mom = self.momentum
-        if mom is None:
-            new_p, _ = backend.sgd_update(params, grads, None, lr, self.weight_decay)
-            return new_p, {}
-        new_p, new_v = backend.sgd_update(
-            params,
-            grads,
-            states[_VELOCITY],
-            lr,
-            self.weight_decay,
-            float(mom.momentum),
-            float(mom.dampening),
-            bool(mom.nesterov),
-            list(fresh),
-        )
-        return new_p, {_VELOCITY: new_v}
+        return self._step(backend.sgd_update, (params, grads), states, lr, fresh, list)
 
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
+        return self._step(backend.sparse_sgd_update, (param, rows, values), states, lr, fresh, bool)
+
+    def _step(self, update, head: tuple, states, lr, fresh, fresh_as):
+        """``update(*head, velocity, lr, ...)``, the dense or row-sparse backend step; ``fresh``
+        (which velocities start this step) goes as ``fresh_as(fresh)``, only with momentum."""
         mom = self.momentum
         if mom is None:
-            new_p, _ = backend.sparse_sgd_update(param, rows, values, None, lr, self.weight_decay)
+            new_p, _ = update(*head, None, lr, self.weight_decay)
             return new_p, {}
-        new_p, new_v = backend.sparse_sgd_update(
-            param,
-            rows,
-            values,
+        new_p, new_v = update(
+            *head,
             states[_VELOCITY],
             lr,
             self.weight_decay,
             float(mom.momentum),
             float(mom.dampening),
             bool(mom.nesterov),
-            bool(fresh),
+            fresh_as(fresh),
         )
         return new_p, {_VELOCITY: new_v}
 
