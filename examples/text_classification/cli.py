@@ -122,6 +122,7 @@ __all__ = [
     "build_fasttext_config",
     "check_run_dir",
     "default_source",
+    "evaluate_test_split",
     "infer_main",
     "inference_parser",
     "launch",
@@ -196,29 +197,36 @@ def infer_main(argv, description: str, artifact_dir: str, dataset_cls, samples: 
 
         tokenizer = load_tokenizer(args.tokenizer)
     if args.evaluate:
-        from text_classification.inference import evaluate_run, run_model_kind
-
-        kind = run_model_kind(args.artifact_dir)
-        if args.model is not None and args.model != kind:
-            parser.error(f"--model {args.model}: {args.artifact_dir} holds a {kind} run")
-        try:
-            dataset = dataset_cls.from_source(
-                args.source,
-                "test",
-                args.data_dir,
-                **({"seed": DEFAULT_SEED} if args.source == "synthetic" else {}),
-            )
-        except (ValueError, FileNotFoundError) as error:
-            parser.error(str(error))
-        accuracy = evaluate_run(args.artifact_dir, dataset_cls, dataset, device, dtype, tokenizer)
-        print(
-            f"{dataset_cls.__name__} {kind} run {args.artifact_dir}: accuracy {accuracy:.2f}% over the "
-            f"{len(dataset):,} rows of the test split ({args.source})"
-        )
-        return accuracy
+        return evaluate_test_split(parser, args, dataset_cls, device, dtype, tokenizer)
     return infer(
         args.artifact_dir, dataset_cls, args.text or samples, device, dtype, tokenizer, model=args.model
     )
+
+
+def evaluate_test_split(parser, args, dataset_cls, device, dtype, tokenizer) -> float:
+    """``--evaluate``: the accuracy (%) of the run in ``--artifact-dir`` over the whole test split
+    of ``--source``, printed in one line; a ``--model`` the run does not hold, or a bad source,
+    ends with ``parser.error`` (exit 2)."""
+    from text_classification.inference import evaluate_run, run_model_kind
+
+    kind = run_model_kind(args.artifact_dir)
+    if args.model is not None and args.model != kind:
+        parser.error(f"--model {args.model}: {args.artifact_dir} holds a {kind} run")
+    try:
+        dataset = dataset_cls.from_source(
+            args.source,
+            "test",
+            args.data_dir,
+            **({"seed": DEFAULT_SEED} if args.source == "synthetic" else {}),
+        )
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
+    accuracy = evaluate_run(args.artifact_dir, dataset_cls, dataset, device, dtype, tokenizer)
+    print(
+        f"{dataset_cls.__name__} {kind} run {args.artifact_dir}: accuracy {accuracy:.2f}% over the "
+        f"{len(dataset):,} rows of the test split ({args.source})"
+    )
+    return accuracy
 
 
 def run_script(main, argv=None) -> int:
