@@ -120,6 +120,27 @@ def _table(cp: Any, columns: list[list[Any]], sizes: list[int], extra: list[np.n
     return cp.asarray(np.concatenate(words)), len(tensor)
 
 
+def _params_grads(cp: Any, op: str, params: Any, grads: Any) -> tuple[list, list]:
+    """The checked parameter list (updated in place) and its gradients, one per parameter."""
+    p = _arrays(cp, op, "params", params, None, in_place=True)
+    return p, _arrays(cp, op, "grads", grads, p, in_place=False)
+
+
+def _param_dtype(op: str, p: list, g: list) -> np.dtype:
+    """The parameters' dtype, which the gradients must share (``p`` is non-empty)."""
+    dtype = p[0].dtype
+    if g[0].dtype != dtype:
+        raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
+    return dtype
+
+
+def _launch(name: str, pt: str, st: str, table: Any, n: int, chunks: int, args: tuple) -> None:
+    """One launch of the multi-tensor kernel ``name`` over ``table``'s ``chunks`` of ``n``
+    tensors; ``args`` follow the table, tensor count and chunk size."""
+    fn = modules.kernel(_SRC, pt, name, pt, st)
+    fn((chunks,), (launch.OPTIM_THREADS,), (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), *args))
+
+
 def sgd_update(
     params: Sequence[Any],
     grads: Sequence[Any],
@@ -149,9 +170,8 @@ def sgd_update(
     """
     op = "sgd_update"
     cp = cupy_or_error()
-    p = _arrays(cp, op, "params", params, None, in_place=True)
+    p, g = _params_grads(cp, op, params, grads)
     n = len(p)
-    g = _arrays(cp, op, "grads", grads, p, in_place=False)
     momentum = finite_scalar(op, "momentum", momentum)
     has_momentum = momentum_bufs is not None
     if not has_momentum and (momentum != 0.0 or nesterov):
@@ -163,9 +183,7 @@ def sgd_update(
     keep = 1.0 - finite_scalar(op, "dampening", dampening)
     if n == 0:
         return
-    dtype = p[0].dtype
-    if g[0].dtype != dtype:
-        raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
+    dtype = _param_dtype(op, p, g)
     pt = modules.ctype_of(dtype)
     st = (
         _state_ctype(op, "momentum_bufs", b, dtype)
@@ -178,14 +196,14 @@ def sgd_update(
         return
     acc = modules.acc_dtype(dtype)
     per = cp.asarray(rates.astype(acc))
-    fn = modules.kernel(_SRC, pt, "sgd_multi", pt, st)
-    fn(
-        (chunks,),
-        (launch.OPTIM_THREADS,),
+    _launch(
+        "sgd_multi",
+        pt,
+        st,
+        table,
+        n,
+        chunks,
         (
-            table,
-            np.int32(n),
-            np.int64(launch.OPTIM_CHUNK),
             per,
             acc.type(wd),
             acc.type(momentum),
@@ -233,9 +251,8 @@ def adam_update(
     """
     op = "adam_update"
     cp = cupy_or_error()
-    p = _arrays(cp, op, "params", params, None, in_place=True)
+    p, g = _params_grads(cp, op, params, grads)
     n = len(p)
-    g = _arrays(cp, op, "grads", grads, p, in_place=False)
     mt = _arrays(cp, op, "m", m, p, in_place=True)
     vt = _arrays(cp, op, "v", v, p, in_place=True)
     amsgrad = vmax is not None
@@ -243,9 +260,7 @@ def adam_update(
     per, betas, mode = adam_arguments(op, n, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps)
     if n == 0:
         return
-    dtype = p[0].dtype
-    if g[0].dtype != dtype:
-        raise TypeError(f"{op}: `grads` have dtype {g[0].dtype} but `params` have {dtype}")
+    dtype = _param_dtype(op, p, g)
     pt = modules.ctype_of(dtype)
     states = mt + vt + ([a for a in vm if a is not None])
     if len({a.dtype for a in states}) > 1:
@@ -259,14 +274,14 @@ def adam_update(
     table, chunks = _table(cp, [p, g, mt, vt, vm], sizes, [])
     if chunks == 0:
         return
-    fn = modules.kernel(_SRC, pt, "adam_multi", pt, st)
-    fn(
-        (chunks,),
-        (launch.OPTIM_THREADS,),
+    _launch(
+        "adam_multi",
+        pt,
+        st,
+        table,
+        n,
+        chunks,
         (
-            table,
-            np.int32(n),
-            np.int64(launch.OPTIM_CHUNK),
             cp.asarray(per.reshape(-1)),
             *(acc.type(b) for b in betas),
             np.int32(amsgrad),
