@@ -24,16 +24,7 @@ import ember
 from ember import nn
 from text_classification.inference import load_weights
 from text_classification.tokenizer import load_tokenizer
-from text_classification.training import (
-    ExperimentConfig,
-    _launch,
-    _optimizer,
-    build_dataloaders,
-    build_lr_scheduler,
-    create_artifact_dir,
-    model_config,
-    steps_per_epoch,
-)
+from text_classification.training import ExperimentConfig, create_artifact_dir, fit, model_config
 
 __all__ = ["LORA_ALPHA", "LORA_RANK", "lora_finetuning"]
 
@@ -98,18 +89,13 @@ def lora_finetuning(
     model.apply_lora(lora if lora is not None else nn.Lora(rank=LORA_RANK, alpha=LORA_ALPHA))
     model.reset_head(dataset_cls.num_classes())
 
-    dataloader_train, dataloader_test = build_dataloaders(
-        dataset_train, dataset_test, config, tokenizer, device
-    )
-    lr_scheduler = build_lr_scheduler(config, config.num_epochs * steps_per_epoch(dataloader_train))
-    return _launch(
+    return fit(
         artifact_dir,
         model,
-        dataloader_train,
-        dataloader_test,
+        dataset_train,
+        dataset_test,
         config,
-        _optimizer(config),
-        lr_scheduler,
+        tokenizer,
         device,
         renderer,
         checkpoint,

@@ -63,6 +63,7 @@ __all__ = [
     "build_dataloaders",
     "build_lr_scheduler",
     "create_artifact_dir",
+    "fit",
     "model_config",
     "register_metrics",
     "steps_per_epoch",
@@ -317,6 +318,34 @@ def train(
     else:
         tokenizer = load_tokenizer(config.tokenizer) if tokenizer is None else tokenizer
         model = model_config(config, dataset_cls.num_classes(), tokenizer.vocab_size()).init(device, dtype)
+    return fit(
+        artifact_dir,
+        model,
+        dataset_train,
+        dataset_test,
+        config,
+        tokenizer,
+        device,
+        renderer,
+        checkpoint,
+        plots,
+    )
+
+
+def fit(
+    artifact_dir: Path,
+    model,
+    dataset_train,
+    dataset_test,
+    config: ExperimentConfig,
+    tokenizer,
+    device,
+    renderer=None,
+    checkpoint: int | None = None,
+    plots: bool = False,
+):
+    """Train ``model`` (built by the caller: :func:`train`, or LoRA fine-tuning) on the splits with
+    ``config``'s loaders, schedule and optimizer; returns the ``LearningResult``."""
     dataloader_train, dataloader_test = build_dataloaders(
         dataset_train, dataset_test, config, tokenizer, device
     )
