@@ -52,10 +52,6 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     + "the dashboard imports rich, an optional dependency",
     ("ember.train.renderer.default", "ember.train.renderer.tui"): LATE
     + "the dashboard imports rich, an optional dependency",
-    ("ember.onnx.export_trace", "ember.tensor.device"): DEBT
-    + "ember.onnx, new this session: lift with its owner",
-    ("ember.train.training_run", "ember.distributed.silent_renderer"): DEBT
-    + "train runner split in progress (ember/train/supervised.py and the files split from it)",
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ember.onnx.export_modules import whole_module_export
+from ember.tensor.device import Device
 
 
 class Ref(NamedTuple):
@@ -152,8 +153,6 @@ def tracing(module, trace: Trace):
     """Record ``trace`` while the block runs: ``Device.backend`` answers with a recorder of
     the device's backend (every device object, those made inside the forward too; nothing
     is cached on them), and each sub-module's ``forward`` is wrapped to note its dotted path."""
-    from ember.tensor.device import Device
-
     with _LOCK:
         original = Device.__dict__["backend"]
         recorders: dict[int, _Recorder] = {}

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ember.distributed.silent_renderer import SilentRenderer
 from ember.train.checkpoint import AsyncCheckpointer, FileCheckpointer, LearningCheckpointer
 from ember.train.epoch import EpochLoop
 from ember.train.event_processor import EventProcessor
@@ -55,13 +56,6 @@ class LearningResult:
     skipped_batches: int = 0
 
 
-def _silent_renderer():
-    # (ember.distributed sits above ember.train: loaded only for a rank that shows nothing)
-    from ember.distributed.silent_renderer import SilentRenderer
-
-    return SilentRenderer()
-
-
 class TrainingRun:
     """One launch of ``settings`` on ``learner``.
 
@@ -88,7 +82,7 @@ class TrainingRun:
             renderer = settings.renderer if settings.renderer is not None else default_renderer()
             metric_loggers = list(settings.metric_loggers) or [FileMetricLogger(settings.directory)]
         else:
-            metrics, renderer, metric_loggers = {"train": (), "valid": ()}, _silent_renderer(), []
+            metrics, renderer, metric_loggers = {"train": (), "valid": ()}, SilentRenderer(), []
         self.events = EventProcessor(
             metrics,
             metric_loggers,
