@@ -4,6 +4,9 @@ naming the replacement. Imports nothing from ember (a leaf, usable from every la
     # in a module: the old module-level names, resolved on access
     __getattr__ = renamed_globals(__name__, {"MSELoss": "MseLoss"})
 
+    # in a package re-exporting that module: its old names too, stated once in the module
+    __getattr__ = renamed_globals(__name__, renames_of(loss))
+
     # in a class: an old method name calling the new one
     with_gradient_clipping = renamed_method("with_gradient_clipping", "with_grad_clipping")
 """
@@ -15,7 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["renamed_globals", "renamed_method", "renamed_property", "warn_renamed"]
+__all__ = ["renamed_globals", "renamed_method", "renamed_property", "renames_of", "warn_renamed"]
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -50,7 +53,17 @@ def renamed_globals(module: str, renames: Mapping[str, str]) -> Callable[[str], 
         warn_renamed(f"{module}.{name}", f"{module}.{new}")
         return getattr(sys.modules[module], new)
 
+    __getattr__.renames = renames  # read by renames_of in the packages that re-export the module
     return __getattr__
+
+
+def renames_of(*modules: Any) -> dict[str, str]:
+    """The old names (old -> new) of ``modules``, each with a :func:`renamed_globals`
+    ``__getattr__``, for a module that re-exports their new names."""
+    merged: dict[str, str] = {}
+    for module in modules:
+        merged.update(module.__getattr__.renames)
+    return merged
 
 
 def renamed_method(old: str, new: str) -> Callable[..., Any]:

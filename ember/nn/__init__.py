@@ -10,8 +10,8 @@ initializers, LoRA and module records.
     y = layer(x)
 """
 
-from ember._deprecation import renamed_globals
-from ember.nn import functional, init, lora, loss, qlora, quantize, rnn
+from ember._deprecation import renamed_globals, renames_of
+from ember.nn import activation, functional, init, lora, loss, loss_rnnt, qlora, quantize, rnn
 from ember.nn.activation import (
     ActivationConfig,
     Celu,
@@ -447,19 +447,4 @@ __all__ = [
 ]
 
 # The names before the acronym rule (README, "Names"), kept one release: each use warns.
-__getattr__ = renamed_globals(
-    __name__,
-    {
-        "SiLU": "Silu",
-        "GLU": "Glu",
-        "MSELoss": "MseLoss",
-        "GaussianNLLLoss": "GaussianNllLoss",
-        "GaussianNLLLossConfig": "GaussianNllLossConfig",
-        "KLDivLoss": "KlDivLoss",
-        "KLDivLossConfig": "KlDivLossConfig",
-        "CTCLoss": "CtcLoss",
-        "CTCLossConfig": "CtcLossConfig",
-        "RNNTLoss": "RnntLoss",
-        "RNNTLossConfig": "RnntLossConfig",
-    },
-)
+__getattr__ = renamed_globals(__name__, renames_of(activation, loss, loss_rnnt))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._deprecation import renamed_globals
+from ember._deprecation import renamed_globals, renames_of
+from ember.nn import loss_ctc, loss_likelihood
 from ember.nn.loss_ctc import CtcLoss, CtcLossConfig
 from ember.nn.loss_likelihood import (
     GaussianNllLoss,
@@ -401,15 +402,4 @@ class HuberLoss(Module):
 
 
 # The names before the acronym rule (README, "Names"), kept one release: each use warns.
-__getattr__ = renamed_globals(
-    __name__,
-    {
-        "MSELoss": "MseLoss",
-        "GaussianNLLLoss": "GaussianNllLoss",
-        "GaussianNLLLossConfig": "GaussianNllLossConfig",
-        "KLDivLoss": "KlDivLoss",
-        "KLDivLossConfig": "KlDivLossConfig",
-        "CTCLoss": "CtcLoss",
-        "CTCLossConfig": "CtcLossConfig",
-    },
-)
+__getattr__ = renamed_globals(__name__, {"MSELoss": "MseLoss", **renames_of(loss_ctc, loss_likelihood)})

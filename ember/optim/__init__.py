@@ -27,9 +27,9 @@ whose fused kernels live with the backends (``ember/kernels/cpu/optim_updates.py
 ``ember/kernels/cuda/optimizers.py``) and know only arrays.
 """
 
-from ember._deprecation import renamed_globals
+from ember._deprecation import renamed_globals, renames_of
 from ember.nn.param_group import ParamGroup, ParamGroupError
-from ember.optim import lr_scheduler
+from ember.optim import lbfgs, lr_scheduler
 from ember.optim.adagrad import AdaGrad, AdaGradConfig
 from ember.optim.adam import Adam, AdamConfig
 from ember.optim.adamw import AdamW, AdamWConfig
@@ -144,6 +144,4 @@ __all__ = [
 ]
 
 # The names before the acronym rule (README, "Names"), kept one release: each use warns.
-__getattr__ = renamed_globals(
-    __name__, {"LBFGS": "Lbfgs", "LBFGSConfig": "LbfgsConfig", "LBFGSRecord": "LbfgsRecord"}
-)
+__getattr__ = renamed_globals(__name__, renames_of(lbfgs))
