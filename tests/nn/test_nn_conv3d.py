@@ -3,10 +3,13 @@ over stride, padding, dilation and groups on every backend, Burn's padding choic
 an even kernel, asymmetric), float64 finite differences, batch 1, Burn's defaults and
 initialisation, records and config round trips, errors."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64, weighted_sum
+from helpers.layer_grads import ember_forward_backward, torch_forward_backward
 
 import ember
 from ember import nn
@@ -20,23 +23,8 @@ GEOMETRIES = [
 ]
 
 
-def _torch_run(torch, x, weight, bias, up, **kwargs):
-    xt, wt, bt = (torch.from_numpy(a).requires_grad_() for a in (x, weight, bias))
-    yt = torch.nn.functional.conv3d(xt, wt, bt, **kwargs)
-    (yt * torch.from_numpy(up)).sum().backward()
-    return yt.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()
-
-
 def _ember_run(layer, x, up, device):
-    xe = ember.tensor(x, device=device).require_grad()
-    ye = layer(xe)
-    grads = (ye * ember.tensor(up, device=device)).sum().backward()
-    return (
-        ye.numpy(),
-        grads.get(xe).numpy(),
-        grads.get(layer.weight.value).numpy(),
-        grads.get(layer.bias.value).numpy(),
-    )
+    return ember_forward_backward(layer, x, up, device, params=("weight", "bias"))
 
 
 @pytest.mark.parametrize("kernel,stride,padding,dilation,groups,channels", GEOMETRIES)
@@ -53,7 +41,12 @@ def test_matches_torch_with_gradients(device, kernel, stride, padding, dilation,
         torch.from_numpy(x), torch.from_numpy(layer.weight.numpy()), None, **kwargs
     ).shape
     up = rng.standard_normal(tuple(shape))
-    expected = _torch_run(torch, x, layer.weight.numpy(), layer.bias.numpy(), up, **kwargs)
+    expected = torch_forward_backward(
+        torch,
+        partial(torch.nn.functional.conv3d, **kwargs),
+        (x, layer.weight.numpy(), layer.bias.numpy()),
+        up,
+    )
     for got, want in zip(_ember_run(layer, x, up, device), expected):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -4,10 +4,13 @@ adjoint identity with Conv (a transposed convolution is the gradient of a convol
 its input); Burn's padding_out beyond the stride; float64 finite differences; batch 1; Burn's
 defaults, layout and initialisation; records and config round trips; errors."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64, weighted_sum
+from helpers.layer_grads import ember_forward_backward, torch_forward_backward
 
 import ember
 from ember import nn
@@ -31,23 +34,8 @@ def _torch_fn(torch, dims):
     return getattr(torch.nn.functional, f"conv_transpose{dims}d")
 
 
-def _torch_run(torch, dims, x, weight, bias, up, **kwargs):
-    xt, wt, bt = (torch.from_numpy(a).requires_grad_() for a in (x, weight, bias))
-    yt = _torch_fn(torch, dims)(xt, wt, bt, **kwargs)
-    (yt * torch.from_numpy(up)).sum().backward()
-    return yt.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()
-
-
 def _ember_run(layer, x, up, device):
-    xe = ember.tensor(x, device=device).require_grad()
-    ye = layer(xe)
-    grads = (ye * ember.tensor(up, device=device)).sum().backward()
-    return (
-        ye.numpy(),
-        grads.get(xe).numpy(),
-        grads.get(layer.weight.value).numpy(),
-        grads.get(layer.bias.value).numpy(),
-    )
+    return ember_forward_backward(layer, x, up, device, params=("weight", "bias"))
 
 
 @pytest.mark.parametrize("dims,channels,kernel,stride,padding,padding_out,dilation,groups,size", GEOMETRIES)
@@ -73,7 +61,7 @@ def test_matches_torch_with_gradients(
     weight, bias = layer.weight.numpy(), layer.bias.numpy()
     shape = _torch_fn(torch, dims)(torch.from_numpy(x), torch.from_numpy(weight), None, **kwargs).shape
     up = rng.standard_normal(tuple(shape))
-    expected = _torch_run(torch, dims, x, weight, bias, up, **kwargs)
+    expected = torch_forward_backward(torch, partial(_torch_fn(torch, dims), **kwargs), (x, weight, bias), up)
     for got, want in zip(_ember_run(layer, x, up, device), expected):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, weighted_sum
+from helpers.layer_grads import ember_forward_backward, torch_forward_backward
 
 import ember
 from ember import nn
@@ -20,19 +21,6 @@ GEOMETRIES = [
 ]
 
 
-def _torch_run(torch, fn, x, up):
-    xt = torch.from_numpy(x).requires_grad_()
-    yt = fn(xt)
-    (yt * torch.from_numpy(up)).sum().backward()
-    return yt.detach().numpy(), xt.grad.numpy()
-
-
-def _ember_run(layer, x, up, device):
-    xe = ember.tensor(x, device=device).require_grad()
-    ye = layer(xe)
-    return ye.numpy(), (ye * ember.tensor(up, device=device)).sum().backward().get(xe).numpy()
-
-
 @pytest.mark.parametrize("kernel,stride,dilation,padding,size", GEOMETRIES)
 def test_unfold_and_fold_match_torch_with_gradients(device, kernel, stride, dilation, padding, size):
     torch = pytest.importorskip("torch")
@@ -43,16 +31,18 @@ def test_unfold_and_fold_match_torch_with_gradients(device, kernel, stride, dila
     unfold = lambda t: functional.unfold(t, **settings)
     blocks = unfold(torch.from_numpy(x)).shape
     up = rng.standard_normal(tuple(blocks))
-    expected = _torch_run(torch, unfold, x, up)
-    got = _ember_run(nn.Unfold4dConfig(kernel, stride, dilation, padding).init(), x, up, device)
+    expected = torch_forward_backward(torch, unfold, (x,), up)
+    got = ember_forward_backward(nn.Unfold4dConfig(kernel, stride, dilation, padding).init(), x, up, device)
     for g, e in zip(got, expected):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
     cols = rng.standard_normal(tuple(blocks))
     fold = lambda t: functional.fold(t, output_size=size, **settings)
     up = rng.standard_normal((2, 3) + size)
-    expected = _torch_run(torch, fold, cols, up)
-    got = _ember_run(nn.Fold4dConfig(size, kernel, stride, dilation, padding).init(), cols, up, device)
+    expected = torch_forward_backward(torch, fold, (cols,), up)
+    got = ember_forward_backward(
+        nn.Fold4dConfig(size, kernel, stride, dilation, padding).init(), cols, up, device
+    )
     for g, e in zip(got, expected):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)

@@ -9,22 +9,10 @@ import numpy as np
 import pytest
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, weighted_sum
+from helpers.layer_grads import ember_forward_backward, torch_forward_backward
 
 import ember
 from ember import nn
-
-
-def _torch_run(torch, fn, x, up):
-    xt = torch.from_numpy(x).requires_grad_()
-    yt = fn(xt)
-    (yt * torch.from_numpy(up)).sum().backward()
-    return yt.detach().numpy(), xt.grad.numpy()
-
-
-def _ember_run(layer, x, up, device):
-    xe = ember.tensor(x, device=device).require_grad()
-    ye = layer(xe)
-    return ye.numpy(), (ye * ember.tensor(up, device=device)).sum().backward().get(xe).numpy()
 
 
 @pytest.mark.parametrize("output_size", [(1, 1, 1), (2, 3, 4), (5, 7, 6), (3, 9, 2), (7, 4, 11)])
@@ -33,8 +21,10 @@ def test_adaptive_avg_pool3d_matches_torch_with_gradients(device, output_size):
     rng = np.random.default_rng(sum(output_size))
     x = rng.standard_normal((2, 3, 5, 7, 6))
     up = rng.standard_normal((2, 3) + output_size)
-    expected = _torch_run(torch, lambda t: torch.nn.functional.adaptive_avg_pool3d(t, output_size), x, up)
-    got = _ember_run(nn.AdaptiveAvgPool3dConfig(output_size).init(), x, up, device)
+    expected = torch_forward_backward(
+        torch, lambda t: torch.nn.functional.adaptive_avg_pool3d(t, output_size), (x,), up
+    )
+    got = ember_forward_backward(nn.AdaptiveAvgPool3dConfig(output_size).init(), x, up, device)
     for g, e in zip(got, expected):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
@@ -46,8 +36,10 @@ def test_adaptive_avg_pool2d_matches_torch_with_gradients(device, output_size):
     rng = np.random.default_rng(sum(output_size))
     x = rng.standard_normal((2, 3, 7, 8))
     up = rng.standard_normal((2, 3) + output_size)
-    expected = _torch_run(torch, lambda t: torch.nn.functional.adaptive_avg_pool2d(t, output_size), x, up)
-    got = _ember_run(nn.AdaptiveAvgPool2dConfig(output_size).init(), x, up, device)
+    expected = torch_forward_backward(
+        torch, lambda t: torch.nn.functional.adaptive_avg_pool2d(t, output_size), (x,), up
+    )
+    got = ember_forward_backward(nn.AdaptiveAvgPool2dConfig(output_size).init(), x, up, device)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
 
