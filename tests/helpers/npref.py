@@ -123,3 +123,34 @@ def attention(q, k, v, mask_pad=None, scale=None, quiet=False, dropout_p=0.0, se
         s = np.where(np.asarray(mask_pad)[:, None, None, :], MASK_FILL, s)
     w = quiet_softmax(s) if quiet else softmax(s)
     return w @ v
+
+
+def heads(x, linear, n_heads: int):
+    """``linear(x)`` of a [B, S, D] input split into heads: [B, n_heads, S, D_out / n_heads]."""
+    y = np.asarray(x, dtype=np.float64) @ linear.weight.numpy() + linear.bias.numpy()
+    return y.reshape(y.shape[0], y.shape[1], n_heads, -1).transpose(0, 2, 1, 3)
+
+
+def attend(scores, v, output, quiet: bool):
+    """The softmax (quiet or not) of ``scores`` [B, H, Sq, Sk] applied to the heads ``v``, the
+    heads joined and passed through the ``output`` linear: ``(out [B, Sq, D], weights)``."""
+    w = quiet_softmax(scores) if quiet else softmax(scores)
+    ctx = (w @ v).transpose(0, 2, 1, 3)
+    ctx = ctx.reshape(ctx.shape[0], ctx.shape[1], -1)
+    return ctx @ output.weight.numpy() + output.bias.numpy(), w
+
+
+def multi_head_attention(mha, q, k, v, mask_pad=None, mask_attn=None):
+    """A ``MultiHeadAttention`` forward: ``(out, weights)``; ``mask_pad`` [B, Sk] and
+    ``mask_attn`` [B, Sq, Sk] fill the scores with the module's ``min_float`` where True."""
+    qh, kh, vh = (
+        heads(q, mha.query, mha.n_heads),
+        heads(k, mha.key, mha.n_heads),
+        heads(v, mha.value, mha.n_heads),
+    )
+    scores = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(mha.d_k)
+    if mask_pad is not None:
+        scores = np.where(mask_pad[:, None, None, :], mha.min_float, scores)
+    if mask_attn is not None:
+        scores = np.where(mask_attn[:, None, :, :], mha.min_float, scores)
+    return attend(scores, vh, mha.output, mha.quiet_softmax)

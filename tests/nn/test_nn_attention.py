@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from helpers import npref
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64, weighted_sum
 
@@ -7,28 +8,6 @@ import ember
 from ember import nn
 
 B, S, D, H = 2, 5, 8, 2
-
-
-def _np_softmax(x, quiet):
-    m = np.maximum(x.max(-1, keepdims=True), 0.0)
-    e = np.exp(x - m)
-    return e / (e.sum(-1, keepdims=True) + (np.exp(-m) if quiet else 0.0))
-
-
-def np_mha(mha, q, k, v, mask_pad=None, mask_attn=None):
-    def proj(x, lin):
-        y = x @ lin.weight.numpy() + lin.bias.numpy()
-        return y.reshape(x.shape[0], x.shape[1], mha.n_heads, mha.d_k).transpose(0, 2, 1, 3)
-
-    qh, kh, vh = proj(q, mha.query), proj(k, mha.key), proj(v, mha.value)
-    scores = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(mha.d_k)
-    if mask_pad is not None:
-        scores = np.where(mask_pad[:, None, None, :], mha.min_float, scores)
-    if mask_attn is not None:
-        scores = np.where(mask_attn[:, None, :, :], mha.min_float, scores)
-    w = _np_softmax(scores, mha.quiet_softmax)
-    ctx = (w @ vh).transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[1], -1)
-    return ctx @ mha.output.weight.numpy() + mha.output.bias.numpy(), w
 
 
 def _data(seed=0, sq=S, sk=S):
@@ -50,7 +29,7 @@ def test_fused_and_composed_paths_match_numpy(quiet):
     ember.seed(0)
     mha = nn.MultiHeadAttentionConfig(D, H, dropout=0.0, quiet_softmax=quiet).init(DEV)
     q, kv, pad, attn = _data()
-    expected, w = np_mha(mha, q, kv, kv, pad)
+    expected, w = npref.multi_head_attention(mha, q, kv, kv, pad)
     fused = mha(nn.MhaInput(t(q), t(kv), t(kv)).mask_pad(t(pad)))
     assert fused.weights is None
     np.testing.assert_allclose(fused.context.numpy(), expected, rtol=1e-4, atol=1e-5)
@@ -58,7 +37,7 @@ def test_fused_and_composed_paths_match_numpy(quiet):
     np.testing.assert_allclose(composed.context.numpy(), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(composed.weights.numpy(), w, rtol=1e-4, atol=1e-6)
     # with an attention mask the composed path runs
-    expected, w = np_mha(mha, q, q, q, pad, attn)
+    expected, w = npref.multi_head_attention(mha, q, q, q, pad, attn)
     out = mha(nn.MhaInput.self_attn(t(q)).mask_pad(t(pad)).mask_attn(t(attn)), need_weights=True)
     np.testing.assert_allclose(out.context.numpy(), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.weights.numpy(), w, rtol=1e-4, atol=1e-6)
@@ -67,7 +46,7 @@ def test_fused_and_composed_paths_match_numpy(quiet):
 def test_cross_attention_lengths_and_custom_min_float():
     mha = nn.MultiHeadAttentionConfig(D, H, dropout=0.0, min_float=-30.0).init(DEV)
     q, kv, pad, _ = _data(1, sq=3, sk=6)
-    expected, _ = np_mha(mha, q, kv, kv, pad)
+    expected, _ = npref.multi_head_attention(mha, q, kv, kv, pad)
     np.testing.assert_allclose(
         mha(t(q), t(kv), t(kv), mask_pad=t(pad)).context.numpy(), expected, rtol=1e-4, atol=1e-5
     )

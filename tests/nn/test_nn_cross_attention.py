@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import npref
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64, weighted_sum
 
@@ -20,24 +21,14 @@ def t(a, dtype=None, device=DEV):
 
 
 def np_cross_attention(ca, query, context, mask=None):
-    def proj(x, lin, heads):
-        y = x @ lin.weight.numpy() + lin.bias.numpy()
-        return y.reshape(x.shape[0], x.shape[1], heads, ca.d_head).transpose(0, 2, 1, 3)
-
-    q = proj(query, ca.query, ca.n_heads)
+    q = npref.heads(query, ca.query, ca.n_heads)
     rep = ca.n_heads // ca.n_heads_kv  # query head j reads key/value head j // rep
-    k = np.repeat(proj(context, ca.key, ca.n_heads_kv), rep, axis=1)
-    v = np.repeat(proj(context, ca.value, ca.n_heads_kv), rep, axis=1)
+    k = np.repeat(npref.heads(context, ca.key, ca.n_heads_kv), rep, axis=1)
+    v = np.repeat(npref.heads(context, ca.value, ca.n_heads_kv), rep, axis=1)
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(ca.d_head)
     if mask is not None:
         scores = np.where(mask[:, None, None, :], ca.min_float, scores)
-    top = (
-        np.maximum(scores.max(-1, keepdims=True), 0.0) if ca.quiet_softmax else scores.max(-1, keepdims=True)
-    )
-    e = np.exp(scores - top)
-    w = e / (e.sum(-1, keepdims=True) + (np.exp(-top) if ca.quiet_softmax else 0.0))
-    out = (w @ v).transpose(0, 2, 1, 3).reshape(query.shape[0], query.shape[1], -1)
-    return out @ ca.output.weight.numpy() + ca.output.bias.numpy()
+    return npref.attend(scores, v, ca.output, ca.quiet_softmax)[0]
 
 
 def _data(seed, d_model, d_context, lq=LQ, lk=LK):

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import npref
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64, weighted_sum
 
@@ -54,23 +55,7 @@ def np_gelu(x):
 
 
 def np_mha(mha, q_in, kv_in, pad=None, attn=None):
-    def heads(x, lin):
-        y = x @ lin.weight.numpy() + lin.bias.numpy()
-        return y.reshape(x.shape[0], x.shape[1], mha.n_heads, mha.d_k).transpose(0, 2, 1, 3)
-
-    q, k, v = heads(q_in, mha.query), heads(kv_in, mha.key), heads(kv_in, mha.value)
-    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(mha.d_k)
-    if pad is not None:
-        scores = np.where(pad[:, None, None, :], mha.min_float, scores)
-    if attn is not None:
-        scores = np.where(attn[:, None], mha.min_float, scores)
-    top = (
-        np.maximum(scores.max(-1, keepdims=True), 0.0) if mha.quiet_softmax else scores.max(-1, keepdims=True)
-    )
-    e = np.exp(scores - top)
-    w = e / (e.sum(-1, keepdims=True) + (np.exp(-top) if mha.quiet_softmax else 0.0))
-    ctx = (w @ v).transpose(0, 2, 1, 3).reshape(q_in.shape[0], q_in.shape[1], -1)
-    return ctx @ mha.output.weight.numpy() + mha.output.bias.numpy()
+    return npref.multi_head_attention(mha, q_in, kv_in, kv_in, pad, attn)[0]
 
 
 def np_decoder_layer(layer, x, memory, target_pad=None, target_attn=None, memory_pad=None):
