@@ -5,71 +5,14 @@ Written against an array module ``xp`` so that the CuPy backend reuses the same 
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from ember.kernels.backend import _GOLDEN, _MIX1, _MIX2, Backend
+from ember.kernels.backend import Backend
+from ember.kernels.families.dropout import GOLDEN, MIX1, MIX2
 
 _U64 = np.uint64
-
-
-def half_via_single(stats: tuple = ()):
-    """Run a composite on float16 arrays in float32 and give float16 back, except the saved
-    statistics at positions ``stats`` of its result (mean, rstd, lse), which stay float32
-    (or wider, as a kernel made them) for the backward pass — float32 accumulation, as on the
-    GPU. Other dtypes pass through. Works on the backend's array module (CuPy too).
-    """
-
-    def decorate(method):
-        @functools.wraps(method)
-        def run(self, *args):
-            array = getattr(self, "xp", np).ndarray  # NumPy, or CuPy for the cuda backend's fallbacks
-            if not any(isinstance(a, array) and a.dtype == np.float16 for a in args):
-                return method(self, *args)
-            args = [
-                a.astype(np.float32) if isinstance(a, array) and a.dtype == np.float16 else a for a in args
-            ]
-            out = method(self, *args)
-            if isinstance(out, tuple):
-                return tuple(
-                    o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out)
-                )
-            return out.astype(np.float16)
-
-        return run
-
-    return decorate
-
-
-HALF_VIA_SINGLE = {
-    "softmax": (),
-    "softmax_backward": (),
-    "log_softmax": (),
-    "log_softmax_backward": (),
-    "layer_norm": (1, 2),
-    "layer_norm_backward": (),
-    "rms_norm": (1,),
-    "rms_norm_backward": (),
-    "gelu": (),
-    "gelu_backward": (),
-    "cross_entropy": (1,),
-    "cross_entropy_backward": (),
-    "embedding": (),
-    "embedding_backward": (),
-    "embedding_bag": (1,),
-    "embedding_bag_backward": (0,),
-    "embedding_bag_weights_backward": (),
-    "coalesce_rows": (0,),
-    "rows_to_dense": (),
-    "dropout": (),
-    "dropout_backward": (),
-    "attention": (1,),
-    "attention_backward": (),
-}
-"""The composites computed in float32 for float16 inputs, with the positions of their results
-that stay float32 (saved statistics, or int64 rows) — on ``reference`` and on ``cpu``."""
 
 
 def _erf_host(x: np.ndarray) -> np.ndarray:
@@ -299,26 +242,18 @@ class ArrayBackend(Backend):
         xp = self.xp
         n = int(np.prod(shape)) if shape else 1
         with np.errstate(over="ignore"):
-            z = xp.arange(1, n + 1, dtype=_U64) * _U64(_GOLDEN) + _U64(seed % 2**64)
-            z = (z ^ (z >> _U64(30))) * _U64(_MIX1)
-            z = (z ^ (z >> _U64(27))) * _U64(_MIX2)
+            z = xp.arange(1, n + 1, dtype=_U64) * _U64(GOLDEN) + _U64(seed % 2**64)
+            z = (z ^ (z >> _U64(30))) * _U64(MIX1)
+            z = (z ^ (z >> _U64(27))) * _U64(MIX2)
             z = z ^ (z >> _U64(31))
         u = (z >> _U64(40)).astype(np.float64) * (1.0 / (1 << 24))
         return xp.reshape(u >= p, shape)
 
 
 class ReferenceBackend(ArrayBackend):
-    """The specification. float16 inputs of the composites listed in ``HALF_VIA_SINGLE`` are
-    computed in float32 (statistics kept in float32), as the fused kernels of every other
-    backend do: half-precision squares, exponentials and sums would overflow or round away
-    (a row holding 300 has x² = inf; -1e4 + log(n) rounds back to -1e4)."""
+    """The specification: the primitives in NumPy and every composite its family's default."""
 
     name = "reference"
-
-
-for _name, _stats in HALF_VIA_SINGLE.items():
-    setattr(ReferenceBackend, _name, half_via_single(_stats)(getattr(Backend, _name)))
-del _name, _stats
 
 
 def unique_rows(rows, n: int) -> bool:

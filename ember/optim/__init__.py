@@ -22,7 +22,7 @@ accepted everywhere: SGD is exact or lazy, Adam/AdamW lazy (``torch.optim.Sparse
 other optimizers densify (see each docstring).
 
 Each optimizer's docstring states its update rule, once; the backends compute it through the
-optimizer composites of the backend contract (:class:`ember.kernels.optimizer_ops.OptimizerOps`),
+optimizer composites of the backend contract (:class:`ember.kernels.families.optimizer.OptimizerOps`),
 whose fused kernels live with the backends (``ember/kernels/cpu/optim_updates.py``,
 ``ember/kernels/cuda/optimizers.py``) and know only arrays.
 """

@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 
 from ember.kernels.arg_checks import finite_scalar
-from ember.kernels.optimizer_ops import SMALLEST_NORMAL
+from ember.kernels.families.optimizer import SMALLEST_NORMAL
 from ember.record.config import Config
 from ember.tensor.ops._core import wrap
 from ember.tensor.sparse import RowSparse, is_row_sparse

@@ -3,6 +3,7 @@ backend runs the composed kernels, and the fused kernels take over once it marks
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ import ember  # noqa: E402
 from ember import nn  # noqa: E402
 from ember.kernels.cpu import backend as cpu_backend_module  # noqa: E402
 from ember.kernels.cpu import background_compile as bg  # noqa: E402
+from ember.kernels.cpu import optimizer_ops as cpu_optimizer_ops  # noqa: E402
 from ember.kernels.registry import get_backend  # noqa: E402
 from ember.optim import AdamConfig, GradientsParams  # noqa: E402
 from ember.tensor.device import Device  # noqa: E402
@@ -142,6 +144,22 @@ class _NoKernels:
     def __getattr__(self, attr):
         raise AssertionError(f"{self.name}.{attr} ran while the kernels were compiling")
 
+    def __call__(self, *args, **kwargs):
+        raise AssertionError(f"{self.name} ran while the kernels were compiling")
+
+
+# The kernels each family mixin of the cpu backend calls, by module of ember.kernels.cpu.
+_FUSED_KERNELS = {
+    "activations": ("gelu", "gelu_backward"),
+    "attention": ("attention", "attention_backward"),
+    "cross_entropy": ("cross_entropy", "cross_entropy_backward"),
+    "dropout": ("dropout", "dropout_backward"),
+    "embedding": ("embedding", "embedding_backward"),
+    "embedding_bag": ("embedding_bag", "embedding_bag_backward", "coalesce_rows", "rows_to_dense"),
+    "norms": ("layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward"),
+    "softmax": ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward"),
+}
+
 
 def test_stand_ins_compile_nothing_and_match_the_kernels(monkeypatch):
     """A training step with the kernels held back runs no Numba kernel and gives the fused
@@ -173,20 +191,38 @@ def test_stand_ins_compile_nothing_and_match_the_kernels(monkeypatch):
     backend = get_backend(Device("cpu"))
     monkeypatch.setattr(backend, "_tiers", _NeverReady())
     monkeypatch.setattr(backend, "_native", False)  # the composed code, not the C++ kernels
-    for name in (
-        "activations",
-        "attention",
-        "cross_entropy",
-        "dropout",
-        "embedding",
-        "norms",
-        "optim_updates",
-        "softmax",
-    ):
-        monkeypatch.setattr(cpu_backend_module, name, _NoKernels(name))
+    for module_name, kernels in _FUSED_KERNELS.items():
+        module = importlib.import_module(f"ember.kernels.cpu.{module_name}")
+        for kernel in kernels:
+            monkeypatch.setattr(module, kernel, _NoKernels(f"{module_name}.{kernel}"))
+    for module_name in ("optim_updates", "optim_sparse_updates"):
+        monkeypatch.setattr(cpu_optimizer_ops, module_name, _NoKernels(module_name))
+    for module_name in ("activations", "embedding"):  # the primitives' own kernels (erf, row gather)
+        monkeypatch.setattr(cpu_backend_module, module_name, _NoKernels(module_name))
     standby_loss, standby_weight = step()
     assert standby_loss == pytest.approx(fused_loss, rel=1e-5)
     np.testing.assert_allclose(standby_weight, fused_weight, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_arriving_between_forward_and_backward_keep_the_gradient(monkeypatch, dtype):
+    """A forward run composed while the kernels compiled, then a backward once they are ready:
+    the backward must differentiate what the forward computed (the fused attention backward
+    reads a float64 lse the composed forward does not make)."""
+    from ember.kernels.reference import ReferenceBackend
+
+    rng = np.random.default_rng(0)
+    q, k, v, dout = (rng.standard_normal((1, 2, 5, 8)).astype(dtype) for _ in range(4))
+    mask = np.array([[False, False, False, True, True]])
+    args = (mask, 0.35, False, 0.25, 1234)
+    backend = get_backend(Device("cpu"))
+    monkeypatch.setattr(backend, "_tiers", _NeverReady())
+    out, lse = backend.attention(q, k, v, *args)
+    monkeypatch.undo()
+    grads = backend.attention_backward(dout, q, k, v, out, lse, *args)
+    expected = ReferenceBackend(seed=0).attention_backward(dout, q, k, v, out, lse, *args)
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
 
 
 def test_a_forked_child_waits_on_the_lock_not_on_its_parents_process(cache):

@@ -1,4 +1,4 @@
-"""The optimizer op family of the backend contract (``ember.kernels.optimizer_ops``).
+"""The optimizer op family of the backend contract (``ember.kernels.families.optimizer``).
 
 * it is one mixin that :class:`Backend` inherits, defined nowhere else in the contract;
 * every backend refuses a malformed per-tensor argument with the same error, the composed
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ember.kernels.backend import Backend
-from ember.kernels.optimizer_ops import OptimizerOps
+from ember.kernels.families.optimizer import OptimizerOps
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2] / "ember"
 
@@ -93,7 +93,7 @@ def test_each_update_rule_is_written_once_in_its_optimizer():
         "cpu/optim_sparse_updates.py",
         "cuda/optimizers.py",
         "cuda/kernels/optim.cu",
-        "optimizer_ops.py",
+        "families/optimizer.py",
     ):
         text = (PACKAGE_ROOT / "kernels" / name).read_text(encoding="utf-8")
         assert "ember.optim" in text or "ember/optim" in text, f"{name} does not point to the rules"

@@ -19,8 +19,11 @@ import numpy as np
 from numba import prange
 from numba.extending import register_jitable
 
+from ember.kernels import native_ops
+from ember.kernels.backend import DECLINED, fused
+
 from . import vecmath as vm
-from .checks import check_same_shape, float_array
+from .checks import FLOAT_DTYPES, check_same_shape, float_array
 from .jit import kernel
 
 __all__ = ["erf", "gelu", "gelu_backward"]
@@ -164,3 +167,26 @@ def gelu_backward(x: np.ndarray, dy: np.ndarray, approximate: bool) -> np.ndarra
         fn = _gelu_tanh_backward if approximate else _gelu_exact_backward
         fn(x.reshape(-1), dy.reshape(-1), dx.reshape(-1))
     return dx
+
+
+class CpuActivationOps:
+    """GELU on ``cpu``: the C++ kernel where it measures faster (float64 exact GELU) or while
+    the Numba kernels compile, else Numba."""
+
+    @fused(half=True, ready_arg=None)
+    def gelu(self, x, approximate):
+        native = self._native and x.dtype in FLOAT_DTYPES
+        if native and (not self.kernels_ready(x) or (not approximate and x.dtype == np.float64)):
+            return native_ops.gelu(x, approximate)
+        if not self.kernels_ready(x):
+            return DECLINED
+        return gelu(x, approximate)
+
+    @fused(half=True, ready_arg=None)
+    def gelu_backward(self, x, dy, approximate):
+        native = self._native and x.dtype in FLOAT_DTYPES
+        if native and (not self.kernels_ready(x) or (not approximate and x.dtype == np.float64)):
+            return native_ops.gelu_backward(x, dy, approximate)
+        if not self.kernels_ready(x):
+            return DECLINED
+        return gelu_backward(x, dy, approximate)

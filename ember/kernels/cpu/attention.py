@@ -39,6 +39,8 @@ import math
 
 import numpy as np
 
+from ember.kernels.backend import DECLINED, fused
+
 from . import threadpool, vector_rows
 from . import vecmath as vm
 from .checks import contiguous, float_array, probability, seed_u64
@@ -720,3 +722,20 @@ def attention_backward(
             dv,
         )
     return _heads_first(dq), _heads_first(dk), _heads_first(dv)
+
+
+class CpuAttentionOps:
+    """Flash-style attention on ``cpu`` (padded keys skipped)."""
+
+    @fused(half=True)
+    def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
+        return attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
+
+    @fused(half=True)
+    def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
+        if lse.dtype != np.float64:
+            # the forward ran composed (its kernels were still compiling): its float32 lse is
+            # not the float64 one this kernel splits, so the composed backward (which
+            # recomputes the weights) matches it
+            return DECLINED
+        return attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)

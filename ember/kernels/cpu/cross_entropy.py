@@ -15,6 +15,8 @@ import math
 import numpy as np
 from numba import prange
 
+from ember.kernels.backend import DECLINED, fused
+
 from . import vecmath as vm
 from .checks import float_array, index_array
 from .jit import kernel, serial_ordered
@@ -208,3 +210,17 @@ def cross_entropy_backward(
         if redo.size:
             _cross_entropy_backward_normalised_rows(logits, targets, lse, dloss, s, redo, dlogits)
     return dlogits
+
+
+class CpuLossOps:
+    """Cross-entropy on ``cpu``; no classes (so no rows either) declines."""
+
+    @fused(half=True)
+    def cross_entropy(self, logits, targets, smoothing):
+        return DECLINED if logits.shape[1] == 0 else cross_entropy(logits, targets, smoothing)
+
+    @fused(half=True)
+    def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
+        if logits.shape[1] == 0:
+            return DECLINED
+        return cross_entropy_backward(logits, targets, lse, dloss, smoothing)

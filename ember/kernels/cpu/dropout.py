@@ -23,15 +23,18 @@ import numpy as np
 from numba import prange
 from numba.extending import register_jitable
 
+from ember.kernels.backend import fused
+from ember.kernels.families.dropout import GOLDEN, MIX1, MIX2
+
 from . import vecmath as vm
 from .checks import float_array, probability, seed_u64
 from .jit import kernel
 
 __all__ = ["dropout", "dropout_backward", "hash_bits", "keep_threshold"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(GOLDEN)
+_MIX1 = np.uint64(MIX1)
+_MIX2 = np.uint64(MIX2)
 
 
 @register_jitable(inline="always")
@@ -107,3 +110,15 @@ def dropout_backward(dy: np.ndarray, p: float, seed: int) -> np.ndarray:
         ``dx``, a new array of ``dy``'s shape and dtype.
     """
     return _apply("dropout_backward", "dy", dy, p, seed)
+
+
+class CpuDropoutOps:
+    """Dropout on ``cpu``: the mask hashed inside the kernel, never stored."""
+
+    @fused(half=True)
+    def dropout(self, x, p, seed):
+        return dropout(x, p, seed)
+
+    @fused(half=True)
+    def dropout_backward(self, dy, p, seed):
+        return dropout_backward(dy, p, seed)

@@ -15,6 +15,8 @@ import operator
 import numpy as np
 from numba import prange
 
+from ember.kernels.backend import fused
+
 from .checks import float_array, index_array
 from .jit import kernel, serial
 
@@ -136,3 +138,15 @@ def embedding_backward(dout: np.ndarray, ids: np.ndarray, num_embeddings: int) -
         starts, order = _bucket_by_id(ids.reshape(-1), num_ids)
         _sum_rows_by_id(dout.reshape(ids.size, d), starts, order, dweight)
     return dweight
+
+
+class CpuEmbeddingOps:
+    """Embedding lookups and their dense gradient on ``cpu``."""
+
+    @fused(half=True)
+    def embedding(self, weight, ids):
+        return embedding(weight, ids)
+
+    @fused(half=True)
+    def embedding_backward(self, dout, ids, num_embeddings):
+        return embedding_backward(dout, ids, num_embeddings)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .checks import float_array, index_array
+from ember.kernels.backend import DECLINED, fused
+
+from .checks import FLOAT_DTYPES, float_array, index_array
 from .jit import kernel, serial
 
 __all__ = [
@@ -335,3 +337,31 @@ def rows_add_dense(dense, rows, values):
     out = np.array(dense, copy=True)
     out[rows] += values.astype(out.dtype, copy=False)
     return out
+
+
+class CpuEmbeddingBagOps:
+    """Embedding bags and row-sparse arrays on ``cpu``."""
+
+    @fused(half=True)
+    def embedding_bag(self, weight, indices, bounds, per_sample_weights, mode):
+        return embedding_bag(weight, indices, bounds, per_sample_weights, mode)
+
+    @fused(half=True)
+    def embedding_bag_backward(self, dout, indices, bounds, per_sample_weights, mode, max_pos):
+        return embedding_bag_backward(dout, indices, bounds, per_sample_weights, mode, max_pos)
+
+    @fused(half=True)
+    def embedding_bag_weights_backward(self, dout, weight, indices, bounds):
+        return embedding_bag_weights_backward(dout, weight, indices, bounds)
+
+    @fused(half=True, ready_arg=1)
+    def coalesce_rows(self, rows, values):
+        return coalesce_rows(rows, values)
+
+    @fused(half=True, ready_arg=1)
+    def rows_to_dense(self, rows, values, num_rows):
+        return rows_to_dense(rows, values, num_rows)
+
+    @fused
+    def rows_add_dense(self, dense, rows, values):
+        return DECLINED if dense.dtype not in FLOAT_DTYPES else rows_add_dense(dense, rows, values)

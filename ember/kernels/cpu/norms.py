@@ -15,8 +15,11 @@ import math
 import numpy as np
 from numba import prange
 
+from ember.kernels import native_ops
+from ember.kernels.backend import DECLINED, fused
+
 from . import vecmath as vm
-from .checks import as_rows, check_same_shape, float_array, optional_param
+from .checks import FLOAT_DTYPES, as_rows, check_same_shape, float_array, optional_param
 from .jit import kernel, num_threads, serial
 
 __all__ = ["layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward"]
@@ -335,3 +338,37 @@ def rms_norm_backward(
     if not has_gamma:
         return dx, None
     return dx, dgamma_part.sum(axis=0).astype(x.dtype)
+
+
+class CpuNormOps:
+    """Layer norm and RMS norm on ``cpu``: Numba kernels (the C++ layer norm where it measures
+    faster: float32 forward, and while the Numba kernels compile); an empty axis declines."""
+
+    @fused(half=True, ready_arg=None)
+    def layer_norm(self, x, gamma, beta, eps):
+        if x.shape[-1] == 0:
+            return DECLINED
+        native = self._native and x.dtype in FLOAT_DTYPES
+        if native and (x.dtype == np.float32 or not self.kernels_ready(x)):
+            return native_ops.layer_norm(x, gamma, beta, eps)
+        if not self.kernels_ready(x):
+            return DECLINED
+        return layer_norm(x, gamma, beta, eps)
+
+    @fused(half=True, ready_arg=None)
+    def layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        if x.shape[-1] == 0:
+            return DECLINED
+        if not self.kernels_ready(x):
+            if self._native and x.dtype in FLOAT_DTYPES:
+                return native_ops.layer_norm_backward(dy, x, mean, rstd, gamma)
+            return DECLINED
+        return layer_norm_backward(dy, x, mean, rstd, gamma)
+
+    @fused(half=True)
+    def rms_norm(self, x, gamma, eps):
+        return DECLINED if x.shape[-1] == 0 else rms_norm(x, gamma, eps)
+
+    @fused(half=True)
+    def rms_norm_backward(self, dy, x, rstd, gamma):
+        return DECLINED if x.shape[-1] == 0 else rms_norm_backward(dy, x, rstd, gamma)

@@ -12,6 +12,8 @@ import math
 import numpy as np
 from numba import prange
 
+from ember.kernels.backend import fused
+
 from . import vecmath as vm
 from .checks import as_rows, check_same_shape, float_array
 from .jit import kernel, serial_ordered
@@ -180,3 +182,23 @@ def log_softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
         ``dx``, a new array of ``y``'s shape and dtype.
     """
     return _backward_over_rows("log_softmax_backward", _log_softmax_backward_rows, y, dy)
+
+
+class CpuSoftmaxOps:
+    """The softmax family's fused kernels on ``cpu`` (float16 computed in float32)."""
+
+    @fused(half=True)
+    def softmax(self, x):
+        return softmax(x)
+
+    @fused(half=True)
+    def softmax_backward(self, y, dy):
+        return softmax_backward(y, dy)
+
+    @fused(half=True)
+    def log_softmax(self, x):
+        return log_softmax(x)
+
+    @fused(half=True)
+    def log_softmax_backward(self, y, dy):
+        return log_softmax_backward(y, dy)

@@ -10,11 +10,11 @@ never modified, outputs are new C-contiguous arrays, reductions over the last ax
 float16 inputs computed in float32; the optimizer updates work in place.
 """
 
+from ember.kernels.cuda.activations import gelu, gelu_backward
 from ember.kernels.cuda.attention import attention, attention_backward
 from ember.kernels.cuda.cross_entropy import cross_entropy, cross_entropy_backward
 from ember.kernels.cuda.dropout import dropout, dropout_backward, dropout_keep_mask
 from ember.kernels.cuda.embedding import embedding, embedding_backward
-from ember.kernels.cuda.gelu import gelu, gelu_backward
 from ember.kernels.cuda.norms import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from ember.kernels.cuda.optimizers import adam_update, sgd_update
 from ember.kernels.cuda.runtime import (

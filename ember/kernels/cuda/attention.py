@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -255,3 +256,20 @@ def attention_backward(
         grid, block, (q, k, v, mask_arg, dout, lse, delta, dk, dv) + common
     )
     return dq, dk, dv
+
+
+class CudaAttentionOps:
+    """Flash attention on ``cuda``; head dimensions over 128, no keys, a non-finite scale or
+    sequences past the launch grid decline."""
+
+    @fused
+    def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
+        if not fits(q.shape, k.shape, scale):
+            return DECLINED
+        return attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
+
+    @fused
+    def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
+        if not fits(q.shape, k.shape, scale):
+            return DECLINED
+        return attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)

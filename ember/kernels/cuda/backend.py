@@ -13,26 +13,16 @@ import os
 
 import numpy as np
 
-from ember.kernels.backend import Backend
-from ember.kernels.cuda import ops as fused
-from ember.kernels.cuda import optimizers
-from ember.kernels.cuda.launch import row_fits
+from ember.kernels.cuda.activations import CudaActivationOps
+from ember.kernels.cuda.attention import CudaAttentionOps
+from ember.kernels.cuda.cross_entropy import CudaLossOps
+from ember.kernels.cuda.dropout import CudaDropoutOps
+from ember.kernels.cuda.embedding import CudaEmbeddingOps
+from ember.kernels.cuda.norms import CudaNormOps
+from ember.kernels.cuda.optimizers import CudaOptimizerOps
 from ember.kernels.cuda.runtime import cupy_or_error
-from ember.kernels.reference import HALF_VIA_SINGLE, ArrayBackend, half_via_single
-
-_COMPOSED = {name: half_via_single(stats)(getattr(Backend, name)) for name, stats in HALF_VIA_SINGLE.items()}
-"""The composed defaults of the composites, float16 computed in float32 with float32
-statistics (as the fused kernels and the reference do): the fallbacks of the fused ops."""
-
-
-def _rows_fit(x, allow_empty: bool = False) -> bool:
-    """Whether a row kernel (reducing the last axis) takes ``x``; an empty last axis only
-    when the wrapper handles it (``allow_empty``)."""
-    rows = 1
-    for s in x.shape[:-1]:
-        rows *= int(s)
-    cols = int(x.shape[-1]) if x.ndim else 1
-    return row_fits(rows, cols) or (allow_empty and cols == 0)
+from ember.kernels.cuda.softmax import CudaSoftmaxOps
+from ember.kernels.reference import ArrayBackend
 
 
 class CudaOutOfMemoryError(MemoryError):
@@ -65,7 +55,20 @@ def _install_allocator(cp) -> None:
     cp.cuda._ember_allocator = True
 
 
-class CudaBackend(ArrayBackend):
+class CudaBackend(
+    CudaActivationOps,
+    CudaSoftmaxOps,
+    CudaNormOps,
+    CudaLossOps,
+    CudaEmbeddingOps,
+    CudaDropoutOps,
+    CudaAttentionOps,
+    CudaOptimizerOps,
+    ArrayBackend,
+):
+    """CuPy primitives, and the fused kernels of each op family, one mixin per family from the
+    module holding its launchers."""
+
     name = "cuda"
 
     def __init__(self, index: int = 0, seed: int | None = None):
@@ -82,7 +85,6 @@ class CudaBackend(ArrayBackend):
         self.cuda_device = cp.cuda.Device(index)
         self.cuda_device.use()
         _install_allocator(cp)
-        self._fused = fused
         super().__init__(seed)
 
     # ---- random (device generator for data; a host generator for kernel seeds) ----------
@@ -144,157 +146,3 @@ class CudaBackend(ArrayBackend):
             n = x.shape[axis]
             idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis), axis=axis), axis)
         return xp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
-
-    # ---- fused composites ---------------------------------------------------------------
-    # Each falls back to the composed default (float16 computed in float32, as on every
-    # backend) for inputs outside its kernel's limits, deciding from the same inputs in the
-    # forward and the backward pass: the backend contract (ember/kernels/backend.py).
-    def softmax(self, x):
-        if not _rows_fit(x, allow_empty=True):
-            return _COMPOSED["softmax"](self, x)
-        return self._fused.softmax(x)
-
-    def softmax_backward(self, y, dy):
-        if not _rows_fit(y, allow_empty=True):
-            return _COMPOSED["softmax_backward"](self, y, dy)
-        return self._fused.softmax_backward(y, dy)
-
-    def log_softmax(self, x):
-        if not _rows_fit(x, allow_empty=True):
-            return _COMPOSED["log_softmax"](self, x)
-        return self._fused.log_softmax(x)
-
-    def log_softmax_backward(self, y, dy):
-        if not _rows_fit(y, allow_empty=True):
-            return _COMPOSED["log_softmax_backward"](self, y, dy)
-        return self._fused.log_softmax_backward(y, dy)
-
-    def layer_norm(self, x, gamma, beta, eps):
-        if not _rows_fit(x):
-            return _COMPOSED["layer_norm"](self, x, gamma, beta, eps)
-        return self._fused.layer_norm(x, gamma, beta, eps)
-
-    def layer_norm_backward(self, dy, x, mean, rstd, gamma):
-        if not _rows_fit(x):
-            return _COMPOSED["layer_norm_backward"](self, dy, x, mean, rstd, gamma)
-        return self._fused.layer_norm_backward(dy, x, mean, rstd, gamma)
-
-    def rms_norm(self, x, gamma, eps):
-        if not _rows_fit(x):
-            return _COMPOSED["rms_norm"](self, x, gamma, eps)
-        return self._fused.rms_norm(x, gamma, eps)
-
-    def rms_norm_backward(self, dy, x, rstd, gamma):
-        if not _rows_fit(x):
-            return _COMPOSED["rms_norm_backward"](self, dy, x, rstd, gamma)
-        return self._fused.rms_norm_backward(dy, x, rstd, gamma)
-
-    def gelu(self, x, approximate):
-        return self._fused.gelu(x, approximate)
-
-    def gelu_backward(self, x, dy, approximate):
-        return self._fused.gelu_backward(x, dy, approximate)
-
-    def cross_entropy(self, logits, targets, smoothing):
-        if not _rows_fit(logits, allow_empty=logits.shape[0] == 0):
-            return _COMPOSED["cross_entropy"](self, logits, targets, smoothing)
-        return self._fused.cross_entropy(logits, targets, smoothing)
-
-    def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
-        if not _rows_fit(logits, allow_empty=logits.shape[0] == 0):
-            return _COMPOSED["cross_entropy_backward"](self, logits, targets, lse, dloss, smoothing)
-        return self._fused.cross_entropy_backward(logits, targets, lse, dloss, smoothing)
-
-    def embedding(self, weight, ids):
-        return self._fused.embedding(weight, ids)
-
-    def embedding_backward(self, dout, ids, num_embeddings):
-        return self._fused.embedding_backward(dout, ids, num_embeddings)
-
-    def dropout(self, x, p, seed):
-        return self._fused.dropout(x, p, seed)
-
-    def dropout_backward(self, dy, p, seed):
-        return self._fused.dropout_backward(dy, p, seed)
-
-    def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
-        # head dims over 128, no keys, a non-finite scale, sequences past the launch grid
-        if not self._fused.attention_fits(q.shape, k.shape, scale):
-            return _COMPOSED["attention"](self, q, k, v, mask_pad, scale, quiet, dropout_p, seed)
-        return self._fused.attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
-
-    def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
-        if not self._fused.attention_fits(q.shape, k.shape, scale):
-            return _COMPOSED["attention_backward"](
-                self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed
-            )
-        return self._fused.attention_backward(
-            dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed
-        )
-
-    # =====================================================================================
-    # ---- optimizer composites: multi-tensor CUDA kernels (ember.kernels.cuda.optimizers)
-    # SGD and Adam/AdamW run as one kernel launch per parameter group, updating the arrays
-    # passed in and returning them; RMSprop, AdaGrad, Lion and clipping use the per-tensor
-    # default composed from primitives.
-    # =====================================================================================
-    def optim_own(self, x, copy=False):
-        return x.copy() if copy or not x.flags.c_contiguous else x
-
-    def sgd_update(
-        self,
-        params,
-        grads,
-        momentum_bufs,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step_flags=False,
-    ):
-        if not self._fused.optim_fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
-            return super().sgd_update(
-                params,
-                grads,
-                momentum_bufs,
-                lr,
-                weight_decay,
-                momentum,
-                dampening,
-                nesterov,
-                first_step_flags,
-            )
-        params = list(params)
-        bufs = None if momentum_bufs is None else list(momentum_bufs)
-        optimizers.sgd_update(
-            params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
-        )
-        return params, bufs
-
-    def adam_update(
-        self,
-        params,
-        grads,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        steps=1,
-    ):
-        if not self._fused.optim_fits(params, grads, m, v, vmax):
-            return super().adam_update(
-                params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
-            )
-        params, m, v = list(params), list(m), list(v)
-        vmax = None if vmax is None else list(vmax)
-        optimizers.adam_update(
-            params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
-        )
-        return params, m, v, vmax

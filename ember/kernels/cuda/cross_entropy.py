@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import indexing, launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -129,3 +130,19 @@ def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any, smoo
         ),
     )
     return dlogits
+
+
+class CudaLossOps:
+    """Cross-entropy on ``cuda``; rows past the launch limits decline (no rows run the kernel)."""
+
+    @fused
+    def cross_entropy(self, logits, targets, smoothing):
+        if not launch.rows_fit(logits, allow_empty=logits.shape[0] == 0):
+            return DECLINED
+        return cross_entropy(logits, targets, smoothing)
+
+    @fused
+    def cross_entropy_backward(self, logits, targets, lse, dloss, smoothing):
+        if not launch.rows_fit(logits, allow_empty=logits.shape[0] == 0):
+            return DECLINED
+        return cross_entropy_backward(logits, targets, lse, dloss, smoothing)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import fused
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -94,3 +95,15 @@ def dropout_keep_mask(shape: tuple[int, ...], p: float, seed: int) -> Any:
             grid, block, (keep, np.int64(n), seed64, validate.dropout_threshold(p))
         )
     return keep
+
+
+class CudaDropoutOps:
+    """Dropout on ``cuda``: the mask hashed inside the kernel, never stored."""
+
+    @fused
+    def dropout(self, x, p, seed):
+        return dropout(x, p, seed)
+
+    @fused
+    def dropout_backward(self, dy, p, seed):
+        return dropout_backward(dy, p, seed)

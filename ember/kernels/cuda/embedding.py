@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import fused
 from ember.kernels.cuda import indexing, launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -104,3 +105,15 @@ def embedding_backward(dout: Any, ids: Any, num_embeddings: int) -> Any:
     egrid, eblock = launch.elementwise_launch(v * d)
     modules.kernel(_SRC, ct, "sum_partials", ct)(egrid, eblock, (dweight, np.int32(1), np.int64(v * d), out))
     return out
+
+
+class CudaEmbeddingOps:
+    """Embedding lookups and their dense gradient on ``cuda``."""
+
+    @fused
+    def embedding(self, weight, ids):
+        return embedding(weight, ids)
+
+    @fused
+    def embedding_backward(self, dout, ids, num_embeddings):
+        return embedding_backward(dout, ids, num_embeddings)

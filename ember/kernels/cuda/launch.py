@@ -7,6 +7,7 @@ the shapes match the contract stated above each kernel in ``kernels/*.cu``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "ELEMENTWISE_THREADS",
@@ -91,6 +92,21 @@ def row_fits(rows: int, cols: int) -> bool:
         cols: row length.
     """
     return 1 <= cols <= INT32_MAX and rows <= INT32_MAX
+
+
+def rows_fit(x: Any, allow_empty: bool = False) -> bool:
+    """Whether a row kernel (reducing the last axis) takes the array ``x``; an empty last
+    axis only when the kernel's wrapper handles it (``allow_empty``).
+
+    Args:
+        x: the array whose rows the kernel reduces.
+        allow_empty: accept a last axis of length 0.
+    """
+    rows = 1
+    for s in x.shape[:-1]:
+        rows *= int(s)
+    cols = int(x.shape[-1]) if x.ndim else 1
+    return row_fits(rows, cols) or (allow_empty and cols == 0)
 
 
 def column_launch(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int], int, int]:

@@ -23,6 +23,7 @@ from ember.kernels.cuda.runtime import cupy_or_error
 __all__ = [
     "ATTENTION_DPADS",
     "COMPILE_OPTIONS",
+    "INLINE_SOURCES",
     "KERNEL_DIR",
     "NAME_EXPRESSIONS",
     "acc_dtype",
@@ -32,7 +33,9 @@ __all__ = [
     "ctype_of",
     "index_ctype_of",
     "kernel",
+    "kernel_text",
     "name_expr",
+    "register",
     "source_text",
 ]
 
@@ -89,7 +92,6 @@ def _names(t: str) -> dict[str, dict[str, tuple[str, ...]]]:
         )
         + tuple(name_expr("norm_param_grad", t, r) for r in _BOOLS)
         + sum_partials,
-        "gelu.cu": tuple(name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd") for a in _BOOLS),
         "cross_entropy.cu": tuple(
             name_expr(k, t, i, w)
             for k in ("cross_entropy_fwd", "cross_entropy_bwd")
@@ -165,16 +167,43 @@ def acc_scalar(dtype: Any, value: float) -> np.floating:
     return acc_dtype(dtype).type(value)
 
 
-@cache
-def source_text(source: str) -> str:
-    """The full program text of ``source``: common.cuh followed by the kernel file.
+INLINE_SOURCES: dict[str, str] = {}
+"""Sources written in the Python module that launches them (short element-wise kernels), by
+the name they are registered under; the others are files in :data:`KERNEL_DIR`."""
+
+
+def register(source: str, per_type, text: str | None = None) -> None:
+    """Declare the kernels of ``source``: ``per_type(t)`` gives their name expressions for the
+    element C type ``t`` (one module variant per type). ``text``: the source itself, for a
+    kernel written beside its launcher (``source`` is then the name compile logs and tests
+    show); without it, ``source`` is a file in :data:`KERNEL_DIR`.
 
     Args:
-        source: file name inside ``kernels/``, e.g. ``"softmax.cu"``.
+        source: the source's name, e.g. ``"activations.cu"``.
+        per_type: element C type -> tuple of name expressions.
+        text: the CUDA source, or None for a file.
+    """
+    if text is not None:
+        INLINE_SOURCES[source] = text
+    NAME_EXPRESSIONS[source] = {t: tuple(per_type(t)) for t in ("float", "double", "ember_half")}
+    source_text.cache_clear()
+
+
+def kernel_text(source: str) -> str:
+    """The CUDA text of ``source`` alone (without ``common.cuh``)."""
+    inline = INLINE_SOURCES.get(source)
+    return inline if inline is not None else (KERNEL_DIR / source).read_text()
+
+
+@cache
+def source_text(source: str) -> str:
+    """The full program text of ``source``: common.cuh followed by the kernel source.
+
+    Args:
+        source: a registered source, e.g. ``"softmax.cu"``.
     """
     common = (KERNEL_DIR / "common.cuh").read_text()
-    body = (KERNEL_DIR / source).read_text()
-    return f"{common}\n// ---- {source} ----\n{body}"
+    return f"{common}\n// ---- {source} ----\n{kernel_text(source)}"
 
 
 _modules: dict[tuple[int, int, str, str], Any] = {}

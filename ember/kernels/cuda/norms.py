@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -269,3 +270,23 @@ def rms_norm_backward(dy: Any, x: Any, rstd: Any, gamma: Any) -> tuple[Any, Any 
         return dx, None
     dgamma, _ = _param_grads(cp, x, dy, rstd, rstd, True, rows, cols)
     return dx, dgamma
+
+
+class CudaNormOps:
+    """Layer norm and RMS norm on ``cuda``; an empty axis or rows past the launch limits decline."""
+
+    @fused
+    def layer_norm(self, x, gamma, beta, eps):
+        return layer_norm(x, gamma, beta, eps) if launch.rows_fit(x) else DECLINED
+
+    @fused
+    def layer_norm_backward(self, dy, x, mean, rstd, gamma):
+        return layer_norm_backward(dy, x, mean, rstd, gamma) if launch.rows_fit(x) else DECLINED
+
+    @fused
+    def rms_norm(self, x, gamma, eps):
+        return rms_norm(x, gamma, eps) if launch.rows_fit(x) else DECLINED
+
+    @fused
+    def rms_norm_backward(self, dy, x, rstd, gamma):
+        return rms_norm_backward(dy, x, rstd, gamma) if launch.rows_fit(x) else DECLINED

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember.kernels.arg_checks import finite_scalar, per_tensor
+from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import launch, modules
 from ember.kernels.cuda.runtime import cupy_or_error
 from ember.kernels.optim_kernel_args import adam_arguments
@@ -288,3 +289,62 @@ def adam_update(
             np.int32(mode),
         ),
     )
+
+
+class CudaOptimizerOps:
+    """The optimizer family on ``cuda``: SGD and Adam/AdamW as one multi-tensor kernel launch
+    per parameter group, updating the arrays passed in and returning them; layouts or dtypes
+    the kernels lack decline, and RMSprop, AdaGrad, Lion and clipping run the per-tensor
+    defaults."""
+
+    @fused(ready_arg=None)
+    def optim_own(self, x, copy=False):
+        return x.copy() if copy or not x.flags.c_contiguous else x
+
+    @fused
+    def sgd_update(
+        self,
+        params,
+        grads,
+        momentum_bufs,
+        lr,
+        weight_decay=0.0,
+        momentum=0.0,
+        dampening=0.0,
+        nesterov=False,
+        first_step_flags=False,
+    ):
+        if not fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
+            return DECLINED
+        params = list(params)
+        bufs = None if momentum_bufs is None else list(momentum_bufs)
+        sgd_update(
+            params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
+        )
+        return params, bufs
+
+    @fused
+    def adam_update(
+        self,
+        params,
+        grads,
+        m,
+        v,
+        vmax,
+        lr,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-5,
+        weight_decay=0.0,
+        decoupled=False,
+        cautious=False,
+        steps=1,
+    ):
+        if not fits(params, grads, m, v, vmax):
+            return DECLINED
+        params, m, v = list(params), list(m), list(v)
+        vmax = None if vmax is None else list(vmax)
+        adam_update(
+            params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
+        )
+        return params, m, v, vmax

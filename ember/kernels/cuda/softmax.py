@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -80,3 +81,23 @@ def log_softmax_backward(y: Any, dy: Any) -> Any:
         dy: gradient of the loss with respect to ``y`` (same shape and dtype).
     """
     return _backward("log_softmax_backward", y, dy, log=True)
+
+
+class CudaSoftmaxOps:
+    """The softmax family's fused kernels on ``cuda``; rows past the launch limits decline."""
+
+    @fused
+    def softmax(self, x):
+        return softmax(x) if launch.rows_fit(x, allow_empty=True) else DECLINED
+
+    @fused
+    def softmax_backward(self, y, dy):
+        return softmax_backward(y, dy) if launch.rows_fit(y, allow_empty=True) else DECLINED
+
+    @fused
+    def log_softmax(self, x):
+        return log_softmax(x) if launch.rows_fit(x, allow_empty=True) else DECLINED
+
+    @fused
+    def log_softmax_backward(self, y, dy):
+        return log_softmax_backward(y, dy) if launch.rows_fit(y, allow_empty=True) else DECLINED

@@ -1,7 +1,7 @@
 """The optimizer op family of the backend contract: multi-tensor updates and gradient clipping.
 
-Burn splits its backend traits into op families; ember's :class:`~ember.kernels.backend.Backend`
-inherits this one from :class:`OptimizerOps`. Each method has a default composed from the
+Burn splits its backend traits into op families; so does ember (:mod:`ember.kernels.families`),
+and this is the optimizer family. Each method has a default composed from the
 backend's primitives (``binary``, ``unary``, ``where``...), computed per tensor; a backend with
 fused multi-tensor kernels (``cpu``: :mod:`ember.kernels.cpu.optim_updates`, ``cuda``:
 :mod:`ember.kernels.cuda.optimizers`) overrides them and must agree with these defaults.
@@ -21,6 +21,7 @@ import math
 
 from ember.core import dtypes as dt
 from ember.kernels.arg_checks import per_tensor, step_numbers
+from ember.kernels.families.declare import composite
 
 __all__ = ["SMALLEST_NORMAL", "OptimizerOps"]
 
@@ -33,6 +34,7 @@ class OptimizerOps:
     """Optimizer composites of a backend; mixed into :class:`~ember.kernels.backend.Backend`,
     whose primitives they call."""
 
+    @composite
     def optim_own(self, x, copy=False):
         """An array holding ``x``'s values that this backend's updates may write in place.
 
@@ -40,10 +42,12 @@ class OptimizerOps:
         """
         return self.binary("add", x, self._scalar(0, x)) if copy else x
 
+    @composite
     def optim_pack(self, arrays):
         """A handle for a list of arrays reused over many update calls (default: the list)."""
         return list(arrays)
 
+    @composite
     def sgd_update(
         self,
         params,
@@ -80,6 +84,7 @@ class OptimizerOps:
             new_p.append(self.binary("sub", p, self._optim_mul(g, rates[i])))
         return new_p, new_b
 
+    @composite
     def adam_update(
         self,
         params,
@@ -136,6 +141,7 @@ class OptimizerOps:
             out_p.append(self.binary("sub", p, self._optim_mul(update, rates[i])))
         return out_p, out_m, out_v, out_vmax
 
+    @composite
     def rmsprop_update(
         self,
         params,
@@ -181,6 +187,7 @@ class OptimizerOps:
             out_p.append(self.binary("sub", p, self._optim_mul(d, rates[i])))
         return out_p, out_s, out_ga, out_b
 
+    @composite
     def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
         """AdaGrad with learning-rate decay; returns ``(params, sums)``.
 
@@ -203,6 +210,7 @@ class OptimizerOps:
             out_p.append(self.binary("sub", p, step))
         return out_p, out_s
 
+    @composite
     def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
         """Lion; returns ``(params, exp_avg)``.
 
@@ -234,6 +242,7 @@ class OptimizerOps:
     def _scatter_rows(self, x, rows, new_rows):
         return self.index_put(x, (rows,), new_rows, False)
 
+    @composite
     def sparse_sgd_update(
         self,
         param,
@@ -268,6 +277,7 @@ class OptimizerOps:
             momentum_buf = self._scatter_rows(momentum_buf, rows, new_b[0])
         return param, momentum_buf
 
+    @composite
     def sparse_adam_update(
         self,
         param,
@@ -314,6 +324,7 @@ class OptimizerOps:
             vmax = self._scatter_rows(vmax, rows, new_vmax[0])
         return out[0], out[1], out[2], vmax
 
+    @composite
     def clip_by_value(self, grads, threshold):
         """Clip by value (rule ``Value`` in :mod:`ember.optim.clipping`); returns the grads."""
         out = []
@@ -324,6 +335,7 @@ class OptimizerOps:
             )
         return out
 
+    @composite
     def clip_by_norm(self, grads, max_norm):
         """Clip each tensor by its norm (rule ``Norm`` in :mod:`ember.optim.clipping`); returns
         the grads."""
@@ -333,10 +345,12 @@ class OptimizerOps:
             out.append(g if coef >= 1.0 else self._optim_mul(g, coef))  # a NaN coef scales to NaN
         return out
 
+    @composite
     def grads_norm(self, grads) -> float:
         """The L2 norm of all the arrays together, accumulated in float64."""
         return math.sqrt(sum(self._optim_sq_norm(g) for g in grads))
 
+    @composite
     def scale_grads(self, grads, coef):
         """Every array multiplied by the scalar ``coef``; returns the grads."""
         return [self._optim_mul(g, coef) for g in grads]

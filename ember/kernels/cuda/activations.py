@@ -1,0 +1,128 @@
+"""Fused element-wise activations on CuPy arrays: GELU, forward and backward.
+
+``approximate=False``: ``gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))``;
+``approximate=True``: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.kernels.backend import fused
+from ember.kernels.cuda import launch, modules, validate
+from ember.kernels.cuda.runtime import cupy_or_error
+
+__all__ = ["gelu", "gelu_backward"]
+
+_SRC = "activations.cu"
+
+# The element-wise activation kernels: 1-D grid-stride loops, accumulating in AccType<T>
+# (float for half), with the helpers of common.cuh (e_tanh, e_erf, e_exp, to_acc, from_acc).
+_SOURCE = r"""
+template <typename A, bool APPROX> __device__ __forceinline__ A gelu_value(A x) {
+  if (APPROX) {
+    const A inner = (A)0.7978845608028654 * (x + (A)0.044715 * x * x * x);
+    return (A)0.5 * x * ((A)1 + e_tanh(inner));
+  }
+  return x * (A)0.5 * ((A)1 + e_erf(x * (A)0.7071067811865476));
+}
+
+template <typename A, bool APPROX> __device__ __forceinline__ A gelu_grad(A x_in) {
+  // Beyond |x| = 1e4 the derivative is exactly 0 or 1: clamping keeps x^2 finite so huge
+  // and infinite inputs give that limit, not inf * 0 = NaN (as the reference); NaN propagates.
+  const A bound = (A)1e4;
+  const A x_hi = x_in > bound ? bound : x_in;
+  const A x = x_hi < -bound ? -bound : x_hi;
+  if (APPROX) {
+    const A x2 = x * x;
+    const A t = e_tanh((A)0.7978845608028654 * (x + (A)0.044715 * x2 * x));
+    const A dinner = (A)0.7978845608028654 * ((A)1 + (A)(3 * 0.044715) * x2);
+    return (A)0.5 * ((A)1 + t) + (A)0.5 * x * ((A)1 - t * t) * dinner;
+  }
+  const A cdf = (A)0.5 * ((A)1 + e_erf(x * (A)0.7071067811865476));
+  const A pdf = (A)0.3989422804014327 * e_exp((A)-0.5 * x * x);
+  return cdf + x * pdf;
+}
+
+template <typename T, bool APPROX>
+__global__ void __launch_bounds__(256)
+gelu_fwd(const T* __restrict__ x, T* __restrict__ y, long long n) {
+  typedef typename AccType<T>::type A;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = from_acc<T>(gelu_value<A, APPROX>(to_acc(x[i])));
+}
+
+template <typename T, bool APPROX>
+__global__ void __launch_bounds__(256)
+gelu_bwd(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, long long n) {
+  typedef typename AccType<T>::type A;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    dx[i] = from_acc<T>(to_acc(dy[i]) * gelu_grad<A, APPROX>(to_acc(x[i])));
+}
+"""
+modules.register(
+    _SRC,
+    lambda t: tuple(modules.name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd") for a in ("true", "false")),
+    text=_SOURCE,
+)
+
+
+def _flag(approximate: bool) -> str:
+    return "true" if approximate else "false"
+
+
+def gelu(x: Any, approximate: bool) -> Any:
+    """GELU, element-wise.
+
+    Args:
+        x: float16/32/64 CuPy array.
+        approximate: use the tanh approximation instead of the exact erf form.
+    """
+    op = "gelu"
+    cp = cupy_or_error()
+    x = validate.float_array(cp, op, "x", x, min_ndim=0)
+    y = cp.empty(x.shape, dtype=x.dtype)
+    n = int(x.size)
+    if n:
+        ct = modules.ctype_of(x.dtype)
+        grid, block = launch.elementwise_launch(n)
+        modules.kernel(_SRC, ct, "gelu_fwd", ct, _flag(approximate))(grid, block, (x, y, np.int64(n)))
+    return y
+
+
+def gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
+    """Gradient of :func:`gelu`: ``dx = dy * gelu'(x)``.
+
+    Args:
+        x: the forward input.
+        dy: gradient of the output (same shape and dtype as x).
+        approximate: the form used in the forward pass.
+    """
+    op = "gelu_backward"
+    cp = cupy_or_error()
+    x = validate.float_array(cp, op, "x", x, min_ndim=0)
+    dy = validate.float_array(cp, op, "dy", dy, dtype=x.dtype, min_ndim=0)
+    validate.check_same_shape(op, "x", x, "dy", dy)
+    dx = cp.empty(x.shape, dtype=x.dtype)
+    n = int(x.size)
+    if n:
+        ct = modules.ctype_of(x.dtype)
+        grid, block = launch.elementwise_launch(n)
+        modules.kernel(_SRC, ct, "gelu_bwd", ct, _flag(approximate))(grid, block, (x, dy, dx, np.int64(n)))
+    return dx
+
+
+class CudaActivationOps:
+    """GELU on ``cuda`` (every size, float16 accumulated in float32)."""
+
+    @fused
+    def gelu(self, x, approximate):
+        return gelu(x, approximate)
+
+    @fused
+    def gelu_backward(self, x, dy, approximate):
+        return gelu_backward(x, dy, approximate)
