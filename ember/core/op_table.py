@@ -20,6 +20,7 @@ its methods and functions exist.
 
 Adding a unary op: one row here (``_unary``), its rule in ``vjp.py`` when it has a gradient,
 its case in ``reference.py`` when NumPy has no function of that name, then the codegen.
+Adding a fused element-wise op: docs/adding-a-fused-op.md.
 
 This module is data: it imports nothing, so anything may read it cheaply.
 """
@@ -35,6 +36,9 @@ REDUCE = "reduce"  # backend.reduce(name, x, axes, keepdim)
 ARG_REDUCE = "arg_reduce"  # backend.arg_reduce(name, x, axis, keepdim)
 PRIMITIVE = "primitive"  # the backend primitives named in ``backend``
 FUSED = "fused"  # a backend composite (forward and backward), fused on cpu/cuda
+POINTWISE = (
+    "pointwise"  # a fused element-wise composite of same-shape float tensors: backend.<name>(*operands)
+)
 COMPOSED = "composed"  # written with other ops of this table; no backend method of its own
 
 # ---- gradients ---------------------------------------------------------------------------------
@@ -76,7 +80,7 @@ class Op(NamedTuple):
     """The op's name: the ``op`` of the graph node it records and its key in ``vjp.VJP``;
     for the unary, binary, reduce and arg-reduce kinds also the name the backend takes."""
     kind: str
-    """How it is computed: UNARY, BINARY, REDUCE, ARG_REDUCE, PRIMITIVE, FUSED or COMPOSED."""
+    """How it is computed: UNARY, BINARY, REDUCE, ARG_REDUCE, PRIMITIVE, FUSED, POINTWISE or COMPOSED."""
     dtype: str
     """Its result's dtype rule: a key of :data:`DTYPE_RULES`."""
     grad: str
@@ -170,6 +174,25 @@ def _binary(name, dtype, saves, doc, *, methods=None, operator=None, top_level=N
         written=written,
         top_level=(name,) if top_level is None else top_level,
         backend=("binary",),
+        doc=doc,
+    )
+
+
+def _pointwise(name, operands, doc, *, methods=None):
+    """A fused element-wise op of ``operands`` (float tensors of one shape), computed by the
+    backend composite ``name`` and differentiated by ``name + "_backward"`` (which takes the
+    operands and the output's gradient and returns one gradient per operand); its function is
+    the generic :func:`ember.tensor.ops.pointwise.pointwise`."""
+    return _op(
+        name,
+        POINTWISE,
+        FLOAT_ONLY,
+        RULE,
+        "ops.pointwise.pointwise",
+        saves=operands,
+        methods=(name,) if methods is None else methods,
+        top_level=(name,),
+        backend=(name, f"{name}_backward"),
         doc=doc,
     )
 

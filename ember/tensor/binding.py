@@ -6,19 +6,24 @@ of them, hands the functions over once they are loaded; ``ember/tensor/__init__.
 it, so it has run before any tensor is made.
 """
 
+import inspect
+
 from ember.tensor import creation, op_methods, tensor
-from ember.tensor.ops import _core, elementwise, indexing, linalg, movement, nn, reduction
+from ember.tensor.ops import _core, elementwise, indexing, linalg, movement, nn, pointwise, reduction
 from ember.tensor.sparse import RowSparse
 
-op_methods.bind_ops(
-    elementwise=elementwise,
-    indexing=indexing,
-    linalg=linalg,
-    movement=movement,
-    nn=nn,
-    reduction=reduction,
-    tensor=tensor,
-)
+_OP_MODULES = {
+    "elementwise": elementwise,
+    "indexing": indexing,
+    "linalg": linalg,
+    "movement": movement,
+    "nn": nn,
+    "pointwise": pointwise,
+    "reduction": reduction,
+    "tensor": tensor,
+}
+# the modules the generated methods call, as many as the op table's rows name
+op_methods.bind_ops(**{name: _OP_MODULES[name] for name in inspect.signature(op_methods.bind_ops).parameters})
 tensor.bind_ops(
     _binary=elementwise.binary,
     _cast=elementwise.cast,

@@ -167,6 +167,8 @@ def _alias(op) -> str:
         return "_unary"
     if op.kind == table.BINARY:
         return "_binary"
+    if op.kind == table.POINTWISE:
+        return "_pointwise"
     return "_" + op.function.rsplit(".", 1)[1]
 
 
@@ -214,9 +216,21 @@ def _elementwise(op, name: str, as_method: bool, reflected: bool) -> Form:
     return Form(name, ("a", "b"), "Tensor", doc, ("a", "b"), "_binary", (op_name, "a", "b"))
 
 
+def _pointwise(op, name: str, as_method: bool) -> Form:
+    """A def computing a fused element-wise op with ``pointwise(name, *operands)``; the
+    operands are the row's ``saves``."""
+    operands = op.saves
+    args = (f'"{op.name}"',) + (("self",) + operands[1:] if as_method else operands)
+    params = ("self",) + operands[1:] if as_method else tuple(f"{o}: Tensor" for o in operands)
+    converted = operands[1:] if as_method else operands
+    return Form(name, params, "Tensor", _elementwise_doc(op), converted, "_pointwise", args)
+
+
 def _form(op, name: str, as_method: bool, reflected: bool = False) -> Form:
     if op.kind in (table.UNARY, table.BINARY):
         return _elementwise(op, name, as_method, reflected)
+    if op.kind == table.POINTWISE:
+        return _pointwise(op, name, as_method)
     return _forwarding(op, name, as_method, reflected)
 
 

@@ -85,6 +85,7 @@ def test_the_table_is_data_and_well_formed():
         table.ARG_REDUCE,
         table.PRIMITIVE,
         table.FUSED,
+        table.POINTWISE,
         table.COMPOSED,
     }
     for op in OPS:
@@ -93,8 +94,10 @@ def test_the_table_is_data_and_well_formed():
         assert op.grad == table.RULE or not op.saves, f"{op.name}: only an op with a rule saves anything"
         assert (op.kind == table.COMPOSED) == (not op.backend), f"{op.name}: backend methods iff not composed"
         assert op.methods or op.written or op.top_level, f"{op.name}: neither a method nor a function"
-        if op.kind in ELEMENTWISE:
-            assert op.doc, f"{op.name}: the generated unary/binary forms take their docstring from the table"
+        if op.kind in ELEMENTWISE + (table.POINTWISE,):
+            assert op.doc, f"{op.name}: the generated element-wise forms take their docstring from the table"
+        if op.kind == table.POINTWISE:
+            assert op.backend == (op.name, op.name + "_backward") and op.saves, op
 
 
 # ---- autodiff ------------------------------------------------------------------------------------
@@ -160,6 +163,10 @@ def _recording_call(op):
         return lambda x, d: getattr(x, op.methods[0])(x * 0.5 + 1.0)
     if op.kind == table.REDUCE:
         return lambda x, d: getattr(x, op.methods[0])(1)
+    if op.kind == table.POINTWISE:  # the first operand x, the others made from it
+        return lambda x, d: getattr(ember, op.top_level[0])(
+            x, *(x * 0.5 + i for i in range(1, len(op.saves)))
+        )
     raise AssertionError(f"test_op_table: add a call recording {op.name!r} to _RECORDING")
 
 
