@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes the `guide` package importable
 
-from guide.data import SOURCES, MnistBatcher, load_datasets
+from guide.data import SOURCES, load_loaders
 from guide.model import ModelConfig
 
 import ember  # (before NumPy: ember's OpenBLAS setting, see the README)
 from ember import nn
-from ember.data import DataLoaderBuilder, DatasetUnavailableError, PartialDataset
+from ember.data import DatasetUnavailableError
 from ember.optim import AdamConfig, GradientsAccumulator, GradientsParams
 
 __all__ = [
@@ -211,26 +211,7 @@ def run(
     model = config.model.init(device)
     optim = config.optimizer.init()
 
-    train_set, test_set = load_datasets(source)
-    if limit is not None:
-        train_set = PartialDataset(train_set, 0, min(limit, len(train_set)))
-    batcher = MnistBatcher.for_source(source)
-    dataloader_train = (
-        DataLoaderBuilder(batcher)
-        .batch_size(config.batch_size)
-        .shuffle(config.seed)
-        .num_workers(config.num_workers)
-        .set_device(device)
-        .build(train_set)
-    )
-    dataloader_test = (
-        DataLoaderBuilder(batcher)
-        .batch_size(config.batch_size)
-        .shuffle(config.seed)
-        .num_workers(config.num_workers)
-        .set_device(device)
-        .build(test_set)
-    )
+    dataloader_train, dataloader_test = load_loaders(source, config, device, limit)
 
     history = History(model)
     for epoch in range(1, config.num_epochs + 1):

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 import ember  # before NumPy (ember's OpenBLAS setting, see the README)
-from ember.data import HuggingfaceDatasetLoader, InMemDataset, MapperDataset
+from ember.data import (
+    DataLoaderBuilder,
+    HuggingfaceDatasetLoader,
+    InMemDataset,
+    MapperDataset,
+    PartialDataset,
+)
 
 __all__ = [
     "DIGITS_MEAN",
@@ -35,6 +41,7 @@ __all__ = [
     "MnistItem",
     "digits_datasets",
     "load_datasets",
+    "load_loaders",
     "mnist_datasets",
 ]
 
@@ -196,3 +203,25 @@ def load_datasets(source: str):
     if source == "mnist":
         return mnist_datasets()
     raise ValueError(f"load_datasets: unknown source {source!r}; expected one of {SOURCES}")
+
+
+def load_loaders(source: str, config, device, limit: int | None = None):
+    """``(train, test)`` data loaders of ``source``, as the book builds them: ``config.batch_size``
+    items a batch, both shuffled by ``config.seed``, ``config.num_workers`` workers, batches on
+    ``device``; the train split cut to its first ``limit`` items (None: all)."""
+    train_set, test_set = load_datasets(source)
+    if limit is not None:
+        train_set = PartialDataset(train_set, 0, min(limit, len(train_set)))
+    batcher = MnistBatcher.for_source(source)
+
+    def loader(dataset):
+        return (
+            DataLoaderBuilder(batcher)
+            .batch_size(config.batch_size)
+            .shuffle(config.seed)
+            .num_workers(config.num_workers)
+            .set_device(device)
+            .build(dataset)
+        )
+
+    return loader(train_set), loader(test_set)

@@ -19,11 +19,10 @@ import os
 from pathlib import Path
 
 import ember
-from ember.data import DataLoaderBuilder, PartialDataset
 from ember.optim import AdamConfig
 from ember.train import Learner, SupervisedTraining
 from ember.train.metric import AccuracyMetric, LossMetric
-from guide.data import SOURCES, MnistBatcher, load_datasets
+from guide.data import SOURCES, load_loaders
 from guide.model import ModelConfig
 
 __all__ = ["TrainingConfig", "create_artifact_dir", "train"]
@@ -82,26 +81,7 @@ def train(artifact_dir: str | os.PathLike, config: TrainingConfig, device="cpu",
     config.save(f"{artifact_dir}/config.json")
 
     ember.seed(config.seed)
-    batcher = MnistBatcher.for_source(config.source)
-    train_set, test_set = load_datasets(config.source)
-    if limit is not None:
-        train_set = PartialDataset(train_set, 0, min(limit, len(train_set)))
-    dataloader_train = (
-        DataLoaderBuilder(batcher)
-        .batch_size(config.batch_size)
-        .shuffle(config.seed)
-        .num_workers(config.num_workers)
-        .set_device(device)
-        .build(train_set)
-    )
-    dataloader_test = (
-        DataLoaderBuilder(batcher)
-        .batch_size(config.batch_size)
-        .shuffle(config.seed)
-        .num_workers(config.num_workers)
-        .set_device(device)
-        .build(test_set)
-    )
+    dataloader_train, dataloader_test = load_loaders(config.source, config, device, limit)
 
     training = (
         SupervisedTraining(artifact_dir, dataloader_train, dataloader_test)
