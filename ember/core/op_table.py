@@ -609,6 +609,12 @@ OPS = (
         backend=("attention", "attention_backward"),
         **_NN_ONLY,
     ),
+    # ---- fused element-wise ops: one kernel forward, one backward -------------------------------
+    _pointwise(
+        "swiglu",
+        ("a", "b"),
+        "``silu(a) * b = a * sigmoid(a) * b``, element-wise: the SwiGLU gate, fused.",
+    ),
 )
 """Every op, grouped by family."""
 

@@ -50,6 +50,7 @@ from ember.tensor.ops.nn import log_softmax as _log_softmax
 from ember.tensor.ops.nn import quiet_softmax as _quiet_softmax
 from ember.tensor.ops.nn import rms_norm as _rms_norm
 from ember.tensor.ops.nn import softmax as _softmax
+from ember.tensor.ops.pointwise import pointwise as _pointwise
 from ember.tensor.ops.reduction import all as _all
 from ember.tensor.ops.reduction import any as _any
 from ember.tensor.ops.reduction import argmax as _argmax
@@ -74,7 +75,7 @@ __all__ = [
     "min", "minimum", "mul", "narrow", "ne", "neg", "one_hot", "pad", "permute", "pow", "prod", "quiet_softmax",
     "reciprocal", "relu", "remainder", "reshape", "rms_norm", "round", "rsqrt", "scatter_add", "sigmoid", "sign",
     "silu", "sin", "softmax", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum",
-    "swap_dims", "take_along_dim", "tanh", "topk", "transpose", "unsqueeze", "var", "where",
+    "swap_dims", "swiglu", "take_along_dim", "tanh", "topk", "transpose", "unsqueeze", "var", "where",
 ]
 
 
@@ -1057,3 +1058,15 @@ def attention(
     if type(mask_pad) not in _PLAIN_TYPES and _holds_tensor_like(mask_pad):
         mask_pad = _converted(mask_pad)
     return _attention(q, k, v, mask_pad, scale, quiet, dropout_p)
+
+
+def swiglu(a: Tensor, b: Tensor) -> Tensor:
+    """``silu(a) * b = a * sigmoid(a) * b``, element-wise: the SwiGLU gate, fused.
+
+    Result dtype: the input's dtype, which must be float.
+    """
+    if type(a) not in _PLAIN_TYPES and _holds_tensor_like(a):
+        a = _converted(a)
+    if type(b) not in _PLAIN_TYPES and _holds_tensor_like(b):
+        b = _converted(b)
+    return _pointwise("swiglu", a, b)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ember.tensor.ops.nn import gelu as _gelu
     from ember.tensor.ops.nn import log_softmax as _log_softmax
     from ember.tensor.ops.nn import softmax as _softmax
+    from ember.tensor.ops.pointwise import pointwise as _pointwise
     from ember.tensor.ops.reduction import all as _all
     from ember.tensor.ops.reduction import any as _any
     from ember.tensor.ops.reduction import argmax as _argmax
@@ -682,6 +683,15 @@ class OpMethods:
         """GELU: x * Phi(x) (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
         return _gelu(self, approximate)
 
+    def swiglu(self, b) -> Tensor:
+        """``silu(a) * b = a * sigmoid(a) * b``, element-wise: the SwiGLU gate, fused.
+
+        Result dtype: the input's dtype, which must be float.
+        """
+        if type(b) not in _PLAIN_TYPES and _holds_tensor_like(b):
+            b = _converted(b)
+        return _pointwise("swiglu", self, b)
+
     def __radd__(self, other) -> Tensor:
         """``a + b``.
 
@@ -779,7 +789,7 @@ class OpMethods:
         return _matmul(other, self)
 
 
-def bind_ops(*, elementwise, indexing, linalg, movement, nn, reduction, tensor) -> None:
+def bind_ops(*, elementwise, indexing, linalg, movement, nn, pointwise, reduction, tensor) -> None:
     """Bind the functions the methods call (``ember/tensor/binding.py`` passes their modules)."""
     globals().update(
         _all=reduction.all,
@@ -814,6 +824,7 @@ def bind_ops(*, elementwise, indexing, linalg, movement, nn, reduction, tensor) 
         _pad=movement.pad,
         _permute=movement.permute,
         _PLAIN_TYPES=tensor._PLAIN_TYPES,
+        _pointwise=pointwise.pointwise,
         _prod=reduction.prod,
         _repeat=movement.repeat,
         _reshape=movement.reshape,

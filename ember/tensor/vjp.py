@@ -472,6 +472,13 @@ def _gelu(node, g):
     return (_fused(g, g._device.backend.gelu_backward(c.x._data, g._data, c.approximate)),)
 
 
+@rule("swiglu")
+def _swiglu(node, g):
+    c = node.ctx
+    da, db = g._device.backend.swiglu_backward(c.a._data, c.b._data, g._data)
+    return _fused(g, da), _fused(g, db)
+
+
 @rule("cross_entropy")
 def _cross_entropy(node, g):
     c = node.ctx

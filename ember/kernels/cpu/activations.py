@@ -26,7 +26,7 @@ from . import vecmath as vm
 from .checks import FLOAT_DTYPES, check_same_shape, float_array
 from .jit import kernel
 
-__all__ = ["erf", "gelu", "gelu_backward"]
+__all__ = ["erf", "gelu", "gelu_backward", "swiglu", "swiglu_backward"]
 
 _INV_SQRT_2PI = 0.3989422804014327
 _SQRT_2_OVER_PI = 0.7978845608028654
@@ -169,9 +169,86 @@ def gelu_backward(x: np.ndarray, dy: np.ndarray, approximate: bool) -> np.ndarra
     return dx
 
 
+@register_jitable(inline="always")
+def _sigmoid(v):
+    # split by sign so that exp never overflows, as the reference's sigmoid; NaN propagates
+    one = vm.typed(1.0, v)
+    e = vm.exp(-abs(v))
+    return one / (one + e) if v >= vm.typed(0.0, v) else e / (one + e)
+
+
+@register_jitable(inline="always")
+def _gate_arg(v):
+    # Below -1e4 sigmoid is exactly 0, so a * sigmoid(a) is -0: clamping there keeps the
+    # products finite whatever order fast-math gives them (a * b first would overflow to
+    # -inf * 0 = NaN); -inf stays -inf (its product is NaN, as the formula's) and NaN fails
+    # the comparison and propagates.
+    bound = vm.typed(-_GRAD_BOUND, v)
+    return bound if v < bound and v != vm.typed(-math.inf, v) else v
+
+
+@kernel
+def _swiglu(a, b, y):
+    for i in prange(a.shape[0]):
+        v = _gate_arg(a[i])
+        y[i] = v * _sigmoid(v) * b[i]
+
+
+@kernel
+def _swiglu_backward(a, b, dy, da, db):
+    one = vm.typed(1.0, a)
+    for i in prange(a.shape[0]):
+        v = _gate_arg(a[i])
+        s = _sigmoid(v)
+        g = dy[i]
+        da[i] = g * b[i] * (s * (one + v * (one - s)))
+        db[i] = g * (v * s)
+
+
+def swiglu(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The SwiGLU gate ``a * sigmoid(a) * b``, element-wise, in one pass.
+
+    Args:
+        a: float32/float64 array of any shape (the gate's input).
+        b: an array of ``a``'s shape and dtype.
+
+    Returns:
+        A new array of ``a``'s shape and dtype.
+    """
+    a = float_array("swiglu", "a", a, min_ndim=0)
+    b = float_array("swiglu", "b", b, dtype=a.dtype, min_ndim=0)
+    check_same_shape("swiglu", "a", a, "b", b)
+    y = np.empty_like(a)
+    if a.size:
+        _swiglu(a.reshape(-1), b.reshape(-1), y.reshape(-1))
+    return y
+
+
+def swiglu_backward(a: np.ndarray, b: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of :func:`swiglu`: ``(da, db)``, in one pass.
+
+    Args:
+        a, b: the forward inputs.
+        dy: gradient of the output (``a``'s shape and dtype).
+
+    Returns:
+        ``(da, db)``, new arrays of ``a``'s shape and dtype.
+    """
+    op = "swiglu_backward"
+    a = float_array(op, "a", a, min_ndim=0)
+    b = float_array(op, "b", b, dtype=a.dtype, min_ndim=0)
+    dy = float_array(op, "dy", dy, dtype=a.dtype, min_ndim=0)
+    check_same_shape(op, "a", a, "b", b)
+    check_same_shape(op, "a", a, "dy", dy)
+    da, db = np.empty_like(a), np.empty_like(a)
+    if a.size:
+        _swiglu_backward(a.reshape(-1), b.reshape(-1), dy.reshape(-1), da.reshape(-1), db.reshape(-1))
+    return da, db
+
+
 class CpuActivationOps:
-    """GELU on ``cpu``: the C++ kernel where it measures faster (float64 exact GELU) or while
-    the Numba kernels compile, else Numba."""
+    """GELU and the SwiGLU gate on ``cpu``: Numba kernels, and for GELU the C++ kernel where
+    it measures faster (float64 exact GELU) or while the Numba kernels compile."""
 
     @fused(half=True, ready_arg=None)
     def gelu(self, x, approximate):
@@ -190,3 +267,11 @@ class CpuActivationOps:
         if not self.kernels_ready(x):
             return DECLINED
         return gelu_backward(x, dy, approximate)
+
+    @fused(half=True)
+    def swiglu(self, a, b):
+        return swiglu(a, b)
+
+    @fused(half=True)
+    def swiglu_backward(self, a, b, dy):
+        return swiglu_backward(a, b, dy)

@@ -1,4 +1,4 @@
-"""Fused element-wise activations on CuPy arrays: GELU, forward and backward.
+"""Fused element-wise activations on CuPy arrays: GELU and the SwiGLU gate, forward and backward.
 
 ``approximate=False``: ``gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))``;
 ``approximate=True``: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``.
@@ -14,7 +14,7 @@ from ember.kernels.backend import fused
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
-__all__ = ["gelu", "gelu_backward"]
+__all__ = ["gelu", "gelu_backward", "swiglu", "swiglu_backward"]
 
 _SRC = "activations.cu"
 
@@ -63,10 +63,45 @@ gelu_bwd(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, 
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     dx[i] = from_acc<T>(to_acc(dy[i]) * gelu_grad<A, APPROX>(to_acc(x[i])));
 }
+
+template <typename A> __device__ __forceinline__ A sigmoid_value(A v) {
+  // split by sign so that exp never overflows, as the reference's sigmoid; NaN propagates
+  const A e = e_exp(v < (A)0 ? v : -v);
+  return v >= (A)0 ? (A)1 / ((A)1 + e) : e / ((A)1 + e);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+swiglu_fwd(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y, long long n) {
+  typedef typename AccType<T>::type A;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const A v = to_acc(a[i]);
+    y[i] = from_acc<T>(v * sigmoid_value(v) * to_acc(b[i]));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+swiglu_bwd(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ dy,
+           T* __restrict__ da, T* __restrict__ db, long long n) {
+  typedef typename AccType<T>::type A;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const A v = to_acc(a[i]);
+    const A s = sigmoid_value(v);
+    const A g = to_acc(dy[i]);
+    da[i] = from_acc<T>(g * to_acc(b[i]) * (s * ((A)1 + v * ((A)1 - s))));
+    db[i] = from_acc<T>(g * (v * s));
+  }
+}
 """
 modules.register(
     _SRC,
-    lambda t: tuple(modules.name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd") for a in ("true", "false")),
+    lambda t: (
+        tuple(modules.name_expr(k, t, a) for k in ("gelu_fwd", "gelu_bwd") for a in ("true", "false"))
+        + tuple(modules.name_expr(k, t) for k in ("swiglu_fwd", "swiglu_bwd"))
+    ),
     text=_SOURCE,
 )
 
@@ -116,8 +151,52 @@ def gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
     return dx
 
 
+def swiglu(a: Any, b: Any) -> Any:
+    """The SwiGLU gate ``a * sigmoid(a) * b``, element-wise (float16 computed in float32).
+
+    Args:
+        a: float16/32/64 CuPy array.
+        b: an array of ``a``'s shape and dtype.
+    """
+    op = "swiglu"
+    cp = cupy_or_error()
+    a = validate.float_array(cp, op, "a", a, min_ndim=0)
+    b = validate.float_array(cp, op, "b", b, dtype=a.dtype, min_ndim=0)
+    validate.check_same_shape(op, "a", a, "b", b)
+    y = cp.empty(a.shape, dtype=a.dtype)
+    n = int(a.size)
+    if n:
+        ct = modules.ctype_of(a.dtype)
+        grid, block = launch.elementwise_launch(n)
+        modules.kernel(_SRC, ct, "swiglu_fwd", ct)(grid, block, (a, b, y, np.int64(n)))
+    return y
+
+
+def swiglu_backward(a: Any, b: Any, dy: Any) -> tuple[Any, Any]:
+    """Gradients of :func:`swiglu`: ``(da, db)``.
+
+    Args:
+        a, b: the forward inputs.
+        dy: gradient of the output (``a``'s shape and dtype).
+    """
+    op = "swiglu_backward"
+    cp = cupy_or_error()
+    a = validate.float_array(cp, op, "a", a, min_ndim=0)
+    b = validate.float_array(cp, op, "b", b, dtype=a.dtype, min_ndim=0)
+    dy = validate.float_array(cp, op, "dy", dy, dtype=a.dtype, min_ndim=0)
+    validate.check_same_shape(op, "a", a, "b", b)
+    validate.check_same_shape(op, "a", a, "dy", dy)
+    da, db = cp.empty(a.shape, dtype=a.dtype), cp.empty(a.shape, dtype=a.dtype)
+    n = int(a.size)
+    if n:
+        ct = modules.ctype_of(a.dtype)
+        grid, block = launch.elementwise_launch(n)
+        modules.kernel(_SRC, ct, "swiglu_bwd", ct)(grid, block, (a, b, dy, da, db, np.int64(n)))
+    return da, db
+
+
 class CudaActivationOps:
-    """GELU on ``cuda`` (every size, float16 accumulated in float32)."""
+    """GELU and the SwiGLU gate on ``cuda`` (every size, float16 accumulated in float32)."""
 
     @fused
     def gelu(self, x, approximate):
@@ -126,3 +205,11 @@ class CudaActivationOps:
     @fused
     def gelu_backward(self, x, dy, approximate):
         return gelu_backward(x, dy, approximate)
+
+    @fused
+    def swiglu(self, a, b):
+        return swiglu(a, b)
+
+    @fused
+    def swiglu_backward(self, a, b, dy):
+        return swiglu_backward(a, b, dy)

@@ -1,4 +1,4 @@
-"""Activation op family: GELU and the softmax family over the last axis.
+"""Activation op family: GELU, the SwiGLU gate, and the softmax family over the last axis.
 
 Composites, each with its default composed from primitives (:mod:`.declare`); ``cpu`` and
 ``cuda`` fuse them. An empty last axis gives an empty result.
@@ -12,7 +12,7 @@ from ember.kernels.families.declare import composite
 
 
 class ActivationOps:
-    """GELU (exact and tanh), softmax, log-softmax; each forward with its backward."""
+    """GELU (exact and tanh), the SwiGLU gate, softmax, log-softmax; each forward with its backward."""
 
     @composite(half=())
     def softmax(self, x):
@@ -124,6 +124,24 @@ class ActivationOps:
             self.unary("exp", self.binary("mul", self._scalar(-0.5, x), self.unary("square", x))),
         )
         return self.binary("mul", dy, self.binary("add", cdf, self.binary("mul", x, pdf)))
+
+    @composite(half=())
+    def swiglu(self, a, b):
+        """``silu(a) * b = (a * sigmoid(a)) * b``, element-wise; ``a`` and ``b`` of one shape."""
+        return self.binary("mul", self.binary("mul", a, self.unary("sigmoid", a)), b)
+
+    @composite(half=())
+    def swiglu_backward(self, a, b, dy):
+        """``(da, db)`` of :meth:`swiglu`: ``da = (dy * b) * (s * (1 + a * (1 - s)))`` with
+        ``s = sigmoid(a)`` (PyTorch's silu derivative: finite at any finite ``a``) and
+        ``db = dy * (a * s)``."""
+        one = self._scalar(1.0, a)
+        s = self.unary("sigmoid", a)
+        dsilu = self.binary(
+            "mul", s, self.binary("add", one, self.binary("mul", a, self.binary("sub", one, s)))
+        )
+        da = self.binary("mul", self.binary("mul", dy, b), dsilu)
+        return da, self.binary("mul", dy, self.binary("mul", a, s))
 
     def _gelu_tanh_sigmoid(self, x, sign):
         """sigmoid(±2z), z the tanh-GELU inner term."""
