@@ -8,6 +8,7 @@ initialised with fan_in = channels_in/groups · kernel elements.
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 
 import numpy as np
@@ -100,6 +101,22 @@ def _check_channels(op: str, c_in: int, c_out: int, groups: int) -> None:
         )
 
 
+def init_conv_params(
+    initializer, bias: bool, c_in: int, c_out: int, groups: int, kernel, device, dtype, transposed=False
+):
+    """``(weight, bias)`` of a convolution, both drawn by ``initializer`` with the layer's fans
+    (channels per group times the kernel volume): weight ``[C_out, C_in/groups, *kernel]``, or
+    for a transposed one ``[C_in, C_out/groups, *kernel]`` with the fans swapped; bias ``[C_out]``
+    or None."""
+    k = math.prod(kernel)
+    rows, cols = (c_in, c_out) if transposed else (c_out, c_in)
+    fan_in, fan_out = cols // groups * k, rows // groups * k
+    shape = (rows, cols // groups) + tuple(kernel)
+    weight = initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
+    bias_param = initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out) if bias else None
+    return weight, bias_param
+
+
 def _positive(op: str, name: str, values) -> None:
     if any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in values):
         raise ValueError(f"{op}: {name} must be positive ints, got {values}")
@@ -137,14 +154,15 @@ class Conv1dConfig(Config):
         _positive(
             "Conv1dConfig", "kernel_size, stride and dilation", (self.kernel_size, self.stride, self.dilation)
         )
-        fan_in = self.channels_in // self.groups * self.kernel_size
-        fan_out = self.channels_out // self.groups * self.kernel_size
-        shape = (self.channels_out, self.channels_in // self.groups, self.kernel_size)
-        weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = (
-            self.initializer.init((self.channels_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
-            if self.bias
-            else None
+        weight, bias = init_conv_params(
+            self.initializer,
+            self.bias,
+            self.channels_in,
+            self.channels_out,
+            self.groups,
+            (self.kernel_size,),
+            device,
+            dtype,
         )
         return Conv1d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
@@ -239,14 +257,8 @@ class Conv2dConfig(Config):
         _positive(
             "Conv2dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
         )
-        k = self.kernel_size[0] * self.kernel_size[1]
-        fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
-        shape = (c_out, c_in // self.groups) + self.kernel_size
-        weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = (
-            self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
-            if self.bias
-            else None
+        weight, bias = init_conv_params(
+            self.initializer, self.bias, c_in, c_out, self.groups, self.kernel_size, device, dtype
         )
         return Conv2d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from ember.nn.conv import ConvNd, _check_channels, _positive
+from ember.nn.conv import ConvNd, _check_channels, _positive, init_conv_params
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.padding import PaddingConfig3d, padding_3d
 from ember.nn.param import Param
@@ -70,14 +70,8 @@ class Conv3dConfig(Config):
         _positive(
             "Conv3dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
         )
-        k = self.kernel_size[0] * self.kernel_size[1] * self.kernel_size[2]
-        fan_in, fan_out = c_in // self.groups * k, c_out // self.groups * k
-        shape = (c_out, c_in // self.groups) + self.kernel_size
-        weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = (
-            self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
-            if self.bias
-            else None
+        weight, bias = init_conv_params(
+            self.initializer, self.bias, c_in, c_out, self.groups, self.kernel_size, device, dtype
         )
         return Conv3d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 

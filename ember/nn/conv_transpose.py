@@ -20,7 +20,7 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _check_channels, _positive
+from ember.nn.conv import _check_channels, _positive, init_conv_params
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.param import Param
@@ -123,16 +123,9 @@ def _init_params(config, n: int, device, dtype) -> tuple:
     """(weight, bias) of a transposed convolution: ``[C_in, C_out/groups, *kernel]`` and ``[C_out]``."""
     c_in, c_out = config.channels
     kernel = per_axis(type(config).__name__, "kernel_size", config.kernel_size, n)
-    k = int(np.prod(kernel))
-    fan_in, fan_out = c_out // config.groups * k, c_in // config.groups * k
-    shape = (c_in, c_out // config.groups) + kernel
-    weight = config.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-    bias = (
-        config.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
-        if config.bias
-        else None
+    return init_conv_params(
+        config.initializer, config.bias, c_in, c_out, config.groups, kernel, device, dtype, transposed=True
     )
-    return weight, bias
 
 
 class ConvTranspose1dConfig(Config):

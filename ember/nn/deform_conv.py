@@ -22,7 +22,7 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _check_channels, _positive
+from ember.nn.conv import _check_channels, _positive, init_conv_params
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig2d, padding_2d
@@ -228,14 +228,8 @@ class DeformConv2dConfig(Config):
             "kernel_size, stride and dilation",
             self.kernel_size + self.stride + self.dilation,
         )
-        k = self.kernel_size[0] * self.kernel_size[1]
-        fan_in, fan_out = c_in // self.weight_groups * k, c_out // self.weight_groups * k
-        shape = (c_out, c_in // self.weight_groups) + self.kernel_size
-        weight = self.initializer.init(shape, device, dtype, fan_in=fan_in, fan_out=fan_out)
-        bias = (
-            self.initializer.init((c_out,), device, dtype, fan_in=fan_in, fan_out=fan_out)
-            if self.bias
-            else None
+        weight, bias = init_conv_params(
+            self.initializer, self.bias, c_in, c_out, self.weight_groups, self.kernel_size, device, dtype
         )
         return DeformConv2d(
             weight, bias, self.stride, self.dilation, self.weight_groups, self.offset_groups, self.padding
