@@ -53,19 +53,9 @@ class RowSparse:
     def __init__(self, indices: Tensor, values: Tensor, shape):
         op = "RowSparse"
         if not isinstance(indices, Tensor) or not indices.dtype.is_int or indices.ndim != 1:
-            got = (
-                f"{indices.dtype} {shape_str(indices.shape)}"
-                if isinstance(indices, Tensor)
-                else type(indices).__name__
-            )
-            raise TypeError(f"{op}: indices must be a 1-D int tensor, got {got}")
+            raise TypeError(f"{op}: indices must be a 1-D int tensor, got {_described(indices)}")
         if not isinstance(values, Tensor) or not values.dtype.is_float or values.ndim != 2:
-            got = (
-                f"{values.dtype} {shape_str(values.shape)}"
-                if isinstance(values, Tensor)
-                else type(values).__name__
-            )
-            raise TypeError(f"{op}: values must be a 2-D float tensor [K, d], got {got}")
+            raise TypeError(f"{op}: values must be a 2-D float tensor [K, d], got {_described(values)}")
         shape = tuple(int(s) for s in shape)
         if len(shape) != 2 or values.shape != (indices.shape[0], shape[1]):
             raise ValueError(
@@ -217,6 +207,13 @@ class RowSparse:
         return (
             f"RowSparse(shape={list(self.shape)}, nnz={self.nnz}, dtype={self.dtype}, device={self.device})"
         )
+
+
+def _described(value) -> str:
+    """What an argument is, for an error: a tensor's dtype and shape, else its type."""
+    if isinstance(value, Tensor):
+        return f"{value.dtype} {shape_str(value.shape)}"
+    return type(value).__name__
 
 
 def _check_shapes(op: str, a, b) -> None:

@@ -25,6 +25,16 @@ def _shape_arg(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+def _to_shape(op: str, x: Tensor, shape: tuple) -> Tensor:
+    """``x`` given the checked ``shape`` by the backend's ``op`` (reshape, expand); ``x``
+    itself when its shape is already that."""
+    if shape == x.shape:
+        return x
+    check_shape(op, shape, x._dtype)
+    out = wrap(getattr(x._device.backend, op)(x._data, shape), x._device, x._dtype)
+    return record(out, op, (x,))
+
+
 def reshape(x: Tensor, *shape) -> Tensor:
     """Reshape to ``shape`` (one dim may be -1)."""
     shape = _shape_arg(shape)
@@ -43,11 +53,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
             f"reshape: cannot reshape a tensor of shape {shape_str(x.shape)} ({n} elements) "
             f"into {list(shape)} ({known} elements)"
         )
-    if shape == x.shape:
-        return x
-    check_shape("reshape", shape, x._dtype)
-    out = wrap(x._device.backend.reshape(x._data, shape), x._device, x._dtype)
-    return record(out, "reshape", (x,))
+    return _to_shape("reshape", x, shape)
 
 
 def permute(x: Tensor, *dims) -> Tensor:
@@ -128,12 +134,7 @@ def expand(x: Tensor, *shape) -> Tensor:
                 f"(dim {i}: {cur} -> {s}; only size-1 dims expand)"
             )
         full.append(s)
-    full = tuple(full)
-    if full == x.shape:
-        return x
-    check_shape("expand", full, x._dtype)
-    out = wrap(x._device.backend.expand(x._data, full), x._device, x._dtype)
-    return record(out, "expand", (x,))
+    return _to_shape("expand", x, tuple(full))
 
 
 def repeat(x: Tensor, *reps) -> Tensor:

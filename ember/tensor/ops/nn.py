@@ -32,34 +32,28 @@ def _float_input(op: str, x: Tensor) -> None:
         raise TypeError(f"{op}: expected a float tensor, got {x._dtype}")
 
 
-def _last_dim_op(op: str, x: Tensor, dim: int):
-    """Composites work on the last dim: move ``dim`` there and back."""
+def _last_dim_composite(op: str, x: Tensor, dim: int) -> Tensor:
+    """The backend composite ``op`` (softmax, log_softmax), which works on the last dim: a
+    scalar is taken as one element, another ``dim`` is moved there and back. The node
+    recorded keeps the output, which both backward rules use."""
+    _float_input(op, x)
+    if x.ndim == 0:
+        return _last_dim_composite(op, x.reshape(1), -1).reshape(())
     d = normalize_dim(op, dim, x.ndim)
-    return d, (d != x.ndim - 1)
+    if d != x.ndim - 1:
+        return _last_dim_composite(op, x.swap_dims(d, -1), -1).swap_dims(d, -1)
+    out = wrap(getattr(x._device.backend, op)(x._data), x._device, x._dtype)
+    return record(out, op, (x,), y=detached(out))
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (computed stably)."""
-    _float_input("softmax", x)
-    if x.ndim == 0:
-        return softmax(x.reshape(1)).reshape(())
-    d, moved = _last_dim_op("softmax", x, dim)
-    if moved:
-        return softmax(x.swap_dims(d, -1), -1).swap_dims(d, -1)
-    out = wrap(x._device.backend.softmax(x._data), x._device, x._dtype)
-    return record(out, "softmax", (x,), y=detached(out))
+    return _last_dim_composite("softmax", x, dim)
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
-    _float_input("log_softmax", x)
-    if x.ndim == 0:
-        return log_softmax(x.reshape(1)).reshape(())
-    d, moved = _last_dim_op("log_softmax", x, dim)
-    if moved:
-        return log_softmax(x.swap_dims(d, -1), -1).swap_dims(d, -1)
-    out = wrap(x._device.backend.log_softmax(x._data), x._device, x._dtype)
-    return record(out, "log_softmax", (x,), y=detached(out))
+    return _last_dim_composite("log_softmax", x, dim)
 
 
 def quiet_softmax(x: Tensor, dim: int = -1) -> Tensor:
