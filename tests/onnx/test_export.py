@@ -4,10 +4,10 @@ within 1e-5 max abs), at the example's shape and at other batch and sequence siz
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.text_model import padded_tokens, tiny_text_model
 
 import ember
 from ember import nn
@@ -17,7 +17,6 @@ ort = pytest.importorskip("onnxruntime")
 
 from ember.onnx.export_graph import ExportError  # noqa: E402
 
-_EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 TOL = 1e-5
 
 
@@ -94,31 +93,14 @@ def test_static_shapes_reject_nothing_and_keep_dims(tmp_path):
     assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 4
 
 
-def _text_model(pooling="first"):
-    if _EXAMPLES not in sys.path:
-        sys.path.insert(0, _EXAMPLES)
-    from text_classification.model import TextClassificationModelConfig
-
-    cfg = TextClassificationModelConfig(
-        nn.TransformerEncoderConfig(16, 32, 2, 2),
-        n_classes=4,
-        vocab_size=50,
-        max_seq_length=12,
-        pooling=pooling,
-    )
-    return cfg.init()
-
-
 def _tokens(b, s, seed=0):
-    rng = np.random.default_rng(seed)
-    mask = np.zeros((b, s), bool)
-    mask[0, s // 2 :] = True  # one padded row
-    return ember.tensor(rng.integers(0, 50, (b, s))), ember.tensor(mask)
+    tokens, mask = padded_tokens(b, s, seed)
+    return ember.tensor(tokens), ember.tensor(mask)
 
 
 @pytest.mark.parametrize("pooling", ["first", "mean"])
 def test_example_transformer_dynamic_batch_and_seq(tmp_path, pooling):
-    model = _text_model(pooling)
+    model = tiny_text_model(pooling)
     axes = {"tokens": {0: "batch", 1: "seq"}, "mask_pad": {0: "batch", 1: "seq"}}
     proto = ember.onnx.export(
         model.logits,
@@ -355,7 +337,7 @@ def test_outputs_that_are_inputs_or_parameters(tmp_path):
 def test_forward_failing_at_resized_axes_says_which_sizes(tmp_path):
     # seq 12 is the position table's size and batch 2 cannot shrink: the other traces grow
     # both, and 14 tokens exceed the table
-    model = _text_model()
+    model = tiny_text_model()
     axes = {0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}}
     with pytest.raises(
         ExportError, match=r"fails when the dynamic axes are resized \(batch=3, seq=14.*batch >= 4, seq >= 6"

@@ -4,11 +4,11 @@ exporter emits, and its parameters keep the original dotted paths."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.text_model import padded_tokens, tiny_text_model
 
 import ember
 from ember import nn
@@ -16,8 +16,6 @@ from ember import nn
 pytest.importorskip("onnx")
 
 import ember.onnx
-
-_EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 
 
 class _ConvNet(nn.Module):
@@ -39,28 +37,6 @@ def _x(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _text_model():
-    if _EXAMPLES not in sys.path:
-        sys.path.insert(0, _EXAMPLES)
-    from text_classification.model import TextClassificationModelConfig
-
-    cfg = TextClassificationModelConfig(
-        nn.TransformerEncoderConfig(16, 32, 2, 2),
-        n_classes=4,
-        vocab_size=50,
-        max_seq_length=12,
-        pooling="mean",
-    )
-    return cfg.init()
-
-
-def _tokens(b, s, seed=0):
-    rng = np.random.default_rng(seed)
-    mask = np.zeros((b, s), bool)
-    mask[0, s // 2 :] = True  # one padded row
-    return rng.integers(0, 50, (b, s)).astype(np.int64), mask
-
-
 def test_conv_net_round_trip(tmp_path, device):
     ember.seed(3)
     model = _ConvNet()
@@ -78,9 +54,9 @@ def test_conv_net_round_trip(tmp_path, device):
 
 def test_text_transformer_round_trip(tmp_path, device):
     ember.seed(4)
-    model = _text_model()
+    model = tiny_text_model("mean")
     axes = {"tokens": {0: "batch", 1: "seq"}, "mask_pad": {0: "batch", 1: "seq"}}
-    tokens, mask = _tokens(3, 8)
+    tokens, mask = padded_tokens(3, 8)
     ember.onnx.export(
         model.logits,
         (ember.tensor(tokens), ember.tensor(mask)),
@@ -92,7 +68,7 @@ def test_text_transformer_round_trip(tmp_path, device):
     assert {n for n, _ in model.named_parameters()} <= {n for n, _ in imported.named_parameters()}
     infer = model.valid()
     for b, s in ((3, 8), (2, 5), (1, 12)):
-        tokens, mask = _tokens(b, s, seed=b * s)
+        tokens, mask = padded_tokens(b, s, seed=b * s)
         got = imported(tokens=ember.tensor(tokens, device=device), mask_pad=ember.tensor(mask, device=device))
         np.testing.assert_allclose(
             got.numpy(), infer.logits(ember.tensor(tokens), ember.tensor(mask)).numpy(), atol=1e-5, rtol=0
