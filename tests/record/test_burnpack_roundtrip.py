@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers.record_dtypes import NUMERIC_DTYPES
 
 import ember.record as rec
 
@@ -11,19 +12,7 @@ import ember.record as rec
 def _all_dtype_arrays():
     rng = np.random.default_rng(0)
     out = {}
-    for name in [
-        "float64",
-        "float32",
-        "float16",
-        "int64",
-        "int32",
-        "int16",
-        "int8",
-        "uint64",
-        "uint32",
-        "uint16",
-        "uint8",
-    ]:
+    for name in NUMERIC_DTYPES:
         info = np.finfo(name) if np.dtype(name).kind == "f" else np.iinfo(name)
         arr = rng.integers(-100, 100, size=(3, 5)).astype(name)
         arr.flat[0] = info.max

@@ -4,28 +4,14 @@ import numpy as np
 import pytest
 import safetensors
 import safetensors.numpy as stnp
+from helpers.record_dtypes import NUMERIC_DTYPES
 
 import ember.record as rec
 
 
 def _arrays():
     rng = np.random.default_rng(1)
-    out = {
-        name: rng.integers(-50, 50, size=(2, 3)).astype(name)
-        for name in [
-            "float64",
-            "float32",
-            "float16",
-            "int64",
-            "int32",
-            "int16",
-            "int8",
-            "uint64",
-            "uint32",
-            "uint16",
-            "uint8",
-        ]
-    }
+    out = {name: rng.integers(-50, 50, size=(2, 3)).astype(name) for name in NUMERIC_DTYPES}
     out["bool"] = rng.random(5) > 0.5
     out["scalar"] = np.float32(3.5)
     return out
