@@ -1,7 +1,8 @@
 """Activation modules (Burn's ``burn_nn::activation``) and ``ActivationConfig`` to pick one by name.
 
 Each module calls the function of the same name in :mod:`ember.nn.functional` (or a tensor op).
-Those with settings have a ``...Config`` whose defaults are Burn's. The modules live by family
+Those with settings have a ``...Config`` whose defaults are Burn's; the settings are public
+attributes, which the default ``Module.extra_repr`` displays. The modules live by family
 and are re-exported here: rectifiers (:mod:`ember.nn.activation_rectifier`), squashing ones
 (:mod:`ember.nn.activation_squashing`), shrinkage (:mod:`ember.nn.activation_shrink`), gated
 ones (:mod:`ember.nn.activation_gated`), and the two with parameters, :class:`PRelu` and

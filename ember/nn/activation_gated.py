@@ -78,6 +78,3 @@ class Glu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.glu(x, self.dim)
-
-    def extra_repr(self) -> dict:
-        return {"dim": self.dim}

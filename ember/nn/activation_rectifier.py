@@ -85,9 +85,6 @@ class LeakyRelu(Module):
     def forward(self, x: Tensor) -> Tensor:
         return leaky_relu(x, self.negative_slope)
 
-    def extra_repr(self) -> dict:
-        return {"negative_slope": self.negative_slope}
-
 
 class RReluConfig(Config):
     """Configuration of :class:`RRelu`.
@@ -126,9 +123,6 @@ class RRelu(Module):
         slope = rand(x.shape, dtype=x.dtype, device=x.device, low=self.lower, high=self.upper)
         return where(x <= 0.0, x * slope, x)  # x = 0 takes its slope as gradient (PyTorch's)
 
-    def extra_repr(self) -> dict:
-        return {"lower": self.lower, "upper": self.upper}
-
 
 class EluConfig(Config):
     """Configuration of :class:`Elu`.
@@ -155,9 +149,6 @@ class Elu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.elu(x, self.alpha)
-
-    def extra_repr(self) -> dict:
-        return {"alpha": self.alpha}
 
 
 class CeluConfig(Config):
@@ -188,9 +179,6 @@ class Celu(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.celu(x, self.alpha)
 
-    def extra_repr(self) -> dict:
-        return {"alpha": self.alpha}
-
 
 class SoftplusConfig(Config):
     """Configuration of :class:`Softplus`.
@@ -220,9 +208,6 @@ class Softplus(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.softplus(x, self.beta)
 
-    def extra_repr(self) -> dict:
-        return {"beta": self.beta}
-
 
 class ThresholdedReluConfig(Config):
     """Configuration of :class:`ThresholdedRelu`.
@@ -249,9 +234,6 @@ class ThresholdedRelu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.thresholded_relu(x, self.alpha)
-
-    def extra_repr(self) -> dict:
-        return {"alpha": self.alpha}
 
 
 class ThresholdConfig(Config):
@@ -283,6 +265,3 @@ class Threshold(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.threshold(x, self.threshold, self.value)
-
-    def extra_repr(self) -> dict:
-        return {"threshold": self.threshold, "value": self.value}

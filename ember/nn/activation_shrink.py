@@ -58,9 +58,6 @@ class HardShrink(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.hard_shrink(x, self.lambd)
 
-    def extra_repr(self) -> dict:
-        return {"lambd": self.lambd}
-
 
 class SoftShrinkConfig(Config):
     """Configuration of :class:`SoftShrink`.
@@ -87,9 +84,6 @@ class SoftShrink(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.soft_shrink(x, self.lambd)
-
-    def extra_repr(self) -> dict:
-        return {"lambd": self.lambd}
 
 
 class ShrinkConfig(Config):
@@ -121,6 +115,3 @@ class Shrink(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.shrink(x, self.lambd, self.bias)
-
-    def extra_repr(self) -> dict:
-        return {"lambd": self.lambd, "bias": self.bias}

@@ -101,9 +101,6 @@ class HardSigmoid(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.hard_sigmoid(x, self.alpha, self.beta)
 
-    def extra_repr(self) -> dict:
-        return {"alpha": self.alpha, "beta": self.beta}
-
 
 class HardtanhConfig(Config):
     """Configuration of :class:`Hardtanh`.
@@ -136,6 +133,3 @@ class Hardtanh(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.hardtanh(x, self.min_val, self.max_val)
-
-    def extra_repr(self) -> dict:
-        return {"min_val": self.min_val, "max_val": self.max_val}
