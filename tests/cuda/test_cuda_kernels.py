@@ -188,6 +188,32 @@ def test_gelu(xp, dtype, approximate):
     assert_close(xp.asnumpy(dx), dy64 * _gelu_grad_ref(x64, approximate), dtype, what="gelu'")
 
 
+# ---- SwiGLU gate ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swiglu(xp, dtype):
+    a, a64 = rounded(_randn(3, 4, 50) * 4, dtype)
+    b, b64 = rounded(_randn(3, 4, 50), dtype)
+    dy, dy64 = rounded(_randn(3, 4, 50), dtype)
+    s = 1 / (1 + np.exp(-a64))
+    y = K.swiglu(xp.asarray(a), xp.asarray(b))
+    assert_close(xp.asnumpy(y), a64 * s * b64, dtype, what="swiglu")
+    da, db = K.swiglu_backward(xp.asarray(a), xp.asarray(b), xp.asarray(dy))
+    assert_close(xp.asnumpy(da), dy64 * b64 * s * (1 + a64 * (1 - s)), dtype, what="da")
+    assert_close(xp.asnumpy(db), dy64 * a64 * s, dtype, what="db")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swiglu_at_edge_values(xp, dtype):
+    # as the reference: 0 at 0, the limits at ±big, NaN where the formula is inf * 0
+    big = np.finfo(dtype).max / 4
+    a = np.array([0.0, big, -big, np.inf, -np.inf, np.nan], dtype)
+    b = np.array([2.0, 0.5, 2.0, 1.0, 1.0, 1.0], dtype)
+    y = xp.asnumpy(K.swiglu(xp.asarray(a), xp.asarray(b))).astype(np.float64)
+    np.testing.assert_array_equal(y, [0.0, float(np.asarray(big * 0.5, dtype)), 0.0, np.inf, np.nan, np.nan])
+    da, db = K.swiglu_backward(xp.asarray(a), xp.asarray(b), xp.asarray(np.ones(6, dtype)))
+    np.testing.assert_array_equal(xp.asnumpy(da).astype(np.float64), [1.0, 0.5, 0.0, np.nan, np.nan, np.nan])
+
+
 # ---- cross-entropy -------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,c", [(6, 4), (3, 1500)])

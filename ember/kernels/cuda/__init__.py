@@ -10,7 +10,7 @@ never modified, outputs are new C-contiguous arrays, reductions over the last ax
 float16 inputs computed in float32; the optimizer updates work in place.
 """
 
-from ember.kernels.cuda.activations import gelu, gelu_backward
+from ember.kernels.cuda.activations import gelu, gelu_backward, swiglu, swiglu_backward
 from ember.kernels.cuda.attention import attention, attention_backward
 from ember.kernels.cuda.cross_entropy import cross_entropy, cross_entropy_backward
 from ember.kernels.cuda.dropout import dropout, dropout_backward, dropout_keep_mask
@@ -50,5 +50,7 @@ __all__ = [
     "sgd_update",
     "softmax",
     "softmax_backward",
+    "swiglu",
+    "swiglu_backward",
     "unavailable_reason",
 ]

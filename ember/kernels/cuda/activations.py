@@ -110,6 +110,27 @@ def _flag(approximate: bool) -> str:
     return "true" if approximate else "false"
 
 
+def _launch(op: str, kernel: str, targs: tuple, inputs: dict[str, Any], outputs: int) -> Any:
+    """Check ``inputs`` (float arrays; the others of the first's shape and dtype), run the
+    element-wise ``kernel<T, *targs>`` over them into ``outputs`` new arrays, and return them
+    (one array, or a tuple)."""
+    cp = cupy_or_error()
+    (lead, lead_array), *others = inputs.items()
+    first = validate.float_array(cp, op, lead, lead_array, min_ndim=0)
+    arrays = [first]
+    for name, array in others:
+        array = validate.float_array(cp, op, name, array, dtype=first.dtype, min_ndim=0)
+        validate.check_same_shape(op, lead, first, name, array)
+        arrays.append(array)
+    outs = [cp.empty(first.shape, dtype=first.dtype) for _ in range(outputs)]
+    n = int(first.size)
+    if n:
+        ct = modules.ctype_of(first.dtype)
+        grid, block = launch.elementwise_launch(n)
+        modules.kernel(_SRC, ct, kernel, ct, *targs)(grid, block, (*arrays, *outs, np.int64(n)))
+    return outs[0] if outputs == 1 else tuple(outs)
+
+
 def gelu(x: Any, approximate: bool) -> Any:
     """GELU, element-wise.
 
@@ -117,16 +138,7 @@ def gelu(x: Any, approximate: bool) -> Any:
         x: float16/32/64 CuPy array.
         approximate: use the tanh approximation instead of the exact erf form.
     """
-    op = "gelu"
-    cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x, min_ndim=0)
-    y = cp.empty(x.shape, dtype=x.dtype)
-    n = int(x.size)
-    if n:
-        ct = modules.ctype_of(x.dtype)
-        grid, block = launch.elementwise_launch(n)
-        modules.kernel(_SRC, ct, "gelu_fwd", ct, _flag(approximate))(grid, block, (x, y, np.int64(n)))
-    return y
+    return _launch("gelu", "gelu_fwd", (_flag(approximate),), {"x": x}, 1)
 
 
 def gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
@@ -137,18 +149,7 @@ def gelu_backward(x: Any, dy: Any, approximate: bool) -> Any:
         dy: gradient of the output (same shape and dtype as x).
         approximate: the form used in the forward pass.
     """
-    op = "gelu_backward"
-    cp = cupy_or_error()
-    x = validate.float_array(cp, op, "x", x, min_ndim=0)
-    dy = validate.float_array(cp, op, "dy", dy, dtype=x.dtype, min_ndim=0)
-    validate.check_same_shape(op, "x", x, "dy", dy)
-    dx = cp.empty(x.shape, dtype=x.dtype)
-    n = int(x.size)
-    if n:
-        ct = modules.ctype_of(x.dtype)
-        grid, block = launch.elementwise_launch(n)
-        modules.kernel(_SRC, ct, "gelu_bwd", ct, _flag(approximate))(grid, block, (x, dy, dx, np.int64(n)))
-    return dx
+    return _launch("gelu_backward", "gelu_bwd", (_flag(approximate),), {"x": x, "dy": dy}, 1)
 
 
 def swiglu(a: Any, b: Any) -> Any:
@@ -158,18 +159,7 @@ def swiglu(a: Any, b: Any) -> Any:
         a: float16/32/64 CuPy array.
         b: an array of ``a``'s shape and dtype.
     """
-    op = "swiglu"
-    cp = cupy_or_error()
-    a = validate.float_array(cp, op, "a", a, min_ndim=0)
-    b = validate.float_array(cp, op, "b", b, dtype=a.dtype, min_ndim=0)
-    validate.check_same_shape(op, "a", a, "b", b)
-    y = cp.empty(a.shape, dtype=a.dtype)
-    n = int(a.size)
-    if n:
-        ct = modules.ctype_of(a.dtype)
-        grid, block = launch.elementwise_launch(n)
-        modules.kernel(_SRC, ct, "swiglu_fwd", ct)(grid, block, (a, b, y, np.int64(n)))
-    return y
+    return _launch("swiglu", "swiglu_fwd", (), {"a": a, "b": b}, 1)
 
 
 def swiglu_backward(a: Any, b: Any, dy: Any) -> tuple[Any, Any]:
@@ -179,20 +169,7 @@ def swiglu_backward(a: Any, b: Any, dy: Any) -> tuple[Any, Any]:
         a, b: the forward inputs.
         dy: gradient of the output (``a``'s shape and dtype).
     """
-    op = "swiglu_backward"
-    cp = cupy_or_error()
-    a = validate.float_array(cp, op, "a", a, min_ndim=0)
-    b = validate.float_array(cp, op, "b", b, dtype=a.dtype, min_ndim=0)
-    dy = validate.float_array(cp, op, "dy", dy, dtype=a.dtype, min_ndim=0)
-    validate.check_same_shape(op, "a", a, "b", b)
-    validate.check_same_shape(op, "a", a, "dy", dy)
-    da, db = cp.empty(a.shape, dtype=a.dtype), cp.empty(a.shape, dtype=a.dtype)
-    n = int(a.size)
-    if n:
-        ct = modules.ctype_of(a.dtype)
-        grid, block = launch.elementwise_launch(n)
-        modules.kernel(_SRC, ct, "swiglu_bwd", ct)(grid, block, (a, b, dy, da, db, np.int64(n)))
-    return da, db
+    return _launch("swiglu_backward", "swiglu_bwd", (), {"a": a, "b": b, "dy": dy}, 2)
 
 
 class CudaActivationOps:
