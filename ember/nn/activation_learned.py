@@ -14,7 +14,7 @@ from ember.nn.linear import Linear, LinearConfig, LinearLayout
 from ember.nn.module import Module
 from ember.nn.param import Param
 from ember.record.config import Config
-from ember.tensor.ops.elementwise import silu
+from ember.tensor.op_functions import swiglu
 from ember.tensor.tensor import Tensor
 
 __all__ = ["PRelu", "PReluConfig", "SwiGlu", "SwiGluConfig"]
@@ -97,7 +97,7 @@ class SwiGlu(Module):
         self.linear_outer = linear_outer
 
     def forward(self, x: Tensor) -> Tensor:
-        return silu(self.linear_inner(x)) * self.linear_outer(x)
+        return swiglu(self.linear_inner(x), self.linear_outer(x))  # the gate in one fused kernel
 
     def extra_repr(self) -> dict:
         d_input, d_output = self.linear_inner.weight.shape

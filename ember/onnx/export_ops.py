@@ -277,10 +277,6 @@ def log_softmax(g, x):
     return [g.node("LogSoftmax", [g.value(x)], axis=-1)]
 
 
-def logsumexp(g, x):
-    return [_reduce_node(g, "ReduceLogSumExp", g.value(x), (len(g.shape(x)) - 1,), True)]
-
-
 def layer_norm(g, x, gamma, beta, eps):
     d = g.shape(x)[-1]
     dtype = g.dtype(x)
@@ -312,6 +308,11 @@ def gelu(g, x, approximate):
         return [g.node("Mul", [name, g.node("Sigmoid", [z])])]
     erf = g.node("Erf", [g.node("Mul", [name, c(1.0 / math.sqrt(2.0))])])
     return [g.node("Mul", [g.node("Mul", [name, c(0.5)]), g.node("Add", [erf, c(1.0)])])]
+
+
+def swiglu(g, a, b):
+    name = g.value(a)
+    return [g.node("Mul", [g.node("Mul", [name, g.node("Sigmoid", [name])]), g.value(b)])]
 
 
 def embedding(g, weight, ids):
@@ -436,10 +437,10 @@ EMITTERS = {
     "linear": linear,
     "softmax": softmax,
     "log_softmax": log_softmax,
-    "logsumexp": logsumexp,
     "layer_norm": layer_norm,
     "rms_norm": rms_norm,
     "gelu": gelu,
+    "swiglu": swiglu,
     "embedding": embedding,
     "attention": attention,
     "dropout": dropout,
