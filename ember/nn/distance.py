@@ -196,6 +196,3 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return pairwise_distance(x1, x2, self.p, self.eps)
-
-    def extra_repr(self) -> dict:
-        return {"p": self.p, "eps": self.eps}

@@ -45,6 +45,3 @@ class Dropout(Module):
         if self.prob == 1.0 and self._training and is_grad_enabled():
             return x * 0.0  # everything dropped (the 1/(1-p) scale would be infinite)
         return dropout(x, self.prob, self._training)
-
-    def extra_repr(self) -> dict:
-        return {"prob": self.prob}

@@ -243,9 +243,6 @@ class MultiMarginLoss(Module):
         # the target class itself contributes max(0, margin)^p exactly: take it out again
         return (hinge.sum(1) - self.margin**self.p) / float(classes)
 
-    def extra_repr(self) -> dict:
-        return {"margin": self.margin, "p": self.p}
-
 
 class SoftMarginLoss(Module):
     """Two-class logistic loss ``log(1 + exp(−y·x))`` for targets y of ±1 (computed as
@@ -310,6 +307,3 @@ class TripletMarginLoss(Module):
         d_pos = lp_norm(anchor - positive.to(anchor.dtype), self.p, 1)
         d_neg = lp_norm(anchor - negative.to(anchor.dtype), self.p, 1)
         return (d_pos - d_neg + self.margin).clamp(min=0.0)
-
-    def extra_repr(self) -> dict:
-        return {"margin": self.margin, "p": self.p}

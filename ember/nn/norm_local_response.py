@@ -78,6 +78,3 @@ class LocalResponseNorm(Module):
         for offset in range(1, self.size):  # shifted copies: one slice per window position
             window_sum = window_sum + padded.narrow(1, offset, channels)
         return x / (window_sum * (self.alpha / self.size) + self.k) ** self.beta
-
-    def extra_repr(self) -> dict:
-        return {"size": self.size, "alpha": self.alpha, "beta": self.beta, "k": self.k}

@@ -60,9 +60,6 @@ class PixelShuffle(Module):
         out_c = c // (r * r)
         return x.reshape(n, out_c, r, r, h, w).permute(0, 1, 4, 2, 5, 3).reshape(n, out_c, h * r, w * r)
 
-    def extra_repr(self) -> dict:
-        return {"upscale_factor": self.upscale_factor}
-
 
 class PixelUnshuffleConfig(Config):
     """Configuration of :class:`PixelUnshuffle`.
@@ -100,6 +97,3 @@ class PixelUnshuffle(Module):
             )
         oh, ow = h // r, w // r
         return x.reshape(n, c, oh, r, ow, r).permute(0, 1, 3, 5, 2, 4).reshape(n, c * r * r, oh, ow)
-
-    def extra_repr(self) -> dict:
-        return {"downscale_factor": self.downscale_factor}

@@ -397,17 +397,6 @@ class TransformerDecoder(Module):
             )
         return x
 
-    def extra_repr(self) -> dict:
-        return {
-            "d_model": self.d_model,
-            "d_ff": self.d_ff,
-            "n_heads": self.n_heads,
-            "n_layers": self.n_layers,
-            "dropout": self.dropout,
-            "norm_first": self.norm_first,
-            "quiet_softmax": self.quiet_softmax,
-        }
-
 
 def _layer_input(op: str, input) -> TransformerDecoderInput:
     if not isinstance(input, TransformerDecoderInput):
