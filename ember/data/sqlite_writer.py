@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ember.record.atomic import remove_stale_scratch
+from ember.record.atomic import fsync_path, remove_stale_scratch
 
 from .sqlite_format import (
     APPLICATION_ID,
@@ -75,16 +75,6 @@ def _cannot_store(
         f"SqliteDatasetWriter: split {split!r}, row {row_number}, column {name!r} (kind "
         f"{kind!r}): cannot store {type(value).__name__} value {value!r:.80}: {error}"
     )
-
-
-def _fsync(path: Path, directory: bool = False) -> None:
-    if directory and os.name != "posix":
-        return  # no portable directory fsync elsewhere
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class SqliteDatasetWriter:
@@ -320,12 +310,12 @@ class SqliteDatasetWriter:
         conn.close()
         self._conn = None
         try:
-            _fsync(self._partial)
+            fsync_path(self._partial)
             os.replace(self._partial, self.db_file)
         except BaseException:
             self.abort()
             raise
-        _fsync(self.db_file.parent, directory=True)
+        fsync_path(self.db_file.parent, directory=True)
         return self.db_file
 
     def abort(self) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_writer", "remove_stale_scratch"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_writer", "fsync_path", "remove_stale_scratch"]
 
 _COUNTER = itertools.count()
 
@@ -92,10 +92,12 @@ def _open_scratch(destination: Path) -> tuple[Path, BinaryIO]:
         return scratch, os.fdopen(fd, "wb")
 
 
-def _fsync_directory(directory: Path) -> None:
-    if os.name != "posix":
+def fsync_path(path: str | os.PathLike, directory: bool = False) -> None:
+    """Flush ``path`` (a closed file, or with ``directory`` a directory, so that a rename in it
+    lasts) to disk."""
+    if directory and os.name != "posix":
         return  # no portable directory fsync elsewhere
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -125,7 +127,7 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(scratch)
         raise
-    _fsync_directory(destination.parent)
+    fsync_path(destination.parent, directory=True)
 
 
 def _make_scratch_directory(destination: Path) -> Path:
@@ -165,7 +167,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     shutil.rmtree(directory, ignore_errors=True)
-    _fsync_directory(destination.parent)
+    fsync_path(destination.parent, directory=True)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
