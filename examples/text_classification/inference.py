@@ -85,15 +85,21 @@ def format_logits(probabilities: Sequence[float]) -> str:
     return "[" + ", ".join(format_f32_debug(p) for p in probabilities) + "]"
 
 
-def run_model_kind(artifact_dir: str | os.PathLike) -> str:
-    """Which model a run holds: its ``config.json``'s ``"model"`` (``"fasttext"``), else
-    ``"transformer"`` (the Transformer's config has no such key)."""
+def _config_path(artifact_dir: str | os.PathLike) -> Path:
+    """The run's ``config.json``; :class:`ArtifactError` saying what to do when it is missing."""
     path = Path(artifact_dir) / "config.json"
     if not path.is_file():
         raise ArtifactError(
             f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
             "pass --artifact-dir with the directory of a finished run"
         )
+    return path
+
+
+def run_model_kind(artifact_dir: str | os.PathLike) -> str:
+    """Which model a run holds: its ``config.json``'s ``"model"`` (``"fasttext"``), else
+    ``"transformer"`` (the Transformer's config has no such key)."""
+    path = _config_path(artifact_dir)
     try:
         fields = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -108,12 +114,7 @@ def run_model_kind(artifact_dir: str | os.PathLike) -> str:
 
 def load_config(artifact_dir: str | os.PathLike) -> ExperimentConfig:
     """The run's ``config.json`` (keys added since it was written take their defaults)."""
-    path = Path(artifact_dir) / "config.json"
-    if not path.is_file():
-        raise ArtifactError(
-            f"no training config at {path}: train a model into {Path(artifact_dir)} first, or "
-            "pass --artifact-dir with the directory of a finished run"
-        )
+    path = _config_path(artifact_dir)
     try:
         return ExperimentConfig.load(path, fill_defaults=True)
     except (ConfigError, ValueError) as error:
