@@ -325,13 +325,17 @@ def _adam_case() -> Case:
 
     def make(impl, cp, torch):
         from ember.kernels import cuda as K
+        from ember.kernels.families.optimizer_args import AdamArgs, AdamState
 
         ps = [_rand(cp, *s) * 0.02 for s in shapes]
         gs = [_rand(cp, *s) for s in shapes]
         ms = [cp.zeros(s, dtype=np.float32) for s in shapes]
         vs = [cp.zeros(s, dtype=np.float32) for s in shapes]
         if impl == "ember-cuda":
-            return lambda: K.adam_update(ps, gs, ms, vs, None, 1e-3, weight_decay=5e-5, steps=10)
+            # the args are built per step, as an optimizer does
+            return lambda: K.adam_update(
+                ps, gs, AdamState(ms, vs), AdamArgs(1e-3, weight_decay=5e-5, steps=10)
+            )
         if impl == "cupy":
 
             def step():

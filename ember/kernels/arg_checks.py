@@ -88,6 +88,25 @@ def finite_scalar(
     return value
 
 
+def finite_values(op: str, name: str, value: object) -> float | np.ndarray:
+    """A scalar as a finite float, or a sequence as a 1-D float64 array of finite values (one
+    per tensor; :func:`per_tensor` checks its length once the group is known).
+
+    Raises:
+        ValueError: a value is not finite, or ``value`` has more than one dimension.
+    """
+    if type(value) is float or np.ndim(value) == 0:
+        return finite_scalar(op, name, value if isinstance(value, (int, float)) else float(value))
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(
+            f"{op}: `{name}` must be a scalar or hold one value per tensor, got shape {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
+    return array
+
+
 def per_tensor(op: str, name: str, value: object, n: int) -> np.ndarray:
     """A scalar, or one value per tensor of a group, as ``n`` finite float64 values.
 

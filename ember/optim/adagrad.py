@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.families.optimizer_args import AdagradArgs, AdagradState
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
@@ -44,10 +45,9 @@ class AdaGrad(Optimizer):
         return (SUM,)
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, sums = backend.adagrad_update(
-            params, grads, states[SUM], lr, self.lr_decay, self.epsilon, self.weight_decay, list(steps)
-        )
-        return new_p, {SUM: sums}
+        args = AdagradArgs(lr, self.lr_decay, self.epsilon, self.weight_decay, list(steps))
+        new_p, new = backend.adagrad_update(params, grads, AdagradState(states[SUM]), args)
+        return new_p, {SUM: new.sums}
 
 
 class AdaGradConfig(OptimizerConfig):

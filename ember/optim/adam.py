@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.families.optimizer_args import AdamArgs, AdamState
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
@@ -50,7 +51,6 @@ class Adam(Optimizer):
 
     counter = TIME
     required_states = (M1, M2)
-    _decoupled = False
 
     def __init__(
         self,
@@ -70,39 +70,25 @@ class Adam(Optimizer):
     def state_names(self) -> tuple[str, ...]:
         return (M1, M2, VMAX) if self.amsgrad else (M1, M2)
 
-    def _extra(self) -> dict:
-        return {}
-
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        return self._step(
-            backend.adam_update, (params, grads), states, lr, steps=list(steps), **self._extra()
-        )
+        return self._step(backend.adam_update, (params, grads), states, self._args(lr, list(steps)))
 
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
-        cautious = bool(self._extra().get("cautious", False))
         return self._step(
-            backend.sparse_adam_update, (param, rows, values), states, lr, cautious=cautious, step=int(step)
+            backend.sparse_adam_update, (param, rows, values), states, self._args(lr, int(step))
         )
 
-    def _step(self, update, head: tuple, states, lr, **options):
-        """``update(*head, m, v, vmax, lr, ...)``, the dense or row-sparse backend step, with this
-        optimizer's hyperparameters and ``options`` (steps, cautious)."""
-        new_p, m, v, vmax = update(
-            *head,
-            states[M1],
-            states[M2],
-            states[VMAX] if self.amsgrad else None,
-            lr,
-            self.beta_1,
-            self.beta_2,
-            self.epsilon,
-            self.weight_decay,
-            decoupled=self._decoupled,
-            **options,
-        )
-        out = {M1: m, M2: v}
+    def _args(self, lr, steps) -> AdamArgs:
+        """The backend update's arguments: this optimizer's hyper-parameters, ``lr`` and ``steps``."""
+        return AdamArgs(lr, self.beta_1, self.beta_2, self.epsilon, self.weight_decay, steps=steps)
+
+    def _step(self, update, head: tuple, states, args: AdamArgs):
+        """``update(*head, state, args)``, the dense or row-sparse backend step."""
+        state = AdamState(states[M1], states[M2], states[VMAX] if self.amsgrad else None)
+        new_p, new = update(*head, state, args)
+        out = {M1: new.m, M2: new.v}
         if self.amsgrad:
-            out[VMAX] = vmax
+            out[VMAX] = new.vmax
         return new_p, out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ember.kernels.families.optimizer_args import AdamArgs
 from ember.optim.adam import Adam
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import OptimizerConfig
@@ -38,8 +39,6 @@ class AdamW(Adam):
         amsgrad: use AMSGrad.
     """
 
-    _decoupled = True
-
     def __init__(
         self,
         beta_1: float = 0.9,
@@ -52,8 +51,17 @@ class AdamW(Adam):
         super().__init__(beta_1, beta_2, epsilon, amsgrad, weight_decay)
         self.cautious_weight_decay = bool(cautious_weight_decay)
 
-    def _extra(self) -> dict:
-        return {"cautious": self.cautious_weight_decay}
+    def _args(self, lr, steps) -> AdamArgs:
+        return AdamArgs(
+            lr,
+            self.beta_1,
+            self.beta_2,
+            self.epsilon,
+            self.weight_decay,
+            decoupled=True,
+            cautious=self.cautious_weight_decay,
+            steps=steps,
+        )
 
 
 class AdamWConfig(OptimizerConfig):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.families.optimizer_args import LionArgs, LionState
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig
 
@@ -41,10 +42,9 @@ class Lion(Optimizer):
         return (EXP_AVG,)
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, m = backend.lion_update(
-            params, grads, states[EXP_AVG], lr, self.beta_1, self.beta_2, self.weight_decay
-        )
-        return new_p, {EXP_AVG: m}
+        args = LionArgs(lr, self.beta_1, self.beta_2, self.weight_decay)
+        new_p, new = backend.lion_update(params, grads, LionState(states[EXP_AVG]), args)
+        return new_p, {EXP_AVG: new.exp_avg}
 
 
 class LionConfig(OptimizerConfig):

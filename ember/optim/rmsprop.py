@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.families.optimizer_args import RmspropArgs, RmspropState
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 
@@ -58,24 +59,14 @@ class RmsProp(Optimizer):
         return (SQUARE,) + ((GRAD_AVG,) if self.centered else ()) + ((BUF,) if self.momentum > 0 else ())
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        new_p, s, ga, b = backend.rmsprop_update(
-            params,
-            grads,
-            states[SQUARE],
-            states.get(GRAD_AVG),
-            states.get(BUF),
-            lr,
-            self.alpha,
-            self.epsilon,
-            self.weight_decay,
-            self.momentum,
-            self.centered,
-        )
-        out = {SQUARE: s}
+        state = RmspropState(states[SQUARE], states.get(GRAD_AVG), states.get(BUF))
+        args = RmspropArgs(lr, self.alpha, self.epsilon, self.weight_decay, self.momentum, self.centered)
+        new_p, new = backend.rmsprop_update(params, grads, state, args)
+        out = {SQUARE: new.square_avg}
         if self.centered:
-            out[GRAD_AVG] = ga
+            out[GRAD_AVG] = new.grad_avg
         if self.momentum > 0:
-            out[BUF] = b
+            out[BUF] = new.momentum_bufs
         return new_p, out
 
     def record_extras(self, backend, arrays):

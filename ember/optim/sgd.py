@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember._deprecation import renamed_method
 from ember.kernels.arg_checks import finite_scalar
+from ember.kernels.families.optimizer_args import SgdArgs, SgdState
 from ember.optim.clipping import GradientClippingConfig
 from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
 from ember.record.config import Config
@@ -68,29 +69,28 @@ class Sgd(Optimizer):
         return (_VELOCITY,) if self.momentum is not None else ()
 
     def update(self, backend, params, grads, states, lr, steps, fresh):
-        return self._step(backend.sgd_update, (params, grads), states, lr, fresh, list)
+        return self._step(backend.sgd_update, (params, grads), states, lr, list(fresh))
 
     def update_sparse(self, backend, param, rows, values, states, lr, step, fresh):
-        return self._step(backend.sparse_sgd_update, (param, rows, values), states, lr, fresh, bool)
+        return self._step(backend.sparse_sgd_update, (param, rows, values), states, lr, bool(fresh))
 
-    def _step(self, update, head: tuple, states, lr, fresh, fresh_as):
-        """``update(*head, velocity, lr, ...)``, the dense or row-sparse backend step; ``fresh``
-        (which velocities start this step) goes as ``fresh_as(fresh)``, only with momentum."""
+    def _step(self, update, head: tuple, states, lr, first_step):
+        """``update(*head, state, args)``, the dense or row-sparse backend step; ``first_step``
+        (which velocities start this step) matters only with momentum."""
         mom = self.momentum
         if mom is None:
-            new_p, _ = update(*head, None, lr, self.weight_decay)
+            new_p, _ = update(*head, SgdState(None), SgdArgs(lr, self.weight_decay))
             return new_p, {}
-        new_p, new_v = update(
-            *head,
-            states[_VELOCITY],
+        args = SgdArgs(
             lr,
             self.weight_decay,
             float(mom.momentum),
             float(mom.dampening),
             bool(mom.nesterov),
-            fresh_as(fresh),
+            first_step,
         )
-        return new_p, {_VELOCITY: new_v}
+        new_p, new = update(*head, SgdState(states[_VELOCITY]), args)
+        return new_p, {_VELOCITY: new.momentum_bufs}
 
 
 class SgdConfig(OptimizerConfig):

@@ -1,4 +1,5 @@
-"""Multi-tensor SGD and Adam updates on the cuda backend against NumPy, over a few steps.
+"""Multi-tensor SGD and Adam updates on the cuda backend against NumPy, over a few steps, and
+against the composed default (``ember.kernels.families.optimizer``) on the same args.
 
 The parameter list mixes tensors smaller than a chunk, one spanning two chunks (4096
 elements each), a 0-d tensor and an empty one, so the chunk table is exercised.
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from ember.kernels import cuda as K
+from ember.kernels.families.optimizer_args import AdamArgs, AdamState, SgdArgs, SgdState
+from ember.kernels.reference import ReferenceBackend
 
 RNG = np.random.default_rng(5)
 SHAPES = [(5, 3), (2, 3000), (), (0, 4), (7,)]
@@ -54,17 +57,8 @@ def test_sgd_update_matches_numpy(xp, dtype, state_dtype, momentum, dampening, n
     ref_b = [np.zeros(p.shape) for p in host]
     for step in range(3):
         grads = _grads(dtype)
-        K.sgd_update(
-            params,
-            [xp.asarray(g) for g in grads],
-            bufs,
-            lr,
-            weight_decay=wd,
-            momentum=momentum,
-            dampening=dampening,
-            nesterov=nesterov,
-            first_step_flags=step == 0,
-        )
+        args = SgdArgs(lr, wd, momentum, dampening, nesterov, first_step=step == 0)
+        K.sgd_update(params, [xp.asarray(g) for g in grads], SgdState(bufs), args)
         for i, g in enumerate(grads):
             d = g.astype(np.float64) + wd * ref_p[i]
             if momentum:
@@ -118,21 +112,8 @@ def test_adam_update_matches_numpy(xp, dtype, state_dtype, variant):
     ]
     for t in (1, 2, 3):
         grads = _grads(dtype)
-        K.adam_update(
-            params,
-            [xp.asarray(g) for g in grads],
-            m,
-            v,
-            vmax,
-            lr,
-            beta1=b1,
-            beta2=b2,
-            eps=eps,
-            weight_decay=wd,
-            decoupled=decoupled,
-            cautious=variant == "cautious",
-            steps=t,
-        )
+        args = AdamArgs(lr, b1, b2, eps, wd, decoupled, cautious=variant == "cautious", steps=t)
+        K.adam_update(params, [xp.asarray(g) for g in grads], AdamState(m, v, vmax), args)
         for i, g in enumerate(grads):
             p_ref, m_ref, v_ref, vmax_ref = ref[i]
             ref[i] = list(
@@ -168,17 +149,82 @@ def test_adam_update_matches_numpy(xp, dtype, state_dtype, variant):
 def test_optimizer_updates_reject_bad_lists(xp):
     p = [xp.asarray(np.zeros((3,), np.float32))]
     with pytest.raises(ValueError, match=r"sgd_update: `grads` has 2 arrays but `params` has 1"):
-        K.sgd_update(p, [xp.asarray(np.zeros(3, np.float32))] * 2, None, 0.1)
+        K.sgd_update(p, [xp.asarray(np.zeros(3, np.float32))] * 2, SgdState(), SgdArgs(0.1))
     with pytest.raises(ValueError, match=r"adam_update: `m\[0\]` has shape \(4,\)"):
-        K.adam_update(p, p, [xp.asarray(np.zeros(4, np.float32))], p, None, 0.1)
+        K.adam_update(p, p, AdamState([xp.asarray(np.zeros(4, np.float32))], p), AdamArgs(0.1))
     with pytest.raises(ValueError, match="need `momentum_bufs`"):
-        K.sgd_update(p, p, None, 0.1, momentum=0.9)
+        K.sgd_update(p, p, SgdState(), SgdArgs(0.1, momentum=0.9))
     with pytest.raises(TypeError, match=r"`m` has dtype float64; with float32 parameters"):
-        K.adam_update(
-            p, p, [xp.asarray(np.zeros(3, np.float64))], [xp.asarray(np.zeros(3, np.float64))], None, 0.1
-        )
+        state = AdamState([xp.asarray(np.zeros(3, np.float64))], [xp.asarray(np.zeros(3, np.float64))])
+        K.adam_update(p, p, state, AdamArgs(0.1))
     with pytest.raises(ValueError, match="`steps` must be integers >= 1"):
-        K.adam_update(p, p, p, p, None, 0.1, steps=0)
+        AdamArgs(0.1, steps=0)
     strided = xp.asarray(np.zeros((3, 2), np.float32))[:, 0]
     with pytest.raises(ValueError, match=r"`params\[0\]` is updated in place and must be C-contiguous"):
-        K.sgd_update([strided], [strided], None, 0.1)
+        K.sgd_update([strided], [strided], SgdState(), SgdArgs(0.1))
+
+
+# every option of the cuda kernels against the composed default (the formula, written once),
+# on the same state and args, float32 and float64, over three steps
+CASES = {
+    "sgd": (SgdState, (), lambda k: SgdArgs([0.1, 0.05, 0.2, 0.1, 0.3], weight_decay=0.01)),
+    "sgd-momentum": (SgdState, ("momentum_bufs",), lambda k: SgdArgs(0.1, 0.01, 0.9, 0.1, first_step=k == 0)),
+    "sgd-nesterov": (
+        SgdState,
+        ("momentum_bufs",),
+        lambda k: SgdArgs(0.1, momentum=0.8, nesterov=True, first_step=k == 0),
+    ),
+    "adam-l2": (AdamState, ("m", "v"), lambda k: AdamArgs(0.01, weight_decay=0.05, steps=k + 1)),
+    "amsgrad": (
+        AdamState,
+        ("m", "v", "vmax"),
+        lambda k: AdamArgs(0.01, 0.8, 0.9, steps=[k + 1, k + 2, k + 1, k + 3, k + 1]),
+    ),
+    "adamw": (
+        AdamState,
+        ("m", "v"),
+        lambda k: AdamArgs([0.01, 0.02, 0.01, 0.03, 0.01], weight_decay=0.5, decoupled=True, steps=k + 1),
+    ),
+    "adamw-cautious": (
+        AdamState,
+        ("m", "v", "vmax"),
+        lambda k: AdamArgs(0.01, weight_decay=0.5, decoupled=True, cautious=True, steps=k + 1),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", list(CASES))
+def test_kernels_compute_the_composed_default(xp, case, dtype):
+    state_cls, buffers, args_at = CASES[case]
+    update = K.sgd_update if state_cls is SgdState else K.adam_update
+    reference = getattr(ReferenceBackend(), update.__name__)
+    host = _params(dtype)
+    params = [xp.asarray(p) for p in host]
+
+    def state_of(make):
+        return state_cls(**{name: [make(p) for p in host] for name in buffers}) if buffers else state_cls()
+
+    state = state_of(lambda p: xp.zeros(p.shape, dtype=dtype))
+    ref_params, ref_state = host, state_of(np.zeros_like)
+    for k in range(3):
+        grads = _grads(dtype)
+        update(params, [xp.asarray(g) for g in grads], state, args_at(k))
+        ref_params, ref_state = reference(ref_params, grads, ref_state, args_at(k))
+        _check(xp, params, ref_params, dtype, f"{case}: params")
+        for name in buffers:
+            _check(xp, getattr(state, name), getattr(ref_state, name), dtype, f"{case}: {name}")
+
+
+def test_layouts_and_dtypes_the_kernels_lack_decline_to_the_default():
+    from ember.kernels.cuda.optimizers import CudaOptimizerOps
+    from ember.kernels.families.declare import DECLINED
+
+    grad = RNG.standard_normal((4, 3)).astype(np.float32)
+    strided = RNG.standard_normal((4, 6)).astype(np.float32)[:, ::2]  # not C-contiguous
+    zeros = np.zeros((4, 3), np.float32)
+    adam = CudaOptimizerOps.adam_update.kernel
+    assert adam(None, [strided], [grad], AdamState([zeros], [zeros]), AdamArgs(0.1)) is DECLINED
+    momentum64 = np.zeros((4, 3), np.float64)  # a state dtype the kernel does not pair with float32
+    sgd = CudaOptimizerOps.sgd_update.kernel
+    assert sgd(None, [grad], [grad], SgdState([momentum64]), SgdArgs(0.1, momentum=0.9)) is DECLINED

@@ -19,12 +19,42 @@ Burn / PyTorch differences (only agreeing configurations are compared with torch
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
-from ember.kernels.cpu import optim_updates as uk
+from ember.kernels.cpu import optim_clipping as clip
+from ember.kernels.cpu.optim_tables import pack_arrays
+from ember.kernels.cpu.optimizer_ops import CpuOptimizerOps
+from ember.kernels.families.declare import DECLINED
+from ember.kernels.families.optimizer_args import (
+    AdagradArgs,
+    AdagradState,
+    AdamArgs,
+    AdamState,
+    LionArgs,
+    LionState,
+    RmspropArgs,
+    RmspropState,
+    SgdArgs,
+    SgdState,
+)
+from ember.tensor.device import as_device
 
 STEPS = 20
+CPU = as_device("cpu").backend
+
+
+def _kernel(name):
+    """The cpu backend's fused update itself, without the fallback to the composed default:
+    a kernel that declined would leave the arrays unchanged and fail the comparisons."""
+    return functools.partial(getattr(CpuOptimizerOps, name).kernel, CPU)
+
+
+sgd, adam, rmsprop, adagrad, lion = map(
+    _kernel, ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update", "lion_update")
+)
 SHAPES = [(3, 5), (40_000,), (7,), (0,), (2, 3, 4), ()]  # 40k spans several work items
 
 
@@ -154,7 +184,7 @@ def test_sgd_matches_numpy(mu, damp, nesterov, wd):
     bufs = [np.zeros_like(p) for p in params] if use_momentum else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.sgd_update(params, grads, bufs, lr_at(k), wd, mu, damp, nesterov, first_step_flags=(k == 0))
+        sgd(params, grads, SgdState(bufs), SgdArgs(lr_at(k), wd, mu, damp, nesterov, first_step=(k == 0)))
         ref = [
             ref_sgd(p, g, s, lr_at(k), wd, mu, damp, nesterov, use_momentum)
             for p, g, s in zip(ref, grads, states)
@@ -172,9 +202,7 @@ def test_adam_matches_numpy(amsgrad, wd):
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.adam_update(
-            params, grads, m, v, vmax, lr_at(k), 0.9, 0.999, 1e-5, wd, decoupled=False, steps=k + 1
-        )
+        adam(params, grads, AdamState(m, v, vmax), AdamArgs(lr_at(k), 0.9, 0.999, 1e-5, wd, steps=k + 1))
         ref = [
             ref_adam(p, g, s, lr_at(k), 0.9, 0.999, 1e-5, wd, amsgrad) for p, g, s in zip(ref, grads, states)
         ]
@@ -192,21 +220,8 @@ def test_adamw_matches_numpy(amsgrad, cautious):
     wd = 0.5  # large so that the decay (and the cautious mask) matters at 1e-12
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.adam_update(
-            params,
-            grads,
-            m,
-            v,
-            vmax,
-            lr_at(k),
-            0.9,
-            0.99,
-            1e-5,
-            wd,
-            decoupled=True,
-            cautious=cautious,
-            steps=k + 1,
-        )
+        args = AdamArgs(lr_at(k), 0.9, 0.99, 1e-5, wd, decoupled=True, cautious=cautious, steps=k + 1)
+        adam(params, grads, AdamState(m, v, vmax), args)
         ref = [
             ref_adamw(p, g, s, lr_at(k), 0.9, 0.99, 1e-5, wd, amsgrad, cautious)
             for p, g, s in zip(ref, grads, states)
@@ -222,17 +237,8 @@ def test_cautious_decay_skips_disagreeing_signs():
     outs = {}
     for cautious in (False, True):
         q = p.copy()
-        uk.adam_update(
-            [q],
-            [g],
-            [np.zeros(4)],
-            [np.zeros(4)],
-            None,
-            0.1,
-            weight_decay=0.5,
-            decoupled=True,
-            cautious=cautious,
-        )
+        args = AdamArgs(0.1, weight_decay=0.5, decoupled=True, cautious=cautious)
+        adam([q], [g], AdamState([np.zeros(4)], [np.zeros(4)]), args)
         outs[cautious] = q
     decay = 0.1 * 0.5 * p  # lr * wd * theta, skipped by cautious where signs differ
     np.testing.assert_allclose(outs[False] - outs[True], -decay * np.array([0, 1, 1, 0]), atol=1e-15)
@@ -250,7 +256,9 @@ def test_rmsprop_matches_numpy(centered, mu, wd):
     bufs = [np.zeros_like(p) for p in params] if mu > 0 else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.rmsprop_update(params, grads, s, ga, bufs, lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
+        rmsprop(
+            params, grads, RmspropState(s, ga, bufs), RmspropArgs(lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
+        )
         ref = [
             ref_rmsprop(p, g, st, lr_at(k) / 10, 0.99, 1e-5, wd, mu, centered)
             for p, g, st in zip(ref, grads, states)
@@ -266,7 +274,7 @@ def test_adagrad_matches_numpy(lr_decay, wd):
     sums = [np.zeros_like(p) for p in params]
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.adagrad_update(params, grads, sums, lr_at(k), lr_decay, 1e-5, wd, steps=k + 1)
+        adagrad(params, grads, AdagradState(sums), AdagradArgs(lr_at(k), lr_decay, 1e-5, wd, steps=k + 1))
         ref = [ref_adagrad(p, g, st, lr_at(k), lr_decay, 1e-5, wd) for p, g, st in zip(ref, grads, states)]
     close(params, ref)
 
@@ -279,7 +287,7 @@ def test_lion_matches_numpy(wd):
     m = [np.zeros_like(p) for p in params]
     for k in range(STEPS):
         grads = grads_for(rng, params)
-        uk.lion_update(params, grads, m, lr_at(k) / 10, 0.9, 0.99, wd)
+        lion(params, grads, LionState(m), LionArgs(lr_at(k) / 10, 0.9, 0.99, wd))
         ref = [ref_lion(p, g, st, lr_at(k) / 10, 0.9, 0.99, wd) for p, g, st in zip(ref, grads, states)]
     close(params, ref)
     close(m, [st["m"] for st in states])
@@ -288,7 +296,7 @@ def test_lion_matches_numpy(wd):
 def test_lion_first_step_is_signed_gradient():
     p = np.array([1.0, 2.0, 3.0])
     g = np.array([0.3, -2.0, 0.0])
-    uk.lion_update([p], [g], [np.zeros(3)], 0.1, weight_decay=0.0)
+    lion([p], [g], LionState([np.zeros(3)]), LionArgs(0.1, weight_decay=0.0))
     np.testing.assert_array_equal(p, [0.9, 2.1, 3.0])
 
 
@@ -302,10 +310,10 @@ def test_per_tensor_lr_and_steps():
         grads = grads_for(rng, params)
         if k < 2:
             grads[1] = np.zeros_like(grads[1])
-            uk.adam_update(params[:1], grads[:1], m[:1], v[:1], None, 0.01, steps=k + 1)
+            adam(params[:1], grads[:1], AdamState(m[:1], v[:1]), AdamArgs(0.01, steps=k + 1))
             ref[0] = ref_adam(ref[0], grads[0], states[0], 0.01, 0.9, 0.999, 1e-5, 0.0, False)
             continue
-        uk.adam_update(params, grads, m, v, None, [0.01, 0.002], steps=[k + 1, k - 1])
+        adam(params, grads, AdamState(m, v), AdamArgs([0.01, 0.002], steps=[k + 1, k - 1]))
         ref = [
             ref_adam(ref[0], grads[0], states[0], 0.01, 0.9, 0.999, 1e-5, 0.0, False),
             ref_adam(ref[1], grads[1], states[1], 0.002, 0.9, 0.999, 1e-5, 0.0, False),
@@ -318,18 +326,18 @@ def test_packed_tables_equal_lists():
     twin = [p.copy() for p in params]
     m1, v1 = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
     m2, v2 = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    tp, tm, tv = uk.pack_arrays(twin), uk.pack_arrays(m2), uk.pack_arrays(v2)
+    tp, tm, tv = pack_arrays(twin), pack_arrays(m2), pack_arrays(v2)
     for k in range(3):
         grads = grads_for(rng, params)
-        uk.adam_update(params, grads, m1, v1, None, 0.01, steps=k + 1)
-        uk.adam_update(tp, uk.pack_arrays(grads, writeable=False), tm, tv, None, 0.01, steps=k + 1)
+        adam(params, grads, AdamState(m1, v1), AdamArgs(0.01, steps=k + 1))
+        adam(tp, pack_arrays(grads, writeable=False), AdamState(tm, tv), AdamArgs(0.01, steps=k + 1))
     close(twin, params, tol=0)
 
 
 def test_non_contiguous_gradient_is_read_correctly():
     p = np.ones((4, 6))
     g = np.arange(24.0).reshape(6, 4).T  # Fortran-ordered view
-    uk.sgd_update([p], [g], None, 0.5)
+    sgd([p], [g], SgdState(), SgdArgs(0.5))
     np.testing.assert_array_equal(p, 1 - 0.5 * g)
 
 
@@ -344,16 +352,18 @@ def test_float32_kernels_track_float64():
         grads = grads_for(rng, params64)
         for dt, ps in ((32, params32), (64, params64)):
             gs = [g.astype(ps[0].dtype) for g in grads]
-            uk.adam_update(ps, gs, *state[dt], None, 1e-3, weight_decay=1e-2, decoupled=True, steps=k + 1)
+            adam(
+                ps, gs, AdamState(*state[dt]), AdamArgs(1e-3, weight_decay=1e-2, decoupled=True, steps=k + 1)
+            )
     assert all(p.dtype == np.float32 for p in params32)
     close(params32, params64, tol=2e-5)
 
 
 def test_empty_group_is_a_no_op():
-    uk.adam_update([], [], [], [], None, 0.1)
-    uk.sgd_update([], [], None, 0.1)
-    assert uk.global_norm([]) == 0.0
-    assert uk.clip_by_global_norm([], 1.0) == 0.0
+    adam([], [], AdamState([], []), AdamArgs(0.1))
+    sgd([], [], SgdState(), SgdArgs(0.1))
+    assert clip.global_norm([]) == 0.0
+    assert clip.clip_by_global_norm([], 1.0) == 0.0
 
 
 # --- validation ----------------------------------------------------------------------------
@@ -363,46 +373,48 @@ def test_rejects_mismatched_inputs():
     p = [np.zeros((2, 3)), np.zeros(4)]
     z = [np.zeros((2, 3)), np.zeros(4)]
     with pytest.raises(ValueError, match=r"grads\[1\]` has shape \(5,\) but `params\[1\]` has shape \(4,\)"):
-        uk.sgd_update(p, [np.zeros((2, 3)), np.zeros(5)], None, 0.1)
+        sgd(p, [np.zeros((2, 3)), np.zeros(5)], SgdState(), SgdArgs(0.1))
     with pytest.raises(ValueError, match="`grads` has 1 arrays but `params` has 2"):
-        uk.sgd_update(p, z[:1], None, 0.1)
+        sgd(p, z[:1], SgdState(), SgdArgs(0.1))
     with pytest.raises(TypeError, match="`grads` has dtype float32 but `params` has float64"):
-        uk.sgd_update(p, [a.astype(np.float32) for a in z], None, 0.1)
+        sgd(p, [a.astype(np.float32) for a in z], SgdState(), SgdArgs(0.1))
     with pytest.raises(TypeError, match=r"`params\[1\]` has dtype float32"):
-        uk.sgd_update([p[0], p[1].astype(np.float32)], z, None, 0.1)
+        sgd([p[0], p[1].astype(np.float32)], z, SgdState(), SgdArgs(0.1))
+    # other dtypes decline to the composed default; the tables refuse them
+    assert sgd([np.zeros(3, np.int64)], [np.zeros(3, np.int64)], SgdState(), SgdArgs(0.1)) is DECLINED
     with pytest.raises(TypeError, match="float32 or float64"):
-        uk.sgd_update([np.zeros(3, np.int64)], [np.zeros(3, np.int64)], None, 0.1)
+        pack_arrays([np.zeros(3, np.int64)])
     with pytest.raises(TypeError, match="must be a NumPy array"):
-        uk.sgd_update([[1.0, 2.0]], z[:1], None, 0.1)
+        pack_arrays([np.zeros(2), [1.0, 2.0]])
 
 
 def test_rejects_unwritable_or_strided_state():
     with pytest.raises(ValueError, match=r"must be C-contiguous"):
-        uk.sgd_update([np.zeros((4, 4)).T[:, :2]], [np.zeros((4, 2))], None, 0.1)
+        sgd([np.zeros((4, 4)).T[:, :2]], [np.zeros((4, 2))], SgdState(), SgdArgs(0.1))
     frozen = np.zeros(3)
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match=r"`m\[0\]` \(shape \(3,\)\) is read-only"):
-        uk.adam_update([np.zeros(3)], [np.zeros(3)], [frozen], [np.zeros(3)], None, 0.1)
+        adam([np.zeros(3)], [np.zeros(3)], AdamState([frozen], [np.zeros(3)]), AdamArgs(0.1))
 
 
 def test_rejects_bad_hyperparameters():
     p, g = [np.zeros(3)], [np.zeros(3)]
     with pytest.raises(ValueError, match="need `momentum_bufs`"):
-        uk.sgd_update(p, g, None, 0.1, momentum=0.9)
+        sgd(p, g, SgdState(), SgdArgs(0.1, momentum=0.9))
     with pytest.raises(ValueError, match="cautious weight decay applies to decoupled"):
-        uk.adam_update(p, g, [np.zeros(3)], [np.zeros(3)], None, 0.1, cautious=True)
+        AdamArgs(0.1, cautious=True)
     with pytest.raises(ValueError, match=r"`beta1` must be in \[0, 1\), got 1.0"):
-        uk.adam_update(p, g, [np.zeros(3)], [np.zeros(3)], None, 0.1, beta1=1.0)
+        AdamArgs(0.1, beta1=1.0)
     with pytest.raises(ValueError, match="`steps` must be integers >= 1"):
-        uk.adam_update(p, g, [np.zeros(3)], [np.zeros(3)], None, 0.1, steps=0)
+        AdamArgs(0.1, steps=0)
     with pytest.raises(ValueError, match=r"`lr` must be a scalar or hold one value per tensor \(1\)"):
-        uk.sgd_update(p, g, None, [0.1, 0.2])
+        sgd(p, g, SgdState(), SgdArgs([0.1, 0.2]))
     with pytest.raises(ValueError, match="`lr` must be finite"):
-        uk.sgd_update(p, g, None, float("nan"))
+        SgdArgs(float("nan"))
     with pytest.raises(ValueError, match="`grad_avg` is required"):
-        uk.rmsprop_update(p, g, [np.zeros(3)], None, None, 0.1, momentum=0.0, centered=True)
+        rmsprop(p, g, RmspropState([np.zeros(3)]), RmspropArgs(0.1, momentum=0.0, centered=True))
     with pytest.raises(ValueError, match="`max_norm` must be >= 0"):
-        uk.clip_by_global_norm(g, -1.0)
+        clip.clip_by_global_norm(g, -1.0)
 
 
 # --- clipping -------------------------------------------------------------------------------
@@ -413,7 +425,7 @@ def test_clip_by_value_matches_burn_and_keeps_nan():
     grads = [rng.standard_normal(s) * 3 for s in [(5, 7), (50_000,)]]
     grads[0][0, 0] = np.nan
     expected = [np.where(g > 1.5, 1.5, np.where(g < -1.5, -1.5, g)) for g in grads]
-    uk.clip_by_value(grads, 1.5)
+    clip.clip_by_value(grads, 1.5)
     for got, want in zip(grads, expected):
         np.testing.assert_array_equal(got, want)
     assert np.isnan(grads[0][0, 0])
@@ -424,7 +436,7 @@ def test_clip_by_norm_per_tensor_is_burns_rule():
     grads = [rng.standard_normal(s) for s in [(10,), (30_000,), (2, 2)]]
     grads[2] *= 1e-3  # below the bound: untouched
     before = [g.copy() for g in grads]
-    norms = uk.clip_by_norm_per_tensor(grads, 2.0)
+    norms = clip.clip_by_norm_per_tensor(grads, 2.0)
     tiny = np.finfo(np.float64).tiny
     for got, g, n in zip(grads, before, norms):
         assert n == pytest.approx(np.linalg.norm(g), rel=1e-12)
@@ -436,9 +448,9 @@ def test_global_norm_and_clip():
     rng = np.random.default_rng(12)
     grads = [rng.standard_normal(s).astype(np.float32) for s in [(100, 300), (70_000,), (3,)]]
     exact = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in grads))
-    assert uk.global_norm(grads) == pytest.approx(exact, rel=1e-12)
+    assert clip.global_norm(grads) == pytest.approx(exact, rel=1e-12)
     before = [g.copy() for g in grads]
-    total = uk.clip_by_global_norm(grads, 10.0)
+    total = clip.clip_by_global_norm(grads, 10.0)
     assert total == pytest.approx(exact, rel=1e-12)
     after = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in grads))
     assert after == pytest.approx(10.0, rel=1e-6)
@@ -448,7 +460,7 @@ def test_global_norm_and_clip():
 
 def test_global_clip_with_nan_poisons_everything_like_torch():
     grads = [np.array([1.0, np.nan]), np.array([2.0])]
-    assert np.isnan(uk.clip_by_global_norm(grads, 1.0))
+    assert np.isnan(clip.clip_by_global_norm(grads, 1.0))
     assert np.isnan(grads[1][0])
 
 
@@ -494,7 +506,7 @@ def test_sgd_matches_torch(mu, damp, nesterov, wd, torch):
     )
     bufs = [np.zeros_like(p) for p in params]
     for k, grads in enumerate(grads_seq):
-        uk.sgd_update(params, grads, bufs, lr_at(k), wd, mu, damp, nesterov, k == 0)
+        sgd(params, grads, SgdState(bufs), SgdArgs(lr_at(k), wd, mu, damp, nesterov, k == 0))
     close(params, expected, tol=1e-6)
 
 
@@ -511,7 +523,7 @@ def test_adam_matches_torch(amsgrad, wd, torch):
     m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k, grads in enumerate(grads_seq):
-        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.999, 1e-5, wd, steps=k + 1)
+        adam(params, grads, AdamState(m, v, vmax), AdamArgs(lr_at(k), 0.9, 0.999, 1e-5, wd, steps=k + 1))
     close(params, expected, tol=1e-6)
 
 
@@ -528,7 +540,8 @@ def test_adamw_matches_torch(amsgrad, torch):
     m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
     vmax = [np.zeros_like(p) for p in params] if amsgrad else None
     for k, grads in enumerate(grads_seq):
-        uk.adam_update(params, grads, m, v, vmax, lr_at(k), 0.9, 0.99, 1e-5, 0.3, decoupled=True, steps=k + 1)
+        args = AdamArgs(lr_at(k), 0.9, 0.99, 1e-5, 0.3, decoupled=True, steps=k + 1)
+        adam(params, grads, AdamState(m, v, vmax), args)
     close(params, expected, tol=1e-6)
 
 
@@ -553,7 +566,12 @@ def test_rmsprop_matches_torch(centered, mu, torch):
     ga = [np.zeros_like(p) for p in params] if centered else None
     bufs = [np.zeros_like(p) for p in params] if mu else None
     for k, grads in enumerate(grads_seq):
-        uk.rmsprop_update(params, grads, s, ga, bufs, lr_at(k) / 10, 0.99, 1e-5, 0.01, mu, centered)
+        rmsprop(
+            params,
+            grads,
+            RmspropState(s, ga, bufs),
+            RmspropArgs(lr_at(k) / 10, 0.99, 1e-5, 0.01, mu, centered),
+        )
     close(params, expected, tol=1e-6)
 
 
@@ -568,7 +586,7 @@ def test_adagrad_matches_torch(torch):
     )
     sums = [np.zeros_like(p) for p in params]
     for k, grads in enumerate(grads_seq):
-        uk.adagrad_update(params, grads, sums, lr_at(k), 0.05, 1e-5, 0.01, steps=k + 1)
+        adagrad(params, grads, AdagradState(sums), AdagradArgs(lr_at(k), 0.05, 1e-5, 0.01, steps=k + 1))
     close(params, expected, tol=1e-6)
 
 
@@ -580,6 +598,6 @@ def test_global_clip_matches_torch(torch):
     for t, g in zip(tparams, grads):
         t.grad = torch.from_numpy(g.copy())
     expected_norm = torch.nn.utils.clip_grad_norm_(tparams, 3.0)
-    norm = uk.clip_by_global_norm(grads, 3.0, eps=1e-6)
+    norm = clip.clip_by_global_norm(grads, 3.0, eps=1e-6)
     assert norm == pytest.approx(float(expected_norm), rel=1e-12)
     close(grads, [t.grad.numpy() for t in tparams], tol=1e-12)

@@ -7,6 +7,7 @@ import pytest
 
 import ember
 from ember import nn, optim
+from ember.kernels.families.optimizer_args import AdamArgs, AdamState, SgdArgs, SgdState
 from ember.optim import (
     AdaGradConfig,
     AdamConfig,
@@ -249,11 +250,11 @@ def test_cpu_step_is_in_place_and_validates_rows():
     m, v = (np.zeros((N, D), np.float32) for _ in range(2))
     values = np.ones((2, D), np.float32)
     with pytest.raises(IndexError, match=rf"\[0, {N}\)"):
-        backend.sparse_adam_update(array, np.array([3, N], np.int64), values, m, v, None, 0.1)
+        backend.sparse_adam_update(array, np.array([3, N], np.int64), values, AdamState(m, v), AdamArgs(0.1))
     with pytest.raises(ValueError, match="strictly increasing"):
-        backend.sparse_adam_update(array, np.array([5, 3], np.int64), values, m, v, None, 0.1)
+        backend.sparse_adam_update(array, np.array([5, 3], np.int64), values, AdamState(m, v), AdamArgs(0.1))
     with pytest.raises(ValueError, match="values must have shape"):
-        backend.sparse_sgd_update(array, np.array([3], np.int64), values, None, 0.1)
+        backend.sparse_sgd_update(array, np.array([3], np.int64), values, SgdState(), SgdArgs(0.1))
 
 
 @pytest.mark.parametrize(

@@ -7,22 +7,23 @@ other ``n − K`` rows are never read or written, so a step costs O(K·D) whatev
 ``[n, D]`` temporary). The rows are validated before the unchecked loop runs.
 
 The update rules are the lazy ones stated in the docstrings of :class:`ember.optim.Sgd` and
-:class:`ember.optim.Adam` (``torch.optim.SparseAdam``'s step), applied to the listed rows.
+:class:`ember.optim.Adam` (``torch.optim.SparseAdam``'s step), applied to the listed rows, and
+written in code in the composed defaults (``ember.kernels.families.optimizer``), which the
+tests compare these kernels with. The host functions take the same state and args objects
+as those defaults (:mod:`ember.kernels.families.optimizer_args`).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from numba import prange
 
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.cpu.jit import kernel
+from ember.kernels.cpu.optim_tables import FLOATS
+from ember.kernels.families.optimizer_args import AdamArgs, AdamState, SgdArgs, SgdState
 
 __all__ = ["check_rows", "sparse_adam_update", "sparse_sgd_update"]
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # Update rule: the docstring in ember/optim/sgd.py (Sgd, row-sparse gradients).
@@ -76,7 +77,7 @@ def check_rows(op: str, rows, values, param) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         TypeError / ValueError / IndexError: naming what does not match.
     """
-    if not isinstance(param, np.ndarray) or param.ndim != 2 or param.dtype not in _FLOATS:
+    if not isinstance(param, np.ndarray) or param.ndim != 2 or param.dtype not in FLOATS:
         raise TypeError(
             f"{op}: param must be a 2-D float32/float64 array, got "
             f"{getattr(param, 'dtype', type(param).__name__)} {getattr(param, 'shape', '')}"
@@ -120,64 +121,31 @@ def _state(op: str, name: str, array, param) -> np.ndarray:
     return array
 
 
-def sparse_sgd_update(
-    param,
-    rows,
-    values,
-    momentum_buf,
-    lr,
-    weight_decay=0.0,
-    momentum=0.0,
-    dampening=0.0,
-    nesterov=False,
-    first_step=False,
-) -> None:
+def sparse_sgd_update(param, rows, values, state: SgdState, args: SgdArgs) -> None:
     """SGD on the listed rows, in place; rule: :class:`ember.optim.Sgd` (row-sparse gradients).
 
     Args:
         param: the table ``[n, D]``, updated in place.
         rows: int64 ``[K]``, strictly increasing.
         values: the gradient rows ``[K, D]``.
-        momentum_buf: velocity ``[n, D]`` (updated in place on the rows), or None.
-        lr, weight_decay, momentum, dampening, nesterov: as ``sgd_update``.
-        first_step: whether this is the table's first step (velocity = gradient).
+        state: the velocity ``[n, D]`` (updated in place on the rows), or None.
+        args: a scalar ``lr`` and ``first_step`` (the table's first step: velocity = gradient).
     """
     op = "sparse_sgd_update"
     rows, values = check_rows(op, rows, values, param)
-    has_momentum = momentum_buf is not None
-    buf = _state(op, "momentum_buf", momentum_buf, param) if has_momentum else param
-    if not has_momentum and (float(momentum) != 0.0 or nesterov):
-        raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_buf`")
+    has_momentum = state.momentum_bufs is not None
+    buf = _state(op, "momentum_bufs", state.momentum_bufs, param) if has_momentum else param
+    args.check_state(has_momentum, op)
     if not rows.size:
         return
     hp = np.array(
-        [
-            finite_scalar(op, "lr", lr),
-            finite_scalar(op, "weight_decay", weight_decay),
-            finite_scalar(op, "momentum", momentum),
-            1.0 - finite_scalar(op, "dampening", dampening),
-        ],
+        [finite_scalar(op, "lr", args.lr), args.weight_decay, args.momentum, 1.0 - args.dampening],
         dtype=param.dtype,
     )
-    _sparse_sgd_kernel(param, rows, values, buf, hp, bool(first_step), has_momentum, bool(nesterov))
+    _sparse_sgd_kernel(param, rows, values, buf, hp, bool(args.first_step), has_momentum, args.nesterov)
 
 
-def sparse_adam_update(
-    param,
-    rows,
-    values,
-    m,
-    v,
-    vmax,
-    lr,
-    beta1=0.9,
-    beta2=0.999,
-    eps=1e-5,
-    weight_decay=0.0,
-    decoupled=False,
-    cautious=False,
-    step=1,
-) -> None:
+def sparse_adam_update(param, rows, values, state: AdamState, args: AdamArgs) -> None:
     """Lazy Adam / AdamW / AMSGrad on the listed rows, in place; rule: :class:`ember.optim.Adam`
     (row-sparse gradients) with :class:`ember.optim.AdamW`'s decay when ``decoupled``.
 
@@ -185,42 +153,29 @@ def sparse_adam_update(
         param: the table ``[n, D]``, updated in place.
         rows: int64 ``[K]``, strictly increasing.
         values: the gradient rows ``[K, D]``.
-        m, v: moment buffers ``[n, D]``, updated in place on the rows.
-        vmax: AMSGrad maxima ``[n, D]`` or None.
-        lr, beta1, beta2, eps, weight_decay, decoupled, cautious: as ``adam_update``.
-        step: t ≥ 1.
+        state: m, v (and AMSGrad's vmax, or None) ``[n, D]``, updated in place on the rows.
+        args: a scalar ``lr`` and step.
     """
     op = "sparse_adam_update"
     rows, values = check_rows(op, rows, values, param)
-    m, v = _state(op, "m", m, param), _state(op, "v", v, param)
-    amsgrad = vmax is not None
-    xm = _state(op, "vmax", vmax, param) if amsgrad else v
-    if cautious and not decoupled:
-        raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; set decoupled=True")
-    beta1 = finite_scalar(op, "beta1", beta1, unit_interval=True)
-    beta2 = finite_scalar(op, "beta2", beta2, unit_interval=True)
-    if isinstance(step, bool) or int(step) != step or step < 1:  # one scalar: no array round trip
-        raise ValueError(f"{op}: `step` must be an integer >= 1, got {step!r}")
-    lr, wd = finite_scalar(op, "lr", lr), finite_scalar(op, "weight_decay", weight_decay)
+    m, v = _state(op, "m", state.m, param), _state(op, "v", state.v, param)
+    amsgrad = state.vmax is not None
+    xm = _state(op, "vmax", state.vmax, param) if amsgrad else v
+    step_size = args.sparse_step_size(op)
     if not rows.size:
         return
-    step_size = lr * math.sqrt(1.0 - beta2**step) / (1.0 - beta1**step)
-    decay = lr * wd if decoupled else 0.0
+    decay = args.lr * args.weight_decay if args.decoupled else 0.0
     hp = np.array(
         [
-            beta1,
-            1.0 - beta1,
-            beta2,
-            1.0 - beta2,
-            lr,
+            *args.betas,
+            args.lr,
             step_size,
-            finite_scalar(op, "eps", eps),
-            0.0 if decoupled else wd,
+            args.eps,
+            0.0 if args.decoupled else args.weight_decay,
             1.0 - decay,
             decay,
             0.0,
         ],
         dtype=param.dtype,
     )
-    mode = (2 if cautious else 1) if decoupled and wd != 0.0 else 0
-    _sparse_adam_kernel(param, rows, values, m, v, xm, hp, amsgrad, mode)
+    _sparse_adam_kernel(param, rows, values, m, v, xm, hp, amsgrad, args.mode)

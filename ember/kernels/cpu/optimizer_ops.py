@@ -1,9 +1,11 @@
 """The optimizer family's fused kernels on ``cpu``: multi-tensor Numba kernels
-(:mod:`.optim_updates`) and row-sparse ones (:mod:`.optim_sparse_updates`).
+(:mod:`.optim_updates`, :mod:`.optim_clipping`) and row-sparse ones (:mod:`.optim_sparse_updates`).
 
 One parallel kernel call per parameter group: the parameter and state arrays passed in are
-updated in place and returned. Lists are packed on every call; an ArrayTable from
-``optim_pack`` skips that. Dtypes other than float32/float64 decline to the per-tensor default.
+updated in place and returned. Lists are packed (:mod:`.optim_tables`) on every call; an
+ArrayTable from ``optim_pack`` skips that. The kernels' coefficients come from the args
+objects (:mod:`ember.kernels.families.optimizer_args`), derived there once for every backend.
+Dtypes other than float32/float64 decline to the per-tensor default.
 """
 
 from __future__ import annotations
@@ -11,9 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from ember.kernels.backend import DECLINED, fused
+from ember.kernels.families.optimizer_args import (
+    AdagradState,
+    AdamState,
+    LionState,
+    RmspropState,
+    SgdState,
+)
 
-from . import optim_sparse_updates, optim_updates
+from . import optim_clipping, optim_sparse_updates, optim_updates
 from .checks import FLOAT_DTYPES
+from .optim_tables import ArrayTable, matching, pack_arrays
 
 
 class CpuOptimizerOps:
@@ -27,155 +37,127 @@ class CpuOptimizerOps:
 
     @fused
     def optim_pack(self, arrays):
-        if isinstance(arrays, optim_updates.ArrayTable):
+        if isinstance(arrays, ArrayTable):
             return arrays
         arrays = list(arrays)
         if arrays and arrays[0].dtype in FLOAT_DTYPES:
-            return optim_updates.pack_arrays(arrays, op="optim_pack", what="arrays")
+            return pack_arrays(arrays, op="optim_pack", what="arrays")
         return arrays
 
     @fused
-    def sgd_update(
-        self,
-        params,
-        grads,
-        momentum_bufs,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step_flags=False,
-    ):
+    def sgd_update(self, params, grads, state, args):
         if not _fused(params):
             return DECLINED
-        optim_updates.sgd_update(
-            params, grads, momentum_bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
-        )
-        return _listed(params), _listed(momentum_bufs)
+        p, g = _group("sgd_update", params, grads)
+        bufs = state.momentum_bufs
+        args.check_state(bufs is not None)
+        b = matching("sgd_update", "momentum_bufs", bufs, p) if bufs is not None else p
+        rates, first = args.lr_per_tensor(len(p)), args.first_per_tensor(len(p))
+        if len(p):
+            hp = np.array([args.weight_decay, args.momentum, 1.0 - args.dampening], dtype=p.dtype)
+            optim_updates.sgd_kernel(
+                *(t.addresses for t in (p, g, b)),
+                p.sizes,
+                hp,
+                rates.astype(p.dtype),
+                np.ascontiguousarray(first),
+                bufs is not None,
+                args.nesterov,
+            )
+        return _listed(params), SgdState(_listed(bufs))
 
     @fused
-    def adam_update(
-        self,
-        params,
-        grads,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        steps=1,
-    ):
+    def adam_update(self, params, grads, state, args):
         if not _fused(params):
             return DECLINED
-        optim_updates.adam_update(
-            params, grads, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
-        )
-        return _listed(params), _listed(m), _listed(v), _listed(vmax)
+        p, g = _group("adam_update", params, grads)
+        m, v = (matching("adam_update", name, a, p) for name, a in (("m", state.m), ("v", state.v)))
+        amsgrad = state.vmax is not None
+        vmax = matching("adam_update", "vmax", state.vmax, p) if amsgrad else v
+        per = args.per_tensor(len(p))
+        if len(p):
+            hp = np.array([*args.betas, 0.0], dtype=p.dtype)  # the trailing 0 is the kernel's typed zero
+            optim_updates.adam_kernel(
+                *(t.addresses for t in (p, g, m, v, vmax)),
+                p.sizes,
+                hp,
+                per.astype(p.dtype),
+                amsgrad,
+                args.mode,
+            )
+        return _listed(params), AdamState(*(_listed(a) for a in state))
 
     @fused
-    def rmsprop_update(
-        self,
-        params,
-        grads,
-        square_avg,
-        grad_avg,
-        momentum_bufs,
-        lr,
-        alpha=0.99,
-        eps=1e-5,
-        weight_decay=0.0,
-        momentum=0.9,
-        centered=False,
-    ):
+    def rmsprop_update(self, params, grads, state, args):
         if not _fused(params):
             return DECLINED
-        optim_updates.rmsprop_update(
-            params,
-            grads,
-            square_avg,
-            grad_avg,
-            momentum_bufs,
-            lr,
-            alpha,
-            eps,
-            weight_decay,
-            momentum,
-            centered,
-        )
-        return (
-            _listed(params),
-            _listed(square_avg),
-            _listed(grad_avg) if centered else None,
-            _listed(momentum_bufs) if momentum > 0.0 else None,
+        op = "rmsprop_update"
+        p, g = _group(op, params, grads)
+        s = matching(op, "square_avg", state.square_avg, p)
+        ga = matching(op, "grad_avg", state.grad_avg, p) if args.centered else s
+        has_momentum = args.momentum > 0.0
+        b = matching(op, "momentum_bufs", state.momentum_bufs, p) if has_momentum else s
+        rates = args.lr_per_tensor(len(p))
+        if len(p):
+            hp = np.array(
+                [args.alpha, 1.0 - args.alpha, args.eps, args.momentum, args.weight_decay], dtype=p.dtype
+            )
+            optim_updates.rmsprop_kernel(
+                *(t.addresses for t in (p, g, s, ga, b)),
+                p.sizes,
+                hp,
+                rates.astype(p.dtype),
+                args.centered,
+                has_momentum,
+            )
+        return _listed(params), RmspropState(
+            _listed(state.square_avg),
+            _listed(state.grad_avg) if args.centered else None,
+            _listed(state.momentum_bufs) if has_momentum else None,
         )
 
     @fused
-    def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
+    def adagrad_update(self, params, grads, state, args):
         if not _fused(params):
             return DECLINED
-        optim_updates.adagrad_update(params, grads, sums, lr, lr_decay, eps, weight_decay, steps)
-        return _listed(params), _listed(sums)
+        p, g = _group("adagrad_update", params, grads)
+        s = matching("adagrad_update", "sums", state.sums, p)
+        rates = args.decayed_lr(len(p))
+        if len(p):
+            hp = np.array([args.eps, args.weight_decay], dtype=p.dtype)
+            optim_updates.adagrad_kernel(
+                p.addresses, g.addresses, s.addresses, p.sizes, hp, rates.astype(p.dtype)
+            )
+        return _listed(params), AdagradState(_listed(state.sums))
 
     @fused
-    def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
+    def lion_update(self, params, grads, state, args):
         if not _fused(params):
             return DECLINED
-        optim_updates.lion_update(params, grads, exp_avg, lr, beta1, beta2, weight_decay)
-        return _listed(params), _listed(exp_avg)
+        p, g = _group("lion_update", params, grads)
+        m = matching("lion_update", "exp_avg", state.exp_avg, p)
+        rates = args.lr_per_tensor(len(p))
+        if len(p):
+            per = np.stack([rates, 1.0 - rates * args.weight_decay], axis=1).astype(p.dtype)
+            hp = np.array([args.beta1, 1.0 - args.beta1, args.beta2, 1.0 - args.beta2], dtype=p.dtype)
+            optim_updates.lion_kernel(p.addresses, g.addresses, m.addresses, p.sizes, hp, per)
+        return _listed(params), LionState(_listed(state.exp_avg))
 
     # Row-sparse (lazy) updates: one parallel Numba loop over the gradient's rows, writing the
     # table and its state buffers in place (ember.kernels.cpu.optim_sparse_updates).
     @fused
-    def sparse_sgd_update(
-        self,
-        param,
-        rows,
-        values,
-        momentum_buf,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step=False,
-    ):
-        if not _sparse_fused(param, momentum_buf):
+    def sparse_sgd_update(self, param, rows, values, state, args):
+        if not _sparse_fused(param, *state):
             return DECLINED
-        optim_sparse_updates.sparse_sgd_update(
-            param, rows, values, momentum_buf, lr, weight_decay, momentum, dampening, nesterov, first_step
-        )
-        return param, momentum_buf
+        optim_sparse_updates.sparse_sgd_update(param, rows, values, state, args)
+        return param, state
 
     @fused
-    def sparse_adam_update(
-        self,
-        param,
-        rows,
-        values,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        step=1,
-    ):
-        if not _sparse_fused(param, m, v, vmax):
+    def sparse_adam_update(self, param, rows, values, state, args):
+        if not _sparse_fused(param, *state):
             return DECLINED
-        optim_sparse_updates.sparse_adam_update(
-            param, rows, values, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, step
-        )
-        return param, m, v, vmax
+        optim_sparse_updates.sparse_adam_update(param, rows, values, state, args)
+        return param, state
 
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
     @fused
@@ -183,7 +165,7 @@ class CpuOptimizerOps:
         if not _fused(grads):
             return DECLINED
         out = [np.array(g, order="C", copy=True) for g in grads]
-        optim_updates.clip_by_value(out, threshold)
+        optim_clipping.clip_by_value(out, threshold)
         return out
 
     @fused
@@ -191,18 +173,24 @@ class CpuOptimizerOps:
         if not _fused(grads):
             return DECLINED
         out = [np.array(g, order="C", copy=True) for g in grads]
-        optim_updates.clip_by_norm_per_tensor(out, max_norm)
+        optim_clipping.clip_by_norm_per_tensor(out, max_norm)
         return out
 
     @fused
     def grads_norm(self, grads) -> float:
         if not _fused(grads):
             return DECLINED
-        return optim_updates.global_norm(list(grads))
+        return optim_clipping.global_norm(list(grads))
 
     @fused(ready_arg=None)
     def scale_grads(self, grads, coef):
         return [np.multiply(g, g.dtype.type(coef)) for g in grads]
+
+
+def _group(op: str, params, grads):
+    """The parameters' table (updated in place) and their gradients', checked to pair up."""
+    p = pack_arrays(params, op=op, what="params")
+    return p, matching(op, "grads", grads, p, writeable=False)
 
 
 def _sparse_fused(*arrays) -> bool:
@@ -216,7 +204,7 @@ def _fused(arrays) -> bool:
     """Whether the Numba kernels take these arrays (an ArrayTable, or float32/float64 arrays)."""
     if isinstance(arrays, (list, tuple)):
         return not arrays or getattr(arrays[0], "dtype", None) in FLOAT_DTYPES
-    return isinstance(arrays, optim_updates.ArrayTable)
+    return isinstance(arrays, ArrayTable)
 
 
 def _listed(arrays):

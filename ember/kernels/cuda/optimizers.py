@@ -1,8 +1,9 @@
 """Multi-tensor optimizer updates on CuPy arrays: one kernel launch per parameter group.
 
-Same API as :mod:`ember.kernels.cpu.optim_updates` (the cpu backend's Numba twin), on
-lists of CuPy arrays updated **in place**; each update rule is stated once, in its
-optimizer's docstring in ``ember/optim/``. Per call, the host packs one table of device
+The twin of the cpu backend's Numba kernels (:mod:`ember.kernels.cpu.optim_updates`), on
+lists of CuPy arrays updated **in place**, taking the same state and args objects
+(:mod:`ember.kernels.families.optimizer_args`) as the composed defaults they are tested
+against; each update rule is stated once, in its optimizer's docstring in ``ember/optim/``. Per call, the host packs one table of device
 pointers, sizes and (tensor, chunk) work items plus a small array of per-tensor
 hyper-parameters, copies both to the device and launches one kernel over all chunks.
 
@@ -10,7 +11,7 @@ Conventions: params and state buffers are C-contiguous CuPy arrays of one float 
 (float16, float32 or float64); ``grads[i]`` has the shape and dtype of ``params[i]``. With
 float16 parameters the state buffers may be float32 (recommended) or float16; otherwise
 they have the parameters' dtype. Arithmetic runs in float32 (float64 for float64 params).
-State buffers start as zeros; ``lr``, ``steps`` and ``first_step_flags`` are a scalar or one
+State buffers start as zeros; ``lr``, ``steps`` and ``first_step`` are a scalar or one
 value per tensor.
 """
 
@@ -21,11 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.arg_checks import finite_scalar, per_tensor
 from ember.kernels.backend import DECLINED, fused
 from ember.kernels.cuda import launch, modules
 from ember.kernels.cuda.runtime import cupy_or_error
-from ember.kernels.optim_kernel_args import adam_arguments
+from ember.kernels.families.optimizer_args import AdamArgs, AdamState, SgdArgs, SgdState
 
 __all__ = ["adam_update", "fits", "sgd_update"]
 
@@ -142,17 +142,7 @@ def _launch(name: str, pt: str, st: str, table: Any, n: int, chunks: int, args: 
     fn((chunks,), (launch.OPTIM_THREADS,), (table, np.int32(n), np.int64(launch.OPTIM_CHUNK), *args))
 
 
-def sgd_update(
-    params: Sequence[Any],
-    grads: Sequence[Any],
-    momentum_bufs: Sequence[Any] | None,
-    lr: float | Sequence[float],
-    weight_decay: float = 0.0,
-    momentum: float = 0.0,
-    dampening: float = 0.0,
-    nesterov: bool = False,
-    first_step_flags: bool | Sequence[bool] = False,
-) -> None:
+def sgd_update(params: Sequence[Any], grads: Sequence[Any], state: SgdState, args: SgdArgs) -> None:
     """SGD with optional L2 weight decay and (Nesterov) momentum, in place.
 
     Update rule: :class:`ember.optim.Sgd` (its docstring).
@@ -160,28 +150,18 @@ def sgd_update(
     Args:
         params: CuPy parameter arrays, updated in place.
         grads: gradients, same shapes and dtype.
-        momentum_bufs: velocity buffers (zeros initially), updated in place; or None
-            (then ``momentum`` must be 0 and ``nesterov`` False).
-        lr: learning rate, for the group or per tensor.
-        weight_decay: L2 penalty λ added to the gradient.
-        momentum: μ.
-        dampening: d.
-        nesterov: use the Nesterov look-ahead gradient.
-        first_step_flags: whether this is each tensor's first step (velocity = gradient).
+        state: the velocity buffers (zeros initially), updated in place; or None (then
+            ``args.momentum`` must be 0 and ``args.nesterov`` False).
+        args: the hyper-parameters.
     """
     op = "sgd_update"
     cp = cupy_or_error()
     p, g = _params_grads(cp, op, params, grads)
     n = len(p)
-    momentum = finite_scalar(op, "momentum", momentum)
-    has_momentum = momentum_bufs is not None
-    if not has_momentum and (momentum != 0.0 or nesterov):
-        raise ValueError(f"{op}: momentum={momentum!r}, nesterov={nesterov!r} need `momentum_bufs`")
-    b = _arrays(cp, op, "momentum_bufs", momentum_bufs, p, in_place=True) if has_momentum else []
-    rates = per_tensor(op, "lr", lr, n)
-    first = np.broadcast_to(np.asarray(first_step_flags, dtype=np.bool_), (n,))
-    wd = finite_scalar(op, "weight_decay", weight_decay)
-    keep = 1.0 - finite_scalar(op, "dampening", dampening)
+    has_momentum = state.momentum_bufs is not None
+    args.check_state(has_momentum)
+    b = _arrays(cp, op, "momentum_bufs", state.momentum_bufs, p, in_place=True) if has_momentum else []
+    rates, first = args.lr_per_tensor(n), args.first_per_tensor(n)
     if n == 0:
         return
     dtype = _param_dtype(op, p, g)
@@ -197,68 +177,32 @@ def sgd_update(
         return
     acc = modules.acc_dtype(dtype)
     per = cp.asarray(rates.astype(acc))
-    _launch(
-        "sgd_multi",
-        pt,
-        st,
-        table,
-        n,
-        chunks,
-        (
-            per,
-            acc.type(wd),
-            acc.type(momentum),
-            acc.type(keep),
-            np.int32(has_momentum),
-            np.int32(bool(nesterov)),
-        ),
-    )
+    hp = (args.weight_decay, args.momentum, 1.0 - args.dampening)
+    flags = (np.int32(has_momentum), np.int32(args.nesterov))
+    _launch("sgd_multi", pt, st, table, n, chunks, (per, *(acc.type(h) for h in hp), *flags))
 
 
-def adam_update(
-    params: Sequence[Any],
-    grads: Sequence[Any],
-    m: Sequence[Any],
-    v: Sequence[Any],
-    vmax: Sequence[Any] | None,
-    lr: float | Sequence[float],
-    beta1: float = 0.9,
-    beta2: float = 0.999,
-    eps: float = 1e-5,
-    weight_decay: float = 0.0,
-    decoupled: bool = False,
-    cautious: bool = False,
-    steps: int | Sequence[int] = 1,
-) -> None:
-    """Adam / AdamW / AMSGrad, in place.
+def adam_update(params: Sequence[Any], grads: Sequence[Any], state: AdamState, args: AdamArgs) -> None:
+    """Adam / AdamW / AMSGrad (``state.vmax`` given), in place.
 
-    Update rule: :class:`ember.optim.Adam`, and :class:`ember.optim.AdamW` when ``decoupled``
-    (both computed in Adam's form, ε added after the bias correction).
+    Update rule: :class:`ember.optim.Adam`, and :class:`ember.optim.AdamW` when
+    ``args.decoupled`` (both computed in Adam's form, ε added after the bias correction).
 
     Args:
         params: CuPy parameter arrays, updated in place.
         grads: gradients, same shapes and dtype.
-        m: first-moment buffers (zeros initially), updated in place.
-        v: second-moment buffers (zeros initially), updated in place.
-        vmax: AMSGrad running maxima of v (zeros initially), or None for plain Adam.
-        lr: learning rate, for the group or per tensor.
-        beta1: β1 in [0, 1).
-        beta2: β2 in [0, 1).
-        eps: ε added to the bias-corrected root of v.
-        weight_decay: λ; L2 when not ``decoupled``, decoupled decay otherwise.
-        decoupled: AdamW-style decay.
-        cautious: cautious decoupled decay (requires ``decoupled``).
-        steps: t >= 1 for each tensor (1 on its first update).
+        state: first and second moments (and AMSGrad's maxima), zeros initially, updated in place.
+        args: the hyper-parameters and steps.
     """
     op = "adam_update"
     cp = cupy_or_error()
     p, g = _params_grads(cp, op, params, grads)
     n = len(p)
-    mt = _arrays(cp, op, "m", m, p, in_place=True)
-    vt = _arrays(cp, op, "v", v, p, in_place=True)
-    amsgrad = vmax is not None
-    vm = _arrays(cp, op, "vmax", vmax, p, in_place=True) if amsgrad else [None] * n
-    per, betas, mode = adam_arguments(op, n, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps)
+    mt = _arrays(cp, op, "m", state.m, p, in_place=True)
+    vt = _arrays(cp, op, "v", state.v, p, in_place=True)
+    amsgrad = state.vmax is not None
+    vm = _arrays(cp, op, "vmax", state.vmax, p, in_place=True) if amsgrad else [None] * n
+    per = args.per_tensor(n)
     if n == 0:
         return
     dtype = _param_dtype(op, p, g)
@@ -270,11 +214,11 @@ def adam_update(
         )
     st = _state_ctype(op, "m", states, dtype)
     acc = modules.acc_dtype(dtype)
-    per = per.astype(acc)
     sizes = [int(a.size) for a in p]
     table, chunks = _table(cp, [p, g, mt, vt, vm], sizes, [])
     if chunks == 0:
         return
+    flags = (np.int32(amsgrad), np.int32(args.mode))
     _launch(
         "adam_multi",
         pt,
@@ -282,12 +226,7 @@ def adam_update(
         table,
         n,
         chunks,
-        (
-            cp.asarray(per.reshape(-1)),
-            *(acc.type(b) for b in betas),
-            np.int32(amsgrad),
-            np.int32(mode),
-        ),
+        (cp.asarray(per.astype(acc).reshape(-1)), *(acc.type(b) for b in args.betas), *flags),
     )
 
 
@@ -302,49 +241,22 @@ class CudaOptimizerOps:
         return x.copy() if copy or not x.flags.c_contiguous else x
 
     @fused
-    def sgd_update(
-        self,
-        params,
-        grads,
-        momentum_bufs,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step_flags=False,
-    ):
-        if not fits(params, grads, momentum_bufs):  # layouts / dtypes the kernel lacks
+    def sgd_update(self, params, grads, state, args):
+        if not fits(params, grads, *state):  # layouts / dtypes the kernel lacks
             return DECLINED
-        params = list(params)
-        bufs = None if momentum_bufs is None else list(momentum_bufs)
-        sgd_update(
-            params, list(grads), bufs, lr, weight_decay, momentum, dampening, nesterov, first_step_flags
-        )
-        return params, bufs
+        params, state = _listed(params), SgdState(*map(_listed, state))
+        sgd_update(params, list(grads), state, args)
+        return params, state
 
     @fused
-    def adam_update(
-        self,
-        params,
-        grads,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        steps=1,
-    ):
-        if not fits(params, grads, m, v, vmax):
+    def adam_update(self, params, grads, state, args):
+        if not fits(params, grads, *state):
             return DECLINED
-        params, m, v = list(params), list(m), list(v)
-        vmax = None if vmax is None else list(vmax)
-        adam_update(
-            params, list(grads), m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, cautious, steps
-        )
-        return params, m, v, vmax
+        params, state = _listed(params), AdamState(*map(_listed, state))
+        adam_update(params, list(grads), state, args)
+        return params, state
+
+
+def _listed(arrays):
+    """``arrays`` as a list (None stays None)."""
+    return None if arrays is None else list(arrays)

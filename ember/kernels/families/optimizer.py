@@ -6,13 +6,16 @@ backend's primitives (``binary``, ``unary``, ``where``...), computed per tensor;
 fused multi-tensor kernels (``cpu``: :mod:`ember.kernels.cpu.optim_updates`, ``cuda``:
 :mod:`ember.kernels.cuda.optimizers`) overrides them and must agree with these defaults.
 
-Conventions: each update takes lists of same-dtype arrays (params, grads, state buffers, or
-handles from :meth:`OptimizerOps.optim_pack`) and returns the updated arrays as lists in the
-same order. The defaults never write their inputs (new arrays are returned); a fused override
-may update its inputs in place and return those same arrays. State buffers start as zeros.
-``lr`` (and ``steps``, ``first_step_flags``) is a scalar for the group or one value per
-tensor. Each update rule is stated once, in its optimizer's docstring in ``ember/optim/``
-(the clipping rules in ``ember/optim/clipping.py``); each method names its own.
+Conventions: each update takes ``(params, grads, state, args)``: lists of same-dtype arrays (or
+handles from :meth:`OptimizerOps.optim_pack`), the per-parameter buffers as one state object
+and the hyper-parameters as one args object (:mod:`ember.kernels.families.optimizer_args`:
+``AdamState``, ``AdamArgs``...); it returns ``(params, state)`` with the updated arrays as
+lists in the same order. The defaults never write their inputs (new arrays are returned); a
+fused override may update its inputs in place and return those same arrays. State buffers
+start as zeros. These defaults are the formulas in code, each written once: the fused
+kernels are tested against them on the same args. Each update rule is stated once in words,
+in its optimizer's docstring in ``ember/optim/`` (the clipping rules in
+``ember/optim/clipping.py``); each method names its own.
 """
 
 from __future__ import annotations
@@ -20,8 +23,19 @@ from __future__ import annotations
 import math
 
 from ember.core import dtypes as dt
-from ember.kernels.arg_checks import per_tensor, step_numbers
 from ember.kernels.families.declare import composite
+from ember.kernels.families.optimizer_args import (
+    AdagradArgs,
+    AdagradState,
+    AdamArgs,
+    AdamState,
+    LionArgs,
+    LionState,
+    RmspropArgs,
+    RmspropState,
+    SgdArgs,
+    SgdState,
+)
 
 __all__ = ["SMALLEST_NORMAL", "OptimizerOps"]
 
@@ -48,128 +62,94 @@ class OptimizerOps:
         return list(arrays)
 
     @composite
-    def sgd_update(
-        self,
-        params,
-        grads,
-        momentum_bufs,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step_flags=False,
-    ):
-        """SGD with L2 decay and (Nesterov) momentum; returns ``(params, momentum_bufs)``.
+    def sgd_update(self, params, grads, state: SgdState, args: SgdArgs):
+        """SGD with L2 decay and (Nesterov) momentum; returns ``(params, SgdState)``.
 
         Update rule: :class:`ember.optim.Sgd`."""
         params, grads = list(params), list(grads)
-        rates = per_tensor("sgd_update", "lr", lr, len(params)).tolist()
-        first = per_tensor("sgd_update", "first_step_flags", first_step_flags, len(params)).tolist()
-        bufs = None if momentum_bufs is None else list(momentum_bufs)
+        n = len(params)
+        rates = args.lr_per_tensor(n).tolist()
+        first = args.first_per_tensor(n).tolist()
+        bufs = None if state.momentum_bufs is None else list(state.momentum_bufs)
+        args.check_state(bufs is not None)
         new_p, new_b = [], None if bufs is None else []
         for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            if args.weight_decay != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, args.weight_decay))
             if bufs is not None:
                 v = (
                     g
                     if first[i]
                     else self.binary(
-                        "add", self._optim_mul(bufs[i], momentum), self._optim_mul(g, 1.0 - dampening)
+                        "add",
+                        self._optim_mul(bufs[i], args.momentum),
+                        self._optim_mul(g, 1.0 - args.dampening),
                     )
                 )
                 new_b.append(v)
-                g = self.binary("add", g, self._optim_mul(v, momentum)) if nesterov else v
+                g = self.binary("add", g, self._optim_mul(v, args.momentum)) if args.nesterov else v
             new_p.append(self.binary("sub", p, self._optim_mul(g, rates[i])))
-        return new_p, new_b
+        return new_p, SgdState(new_b)
 
     @composite
-    def adam_update(
-        self,
-        params,
-        grads,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        steps=1,
-    ):
-        """Adam / AdamW (``decoupled``, ``cautious``) / AMSGrad (``vmax`` given); returns
-        ``(params, m, v, vmax)``.
+    def adam_update(self, params, grads, state: AdamState, args: AdamArgs):
+        """Adam / AdamW (``decoupled``, ``cautious``) / AMSGrad (``state.vmax`` given); returns
+        ``(params, AdamState)``.
 
         Update rule: :class:`ember.optim.Adam`, :class:`ember.optim.AdamW` (Adam's form)."""
-        params, grads, m, v = list(params), list(grads), list(m), list(v)
-        n = len(params)
-        rates = per_tensor("adam_update", "lr", lr, n).tolist()
-        t = step_numbers("adam_update", "steps", steps, n).tolist()
-        vmax = None if vmax is None else list(vmax)
+        return self._adam(params, grads, state, args, args.per_tensor(len(params)))
+
+    def _adam(self, params, grads, state: AdamState, args: AdamArgs, per):
+        """Adam's step with the per-tensor coefficients ``per`` (:meth:`AdamArgs.per_tensor`:
+        lr, corr, eps_eff, l2, keep, decay), shared by the dense and the row-sparse update."""
+        params, grads, m, v = list(params), list(grads), list(state.m), list(state.v)
+        vmax = None if state.vmax is None else list(state.vmax)
+        beta1, one_minus_beta1, beta2, one_minus_beta2 = args.betas
         out_p, out_m, out_v, out_vmax = [], [], [], None if vmax is None else []
         for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0 and not decoupled:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
-            mi = self.binary("add", self._optim_mul(m[i], beta1), self._optim_mul(g, 1.0 - beta1))
+            lr, corr, eps, l2, keep, decay = per[i].tolist()
+            if l2 != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, l2))
+            mi = self.binary("add", self._optim_mul(m[i], beta1), self._optim_mul(g, one_minus_beta1))
             vi = self.binary(
-                "add", self._optim_mul(v[i], beta2), self._optim_mul(self.unary("square", g), 1.0 - beta2)
+                "add", self._optim_mul(v[i], beta2), self._optim_mul(self.unary("square", g), one_minus_beta2)
             )
             out_m.append(mi)
             out_v.append(vi)
             if vmax is not None:
                 vi = self.binary("maximum", vmax[i], vi)
                 out_vmax.append(vi)
-            bc2_sqrt = math.sqrt(1.0 - beta2 ** t[i])
-            corr = bc2_sqrt / (1.0 - beta1 ** t[i])
             update = self.binary(
                 "div",
                 self._optim_mul(mi, corr),
-                self.binary("add", self.unary("sqrt", vi), self._scalar(eps * bc2_sqrt, p)),
+                self.binary("add", self.unary("sqrt", vi), self._scalar(eps, p)),
             )
-            decay = rates[i] * weight_decay
-            if decoupled and weight_decay != 0.0:
-                if cautious:  # decay only where sign(θ) agrees with sign(m) (arXiv:2510.12402)
-                    zero = self._scalar(0.0, p)
-                    differ = self.binary("ne", self.binary("ge", p, zero), self.binary("ge", mi, zero))
-                    p = self.binary("sub", p, self.where(differ, zero, self._optim_mul(p, decay)))
-                else:
-                    p = self._optim_mul(p, 1.0 - decay)
-            out_p.append(self.binary("sub", p, self._optim_mul(update, rates[i])))
-        return out_p, out_m, out_v, out_vmax
+            if args.mode == 2:  # decay only where sign(θ) agrees with sign(m) (arXiv:2510.12402)
+                zero = self._scalar(0.0, p)
+                differ = self.binary("ne", self.binary("ge", p, zero), self.binary("ge", mi, zero))
+                p = self.binary("sub", p, self.where(differ, zero, self._optim_mul(p, decay)))
+            elif args.mode == 1:
+                p = self._optim_mul(p, keep)
+            out_p.append(self.binary("sub", p, self._optim_mul(update, lr)))
+        return out_p, AdamState(out_m, out_v, out_vmax)
 
     @composite
-    def rmsprop_update(
-        self,
-        params,
-        grads,
-        square_avg,
-        grad_avg,
-        momentum_bufs,
-        lr,
-        alpha=0.99,
-        eps=1e-5,
-        weight_decay=0.0,
-        momentum=0.9,
-        centered=False,
-    ):
-        """RMSprop, optionally centered and with momentum; returns
-        ``(params, square_avg, grad_avg, momentum_bufs)`` (None for unused buffers).
+    def rmsprop_update(self, params, grads, state: RmspropState, args: RmspropArgs):
+        """RMSprop, optionally centered and with momentum; returns ``(params, RmspropState)``
+        (None for the buffers the settings do not use).
 
         Update rule: :class:`ember.optim.RmsProp`."""
-        params, grads, square_avg = list(params), list(grads), list(square_avg)
-        rates = per_tensor("rmsprop_update", "lr", lr, len(params)).tolist()
-        grad_avg = list(grad_avg) if centered else None
-        bufs = list(momentum_bufs) if momentum > 0.0 else None
+        params, grads, square_avg = list(params), list(grads), list(state.square_avg)
+        rates = args.lr_per_tensor(len(params)).tolist()
+        alpha, eps, wd, momentum = args.alpha, args.eps, args.weight_decay, args.momentum
+        grad_avg = list(state.grad_avg) if args.centered else None
+        bufs = list(state.momentum_bufs) if momentum > 0.0 else None
         out_p, out_s = [], []
         out_ga = None if grad_avg is None else []
         out_b = None if bufs is None else []
         for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            if wd != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, wd))
             s = self.binary(
                 "add",
                 self._optim_mul(square_avg[i], alpha),
@@ -185,38 +165,37 @@ class OptimizerOps:
                 d = self.binary("add", self._optim_mul(bufs[i], momentum), d)
                 out_b.append(d)
             out_p.append(self.binary("sub", p, self._optim_mul(d, rates[i])))
-        return out_p, out_s, out_ga, out_b
+        return out_p, RmspropState(out_s, out_ga, out_b)
 
     @composite
-    def adagrad_update(self, params, grads, sums, lr, lr_decay=0.0, eps=1e-5, weight_decay=0.0, steps=1):
-        """AdaGrad with learning-rate decay; returns ``(params, sums)``.
+    def adagrad_update(self, params, grads, state: AdagradState, args: AdagradArgs):
+        """AdaGrad with learning-rate decay; returns ``(params, AdagradState)``.
 
         Update rule: :class:`ember.optim.AdaGrad`."""
-        params, grads, sums = list(params), list(grads), list(sums)
-        rates = per_tensor("adagrad_update", "lr", lr, len(params)).tolist()
-        t = step_numbers("adagrad_update", "steps", steps, len(params)).tolist()
+        params, grads, sums = list(params), list(grads), list(state.sums)
+        rates = args.decayed_lr(len(params)).tolist()
         out_p, out_s = [], []
         for i, (p, g) in enumerate(zip(params, grads)):
-            if weight_decay != 0.0:
-                g = self.binary("add", g, self._optim_mul(p, weight_decay))
+            if args.weight_decay != 0.0:
+                g = self.binary("add", g, self._optim_mul(p, args.weight_decay))
             total = self.binary("add", sums[i], self.unary("square", g))
             out_s.append(total)
-            rate = rates[i] / (1.0 + (t[i] - 1.0) * lr_decay)
             step = self.binary(
                 "div",
-                self._optim_mul(g, rate),
-                self.binary("add", self.unary("sqrt", total), self._scalar(eps, p)),
+                self._optim_mul(g, rates[i]),
+                self.binary("add", self.unary("sqrt", total), self._scalar(args.eps, p)),
             )
             out_p.append(self.binary("sub", p, step))
-        return out_p, out_s
+        return out_p, AdagradState(out_s)
 
     @composite
-    def lion_update(self, params, grads, exp_avg, lr, beta1=0.9, beta2=0.99, weight_decay=0.0):
-        """Lion; returns ``(params, exp_avg)``.
+    def lion_update(self, params, grads, state: LionState, args: LionArgs):
+        """Lion; returns ``(params, LionState)``.
 
         Update rule: :class:`ember.optim.Lion`."""
-        params, grads, exp_avg = list(params), list(grads), list(exp_avg)
-        rates = per_tensor("lion_update", "lr", lr, len(params)).tolist()
+        params, grads, exp_avg = list(params), list(grads), list(state.exp_avg)
+        rates = args.lr_per_tensor(len(params)).tolist()
+        beta1, beta2 = args.beta1, args.beta2
         out_p, out_m = [], []
         for i, (p, g) in enumerate(zip(params, grads)):
             direction = self.unary(
@@ -226,103 +205,52 @@ class OptimizerOps:
             out_p.append(
                 self.binary(
                     "sub",
-                    self._optim_mul(p, 1.0 - rates[i] * weight_decay),
+                    self._optim_mul(p, 1.0 - rates[i] * args.weight_decay),
                     self._optim_mul(direction, rates[i]),
                 )
             )
             out_m.append(
                 self.binary("add", self._optim_mul(exp_avg[i], beta2), self._optim_mul(g, 1.0 - beta2))
             )
-        return out_p, out_m
+        return out_p, LionState(out_m)
 
     # ---- lazy updates of row-sparse gradients: one table ``param [n, D]``, its gradient rows
-    # ``rows [K]`` (int64, strictly increasing, in range) and ``values [K, D]``; only those rows
-    # of the parameter and of the state buffers change. The defaults gather the rows, run the
-    # dense composite on them and write them back (new arrays); a backend may update in place.
-    def _scatter_rows(self, x, rows, new_rows):
-        return self.index_put(x, (rows,), new_rows, False)
+    # ``rows [K]`` (int64, strictly increasing, in range) and ``values [K, D]``; the state holds
+    # one ``[n, D]`` array per buffer and ``args`` a scalar lr and step. Only those rows of the
+    # parameter and of the state buffers change. The defaults gather the rows, run the dense
+    # formula on them and write them back (new arrays); a backend may update in place.
+    def _gather_rows(self, state, rows):
+        return type(state)(*(None if a is None else [self.getitem(a, rows)] for a in state))
+
+    def _scatter_state(self, state, rows, new_rows):
+        return type(state)(
+            *(None if a is None else self.index_put(a, (rows,), b[0], False) for a, b in zip(state, new_rows))
+        )
 
     @composite
-    def sparse_sgd_update(
-        self,
-        param,
-        rows,
-        values,
-        momentum_buf,
-        lr,
-        weight_decay=0.0,
-        momentum=0.0,
-        dampening=0.0,
-        nesterov=False,
-        first_step=False,
-    ):
-        """:meth:`sgd_update` on the rows ``rows`` only; returns ``(param, momentum_buf)``.
+    def sparse_sgd_update(self, param, rows, values, state: SgdState, args: SgdArgs):
+        """:meth:`sgd_update` on the rows ``rows`` only; returns ``(param, SgdState)``.
 
         Update rule: :class:`ember.optim.Sgd` (row-sparse gradients)."""
-        buf_rows = None if momentum_buf is None else [self.getitem(momentum_buf, rows)]
-        new_p, new_b = OptimizerOps.sgd_update(
-            self,
-            [self.getitem(param, rows)],
-            [values],
-            buf_rows,
-            lr,
-            weight_decay,
-            momentum,
-            dampening,
-            nesterov,
-            first_step,
+        args.check_state(state.momentum_bufs is not None, "sparse_sgd_update")
+        new_p, new_state = OptimizerOps.sgd_update(
+            self, [self.getitem(param, rows)], [values], self._gather_rows(state, rows), args
         )
-        param = self._scatter_rows(param, rows, new_p[0])
-        if momentum_buf is not None:
-            momentum_buf = self._scatter_rows(momentum_buf, rows, new_b[0])
-        return param, momentum_buf
+        param = self.index_put(param, (rows,), new_p[0], False)
+        return param, self._scatter_state(state, rows, new_state)
 
     @composite
-    def sparse_adam_update(
-        self,
-        param,
-        rows,
-        values,
-        m,
-        v,
-        vmax,
-        lr,
-        beta1=0.9,
-        beta2=0.999,
-        eps=1e-5,
-        weight_decay=0.0,
-        decoupled=False,
-        cautious=False,
-        step=1,
-    ):
-        """Lazy Adam / AdamW on the rows ``rows`` only; returns ``(param, m, v, vmax)``.
+    def sparse_adam_update(self, param, rows, values, state: AdamState, args: AdamArgs):
+        """Lazy Adam / AdamW on the rows ``rows`` only; returns ``(param, AdamState)``.
 
         Update rule: :class:`ember.optim.Adam` (row-sparse gradients: ``torch.optim.SparseAdam``'s
         step), with :class:`ember.optim.AdamW`'s decay when ``decoupled``."""
-        # the dense formula adds ε·√(1 − β2ᵗ) to √v: pass ε/√(1 − β2ᵗ) to add ε
-        eps_dense = eps / math.sqrt(1.0 - beta2**step)
-        gather = [self.getitem(a, rows) for a in (param, m, v)]
-        vmax_rows = None if vmax is None else [self.getitem(vmax, rows)]
-        new_p, new_m, new_v, new_vmax = OptimizerOps.adam_update(
-            self,
-            [gather[0]],
-            [values],
-            [gather[1]],
-            [gather[2]],
-            vmax_rows,
-            lr,
-            beta1,
-            beta2,
-            eps_dense,
-            weight_decay,
-            decoupled,
-            cautious,
-            step,
-        )
-        out = [self._scatter_rows(a, rows, b[0]) for a, b in ((param, new_p), (m, new_m), (v, new_v))]
-        if vmax is not None:
-            vmax = self._scatter_rows(vmax, rows, new_vmax[0])
-        return out[0], out[1], out[2], vmax
+        per = args.per_tensor(1)
+        per[0, 2] = args.eps  # SparseAdam adds ε to √v, where the dense form adds ε·√(1 − β2ᵗ)
+        gathered = self._gather_rows(state, rows)
+        new_p, new_state = self._adam([self.getitem(param, rows)], [values], gathered, args, per)
+        param = self.index_put(param, (rows,), new_p[0], False)
+        return param, self._scatter_state(state, rows, new_state)
 
     @composite
     def clip_by_value(self, grads, threshold):

@@ -8,7 +8,10 @@
 // where pointer slots hold device addresses. Block c updates elements
 // [chunk_start[c], min(chunk_start[c] + chunk_elems, sizes[t])) of tensor t = chunk_tensor[c].
 // P is the parameter/gradient type, S the state type; arithmetic runs in the accumulation
-// type A of P. Per-tensor hyper-parameters come in `per` (A, row-major [T, K]).
+// type A of P. Per-tensor hyper-parameters come in `per` (A, row-major [T, K]), derived on the
+// host from the update's args object (ember/kernels/families/optimizer_args.py: SgdArgs,
+// AdamArgs.per_tensor), as for the cpu kernels; the formulas are written once in code in the
+// composed defaults (ember/kernels/families/optimizer.py), which the tests compare these with.
 // Launch: block 256, grid C.
 
 // Update rule: the docstring in ember/optim/sgd.py (Sgd). per[t] = {lr}.
