@@ -154,6 +154,28 @@ def read_state(owner: str, state: Mapping[str, Scalar], fields: Mapping[str, typ
     return out
 
 
+def read_counter(
+    owner: str,
+    state: Mapping[str, Scalar],
+    key: str,
+    kind: type,
+    minimum: Scalar | None = None,
+    *,
+    end: int | None = None,
+    end_text: str = "",
+) -> Scalar:
+    """Read the one field of a leaf scheduler's state, ``{key: kind}``, and check that it lies
+    at or above ``minimum`` (and below ``end``, spelled ``end_text`` in the message), so a
+    state that could not have come from ``state()`` is refused before anything changes."""
+    value = read_state(owner, state, {key: kind})[key]
+    if end is not None:
+        if not minimum <= value < end:
+            raise ValueError(f"{owner}.load_state: `{key}` must be in [{minimum}, {end_text}), got {value}")
+    elif minimum is not None and value < minimum:
+        raise ValueError(f"{owner}.load_state: `{key}` must be >= {minimum}, got {value}")
+    return value
+
+
 def nest_state(children: list[LrScheduler], own: Mapping[str, Scalar] | None = None) -> dict[str, Scalar]:
     """Merge children's states under ``"0."``, ``"1."``... (Burn's ``with_record``)."""
     out: dict[str, Scalar] = dict(own or {})

@@ -11,7 +11,7 @@ from ember.optim.lr_scheduler.base import (
     Scalar,
     check_int,
     check_range,
-    read_state,
+    read_counter,
 )
 
 __all__ = ["CosineAnnealingLrScheduler", "CosineAnnealingLrSchedulerConfig"]
@@ -86,13 +86,9 @@ class CosineAnnealingLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()``.
         """
-        values = read_state("CosineAnnealingLrScheduler", state, {"current_iter": int})
-        if not 0 <= values["current_iter"] < _U64:
-            raise ValueError(
-                "CosineAnnealingLrScheduler.load_state: `current_iter` must be in "
-                f"[0, 2**64), got {values['current_iter']}"
-            )
-        self._current_iter = values["current_iter"]
+        self._current_iter = read_counter(
+            "CosineAnnealingLrScheduler", state, "current_iter", int, 0, end=_U64, end_text="2**64"
+        )
 
     def __repr__(self) -> str:
         return (

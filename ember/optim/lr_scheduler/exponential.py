@@ -9,7 +9,7 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerConfig,
     Scalar,
     check_range,
-    read_state,
+    read_counter,
 )
 
 __all__ = ["ExponentialLrScheduler", "ExponentialLrSchedulerConfig"]
@@ -72,8 +72,7 @@ class ExponentialLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()``.
         """
-        values = read_state("ExponentialLrScheduler", state, {"previous_lr": float})
-        self._previous_lr = values["previous_lr"]
+        self._previous_lr = read_counter("ExponentialLrScheduler", state, "previous_lr", float)
 
     def __repr__(self) -> str:
         return f"ExponentialLrScheduler(previous_lr={self._previous_lr!r}, gamma={self._gamma!r})"

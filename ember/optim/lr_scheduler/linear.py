@@ -10,7 +10,7 @@ from ember.optim.lr_scheduler.base import (
     Scalar,
     check_int,
     check_range,
-    read_state,
+    read_counter,
 )
 
 __all__ = ["LinearLrScheduler", "LinearLrSchedulerConfig"]
@@ -80,13 +80,7 @@ class LinearLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()``.
         """
-        values = read_state("LinearLrScheduler", state, {"remaining_iters": int})
-        if values["remaining_iters"] < 0:
-            raise ValueError(
-                "LinearLrScheduler.load_state: `remaining_iters` must be >= 0, "
-                f"got {values['remaining_iters']}"
-            )
-        self._remaining_iters = values["remaining_iters"]
+        self._remaining_iters = read_counter("LinearLrScheduler", state, "remaining_iters", int, 0)
 
     def __repr__(self) -> str:
         return (

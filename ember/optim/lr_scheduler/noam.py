@@ -10,7 +10,7 @@ from ember.optim.lr_scheduler.base import (
     Scalar,
     check_int,
     check_real,
-    read_state,
+    read_counter,
 )
 
 __all__ = ["NoamLrScheduler", "NoamLrSchedulerConfig"]
@@ -79,10 +79,7 @@ class NoamLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()``.
         """
-        values = read_state("NoamLrScheduler", state, {"step": float})
-        if values["step"] < 0:
-            raise ValueError(f"NoamLrScheduler.load_state: `step` must be >= 0, got {values['step']}")
-        self._step = values["step"]
+        self._step = read_counter("NoamLrScheduler", state, "step", float, 0)
 
     def __repr__(self) -> str:
         return (

@@ -13,7 +13,7 @@ from ember.optim.lr_scheduler.base import (
     SchedulerSpec,
     load_children,
     nest_state,
-    read_state,
+    read_counter,
     split_state,
 )
 from ember.optim.lr_scheduler.spec import build_child
@@ -104,11 +104,9 @@ class SequentialLrScheduler(LrScheduler):
             state: A mapping from ``state()`` of an identically configured scheduler.
         """
         own, children = split_state("SequentialLrScheduler", state, len(self._schedulers), own_keys=("step",))
-        values = read_state("SequentialLrScheduler", own, {"step": int})
-        if values["step"] < 0:
-            raise ValueError(f"SequentialLrScheduler.load_state: `step` must be >= 0, got {values['step']}")
+        step = read_counter("SequentialLrScheduler", own, "step", int, 0)
         self._schedulers = load_children(self._schedulers, children)
-        self._step = values["step"]
+        self._step = step
 
     def __repr__(self) -> str:
         return (

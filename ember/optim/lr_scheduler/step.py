@@ -11,7 +11,7 @@ from ember.optim.lr_scheduler.base import (
     Scalar,
     check_int,
     check_real,
-    read_state,
+    read_counter,
 )
 
 __all__ = ["StepLrScheduler", "StepLrSchedulerConfig"]
@@ -92,12 +92,7 @@ class StepLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()``.
         """
-        values = read_state("StepLrScheduler", state, {"iter_idx": int})
-        if values["iter_idx"] < -1:
-            raise ValueError(
-                f"StepLrScheduler.load_state: `iter_idx` must be >= -1, got {values['iter_idx']}"
-            )
-        self._iter_idx = values["iter_idx"]
+        self._iter_idx = read_counter("StepLrScheduler", state, "iter_idx", int, -1)
 
     def __repr__(self) -> str:
         return (
