@@ -18,14 +18,25 @@ import numpy as np
 
 from . import cbor_model
 
-__all__ = ["BURN_DTYPES", "align", "bpk_problems", "dtype_key", "safetensors_problems"]
+__all__ = [
+    "BURN_DTYPES",
+    "FLOAT_DTYPES",
+    "INTEGER_DTYPES",
+    "align",
+    "bpk_problems",
+    "dtype_key",
+    "safetensors_problems",
+]
 
-BURN_DTYPES = {
+# The float and integer dtype names burnpack and safetensors both use, in the same order, with
+# the little-endian layouts their bytes have (bfloat16 read as raw 16-bit words).
+FLOAT_DTYPES = {
     "F64": "<f8",
     "F32": "<f4",
-    "Flex32": "<f4",
     "F16": "<f2",
     "BF16": "<u2",
+}
+INTEGER_DTYPES = {
     "I64": "<i8",
     "I32": "<i4",
     "I16": "<i2",
@@ -34,25 +45,16 @@ BURN_DTYPES = {
     "U32": "<u4",
     "U16": "<u2",
     "U8": "u1",
+}
+BURN_DTYPES = {
+    **FLOAT_DTYPES,
+    "Flex32": "<f4",
+    **INTEGER_DTYPES,
     ("Bool", "Native"): "?",
     ("Bool", "U8"): "u1",
     ("Bool", "U32"): "<u4",
 }
-_SAFETENSORS_DTYPES = {
-    "F64": "<f8",
-    "F32": "<f4",
-    "F16": "<f2",
-    "BF16": "<u2",
-    "I64": "<i8",
-    "I32": "<i4",
-    "I16": "<i2",
-    "I8": "i1",
-    "U64": "<u8",
-    "U32": "<u4",
-    "U16": "<u2",
-    "U8": "u1",
-    "BOOL": "?",
-}
+_SAFETENSORS_DTYPES = {**FLOAT_DTYPES, **INTEGER_DTYPES, "BOOL": "?"}
 
 
 def _is_uint(value: Any) -> bool:

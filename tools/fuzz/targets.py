@@ -30,7 +30,15 @@ import numpy as np
 
 from . import cbor_model
 from .mutators import INTERESTING_INTS, havoc, mutate_tree, sqlite_page_damage, truncate_at
-from .record_oracles import BURN_DTYPES, align, bpk_problems, dtype_key, safetensors_problems
+from .record_oracles import (
+    BURN_DTYPES,
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
+    align,
+    bpk_problems,
+    dtype_key,
+    safetensors_problems,
+)
 
 __all__ = ["FORMATS", "OUTCOMES", "TARGETS", "Target", "input_rng", "make_target", "write_input"]
 
@@ -108,19 +116,9 @@ _BPK_VOCABULARY = (
     "UInt",
     "Float",
     "Bool",
-    "F64",
-    "F32",
-    "F16",
-    "BF16",
+    *FLOAT_DTYPES,
     "Flex32",
-    "I64",
-    "I32",
-    "I16",
-    "I8",
-    "U64",
-    "U32",
-    "U16",
-    "U8",
+    *INTEGER_DTYPES,
     "Native",
     "QFloat",
     "a.weight",
@@ -347,18 +345,8 @@ _ST_VOCABULARY = (
     "dtype",
     "shape",
     "data_offsets",
-    "F64",
-    "F32",
-    "F16",
-    "BF16",
-    "I64",
-    "I32",
-    "I16",
-    "I8",
-    "U64",
-    "U32",
-    "U16",
-    "U8",
+    *FLOAT_DTYPES,
+    *INTEGER_DTYPES,
     "BOOL",
     "F8_E4M3",
     "C64",
