@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -479,13 +479,7 @@ class HuggingfaceDatasetLoader:
         if is_local:
             self._check_field_counts(local_files)
             # Local files: offline mode on, so nothing reaches out to the network.
-            try:
-                with hub_mode(offline=True):
-                    return self._checked_columns(datasets.load_dataset(path, **kwargs))
-            except DatasetUnavailableError:
-                raise
-            except Exception as error:  # re-raised with what to do
-                raise DatasetUnavailableError(self._local_message(error)) from error
+            return self._load_once(datasets, path, kwargs, offline=True, explain=self._local_message)
         variable = offline_variable()
         if variable is not None:
             reason = f"offline mode is on ({variable}={os.environ[variable]})"
@@ -493,31 +487,44 @@ class HuggingfaceDatasetLoader:
             endpoint = hub_endpoint()
             problem = probe_hub(endpoint, self._name, self._hub_timeout)
             if problem is None:
-                try:
-                    with hub_mode(offline=False):
-                        return self._checked_columns(datasets.load_dataset(path, **kwargs))
-                except DatasetUnavailableError:
-                    raise
-                except Exception as error:  # re-raised with the remedies
-                    advice = _advice(error)
-                    problem = f"{_failure(error)}\n{advice}" if advice else _failure(error)
-                    raise DatasetUnavailableError(self._message(problem)) from error
+                return self._load_once(datasets, path, kwargs, offline=False, explain=self._hub_message)
             reason = f"the Hugging Face Hub at {endpoint} is unreachable: {problem}"
             logger.warning("ember.data: %s; trying the local datasets cache", reason)
+
+        def not_cached(error: BaseException) -> str:
+            advice = _advice(error)
+            return self._message(
+                f"{reason}, and the dataset is not in the datasets cache "
+                f"({self._hf_cache_dir or datasets.config.HF_DATASETS_CACHE}): "
+                f"{type(error).__name__}: {error}" + (f"\n{advice}" if advice else "")
+            )
+
+        return self._load_once(datasets, path, kwargs, offline=True, explain=not_cached)
+
+    def _load_once(
+        self,
+        datasets: Any,
+        path: str,
+        kwargs: dict[str, Any],
+        *,
+        offline: bool,
+        explain: Callable[[BaseException], str],
+    ) -> Any:
+        """One `datasets.load_dataset` call with the Hub on or off; what it raises comes back as
+        a `DatasetUnavailableError` whose message `explain` writes (with what to do)."""
         try:
-            with hub_mode(offline=True):
+            with hub_mode(offline=offline):
                 return self._checked_columns(datasets.load_dataset(path, **kwargs))
         except DatasetUnavailableError:
             raise
-        except Exception as error:  # re-raised with the remedies
-            advice = _advice(error)
-            raise DatasetUnavailableError(
-                self._message(
-                    f"{reason}, and the dataset is not in the datasets cache "
-                    f"({self._hf_cache_dir or datasets.config.HF_DATASETS_CACHE}): "
-                    f"{type(error).__name__}: {error}" + (f"\n{advice}" if advice else "")
-                )
-            ) from error
+        except Exception as error:
+            raise DatasetUnavailableError(explain(error)) from error
+
+    def _hub_message(self, error: BaseException) -> str:
+        """The message for a load from the reachable Hub that failed: the error, its cause and
+        any advice on the data files."""
+        advice = _advice(error)
+        return self._message(f"{_failure(error)}\n{advice}" if advice else _failure(error))
 
     def _check_field_counts(self, files: list[Path]) -> None:
         """Before `datasets` runs: each local CSV file's first row has one field per column
