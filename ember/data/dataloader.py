@@ -21,7 +21,6 @@ import logging
 import math
 import multiprocessing
 import multiprocessing.util
-import operator
 import os
 import pickle  # only for PicklingError: workers get the dataset through multiprocessing's pipes
 import signal
@@ -35,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import fetch_many, set_epoch
+from .dataset import as_integer, fetch_many, set_epoch
 from .progress import Progress
 from .transform.partial import PartialDataset
 from .transport import default_device, from_host
@@ -77,14 +76,7 @@ def default_start_method() -> str:
 
 
 def _check_positive(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"DataLoaderBuilder.{name}: expected an integer, got bool {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"DataLoaderBuilder.{name}: expected an integer, got {type(value).__name__} {value!r}"
-        ) from None
+    number = as_integer(value, f"DataLoaderBuilder.{name}: expected an integer")
     if number < minimum:
         raise ValueError(f"DataLoaderBuilder.{name}: must be >= {minimum}, got {number}")
     return number

@@ -17,6 +17,26 @@ T = TypeVar("T")
 __all__ = ["Dataset", "check_index", "fetch_many", "set_epoch"]
 
 
+def as_integer(value: Any, requirement: str) -> int:
+    """Return an integer-like `value` (`int`, `numpy.int64`, ...) as an `int`.
+
+    Args:
+        value: the argument to check.
+        requirement: the start of the error message, e.g. `"InMemDataset: index must be an
+            integer"`; the message goes on with what `value` is.
+
+    Raises:
+        TypeError: if `value` is not an integer (bools, which Python counts as integers, and
+            floats are rejected).
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{requirement}, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{requirement}, got {type(value).__name__} {value!r}") from None
+
+
 def check_index(dataset_name: str, index: Any, length: int) -> int:
     """Validate an item index and return it as a non-negative `int`.
 
@@ -33,14 +53,7 @@ def check_index(dataset_name: str, index: Any, length: int) -> int:
         TypeError: if `index` is not an integer (bools and floats are rejected).
         IndexError: if `index` is outside `[-length, length)`.
     """
-    if isinstance(index, bool):
-        raise TypeError(f"{dataset_name}: index must be an integer, got bool {index!r}")
-    try:
-        position = operator.index(index)
-    except TypeError:
-        raise TypeError(
-            f"{dataset_name}: index must be an integer, got {type(index).__name__} {index!r}"
-        ) from None
+    position = as_integer(index, f"{dataset_name}: index must be an integer")
     if position < 0:
         position += length
     if not 0 <= position < length:
