@@ -34,6 +34,22 @@ class PendingCollective(ABC):
         """
 
 
+class HandlePending(PendingCollective):
+    """A collective started on ``communicator`` that its ``_wait(handle, what)`` completes: the
+    handle is MPI's request or the CUDA event recorded after an NCCL call, ``what`` names the
+    collective in a timeout's message."""
+
+    __slots__ = ("_communicator", "_handle", "_what")
+
+    def __init__(self, communicator: Any, handle: Any, what: str):
+        self._communicator = communicator
+        self._handle = handle
+        self._what = what
+
+    def wait(self) -> None:
+        self._communicator._wait(self._handle, self._what)
+
+
 class Communicator(ABC):
     """The ranks of a distributed run and their collectives.
 

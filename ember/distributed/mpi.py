@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import Communicator, PendingCollective
+from .communicator import Communicator, HandlePending, PendingCollective
 from .environment import timeout_from_env
 from .errors import DistributedTimeoutError, MissingDistributedDependency
 from .failure import announce_rank, install_abort_on_exception
@@ -48,18 +48,6 @@ def import_mpi():
             f"ember.distributed: mpi4py cannot load an MPI library ({error}); {_INSTALL_HINT}"
         ) from error
     return MPI
-
-
-class _MpiPending(PendingCollective):
-    __slots__ = ("_communicator", "_request", "_what")
-
-    def __init__(self, communicator: "MpiCommunicator", request, what: str):
-        self._communicator = communicator
-        self._request = request
-        self._what = what
-
-    def wait(self) -> None:
-        self._communicator._wait(self._request, self._what)
 
 
 class MpiCommunicator(Communicator):
@@ -109,9 +97,9 @@ class MpiCommunicator(Communicator):
             time.sleep(pause)
             pause = min(pause * 2, _MAX_PAUSE_S)
 
-    def _started(self, request, what: str) -> _MpiPending:
+    def _started(self, request, what: str) -> HandlePending:
         self._count += 1
-        return _MpiPending(self, request, what)
+        return HandlePending(self, request, what)
 
     # ---- device collectives -----------------------------------------------------------------
     def start_allreduce_sum(self, array: np.ndarray) -> PendingCollective:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import Communicator, PendingCollective
+from .communicator import Communicator, HandlePending, PendingCollective
 from .errors import DistributedTimeoutError, MissingDistributedDependency
 from .mpi import MpiCommunicator
 
@@ -54,18 +54,6 @@ def _local_rank(rank: int) -> int:
         if raw.isdigit():
             return int(raw)
     return rank
-
-
-class _NcclPending(PendingCollective):
-    __slots__ = ("_communicator", "_event", "_what")
-
-    def __init__(self, communicator: "NcclCommunicator", event, what: str):
-        self._communicator = communicator
-        self._event = event
-        self._what = what
-
-    def wait(self) -> None:
-        self._communicator._wait(self._event, self._what)
 
 
 class NcclCommunicator(Communicator):
@@ -123,10 +111,10 @@ class NcclCommunicator(Communicator):
             raise TypeError(f"NcclCommunicator.{op}: dtype {array.dtype} is not one NCCL reduces here")
         return kind
 
-    def _enqueued(self, what: str) -> _NcclPending:
+    def _enqueued(self, what: str) -> HandlePending:
         event = self._cupy.cuda.Event(disable_timing=True)
         event.record(self.stream)
-        return _NcclPending(self, event, what)
+        return HandlePending(self, event, what)
 
     def _wait(self, event, what: str) -> None:
         deadline = time.monotonic() + self.timeout
