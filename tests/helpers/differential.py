@@ -22,9 +22,12 @@ on ``reference``. Each step is checked on its own and then the program as a whol
   size of each step's observed difference added to its results, measures that growth, and
   four times it is allowed on top. A step's backward rounds too (an attention's dq is what
   is left of terms that cancel: float32 fixes it to eps times those terms, not times dq),
-  and earlier steps' backward carries that on: two more shadow runs add noise of the size
-  of each step's observed gradient difference, per unit of output gradient and times the
-  gradient the whole program sends into that step, to the gradients it sends back.
+  and earlier steps' backward carries that on: each step's backward is run again on both
+  backends, from the step's own input, with the gradient the whole program sends into it
+  (how much its terms cancel depends on that gradient's direction: an attention's most
+  when it is parallel to the output, as a square's is, which a random output gradient
+  never is), and two more shadow runs add noise of the size of the difference to the
+  gradients it sends back.
   Only for tame values, and skipped when a discontinuous
   step (rounding, comparison, ordering, ties), or one that magnifies rounding to order 1,
   follows a step whose results already differed: the backends may then legitimately part
@@ -82,14 +85,18 @@ def _host(t) -> np.ndarray:
 
 
 def _grads(
-    y, leaves_, device: str, index: int, reduce: str | None = None, extra=()
+    y, leaves_, device: str, index: int, reduce: str | None = None, extra=(), dout=None
 ) -> tuple[list | None, BaseException | None]:
+    """The leaves' gradients of ``y``: for ``dout`` (the output gradient; the step's
+    :func:`seed_gradient` when None), or of the scalar ``reduce`` makes of ``y`` plus the
+    ``<t, n>`` of each ``extra`` pair."""
     if not (y.dtype.is_float and y.numel and y.is_require_grad()):
         return None, None
     try:
         if reduce is None:
-            seed = seed_gradient(y.shape, y.dtype, index)
-            g = y.backward(ember.tensor(seed, dtype=y.dtype, device=device))
+            if dout is None:
+                dout = seed_gradient(y.shape, y.dtype, index)
+            g = y.backward(ember.tensor(dout, dtype=y.dtype, device=device))
         else:
             loss = _scalar_loss(y, reduce, device)
             for t, n in extra:
@@ -117,8 +124,9 @@ def _scalar_loss(y, reduce: str, device: str):
     return y.sum()
 
 
-def run_step(step: Step, base: Operand, pending: list, device: str, index: int) -> Outcome:
-    """One step on ``device``, from ``base`` and the pending views, with its backward."""
+def run_step(step: Step, base: Operand, pending: list, device: str, index: int, dout=None) -> Outcome:
+    """One step on ``device``, from ``base`` and the pending views, with its backward (for the
+    output gradient ``dout``; the step's seed gradient when None)."""
     leaf, x = _build(base, pending, device, grad=True)
     built = [o.build(device, True) for o in step.operands]
     if step.seed is not None:
@@ -127,7 +135,9 @@ def run_step(step: Step, base: Operand, pending: list, device: str, index: int) 
         y = step.fn(x, *(b[1] for b in built))
     except Exception as exc:
         return Outcome(error=exc)
-    grads, back_err = _grads(y, [leaf] + [b[0] for b in built], device, index)
+    if dout is not None and tuple(y.shape) != dout.shape:
+        return Outcome(_host(y))  # no gradient to compare
+    grads, back_err = _grads(y, [leaf] + [b[0] for b in built], device, index, dout=dout)
     return Outcome(_host(y), grads=grads, backward_error=back_err)
 
 
@@ -143,19 +153,18 @@ def run_program(
     ``noise`` (step index -> array) is added to those steps' results (a constant: the
     gradients' formulas are unchanged, only the values they see). ``grad_noise`` (see
     :func:`gradient_noise`) adds rounding-sized noise to the gradients leaving those steps'
-    backward instead, scaled by the gradient the whole program sends into each step."""
-    sizes = _output_gradient_sizes(program, start, device, reduce, noise) if grad_noise else None
+    backward instead."""
     try:
         x, all_leaves, inputs = _run_forward(program, start, device, noise)
     except Exception as exc:  # - compared with the other backend's
         return Outcome(error=exc)
     extra = []
-    for i, j, at, relative in grad_noise or ():
+    for i, j, at, n in grad_noise or ():
         # <t, n> added to the loss adds n to t's gradient (the leaf's, or the one a step's
         # input sends back through the steps before it)
         t = inputs[at] if j == 0 else all_leaves[_leaf_index(program, i, j)]
-        if sizes[i] and tuple(t.shape) == relative.shape:
-            extra.append((t, (relative * sizes[i]).astype(relative.dtype)))
+        if tuple(t.shape) == n.shape:
+            extra.append((t, n))
     grads, back_err = _grads(x, all_leaves, device, 0, reduce, extra)
     return Outcome(_host(x), grads=grads, backward_error=back_err)
 
@@ -189,21 +198,16 @@ def _leaf_index(program: list, i: int, j: int) -> int:
     return 1 + sum(len(s.operands) for s in program[:i]) + j - 1
 
 
-def _output_gradient_sizes(program: list, start: Operand, device: str, reduce: str, noise) -> list:
-    """Per step, the largest finite magnitude of the gradient the whole program sends into its
-    result (0 where none)."""
+def _output_gradients(program: list, start: Operand, device: str, reduce: str) -> list:
+    """Per step, the gradient the whole program sends into its result (None where none)."""
     taps: list = []
     try:
-        x, _, _ = _run_forward(program, start, device, noise, taps)
+        x, _, _ = _run_forward(program, start, device, None, taps)
         grads, _ = _grads(x, [t for t in taps if t is not None], device, 0, reduce)
-    except Exception:  # - the shadow then fails alike and is left out
-        return [0.0] * len(program)
+    except Exception:  # - the program then fails alike on both backends, compared there
+        return [None] * len(program)
     found = iter(grads or ())
-    sizes = []
-    for tap in taps:
-        g = None if tap is None else next(found, None)
-        sizes.append(0.0 if g is None or not np.isfinite(g).any() else _finite_max([g], floor=0.0))
-    return sizes
+    return [None if tap is None else next(found, None) for tap in taps]
 
 
 # ---- comparison ------------------------------------------------------------------------------
@@ -411,24 +415,31 @@ def rounding_noise(got: np.ndarray, want: np.ndarray, index: int) -> np.ndarray 
     return (signs * np.maximum(gap, ulps)).astype(want.dtype)
 
 
-def gradient_noise(got: Outcome, want: Outcome, index: int, base_at: int) -> list:
-    """Noise for the gradients step ``index``'s backward sends to its leaves (its input, the
-    result of step ``base_at - 1``, and its operands), the size of the two backends'
-    difference there per unit of output gradient: a step whose gradient cancels (an
-    attention's dq, what is left of terms that cancel) rounds it off by eps times its terms, not
-    times the result, and the whole program's earlier steps carry that into their own.
-    Entries ``(index, leaf, base_at, noise)``, for :func:`run_program`."""
-    if not (got.grads and want.grads and want.value is not None and want.value.size):
-        return []
-    seed = seed_gradient(want.value.shape, ember.dtype_from_numpy(want.value.dtype), index)
-    per_unit = 1.0 / _finite_max([seed], floor=float(np.finfo(np.float64).tiny))
+def gradient_noise(program: list, start: Operand, reduce: str, other: str, measured: list) -> list:
+    """Noise for the gradients each step's backward sends to its leaves (its input, the result
+    of step ``base_at - 1``, and its operands): the two backends' difference there, sign
+    and all, when that backward gets, from the step's input on reference, the gradient the
+    whole program sends into the step. A step whose gradient cancels (an attention's dq,
+    what is left of terms that cancel) rounds it off by eps times its terms, not times the
+    result, and how much cancels depends on that gradient (a square's is parallel to the
+    output); the whole program's earlier steps carry the difference into their own, where
+    the rounding of neighbouring elements adds up (random signs would let it cancel).
+    ``measured`` holds ``(index, step, base, pending, base_at)`` per step; the entries are
+    ``(index, leaf, base_at, noise)``, for :func:`run_program`."""
+    douts = _output_gradients(program, start, "reference", reduce)
     out = []
-    for j, (g, w) in enumerate(zip(got.grads, want.grads)):
-        if g is None or w is None or np.array_equal(g, w, equal_nan=True):
+    for index, step, base, pending, base_at in measured:
+        dout = douts[index]
+        if dout is None:
             continue
-        n = rounding_noise(g, w, 100 * index + j)
-        if n is not None:
-            out.append((index, j, base_at, n.astype(np.float64) * per_unit))
+        want = run_step(step, base, pending, "reference", index, dout)
+        got = run_step(step, base, pending, other, index, dout)
+        for j, (g, w) in enumerate(zip(got.grads or (), want.grads or ())):
+            if g is None or w is None or g.shape != w.shape or np.array_equal(g, w, equal_nan=True):
+                continue
+            with np.errstate(invalid="ignore"):
+                gap = g.astype(np.float64) - w.astype(np.float64)
+            out.append((index, j, base_at, np.where(np.isfinite(gap), gap, 0.0)))
     return out
 
 
@@ -437,6 +448,17 @@ def _describe(exc) -> str:
 
 
 # ---- the driver ------------------------------------------------------------------------------
+class ScriptedDraws:
+    """Stands in for Hypothesis's ``data`` in :func:`check_random_program`: each ``draw``
+    returns the next scripted value (a failing case's draws, replayed without Hypothesis)."""
+
+    def __init__(self, *values):
+        self._values = list(values)
+
+    def draw(self, strategy, label=None):
+        return self._values.pop(0)
+
+
 def check_random_program(
     data, other: str, families: dict, max_steps: int = 4, dtypes=DTYPES, min_dims: int = 0
 ) -> None:
@@ -447,7 +469,7 @@ def check_random_program(
     inexact, comparable = False, True
     lowest = start.values.dtype  # the least precise float dtype the program goes through
     noise = {}  # step index -> rounding-sized noise for the reference's shadow run
-    grad_noise = []  # the same for the gradients each step's backward gives
+    measured = []  # per step: (index, step, base, pending, base_at), to rerun its backward
     base_at = 0  # the step whose input is ``base``
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -469,7 +491,7 @@ def check_random_program(
             inexact = inexact or not bitwise
             if not bitwise and not step.view:
                 noise[i] = rounding_noise(got.value, want.value, i)
-            grad_noise += gradient_noise(got, want, i, base_at)
+            measured.append((i, step, base, list(pending), base_at))
             lowest = less_precise(lowest, want.value.dtype) if lowest.kind == "f" else want.value.dtype
             if step.view:
                 pending.append(step)
@@ -486,6 +508,7 @@ def check_random_program(
             names=tuple(n for s in program for n in (s.op,) + s.names),
         )
         noise = {i: n for i, n in noise.items() if n is not None}
+        grad_noise = gradient_noise(program, start, reduce, other, measured)
         # noise of both signs: one of the two moves each value to the other backend's side
         shadows = [
             run_program(program, start, "reference", reduce, {i: sign * n for i, n in noise.items()})

@@ -13,6 +13,9 @@ import math
 import numpy as np
 import pytest
 from helpers import npref
+from helpers.differential import ScriptedDraws, check_random_program
+from helpers.differential_steps import Step
+from helpers.differential_values import Operand
 from helpers.gradcheck import gradcheck_np
 from helpers.numeric import assert_close
 
@@ -239,3 +242,56 @@ def test_attention_with_an_infinite_score_is_nan_alike(other_device):
     for got, want in zip(results[other_device], results["reference"]):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(results["reference"][3]).all()  # dv: every key of the NaN row
+
+
+# ---- the differential test's whole-program check on chained attentions ----------------------------
+# Two attentions, the second's weights nearly one-hot: its backward's ds = w (dw - rowdot) is
+# what is left of terms ~20 that cancel, so float32 fixes it only to eps times them. A square
+# sends in an output gradient parallel to the output, where the cancellation is worst (a random
+# one, as each step gets on its own, is never parallel). These two programs, drawn by
+# tests/tensor/test_differential.py::test_attention_programs, failed its whole-program check.
+def _chained_attention(reshape: bool, k, v, mask, scale, quiet: bool, p: float) -> Step:
+    def fn(t, kk, vv, *m):
+        q = t.reshape((1, 1) + t.shape) if reshape else t
+        return ember.attention(q, kk, vv, mask_pad=m[0] if m else None, scale=scale, quiet=quiet, dropout_p=p)
+
+    ops = (Operand(k), Operand(v)) + (() if mask is None else (Operand(mask),))
+    return Step("attention", "ember.attention(...)", fn, ops, seed=0, names=("reshape",), degree=3)
+
+
+def _one_hot_rows(shape, entries) -> np.ndarray:
+    a = np.zeros(shape, np.float32)
+    for index, value in entries.items():
+        a[index] = value
+    return a
+
+
+def test_differential_check_of_a_dropout_attention_whose_reference_gradient_cancels():
+    # x's gradient at (1, 3): reference -8.9716e-05, cpu -1.0253e-04, float64 -1.0185e-04: the
+    # reference's float32 backward is 12% off (eps times the cancelled terms), the cpu's
+    # float64 rowdot is closer; only that step's backward under the square's gradient shows it
+    shape = (1, 1, 3, 4)
+    x = _one_hot_rows((3, 4), {(1, 3): -1.0})
+    k0, v0 = _one_hot_rows(shape, {(0, 0, 1, 3): 3.0}), _one_hot_rows(shape, {(0, 0, 0, 3): 3.0})
+    k1 = _one_hot_rows(shape, {(0, 0, 1, 3): 2.0})
+    v1 = _one_hot_rows(shape, {(0, 0, 1, 1): 3.0, (0, 0, 1, 3): -1.0})
+    first = _chained_attention(True, k0, v0, np.array([[False, False, True]]), None, False, 0.25)
+    second = _chained_attention(False, k1, v1, None, 2.0, False, 0.25)
+    data = ScriptedDraws((Operand(x), False), 2, first, second, "square")
+    check_random_program(data, "cpu", {"attention": 1})
+
+
+def test_differential_check_of_a_saturated_quiet_attention_whose_cpu_gradient_cancels():
+    # here the reference cancels exactly (its output row is the value row bit for bit) and the
+    # cpu's float64 rowdot against float32 dw leaves one ulp of ~64 in ds: dq 4.6e-05 instead
+    # of 5.6e-12, which every query row adds into v's gradient alike (float64: 1.124e-05,
+    # reference 1.105e-05, cpu -8.05e-05; within float32 rounding of the terms that cancel)
+    x = np.array([[0.0, 2.0, 4.0, 2.0], [-2.275526, 0.0, 3.0050664, -2.0], [0.0, 3.0, 2.0, 1.1920929e-07]])
+    k = np.array([[-3.4230072, -0.97354424, -2.0, 0.0], [-1.8887368, 3.0, 0.0, 2.0], [2.0, 2.0, 0.0, 0.0]])
+    v = np.array([[-2.0, 2.0, 2.0, -1.0], [-3.0, 2.0, 3.197888, 2.9951084], [-3.0, 0.0, 0.0, -0.0]])
+    x, k, v = (a.astype(np.float32).reshape(1, 1, 3, 4) for a in (x, k, v))
+    mask = np.array([[False, False, True]])
+    step = _chained_attention(False, k, v, mask, 2.0, True, 0.0)
+    again = _chained_attention(False, k, v, mask, 2.0, True, 0.0)
+    data = ScriptedDraws((Operand(x, "strided"), False), 2, step, again, "square")
+    check_random_program(data, "cpu", {"attention": 1})
