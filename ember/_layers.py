@@ -2,7 +2,8 @@
 never one above (``tests/test_import_graph.py`` checks every import of ``ember/`` against this
 table, and that the module-level imports form no circle).
 
-    core         the op table and the dtypes: imports nothing from ember
+    core         the op table, the dtypes and the configuration (ember.toml): imports nothing
+                 from ember above it
     kernels      the backends (reference, cpu, cuda): arrays and the core only
     tensor       Tensor, autodiff, devices; ``ember`` itself and ``ember.cuda`` are its public face
     record       records and configs (burnpack, safetensors)
@@ -22,7 +23,7 @@ package's own ``__init__`` only. A new package is added here, in the layer whose
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("ember.core", "ember._layers", "ember._deprecation")),
+    ("core", ("ember.core", "ember.config", "ember._layers", "ember._deprecation")),
     ("kernels", ("ember.kernels",)),
     ("tensor", ("ember.tensor", "ember.cuda", "ember")),
     ("record", ("ember.record",)),

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ember import config
+
 from .hub import hub_endpoint, hub_mode, offline_variable, probe_hub
 from .sqlite import SqliteDataset
 from .sqlite_writer import SqliteDatasetWriter
@@ -63,14 +65,11 @@ class DatasetUnavailableError(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """Where converted SQLite files go: `$EMBER_DATASET_CACHE`, else
-    `$EMBER_CACHE_DIR/datasets`, else `~/.cache/ember/datasets` (read on each call)."""
-    configured = os.environ.get(_CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("EMBER_CACHE_DIR")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "ember"
-    return root / "datasets"
+    """Where converted SQLite files go: `[data] dataset_cache` of ember.toml
+    (`$EMBER_DATASET_CACHE`), else `<cache_dir>/datasets` (`[compile] cache_dir`,
+    `$EMBER_CACHE_DIR`, default `~/.cache/ember`); the environment is read on each call."""
+    configured = config.get("data.dataset_cache")
+    return configured if configured is not None else config.get("compile.cache_dir") / "datasets"
 
 
 def _import_datasets() -> Any:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ember import config
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "GUARDIAN_VARIABLE",
@@ -20,10 +22,12 @@ __all__ = [
     "timeout_from_env",
 ]
 
-# Seconds a collective may wait for the other ranks before the run is declared broken: long
-# enough for an uneven validation split or a first-step kernel compilation.
-DEFAULT_TIMEOUT_S = 300.0
-TIMEOUT_VARIABLE = "EMBER_DISTRIBUTED_TIMEOUT"
+# Seconds a collective may wait for the other ranks before the run is declared broken (300:
+# long enough for an uneven validation split or a first-step kernel compilation), and the
+# variable overriding it; both declared with the setting in ember.config.settings.
+_TIMEOUT_SETTING = config.SETTINGS_BY_NAME["distributed.timeout"]
+DEFAULT_TIMEOUT_S = _TIMEOUT_SETTING.default
+TIMEOUT_VARIABLE = _TIMEOUT_SETTING.env
 # Set by ``ember.distributed.launch``: where each rank notes its pid and why it failed.
 RUN_DIR_VARIABLE = "EMBER_DISTRIBUTED_RUN_DIR"
 # Set by the launcher's guardian (``guardian.py``) for the rank it runs: the guardian's pid.
@@ -58,18 +62,12 @@ def launched_distributed() -> bool:
 
 
 def timeout_from_env(default: float = DEFAULT_TIMEOUT_S) -> float:
-    """``EMBER_DISTRIBUTED_TIMEOUT`` in seconds, else ``default``.
+    """``EMBER_DISTRIBUTED_TIMEOUT``, else ``[distributed] timeout`` of ember.toml, in seconds;
+    else ``default``.
 
     Raises:
-        ValueError: the variable is set to something other than a positive number.
+        ValueError: (a ``ConfigError``) the variable or the file holds something other than a
+            positive number.
     """
-    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not raw:
-        return float(default)
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"{TIMEOUT_VARIABLE}={raw!r}: expected a positive number of seconds")
-    return value
+    timeout = config.resolve("distributed.timeout")
+    return float(default) if timeout.source == config.DEFAULT else timeout.value

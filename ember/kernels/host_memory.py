@@ -3,15 +3,17 @@
 glibc serves every allocation above its mmap threshold (at most 32 MiB by default) with a fresh
 ``mmap`` and returns it to the kernel on free, so a [32, 4, 256, 256] float32 activation is
 page-faulted in anew at every op, which can cost far more than the op itself. Raising the mmap and trim thresholds keeps large blocks in the heap for reuse, the way
-PyTorch's CPU caching allocator does. Set ``EMBER_MALLOC_TUNING=0`` to leave malloc alone.
+PyTorch's CPU caching allocator does. Set ``[memory] malloc_tuning = false`` in ember.toml (or ``EMBER_MALLOC_TUNING=0``) to leave
+malloc alone.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
+
+from ember import config
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -23,7 +25,7 @@ def tune_allocator() -> bool:
     global _done
     if _done:
         return True
-    if os.environ.get("EMBER_MALLOC_TUNING", "1") == "0" or not sys.platform.startswith("linux"):
+    if not config.get("memory.malloc_tuning") or not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from ember import config
+
 _configured = False
 
 #: An OpenMP runtime was already loaded when ember was imported, with no ``OMP_WAIT_POLICY``
@@ -44,19 +46,19 @@ def configure_openmp() -> None:
 
 
 def apply_blas_threads() -> None:
-    """Limit BLAS to ``EMBER_NUM_THREADS`` threads when that variable is set (once)."""
+    """Limit BLAS to ``[threads] num_threads`` threads (``EMBER_NUM_THREADS``) when set (once)."""
     global _configured
     if _configured:
         return
     _configured = True
-    raw = os.environ.get("EMBER_NUM_THREADS", "").strip()
-    if not raw:
+    threads = config.get("threads.num_threads")
+    if threads is None:
         return
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # without threadpoolctl, OPENBLAS_NUM_THREADS/OMP_NUM_THREADS still work
         return
-    threadpool_limits(int(raw), user_api="blas")
+    threadpool_limits(threads, user_api="blas")
 
 
 configure_openmp()

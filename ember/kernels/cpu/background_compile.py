@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ember import config
+
 __all__ = ["BackgroundCompile", "compile_here", "enabled", "fingerprint", "mark_compiled", "marker_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -58,13 +60,9 @@ def compile_here() -> None:
 
 
 def enabled() -> bool:
-    """Whether ``EMBER_BACKGROUND_COMPILE`` allows tiered execution (default: yes)."""
-    raw = os.environ.get("EMBER_BACKGROUND_COMPILE", "1").strip().lower()
-    if raw in ("1", "true", "yes", "on", ""):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"EMBER_BACKGROUND_COMPILE must be 0 or 1, got {raw!r}")
+    """Whether ``[compile] background`` (``EMBER_BACKGROUND_COMPILE``) allows tiered execution
+    (default: yes)."""
+    return config.get("compile.background")
 
 
 @functools.cache

@@ -19,6 +19,8 @@ import threading
 
 import numpy as np
 
+from ember import config
+
 from . import threadpool
 
 __all__ = ["matmul"]
@@ -93,7 +95,7 @@ def _setup():
     with _setup_lock:
         if _blas is None:
             blas = _OpenBlasThreads()
-            if os.environ.get("EMBER_GEMM_POOL", "1") == "0":  # NumPy's own BLAS threading
+            if not config.get("threads.gemm_pool"):  # NumPy's own BLAS threading
                 blas.available = False
             _blas = blas
     return _blas

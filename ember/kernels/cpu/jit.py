@@ -6,14 +6,15 @@ Importing this module configures Numba once, before any kernel is compiled:
   loads machine code instead of recompiling (``python -m ember.precompile`` fills it ahead
   of the first step). Numba writes next to the source file by default, which fails for
   read-only installs, so unless ``NUMBA_CACHE_DIR`` is already set it is pointed at
-  ``$EMBER_CACHE_DIR/numba/kernels`` (default ``~/.cache/ember/numba/kernels``). Numba
+  ``<cache_dir>/numba/kernels`` (``[compile] cache_dir`` of ember.toml, ``EMBER_CACHE_DIR``;
+  default ``~/.cache/ember``). Numba
   revalidates a cached kernel against a hash of its own source file only, not of the
   helpers it inlines from other files, so ember's kernels get a cache locator whose stamp
   hashes the kernel's file *and* every module of this package it imports (transitively):
   editing a helper recompiles the kernels that use it, and nothing else.
-* **Threads.** ``EMBER_NUM_THREADS`` (a positive integer) sets the size of Numba's
+* **Threads.** ``[threads] num_threads`` (``EMBER_NUM_THREADS``) sets the size of Numba's
   thread pool; by default Numba uses every core. BLAS threads are configured by the
-  backend with the same variable, so the two never oversubscribe the machine.
+  backend with the same setting, so the two never oversubscribe the machine.
 * **Vector width.** On CPUs with AVX-512 LLVM still emits 256-bit vectors unless told
   otherwise (its tuning dates from Skylake-SP, whose clock drops under heavy 512-bit code;
   Ice Lake and later cores, and Zen 4, barely slow down). Unless ``NUMBA_CPU_NAME`` or
@@ -37,6 +38,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from ember import config
 from ember.kernels import threads
 
 __all__ = [
@@ -96,31 +98,21 @@ def dependency_stamp(path: str) -> str:
 def cache_dir() -> Path:
     """Return the directory ember uses for Numba's compiled-kernel cache.
 
-    ``$EMBER_CACHE_DIR/numba/kernels`` when ``EMBER_CACHE_DIR`` is set, otherwise
-    ``~/.cache/ember/numba/kernels``. An explicit ``NUMBA_CACHE_DIR`` takes precedence over
-    both (see :func:`_configure_cache`).
+    ``<cache_dir>/numba/kernels``, where ``cache_dir`` is ``[compile] cache_dir`` of ember.toml
+    or ``EMBER_CACHE_DIR`` (default ``~/.cache/ember``). An explicit ``NUMBA_CACHE_DIR`` takes
+    precedence over both (see :func:`_configure_cache`).
     """
-    base = os.environ.get("EMBER_CACHE_DIR")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "ember"
-    return root / "numba" / "kernels"
+    return config.get("compile.cache_dir") / "numba" / "kernels"
 
 
 def configured_threads() -> int | None:
-    """Parse ``EMBER_NUM_THREADS``; ``None`` when it is unset or empty.
+    """``[threads] num_threads`` (``EMBER_NUM_THREADS``); ``None`` when unset.
 
     Raises:
-        ValueError: if the variable is set to something other than a positive integer.
+        ValueError: (a ``ConfigError``) the variable or the file holds something other than a
+            positive integer.
     """
-    raw = os.environ.get("EMBER_NUM_THREADS", "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"EMBER_NUM_THREADS must be a positive integer, got {raw!r}")
-    return value
+    return config.get("threads.num_threads")
 
 
 def _configure_cache() -> None:

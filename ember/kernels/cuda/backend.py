@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ember import config
 from ember.kernels.cuda.activations import CudaActivationOps
 from ember.kernels.cuda.attention import CudaAttentionOps
 from ember.kernels.cuda.cross_entropy import CudaLossOps
@@ -72,8 +73,8 @@ class CudaBackend(
     name = "cuda"
 
     def __init__(self, index: int = 0, seed: int | None = None):
-        # TF32 GEMMs change float32 results: off unless asked for (EMBER_CUDA_TF32=1).
-        os.environ.setdefault("CUPY_TF32", "1" if os.environ.get("EMBER_CUDA_TF32") == "1" else "0")
+        # TF32 GEMMs change float32 results: off unless asked for ([cuda] tf32, EMBER_CUDA_TF32=1).
+        os.environ.setdefault("CUPY_TF32", "1" if config.get("cuda.tf32") else "0")
         cp = cupy_or_error()
         count = cp.cuda.runtime.getDeviceCount()
         if not 0 <= index < count:

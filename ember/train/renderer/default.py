@@ -2,14 +2,16 @@
 
 `default_renderer` picks the rich dashboard (`TuiMetricsRenderer`) only when the output is
 a real terminal: Burn drew its TUI into CI logs and pipes (#2302), ember falls back to the
-plain `CliMetricsRenderer` there. `EMBER_RENDERER=cli|tui|auto` overrides the choice.
+plain `CliMetricsRenderer` there. `[train] renderer` in ember.toml, or `EMBER_RENDERER`
+(`cli|tui|auto`), overrides the choice.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO
+
+from ember import config
 
 from .base import ENV_VAR, MetricsRenderer, is_tty
 from .cli import CliMetricsRenderer
@@ -30,19 +32,16 @@ def default_renderer(stream: IO[str] | None = None) -> MetricsRenderer:
 
     Args:
         stream: where the display goes; `sys.stdout` when None. The dashboard is used when
-            this is a TTY and `rich` imports, the CLI renderer otherwise. The environment
-            variable ``EMBER_RENDERER`` overrides this: ``cli`` always gives the CLI
-            renderer, ``tui`` always the dashboard, ``auto`` (or unset) decides as above.
+            this is a TTY and `rich` imports, the CLI renderer otherwise. The setting
+            ``[train] renderer`` (environment variable ``EMBER_RENDERER``) overrides this:
+            ``cli`` always gives the CLI renderer, ``tui`` always the dashboard, ``auto``
+            (the default) decides as above.
 
     Raises:
-        ValueError: ``EMBER_RENDERER`` holds something other than cli, tui or auto.
+        ValueError: (a ``ConfigError``) the setting is something other than cli, tui or auto.
         ImportError: ``EMBER_RENDERER=tui`` but `rich` is not installed.
     """
-    choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "cli", "tui"):
-        raise ValueError(
-            f"{ENV_VAR}={os.environ.get(ENV_VAR)!r} is not a renderer: expected 'cli', 'tui' or 'auto'"
-        )
+    choice = config.get("train.renderer")
     target = stream if stream is not None else sys.stdout
     forced = choice == "tui"
     if choice == "auto":

@@ -1,0 +1,128 @@
+"""The kinds of value a setting holds, and how each is read from a TOML file or from an
+environment variable.
+
+A kind parses a value or raises :class:`Rejected`; the caller turns that into a
+:class:`~ember.config.errors.ConfigError` naming the file or the variable. TOML values are
+typed, so a file must use the right type (``num_threads = "4"`` is an error); environment
+variables are text and are parsed. Booleans are refused where a number is expected, although
+Python counts them as integers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["Choice", "Kind", "PathKind", "PositiveInt", "PositiveSeconds", "Rejected", "Switch"]
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class Rejected(ValueError):
+    """A value a kind does not accept (the message is filled in by the caller)."""
+
+
+class Kind:
+    """How one setting's values are read. ``accepts_in_file`` and ``accepts_in_env`` say what
+    is accepted, for error messages and the README."""
+
+    accepts_in_file = ""
+    accepts_in_env = ""
+
+    def from_toml(self, value: object, base: Path) -> object:
+        """The value written in a file whose directory is ``base``."""
+        raise NotImplementedError
+
+    def from_env(self, raw: str) -> object:
+        """The value of a (non-empty, stripped) environment variable."""
+        raise NotImplementedError
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class PositiveInt(Kind):
+    accepts_in_file = accepts_in_env = "a positive integer"
+
+    def from_toml(self, value: object, base: Path) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise Rejected
+        return value
+
+    def from_env(self, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise Rejected from None
+        return self.from_toml(value, Path())
+
+
+class PositiveSeconds(Kind):
+    accepts_in_file = "a positive number of seconds (integer or float)"
+    accepts_in_env = "a positive number of seconds"
+
+    def from_toml(self, value: object, base: Path) -> float:
+        if not _is_number(value) or not value > 0:
+            raise Rejected
+        return float(value)
+
+    def from_env(self, raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise Rejected from None
+        return self.from_toml(value, Path())
+
+
+class Switch(Kind):
+    accepts_in_file = "true or false"
+    accepts_in_env = "0 or 1 (or true/false, yes/no, on/off)"
+
+    def from_toml(self, value: object, base: Path) -> bool:
+        if not isinstance(value, bool):
+            raise Rejected
+        return value
+
+    def from_env(self, raw: str) -> bool:
+        word = raw.lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+        raise Rejected
+
+
+class PathKind(Kind):
+    """A directory; in a file, relative to the file's directory (``~`` expands to home)."""
+
+    accepts_in_file = "a path (string; relative to the file's directory)"
+    accepts_in_env = "a path"
+
+    def from_toml(self, value: object, base: Path) -> Path:
+        if not isinstance(value, str) or not value.strip():
+            raise Rejected
+        return base / Path(value).expanduser()
+
+    def from_env(self, raw: str) -> Path:
+        return Path(raw).expanduser()
+
+
+class Choice(Kind):
+    """One of a few words, case-insensitive."""
+
+    def __init__(self, *words: str):
+        self.words = words
+        listed = ", ".join(repr(w) for w in words[:-1]) + f" or {words[-1]!r}"
+        self.accepts_in_file = self.accepts_in_env = listed
+
+    def from_toml(self, value: object, base: Path) -> str:
+        if not isinstance(value, str):
+            raise Rejected
+        return self.from_env(value.strip())
+
+    def from_env(self, raw: str) -> str:
+        word = raw.lower()
+        if word not in self.words:
+            raise Rejected
+        return word

@@ -1,0 +1,79 @@
+"""Every setting of ``ember.toml``, declared as data: its section, key, kind, default, the
+environment variable that overrides it, and a line saying what it does.
+
+This table is the whole schema: the loader accepts exactly these sections and keys, ``python
+-m ember.config`` lists them, and the README's example is checked against them. A subsystem
+that gains settings (the fusion engine's ``[fusion]``, autotune's ``[autotune]``) adds its
+rows here and reads them with :func:`ember.config.get`; nothing else changes.
+
+Environment variables that are escape hatches or internal hand-offs rather than settings
+(``EMBER_DISABLE_NATIVE``, ``EMBER_NATIVE_ISA``, ``EMBER_MPIEXEC``, the variables the launcher
+and the OpenMP set-up pass to child processes) stay environment-only and are not listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .kinds import Choice, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
+
+__all__ = ["SETTINGS", "Setting", "by_name", "sections"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    section: str
+    key: str
+    kind: Kind
+    #: the value when neither the file nor the environment sets it (None: unset, the code
+    #: using it decides); a callable is called on each read (a path under the home directory)
+    default: object
+    env: str
+    doc: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}.{self.key}"
+
+    def default_value(self) -> object:
+        return self.default() if callable(self.default) else self.default
+
+
+def _home_cache() -> Path:
+    return Path.home() / ".cache" / "ember"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("threads", "num_threads", PositiveInt(), None, "EMBER_NUM_THREADS",
+            "threads for Numba kernels, the native extension and BLAS (unset: all cores)"),
+    Setting("threads", "gemm_pool", Switch(), True, "EMBER_GEMM_POOL",
+            "split matrix products over ember's threads with BLAS single-threaded (false: NumPy's BLAS threads)"),
+    Setting("memory", "malloc_tuning", Switch(), True, "EMBER_MALLOC_TUNING",
+            "raise glibc's malloc thresholds so large activations are reused (false: leave malloc alone)"),
+    Setting("compile", "cache_dir", PathKind(), _home_cache, "EMBER_CACHE_DIR",
+            "where compiled kernels (numba/) and converted datasets (datasets/) are cached"),
+    Setting("compile", "background", Switch(), True, "EMBER_BACKGROUND_COMPILE",
+            "on an empty kernel cache, compile the cpu kernels in a background process"),
+    Setting("data", "dataset_cache", PathKind(), None, "EMBER_DATASET_CACHE",
+            "where HuggingfaceDatasetLoader keeps its SQLite files (unset: <cache_dir>/datasets)"),
+    Setting("cuda", "tf32", Switch(), False, "EMBER_CUDA_TF32",
+            "TF32 matrix products on CUDA (faster, changes float32 results)"),
+    Setting("train", "renderer", Choice("cli", "tui", "auto"), "auto", "EMBER_RENDERER",
+            "training progress display: the dashboard on a terminal (auto), or always cli / tui"),
+    Setting("distributed", "timeout", PositiveSeconds(), 300.0, "EMBER_DISTRIBUTED_TIMEOUT",
+            "seconds a collective waits for the other ranks before the run is declared broken"),
+)  # fmt: skip
+
+
+def by_name() -> dict[str, Setting]:
+    """``"section.key"`` -> setting."""
+    return {s.name: s for s in SETTINGS}
+
+
+def sections() -> dict[str, dict[str, Setting]]:
+    """Section -> key -> setting, in declaration order."""
+    out: dict[str, dict[str, Setting]] = {}
+    for setting in SETTINGS:
+        out.setdefault(setting.section, {})[setting.key] = setting
+    return out
