@@ -31,6 +31,24 @@ _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _TESTS_DIR not in sys.path:  # makes ``helpers`` (tests/helpers/) importable from any test file
     sys.path.insert(0, _TESTS_DIR)
 
+
+def _without_local_constants() -> None:
+    """Hypothesis draws, now and then, a literal it found in any local module already imported
+    (every ember module, examples/...): which ones depends on what the collected test files and
+    the tests run so far imported, and changes with any literal edited anywhere in ember, so a
+    derandomized test would draw other examples alone than in the whole suite. The pool is
+    kept empty: each test's examples depend on its own code only. Hypothesis has no setting
+    for this; without the private hook (an older or newer Hypothesis) nothing changes."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        providers._get_local_constants = providers.Constants
+
+
+_without_local_constants()
+
 _MARKERS = (
     "cuda: needs a CUDA GPU and CuPy",
     "slow: long-running",
