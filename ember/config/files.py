@@ -104,7 +104,7 @@ def _check(document: dict, path: Path, prefix: str) -> dict[str, object]:
         if section not in known:
             accepted = ", ".join(f"[{prefix}{s}]" for s in known)
             raise ConfigError(
-                f"{path}: unknown section [{prefix}{section}]{_did_you_mean(section, known, prefix)}; "
+                f"{path}: unknown section [{prefix}{section}]{_did_you_mean(section, known, '[' + prefix, ']')}; "
                 f"accepted sections: {accepted}"
             )
         if not isinstance(table, dict):
@@ -116,7 +116,7 @@ def _check(document: dict, path: Path, prefix: str) -> dict[str, object]:
             setting = known[section].get(key)
             name = f"{prefix}{section}.{key}"
             if setting is None:
-                suggestion = _did_you_mean(key, known[section], f"{prefix}{section}.")
+                suggestion = _did_you_mean(key, known[section], f"{prefix}{section}.", "")
                 raise ConfigError(
                     f"{path}: unknown key {name}{suggestion}; accepted keys of "
                     f"[{prefix}{section}]: {', '.join(known[section])}"
@@ -130,11 +130,11 @@ def _check(document: dict, path: Path, prefix: str) -> dict[str, object]:
     return values
 
 
-def _did_you_mean(word: str, candidates: Iterable[str], prefix: str) -> str:
+def _did_you_mean(word: str, candidates: Iterable[str], before: str, after: str) -> str:
     import difflib  # only when a message needs it: not part of `import ember`
 
     close = difflib.get_close_matches(word, list(candidates), n=1)
-    return f" (did you mean {prefix}{close[0]}?)" if close else ""
+    return f" (did you mean {before}{close[0]}{after}?)" if close else ""
 
 
 def _toml(value: object) -> str:
