@@ -17,6 +17,8 @@
   pyproject.toml, ``python`` scripts in the tree; the example scripts' command lines are run by
   ``tests/examples/test_readme_commands.py`` (the demo by ``test_text_classification_scripts``).
   Other ```text blocks show output or files and hold no command.
+* ```toml blocks are ``ember.toml`` examples: each is read by the configuration loader (so an
+  unknown key or a wrong type fails), and together they show every setting ember declares.
 """
 
 from __future__ import annotations
@@ -153,7 +155,9 @@ def test_every_block_is_run_or_checked_somewhere():
     assert runnable_python(blocks), "no python block found to run"
     for block in blocks:
         where = f"README.md:{block.line}"
-        assert block.lang in {"python", "text"} | SHELL, f"{where}: unexpected block language {block.lang!r}"
+        assert block.lang in {"python", "text", "toml"} | SHELL, (
+            f"{where}: unexpected block language {block.lang!r}"
+        )
         assert block.info == "", (
             f"{where}: use a `<!-- no-run: reason -->` line, not the info string {block.info!r}"
         )
@@ -325,3 +329,23 @@ def test_shell_blocks_name_what_exists():
                 check_python_command(shlex.split(command), f"README.md:{block.line}")
                 checked += 1
     assert checked >= 10
+
+
+# ---- toml blocks -------------------------------------------------------------------------------------
+def test_toml_blocks_are_valid_ember_toml_showing_every_setting(tmp_path, monkeypatch):
+    from ember.config import SETTINGS, ConfigError, files
+
+    monkeypatch.delenv(files.CONFIG_VARIABLE, raising=False)
+    blocks = [b for b in readme_blocks() if b.lang == "toml"]
+    assert blocks, "the Configuration section's ember.toml example is missing"
+    shown: set[str] = set()
+    for block in blocks:
+        directory = tmp_path / f"line{block.line}"
+        directory.mkdir()
+        (directory / files.FILE_NAME).write_text(block.code, encoding="utf-8")
+        try:
+            shown |= set(files.load(directory).values)
+        except ConfigError as error:
+            raise AssertionError(f"README.md:{block.line}: {error}") from None
+    missing = sorted({s.name for s in SETTINGS} - shown)
+    assert not missing, f"the README's ember.toml examples leave out {missing}"
