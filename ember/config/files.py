@@ -35,8 +35,9 @@ class ConfigFile:
     values: dict[str, object] = field(default_factory=dict)
 
 
-def locate(start: Path) -> tuple[Path, bool] | None:
-    """The file to read and whether it is a ``pyproject.toml``, or None.
+def locate(start: Path | None) -> tuple[Path, bool] | None:
+    """The file to read and whether it is a ``pyproject.toml``, or None; the directories from
+    ``start`` up are searched (none when ``start`` is None).
 
     Raises:
         ConfigError: ``$EMBER_CONFIG`` names no file.
@@ -47,7 +48,7 @@ def locate(start: Path) -> tuple[Path, bool] | None:
         if not path.is_file():
             raise ConfigError(f"{CONFIG_VARIABLE}={explicit!r}: no such file ({path})")
         return path, False
-    directories = [start, *start.parents]
+    directories = [] if start is None else [start, *start.parents]
     for directory in directories:
         if (directory / FILE_NAME).is_file():
             return directory / FILE_NAME, False
@@ -65,7 +66,12 @@ def load(start: Path | None = None) -> ConfigFile:
         ConfigError: the file cannot be read, is not valid TOML, or holds an unknown section or
             key or a value of the wrong type.
     """
-    located = locate((start or Path.cwd()).absolute())
+    if start is None:
+        try:
+            start = Path.cwd()
+        except OSError:  # the working directory was removed: only $EMBER_CONFIG can name a file
+            pass
+    located = locate(None if start is None else start.absolute())
     if located is None:
         return ConfigFile(None)
     path, in_pyproject = located

@@ -38,41 +38,37 @@ class Kind:
         raise NotImplementedError
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+class _Positive(Kind):
+    """A number above zero: in a file, a TOML number of one of ``types``; in the environment,
+    text that ``convert`` reads."""
 
+    types: tuple[type, ...] = ()
+    convert: type = int
 
-class PositiveInt(Kind):
-    accepts_in_file = accepts_in_env = "a positive integer"
-
-    def from_toml(self, value: object, base: Path) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    def from_toml(self, value: object, base: Path) -> object:
+        if not isinstance(value, self.types) or isinstance(value, bool) or not value > 0:
             raise Rejected
-        return value
+        return self.convert(value)
 
-    def from_env(self, raw: str) -> int:
+    def from_env(self, raw: str) -> object:
         try:
-            value = int(raw)
+            value = self.convert(raw)
         except ValueError:
             raise Rejected from None
         return self.from_toml(value, Path())
 
 
-class PositiveSeconds(Kind):
+class PositiveInt(_Positive):
+    accepts_in_file = accepts_in_env = "a positive integer"
+    types = (int,)
+    convert = int
+
+
+class PositiveSeconds(_Positive):
     accepts_in_file = "a positive number of seconds (integer or float)"
     accepts_in_env = "a positive number of seconds"
-
-    def from_toml(self, value: object, base: Path) -> float:
-        if not _is_number(value) or not value > 0:
-            raise Rejected
-        return float(value)
-
-    def from_env(self, raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise Rejected from None
-        return self.from_toml(value, Path())
+    types = (int, float)
+    convert = float
 
 
 class Switch(Kind):
