@@ -19,6 +19,7 @@ from helpers.gradcheck import central_difference
 from ember.kernels.cpu import (
     activations,
     attention,
+    attention_tiles,
     cross_entropy,
     dropout,
     embedding,
@@ -37,7 +38,6 @@ K = SimpleNamespace(
         for name in module.__all__
     }
 )
-attention_module = attention
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-10, atol=1e-12)}
@@ -690,7 +690,7 @@ def test_attention_float32(rng):
 def test_attention_tiles_over_heads_and_query_blocks(rng, monkeypatch):
     # A tiny tile budget forces several head groups and query blocks per head, so the
     # dk/dv accumulation across query blocks and the flat dropout index are exercised.
-    monkeypatch.setattr(attention_module, "_TILE_BYTES", 3 * 13 * 8)
+    monkeypatch.setattr(attention_tiles, "_TILE_BYTES", 3 * 13 * 8)
     b, h, sq, sk, dh = 2, 2, 11, 13, 3
     q = data(rng, (b, h, sq, dh), np.float64)
     k, v = data(rng, (b, h, sk, dh), np.float64), data(rng, (b, h, sk, dh), np.float64)
