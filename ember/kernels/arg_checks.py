@@ -95,9 +95,11 @@ def finite_values(op: str, name: str, value: object) -> float | np.ndarray:
     Raises:
         ValueError: a value is not finite, or ``value`` has more than one dimension.
     """
-    if type(value) is float or np.ndim(value) == 0:
-        return finite_scalar(op, name, value if isinstance(value, (int, float)) else float(value))
+    if type(value) is float or type(value) is int:  # the common case costs one type test
+        return finite_scalar(op, name, value)
     array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        return finite_scalar(op, name, float(array))
     if array.ndim != 1:
         raise ValueError(
             f"{op}: `{name}` must be a scalar or hold one value per tensor, got shape {array.shape}"

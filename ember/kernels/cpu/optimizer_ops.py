@@ -56,7 +56,9 @@ class CpuOptimizerOps:
         if len(p):
             hp = np.array([args.weight_decay, args.momentum, 1.0 - args.dampening], dtype=p.dtype)
             optim_updates.sgd_kernel(
-                *(t.addresses for t in (p, g, b)),
+                p.addresses,
+                g.addresses,
+                b.addresses,
                 p.sizes,
                 hp,
                 rates.astype(p.dtype),
@@ -71,21 +73,25 @@ class CpuOptimizerOps:
         if not _fused(params):
             return DECLINED
         p, g = _group("adam_update", params, grads)
-        m, v = (matching("adam_update", name, a, p) for name, a in (("m", state.m), ("v", state.v)))
+        m, v = matching("adam_update", "m", state.m, p), matching("adam_update", "v", state.v, p)
         amsgrad = state.vmax is not None
         vmax = matching("adam_update", "vmax", state.vmax, p) if amsgrad else v
         per = args.per_tensor(len(p))
         if len(p):
             hp = np.array([*args.betas, 0.0], dtype=p.dtype)  # the trailing 0 is the kernel's typed zero
             optim_updates.adam_kernel(
-                *(t.addresses for t in (p, g, m, v, vmax)),
+                p.addresses,
+                g.addresses,
+                m.addresses,
+                v.addresses,
+                vmax.addresses,
                 p.sizes,
                 hp,
                 per.astype(p.dtype),
                 amsgrad,
                 args.mode,
             )
-        return _listed(params), AdamState(*(_listed(a) for a in state))
+        return _listed(params), AdamState(_listed(state.m), _listed(state.v), _listed(state.vmax))
 
     @fused
     def rmsprop_update(self, params, grads, state, args):
@@ -103,7 +109,11 @@ class CpuOptimizerOps:
                 [args.alpha, 1.0 - args.alpha, args.eps, args.momentum, args.weight_decay], dtype=p.dtype
             )
             optim_updates.rmsprop_kernel(
-                *(t.addresses for t in (p, g, s, ga, b)),
+                p.addresses,
+                g.addresses,
+                s.addresses,
+                ga.addresses,
+                b.addresses,
                 p.sizes,
                 hp,
                 rates.astype(p.dtype),

@@ -85,23 +85,55 @@ class LionState(NamedTuple):
 
 
 class _Rated:
-    """What every args object has: ``lr`` (scalar or per tensor) and the update's name."""
+    """What every args object has: ``lr`` (scalar or per tensor), the update's name and the
+    checks of its fields (``CHECKS``: field -> ``check(op, name, value)``, which returns the
+    value to keep), run once when it is built."""
 
     __slots__ = ()
     op = "update"
+    CHECKS: dict = {}
+
+    def __post_init__(self):
+        for name, check in self.CHECKS.items():
+            value = getattr(self, name)
+            kept = check(self.op, name, value)
+            if kept is not value:
+                object.__setattr__(self, name, kept)  # normalising a frozen dataclass's field
 
     def lr_per_tensor(self, n: int, op: str | None = None) -> np.ndarray:
         """``lr`` as ``n`` float64 values (checks a per-tensor ``lr`` has ``n``)."""
-        return per_tensor(op or self.op, "lr", self.lr, n)
+        return _per_tensor(op or self.op, "lr", self.lr, n)
 
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)  # normalising a frozen dataclass's field
+    def steps_per_tensor(self, n: int) -> np.ndarray:
+        """``steps`` (checked when built) as ``n`` float64 values."""
+        return _per_tensor(self.op, "steps", self.steps, n)
 
 
-def _steps(op: str, value: Steps) -> Steps:
-    """``value`` checked as 1-based step numbers (scalar or per tensor), as given."""
-    step_numbers(op, "steps", value, np.size(value))
-    return value
+def _flag(op: str, name: str, value: object) -> bool:
+    return bool(value)
+
+
+def _unit(op: str, name: str, value: object) -> float:
+    return finite_scalar(op, name, value, unit_interval=True)
+
+
+def _steps(op: str, name: str, value: Steps) -> Steps:
+    """``value`` checked as 1-based step numbers: a scalar as given, a sequence as float64."""
+    if type(value) is int and value >= 1:  # one step for the group: nothing to convert
+        return value
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        step_numbers(op, name, value, 1)
+        return value
+    return step_numbers(op, name, value, array.size)
+
+
+def _per_tensor(op: str, name: str, value: float | np.ndarray, n: int) -> np.ndarray:
+    """A value checked when its args object was built, as ``n`` float64 values; only the
+    length of a per-tensor value is left to check."""
+    if type(value) is not np.ndarray:
+        return np.full(n, float(value))
+    return value if value.shape == (n,) else per_tensor(op, name, value, n)  # raises: wrong length
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -125,13 +157,13 @@ class SgdArgs(_Rated):
     first_step: bool | Sequence[bool] = False
     op = "sgd_update"
 
-    def __post_init__(self):
-        op = self.op
-        self._set("lr", finite_values(op, "lr", self.lr))
-        self._set("weight_decay", finite_scalar(op, "weight_decay", self.weight_decay))
-        self._set("momentum", finite_scalar(op, "momentum", self.momentum))
-        self._set("dampening", finite_scalar(op, "dampening", self.dampening))
-        self._set("nesterov", bool(self.nesterov))
+    CHECKS = {
+        "lr": finite_values,
+        "weight_decay": finite_scalar,
+        "momentum": finite_scalar,
+        "dampening": finite_scalar,
+        "nesterov": _flag,
+    }
 
     def first_per_tensor(self, n: int) -> np.ndarray:
         """``first_step`` as ``n`` booleans."""
@@ -171,18 +203,23 @@ class AdamArgs(_Rated):
     steps: Steps = 1
     op = "adam_update"
 
+    CHECKS = {
+        "lr": finite_values,
+        "beta1": _unit,
+        "beta2": _unit,
+        "eps": finite_scalar,
+        "weight_decay": finite_scalar,
+        "decoupled": _flag,
+        "cautious": _flag,
+        "steps": _steps,
+    }
+
     def __post_init__(self):
-        op = self.op
         if self.cautious and not self.decoupled:
-            raise ValueError(f"{op}: cautious weight decay applies to decoupled decay; set decoupled=True")
-        self._set("lr", finite_values(op, "lr", self.lr))
-        self._set("beta1", finite_scalar(op, "beta1", self.beta1, unit_interval=True))
-        self._set("beta2", finite_scalar(op, "beta2", self.beta2, unit_interval=True))
-        self._set("eps", finite_scalar(op, "eps", self.eps))
-        self._set("weight_decay", finite_scalar(op, "weight_decay", self.weight_decay))
-        self._set("decoupled", bool(self.decoupled))
-        self._set("cautious", bool(self.cautious))
-        self._set("steps", _steps(op, self.steps))
+            raise ValueError(
+                f"{self.op}: cautious weight decay applies to decoupled decay; set decoupled=True"
+            )
+        _Rated.__post_init__(self)
 
     @property
     def mode(self) -> int:
@@ -202,8 +239,7 @@ class AdamArgs(_Rated):
         ``eps_eff = ε·√(1 − β2ᵗ)`` (Adam's form of the step), ``l2 = λ`` for Adam (else 0),
         ``keep = 1 − lr·λ`` and ``decay = lr·λ`` for AdamW (else 1 and 0). The cpu and cuda
         kernels both round these float64 values to their arithmetic dtype, so they agree."""
-        rates = self.lr_per_tensor(n)
-        t = step_numbers(self.op, "steps", self.steps, n)
+        rates, t = self.lr_per_tensor(n), self.steps_per_tensor(n)
         bc2_sqrt = np.sqrt(1.0 - self.beta2**t)
         decay = rates * self.weight_decay if self.decoupled else np.zeros(n)
         l2 = 0.0 if self.decoupled else self.weight_decay
@@ -223,7 +259,7 @@ class AdamArgs(_Rated):
         """The row-sparse (SparseAdam) step's ``lr·√(1 − β2ᵗ)/(1 − β1ᵗ)``, for a scalar ``lr``
         and step (ε is added to √v there)."""
         t = self.steps
-        if np.ndim(t) != 0:
+        if isinstance(t, np.ndarray):
             raise ValueError(f"{op}: `steps` must be one integer >= 1 (a table's step), got {t!r}")
         lr = finite_scalar(op, "lr", self.lr)
         return lr * math.sqrt(1.0 - self.beta2**t) / (1.0 - self.beta1**t)
@@ -250,14 +286,14 @@ class RmspropArgs(_Rated):
     centered: bool = False
     op = "rmsprop_update"
 
-    def __post_init__(self):
-        op = self.op
-        self._set("lr", finite_values(op, "lr", self.lr))
-        self._set("alpha", finite_scalar(op, "alpha", self.alpha, unit_interval=True))
-        self._set("eps", finite_scalar(op, "eps", self.eps))
-        self._set("weight_decay", finite_scalar(op, "weight_decay", self.weight_decay))
-        self._set("momentum", finite_scalar(op, "momentum", self.momentum))
-        self._set("centered", bool(self.centered))
+    CHECKS = {
+        "lr": finite_values,
+        "alpha": _unit,
+        "eps": finite_scalar,
+        "weight_decay": finite_scalar,
+        "momentum": finite_scalar,
+        "centered": _flag,
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -279,18 +315,17 @@ class AdagradArgs(_Rated):
     steps: Steps = 1
     op = "adagrad_update"
 
-    def __post_init__(self):
-        op = self.op
-        self._set("lr", finite_values(op, "lr", self.lr))
-        self._set("lr_decay", finite_scalar(op, "lr_decay", self.lr_decay))
-        self._set("eps", finite_scalar(op, "eps", self.eps))
-        self._set("weight_decay", finite_scalar(op, "weight_decay", self.weight_decay))
-        self._set("steps", _steps(op, self.steps))
+    CHECKS = {
+        "lr": finite_values,
+        "lr_decay": finite_scalar,
+        "eps": finite_scalar,
+        "weight_decay": finite_scalar,
+        "steps": _steps,
+    }
 
     def decayed_lr(self, n: int) -> np.ndarray:
         """Each tensor's rate at its step: ``lr / (1 + (t − 1)·lr_decay)``, float64 ``[n]``."""
-        t = step_numbers(self.op, "steps", self.steps, n)
-        return self.lr_per_tensor(n) / (1.0 + (t - 1.0) * self.lr_decay)
+        return self.lr_per_tensor(n) / (1.0 + (self.steps_per_tensor(n) - 1.0) * self.lr_decay)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -310,9 +345,4 @@ class LionArgs(_Rated):
     weight_decay: float = 0.0
     op = "lion_update"
 
-    def __post_init__(self):
-        op = self.op
-        self._set("lr", finite_values(op, "lr", self.lr))
-        self._set("beta1", finite_scalar(op, "beta1", self.beta1, unit_interval=True))
-        self._set("beta2", finite_scalar(op, "beta2", self.beta2, unit_interval=True))
-        self._set("weight_decay", finite_scalar(op, "weight_decay", self.weight_decay))
+    CHECKS = {"lr": finite_values, "beta1": _unit, "beta2": _unit, "weight_decay": finite_scalar}
