@@ -121,10 +121,9 @@ def test_paths_in_a_file_are_relative_to_its_directory(work, monkeypatch):
 
 # ---- every error -----------------------------------------------------------------------------------
 def test_a_section_nothing_reads_yet_is_an_error_naming_the_accepted_ones(work):
-    # [fusion] and [autotune] come with the fusion engine and autotune; until they declare
-    # their settings, such a section is not accepted
-    message = error_of("[fusion]\nenabled = true\n", work)
-    assert "unknown section [fusion]" in message
+    # [autotune] comes with autotune; until it declares its settings, the section is refused
+    message = error_of('[autotune]\nlevel = "balanced"\n', work)
+    assert "unknown section [autotune]" in message
     for section in {s.section for s in config.SETTINGS}:
         assert f"[{section}]" in message
 

@@ -63,6 +63,10 @@ SETTINGS: tuple[Setting, ...] = (
             "training progress display: the dashboard on a terminal (auto), or always cli / tui"),
     Setting("distributed", "timeout", PositiveSeconds(), 300.0, "EMBER_DISTRIBUTED_TIMEOUT",
             "seconds a collective waits for the other ranks before the run is declared broken"),
+    Setting("fusion", "enabled", Switch(), True, "EMBER_FUSION",
+            "record element-wise ops on cpu and compute each chain as one compiled kernel"),
+    Setting("fusion", "min_elements", PositiveInt(), 1 << 15, "EMBER_FUSION_MIN_ELEMENTS",
+            "results smaller than this run at once unless they continue a recorded chain"),
 )  # fmt: skip
 
 

@@ -117,6 +117,11 @@ class Backend(*FAMILIES):
         backend compiles them in the background on first use; until then the defaults run)."""
         return True
 
+    def chain_runner(self):
+        """The function that computes a fusion graph on this backend
+        (:mod:`ember.kernels.fusion`), or None when the backend runs every op as it comes."""
+        return None
+
     def dtype_of(self, x) -> dt.DType:
         """The :class:`~ember.core.dtypes.DType` of one of this backend's arrays."""
         return dt.dtype_from_numpy(x.dtype)

@@ -30,6 +30,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ember import config
 from ember.kernels import threads as _openmp_policy  # noqa: F401  (OpenMP wait policy, before the runtime loads)
 
 __all__ = [
@@ -76,10 +77,13 @@ _native, _load_error = _load()
 
 
 def _threads_from_env() -> int:
-    raw = os.environ.get("EMBER_NUM_THREADS", "").strip()
-    # Invalid values are reported by the cpu backend (ember.kernels.cpu.jit); here
-    # they fall back to the OpenMP default so importing never fails.
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 0
+    """``threads.num_threads`` of the configuration (0: OpenMP's default). Invalid values are
+    reported by the cpu backend (ember.kernels.cpu.jit); here they fall back to the default so
+    importing never fails."""
+    try:
+        return config.get("threads.num_threads") or 0
+    except config.ConfigError:
+        return 0
 
 
 _threads = _threads_from_env()

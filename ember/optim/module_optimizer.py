@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ember._deprecation import renamed_method
+from ember.kernels.fusion.lazy import flush_all
 from ember.nn.param import ParamId
 from ember.nn.param_group import ParamGroup
 from ember.optim.clipping import GradientClipping, as_clipping, clip_buckets
@@ -256,6 +257,9 @@ class ModuleOptimizer:
             raise TypeError(
                 f"ModuleOptimizer.step: `module` must be an ember.nn.Module, got {type(module).__name__}"
             )
+        # the fused updates write parameters and states in place: compute every pending fusion
+        # value first, or one reading a parameter would see its updated value
+        flush_all()
         lr_of = _lr_resolver(lr)
         named = list(module.named_parameters())
         selected = [(path, param) for path, param in named if param.is_require_grad() and param.id in grads]

@@ -8,6 +8,7 @@ import numpy as np
 
 from ember._deprecation import renamed_property
 from ember.core import dtypes as dt
+from ember.kernels.fusion.lazy import Lazy
 from ember.tensor.device import Device, as_device
 from ember.tensor.node import Node
 from ember.tensor.op_methods import OpMethods
@@ -26,13 +27,27 @@ class Tensor(OpMethods):
     (:mod:`ember.core.op_table`); this class holds the rest and those written by hand.
     """
 
-    __slots__ = ("__weakref__", "_data", "_device", "_dtype", "_node")
+    __slots__ = ("__weakref__", "_arr", "_device", "_dtype", "_node")
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor
+
+    # ---- the array ----------------------------------------------------------------------
+    @property
+    def _data(self):
+        """The backend array, computed first when it is a pending fusion value: every reader of
+        ``_data`` is a sync point; only the element-wise ops read ``_arr`` as it is."""
+        arr = self._arr
+        if type(arr) is Lazy:
+            arr = self._arr = arr.realize()
+        return arr
+
+    @_data.setter
+    def _data(self, value):
+        self._arr = value
 
     # ---- properties ---------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(self._data.shape)
+        return tuple(self._arr.shape)
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
@@ -43,11 +58,11 @@ class Tensor(OpMethods):
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return self._arr.ndim
 
     @property
     def numel(self) -> int:
-        return int(self._data.size)
+        return int(self._arr.size)
 
     @property
     def dtype(self) -> dt.DType:

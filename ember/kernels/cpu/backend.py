@@ -11,7 +11,7 @@ import numpy as np
 
 from ember.kernels import native_ops, threads
 from ember.kernels.backend import fused
-from ember.kernels.cpu import activations, embedding, gemm, rows
+from ember.kernels.cpu import activations, embedding, fused_chain, gemm, rows
 from ember.kernels.cpu.activations import CpuActivationOps
 from ember.kernels.cpu.attention import CpuAttentionOps
 from ember.kernels.cpu.background_compile import BackgroundCompile
@@ -133,3 +133,6 @@ class CpuBackend(
 
     def kernels_ready(self, array) -> bool:
         return self._tiers.ready_for(array)
+
+    def chain_runner(self):
+        return fused_chain.run

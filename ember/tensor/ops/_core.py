@@ -15,7 +15,7 @@ from ember.tensor.tensor import Tensor
 def wrap(data, device, dtype: dt.DType | None = None):
     """Wrap a backend array into a Tensor (no autodiff)."""
     t = object.__new__(Tensor)
-    t._data = data
+    t._arr = data
     t._device = device
     t._dtype = dtype if dtype is not None else dt.dtype_from_numpy(data.dtype)
     t._node = None
@@ -43,14 +43,14 @@ def record(result, op: str, inputs: tuple, **saved):
             break
     else:
         return result
-    meta = tuple((None, None, None) if t is None else (t._node, t._data.shape, t._dtype) for t in inputs)
+    meta = tuple((None, None, None) if t is None else (t._node, t._arr.shape, t._dtype) for t in inputs)
     result._node = Node(op, meta, Ctx(**saved) if saved else None)
     return result
 
 
 def detached(t):
-    """A view of ``t`` without graph (what VJP rules save)."""
-    return wrap(t._data, t._device, t._dtype)
+    """A view of ``t`` without graph (what VJP rules save); a pending value stays pending."""
+    return wrap(t._arr, t._device, t._dtype)
 
 
 def check_devices(op: str, *tensors) -> None:

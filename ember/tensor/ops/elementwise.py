@@ -6,6 +6,7 @@ import numpy as np
 
 from ember.core import dtypes as dt
 from ember.core import op_table as _table
+from ember.kernels.fusion import engine as fusion
 from ember.tensor import creation
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import (
@@ -41,8 +42,7 @@ def unary(op: str, x: Tensor) -> Tensor:
         raise TypeError(f"{op}: not defined for bool tensors (got dtype bool); cast with .int() or .float()")
     if op in _FLOAT_UNARY and not x._dtype.is_float:
         x = x.to(dt.default_float)
-    b = x._device.backend
-    out = wrap(b.unary(op, x._data), x._device)
+    out = wrap(fusion.unary(x._device.backend, op, x._arr), x._device)
     if op in _NO_GRAD_UNARY or not needs_grad(x):
         return out
     # Save only what the op's rule reads: the output where it is cheaper than the input.
@@ -86,7 +86,7 @@ def _coerce(op, value, like):
 
 
 def _check_broadcast(op: str, a: Tensor, b: Tensor):
-    sa, sb = a._data.shape, b._data.shape
+    sa, sb = a._arr.shape, b._arr.shape
     if sa == sb:
         return
     for x, y in zip(reversed(sa), reversed(sb)):
@@ -145,8 +145,7 @@ def binary(op: str, a, b) -> Tensor:
         a, b = a.to(dt.default_float), b.to(dt.default_float)
     if a._dtype.is_int and op in _INTEGER_CHECKS:
         _check_integer_operands(op, a, b)
-    backend = a._device.backend
-    out = wrap(backend.binary(op, a._data, b._data), a._device)
+    out = wrap(fusion.binary(a._device.backend, op, a._arr, b._arr), a._device)
     if op in _NO_GRAD_BINARY or not needs_grad(a, b):
         return out
     if op in _BINARY_SAVES_NOTHING:
@@ -179,7 +178,7 @@ def where(cond: Tensor, a, b) -> Tensor:
             f"where: shapes {shape_str(cond.shape)} (condition), {shape_str(a.shape)} and "
             f"{shape_str(b.shape)} cannot be broadcast together (trailing dims must be equal or 1)"
         ) from None
-    out = wrap(a._device.backend.where(cond._data, a._data, b._data), a._device)
+    out = wrap(fusion.where(a._device.backend, cond._arr, a._arr, b._arr), a._device)
     return record(out, "where", (a, b), cond=detached(cond))
 
 
@@ -223,7 +222,7 @@ def cast(x: Tensor, dtype) -> Tensor:
     dtype = dt.dtype(dtype)
     if dtype is x._dtype:
         return x
-    out = wrap(x._device.backend.cast(x._data, dtype), x._device, dtype)
+    out = wrap(fusion.cast(x._device.backend, x._arr, dtype), x._device, dtype)
     if dtype.is_float and x._dtype.is_float:
         return record(out, "cast", (x,))
     return out

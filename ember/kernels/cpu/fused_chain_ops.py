@@ -1,0 +1,60 @@
+"""Scalar forms of the element-wise ops whose NumPy expression is more than one call, for the
+kernels :mod:`.fused_chain` generates: each gives what the ``cpu`` backend's array op gives for
+one element (NaN propagation included)."""
+
+from __future__ import annotations
+
+from numba.extending import register_jitable
+
+from . import vecmath as vm
+
+__all__ = ["erf", "exp", "maximum", "minimum", "relu", "sigmoid", "tanh"]
+
+
+@register_jitable(inline="always")
+def exp(v):
+    return vm.exp(v)  # vectorises (libm's exp does not without SVML)
+
+
+@register_jitable(inline="always")
+def sigmoid(v):
+    # split by sign so that exp never overflows, as the backends' sigmoid
+    one = vm.typed(1.0, v)
+    e = vm.exp(-abs(v))
+    return one / (one + e) if v >= vm.typed(0.0, v) else e / (one + e)
+
+
+@register_jitable(inline="always")
+def tanh(v):
+    # vectorisable: 1 - 2 / (e^2|v| + 1) with v's sign, and the odd Taylor series to v^9 below
+    # |v| = 1/16, where that form would cancel (relative error there below 1e-13); NaN fails
+    # both comparisons and propagates
+    one = vm.typed(1.0, v)
+    a = abs(v)
+    if a < vm.typed(0.0625, v):
+        s = v * v
+        series = vm.typed(-17.0 / 315.0, v) + s * vm.typed(62.0 / 2835.0, v)
+        series = vm.typed(-1.0 / 3.0, v) + s * (vm.typed(2.0 / 15.0, v) + s * series)
+        return v + v * s * series
+    t = one - vm.typed(2.0, v) / (vm.exp(a + a) + one)
+    return t if v >= vm.typed(0.0, v) else -t
+
+
+@register_jitable(inline="always")
+def relu(v):
+    return vm.typed(0.0, v) if v < vm.typed(0.0, v) else v  # NaN stays NaN
+
+
+@register_jitable(inline="always")
+def maximum(a, b):
+    return a if a >= b or a != a else b  # NaN in either operand gives NaN, as np.maximum
+
+
+@register_jitable(inline="always")
+def minimum(a, b):
+    return a if a <= b or a != a else b
+
+
+@register_jitable(inline="always")
+def erf(v):
+    return vm.erf(v)  # the kernel the cpu backend's erf runs

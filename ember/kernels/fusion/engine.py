@@ -1,0 +1,137 @@
+"""What the fusion engine records, and what it runs at once.
+
+The tensor layer hands its element-wise ops (unary, binary, ``where``, float casts) to
+:func:`unary`, :func:`binary`, :func:`where` and :func:`cast` with the backend and operands. An
+op is recorded as a :class:`~.lazy.Lazy` when the backend has a chain runner, the engine is on,
+every operand is float32/float64 (bool for conditions and comparison results), the op is one the
+runner compiles, and the result is large enough for one kernel to beat the separate passes
+(:data:`settings` ``min_elements``) or continues a recorded chain. Otherwise it runs now,
+through the backend, on computed operands: results never depend on whether an op was fused
+beyond the rounding of the kernels' maths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import config
+from ember.kernels.fusion.lazy import Lazy, realize
+
+__all__ = ["FUSED_BINARY", "FUSED_UNARY", "binary", "cast", "settings", "stats", "unary", "where"]
+
+FUSED_UNARY = frozenset(
+    {
+        "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
+        "sigmoid", "erf", "relu", "reciprocal", "square", "floor", "ceil", "round", "logical_not",
+        "isnan", "isinf", "isfinite",
+    }
+)  # fmt: skip
+"""The unary ops of the op table a chain kernel computes."""
+
+FUSED_BINARY = frozenset(
+    {
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+        "logical_and", "logical_or", "logical_xor",
+    }
+)  # fmt: skip
+"""The binary ops a chain kernel computes (floor division and remainder run unfused)."""
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
+
+
+class Settings:
+    """The engine's switches, from ``[fusion]`` of ``ember.toml`` (or ``EMBER_FUSION``,
+    ``EMBER_FUSION_MIN_ELEMENTS``): ``enabled``, ``min_elements`` (results smaller than this run
+    at once unless they continue a chain); and ``max_depth`` (a chain deeper than this is
+    computed when recorded)."""
+
+    def __init__(self):
+        self.enabled = config.get("fusion.enabled")
+        self.min_elements = config.get("fusion.min_elements")
+        self.max_depth = 48
+
+
+settings = Settings()
+
+stats = {"recorded": 0, "eager": 0}
+"""Counters: ops recorded into chains, and ops the engine ran at once."""
+
+
+def _runner(backend):
+    return backend.chain_runner() if settings.enabled else None
+
+
+_RESULT_DTYPES: dict = {}
+
+
+def _result_dtype(backend, kind: str, op: str, dtypes: tuple):
+    """The dtype ``backend`` gives for ``op`` on operands of ``dtypes`` (asked once, on empty
+    arrays, so it is the eager rule exactly)."""
+    key = (backend.name, kind, op, dtypes)
+    dtype = _RESULT_DTYPES.get(key)
+    if dtype is None:
+        with np.errstate(all="ignore"):
+            dtype = getattr(backend, kind)(op, *(np.empty((0,), d) for d in dtypes)).dtype
+        _RESULT_DTYPES[key] = dtype
+    return dtype
+
+
+def _record(op, args, shape, dtype, runner):
+    node = Lazy(op, args, shape, dtype, runner)
+    stats["recorded"] += 1
+    if node.depth > settings.max_depth:
+        node.realize()
+    return node
+
+
+def _fusible(runner, shape, *operands) -> bool:
+    if runner is None or any(o.dtype not in _DTYPES for o in operands):
+        return False
+    return any(type(o) is Lazy and o.value is None for o in operands) or (
+        int(np.prod(shape)) >= settings.min_elements
+    )
+
+
+def unary(backend, op: str, x):
+    """``backend.unary(op, x)``, recorded when it fuses."""
+    runner = _runner(backend)
+    if op in FUSED_UNARY and _fusible(runner, x.shape, x):
+        dtype = _result_dtype(backend, "unary", op, (x.dtype,))
+        if dtype in _DTYPES:
+            return _record(f"unary:{op}", (x,), tuple(x.shape), dtype, runner)
+    stats["eager"] += 1
+    return backend.unary(op, realize(x))
+
+
+def binary(backend, op: str, a, b):
+    """``backend.binary(op, a, b)`` (broadcasting; shapes already checked), recorded when it fuses."""
+    runner = _runner(backend)
+    if op in FUSED_BINARY and runner is not None:
+        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        if _fusible(runner, shape, a, b):
+            dtype = _result_dtype(backend, "binary", op, (a.dtype, b.dtype))
+            if dtype in _DTYPES:
+                return _record(f"binary:{op}", (a, b), shape, dtype, runner)
+    stats["eager"] += 1
+    return backend.binary(op, realize(a), realize(b))
+
+
+def where(backend, cond, a, b):
+    """``backend.where(cond, a, b)`` (broadcasting), recorded when it fuses."""
+    runner = _runner(backend)
+    if runner is not None and cond.dtype == np.bool_ and a.dtype == b.dtype:
+        shape = tuple(np.broadcast_shapes(cond.shape, a.shape, b.shape))
+        if _fusible(runner, shape, cond, a, b):
+            return _record("where", (cond, a, b), shape, a.dtype, runner)
+    stats["eager"] += 1
+    return backend.where(realize(cond), realize(a), realize(b))
+
+
+def cast(backend, x, dtype):
+    """``backend.cast(x, dtype)`` (an :class:`ember.core.dtypes.DType`), recorded when it fuses."""
+    runner = _runner(backend)
+    target = np.dtype(dtype.numpy)
+    if target in _DTYPES[:2] and _fusible(runner, x.shape, x):
+        return _record(f"cast:{target.name}", (x,), tuple(x.shape), target, runner)
+    stats["eager"] += 1
+    return backend.cast(realize(x), dtype)
