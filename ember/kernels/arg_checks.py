@@ -104,6 +104,8 @@ def finite_values(op: str, name: str, value: object) -> float | np.ndarray:
         raise ValueError(
             f"{op}: `{name}` must be a scalar or hold one value per tensor, got shape {array.shape}"
         )
+    # a method call rather than np.all: this runs on every optimizer step, and the function's
+    # dispatch costs more than the check itself on a few values
     if not np.isfinite(array).all():
         raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
     return array
@@ -121,21 +123,14 @@ def per_tensor(op: str, name: str, value: object, n: int) -> np.ndarray:
     Raises:
         ValueError: ``value`` has another length or holds a non-finite value.
     """
-    array = np.asarray(value, dtype=np.float64)
-    # method calls rather than np.all / np.any: this runs on every optimizer step, and the
-    # functions' dispatch costs more than the check itself on a few values
-    if array.ndim == 0:
-        scalar = float(array)
-        if not math.isfinite(scalar):
-            raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-        return np.full(n, scalar)
-    if array.shape != (n,):
+    checked = finite_values(op, name, value)
+    if type(checked) is float:
+        return np.full(n, checked)
+    if checked.shape != (n,):
         raise ValueError(
-            f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), got shape {array.shape}"
+            f"{op}: `{name}` must be a scalar or hold one value per tensor ({n}), got shape {checked.shape}"
         )
-    if not np.isfinite(array).all():
-        raise ValueError(f"{op}: `{name}` must be finite, got {value!r}")
-    return array
+    return checked
 
 
 def step_numbers(op: str, name: str, value: object, n: int) -> np.ndarray:

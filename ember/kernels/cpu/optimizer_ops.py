@@ -172,19 +172,11 @@ class CpuOptimizerOps:
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
     @fused
     def clip_by_value(self, grads, threshold):
-        if not _fused(grads):
-            return DECLINED
-        out = [np.array(g, order="C", copy=True) for g in grads]
-        optim_clipping.clip_by_value(out, threshold)
-        return out
+        return _clipped_copies(grads, optim_clipping.clip_by_value, threshold)
 
     @fused
     def clip_by_norm(self, grads, max_norm):
-        if not _fused(grads):
-            return DECLINED
-        out = [np.array(g, order="C", copy=True) for g in grads]
-        optim_clipping.clip_by_norm_per_tensor(out, max_norm)
-        return out
+        return _clipped_copies(grads, optim_clipping.clip_by_norm_per_tensor, max_norm)
 
     @fused
     def grads_norm(self, grads) -> float:
@@ -195,6 +187,15 @@ class CpuOptimizerOps:
     @fused(ready_arg=None)
     def scale_grads(self, grads, coef):
         return [np.multiply(g, g.dtype.type(coef)) for g in grads]
+
+
+def _clipped_copies(grads, clip, bound):
+    """C-contiguous copies of ``grads`` clipped in place by ``clip(copies, bound)``."""
+    if not _fused(grads):
+        return DECLINED
+    out = [np.array(g, order="C", copy=True) for g in grads]
+    clip(out, bound)
+    return out
 
 
 def _group(op: str, params, grads):
