@@ -168,7 +168,11 @@ def test_optimizer_updates_reject_bad_lists(xp):
 # on the same state and args, float32 and float64, over three steps
 CASES = {
     "sgd": (SgdState, (), lambda k: SgdArgs([0.1, 0.05, 0.2, 0.1, 0.3], weight_decay=0.01)),
-    "sgd-momentum": (SgdState, ("momentum_bufs",), lambda k: SgdArgs(0.1, 0.01, 0.9, 0.1, first_step=k == 0)),
+    "sgd-momentum": (
+        SgdState,
+        ("momentum_bufs",),
+        lambda k: SgdArgs(0.1, 0.01, 0.9, 0.1, first_step=[k == 0, k == 1, k == 0, k == 2, k == 0]),
+    ),
     "sgd-nesterov": (
         SgdState,
         ("momentum_bufs",),
