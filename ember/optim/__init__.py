@@ -23,8 +23,9 @@ other optimizers densify (see each docstring).
 
 Each optimizer's docstring states its update rule, once; the backends compute it through the
 optimizer composites of the backend contract (:class:`ember.kernels.families.optimizer.OptimizerOps`),
-whose fused kernels live with the backends (``ember/kernels/cpu/optim_updates.py``,
-``ember/kernels/cuda/optimizers.py``) and know only arrays.
+each called with one state and one args object the optimizer builds
+(:mod:`ember.kernels.families.optimizer_args`), whose fused kernels live with the backends
+(``ember/kernels/cpu/optim_updates.py``, ``ember/kernels/cuda/optimizers.py``) and know only arrays.
 """
 
 from ember._deprecation import renamed_globals, renames_of
