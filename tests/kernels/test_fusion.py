@@ -22,8 +22,10 @@ pytestmark = pytest.mark.skipif(not engine.settings.enabled, reason="EMBER_FUSIO
 
 @pytest.fixture
 def fuse_all(monkeypatch):
-    """Record every element-wise op whatever its size (the default records large ones only)."""
+    """Record every element-wise op whatever its size (the default records large ones only),
+    and compile each chain the first time (the default waits for its second sighting)."""
     monkeypatch.setattr(engine.settings, "min_elements", 0)
+    monkeypatch.setattr(fused_chain, "COMPILE_AFTER", 1)
 
 
 @pytest.fixture
@@ -103,6 +105,23 @@ def test_one_kernel_per_chain_and_a_repeated_chain_compiles_nothing(fuse_all, rn
     for n in (7, 100, 3000):  # other sizes, the same relative signature
         chain(n)
     assert fused_chain.compiled_count() == before
+
+
+def test_a_chain_seen_once_runs_op_by_op_and_compiles_the_second_time(fuse_all, rng, eager, monkeypatch):
+    monkeypatch.setattr(fused_chain, "COMPILE_AFTER", 2)
+    x0 = rng.standard_normal((9, 13))
+
+    def chain():
+        x = ember.tensor(x0, dtype=ember.float32)
+        return (x * 0.75 - 0.5).sigmoid().log1p() * x  # a signature no other test uses
+
+    before = fused_chain.compiled_count()
+    first = chain().numpy()
+    assert fused_chain.compiled_count() == before
+    np.testing.assert_array_equal(first, eager(lambda: chain().numpy()))  # eager, exactly
+    second = chain().numpy()
+    assert fused_chain.compiled_count() == before + 1
+    np.testing.assert_allclose(second, first, rtol=2e-6, atol=1e-7)
 
 
 def test_a_chain_runs_as_one_kernel(fuse_all, rng, monkeypatch):
@@ -227,7 +246,8 @@ def test_a_second_process_loads_the_compiled_chain_from_disk(tmp_path):
         from ember.kernels.fusion import engine
         engine.settings.min_elements = 0
         x = ember.ones(16, 16)
-        ((x * 3.0 + 0.125).exp() / (x + 2.0)).numpy()
+        for _ in range(fused_chain.COMPILE_AFTER):
+            ((x * 3.0 + 0.125).exp() / (x + 2.0)).numpy()
         fn = next(iter(fused_chain._KERNELS.values()))
         print(sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()))
         """

@@ -81,6 +81,7 @@ class CpuBackend(
         # (the C++ kernels are OpenMP; see ember.kernels.threads.SPINNING_OPENMP)
         self._native = native_ops.available() and not threads.SPINNING_OPENMP
         self._tiers = BackgroundCompile()
+        self._chain_runner = fused_chain.Runner(self)
 
     # ---- primitives with a faster kernel than NumPy's -----------------------------------
     def _gemm(self, a, b):
@@ -135,4 +136,4 @@ class CpuBackend(
         return self._tiers.ready_for(array)
 
     def chain_runner(self):
-        return fused_chain.run
+        return self._chain_runner

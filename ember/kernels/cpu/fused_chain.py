@@ -25,11 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ember.core import dtypes as dt
 from ember.kernels.fusion.lazy import Lazy
 
 from . import jit, threadpool
 
-__all__ = ["compiled_count", "run"]
+__all__ = ["COMPILE_AFTER", "Runner", "compiled_count", "run"]
 
 # the scalar expression of each op: {0}, {1}, {2} are its operands, {T} the result's NumPy type
 _UNARY = {
@@ -82,7 +83,13 @@ _TYPES = {"float32": "np.float32", "float64": "np.float64", "bool": "np.bool_"}
 _PARALLEL_MIN_ELEMENTS = 1 << 16
 
 _KERNELS: dict = {}
+_SIGHTINGS: dict = {}
 _COMPILE_LOCK = threading.Lock()
+
+#: A chain is compiled the second time its signature is computed; the first time its ops run
+#: one by one through the backend. A chain seen once (a test, a one-off expression) costs no
+#: compile; a training step's chains compile on the second step.
+COMPILE_AFTER = 2
 
 
 def _expression(op: str, operands: list, dtype: np.dtype) -> str:
@@ -206,11 +213,15 @@ def _module_dir() -> Path:
     return jit.cache_dir().parent / "fusion"
 
 
-def _kernel(steps: list, outputs: tuple, scalars: tuple, rank: int):
-    signature = (tuple((op, refs, dtype.name) for op, refs, dtype in steps), outputs, scalars, rank)
+def _kernel(signature: tuple, steps: list, outputs: tuple, scalars: tuple, rank: int):
+    """The compiled kernel of ``signature``, or None while it has been seen fewer than
+    :data:`COMPILE_AFTER` times."""
     fn = _KERNELS.get(signature)
     if fn is not None:
         return fn
+    seen = _SIGHTINGS[signature] = _SIGHTINGS.get(signature, 0) + 1
+    if seen < COMPILE_AFTER:
+        return None
     with _COMPILE_LOCK:
         fn = _KERNELS.get(signature)
         if fn is None:
@@ -240,22 +251,36 @@ def _load(source: str):
     return module.chain
 
 
-def run(root: Lazy) -> np.ndarray:
+class Runner:
+    """The chain runner of one backend (what ``CpuBackend.chain_runner`` gives)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __call__(self, root: Lazy) -> np.ndarray:
+        return run(root, self.backend)
+
+
+def run(root: Lazy, backend) -> np.ndarray:
     """Compute ``root`` and every pending op it depends on in one kernel; the intermediate
-    values something else still holds are kept as well (set on their nodes)."""
+    values something else still holds are kept as well (set on their nodes). A chain not
+    compiled yet runs op by op through ``backend`` (see :data:`COMPILE_AFTER`)."""
     if math.prod(root.shape) == 0:
         return np.empty(root.shape, root.dtype)
     nodes, steps, inputs = _layout(root)
     held = _held_elsewhere(nodes, steps)
     outputs = tuple(held) + (len(steps) - 1,)
-    outs = [np.empty(root.shape, steps[j][2]) for j in outputs]
     # one-element inputs (the scalars of `x * 0.5`) are passed as values, read once
     scalars = tuple(a.size == 1 for a in inputs)
     arrays = [np.broadcast_to(a, root.shape) for a, one in zip(inputs, scalars) if not one]
+    outs = [np.empty(root.shape, steps[j][2]) for j in outputs]
     shape, coalesced = _coalesced(root.shape, outs + arrays)
+    signature = (tuple((op, refs, dtype.name) for op, refs, dtype in steps), outputs, scalars, len(shape))
+    fn = _kernel(signature, steps, outputs, scalars, len(shape))
+    if fn is None:
+        return _one_by_one(nodes, steps, inputs, backend)
     out_views, array_views = coalesced[: len(outs)], iter(coalesced[len(outs) :])
     in_views = [a.reshape(-1)[0] if one else next(array_views) for a, one in zip(inputs, scalars)]
-    fn = _kernel(steps, outputs, scalars, len(shape))
     n = shape[0]
     tasks = min(threadpool.pool().threads, n) if outs[0].size >= _PARALLEL_MIN_ELEMENTS else 1
     if tasks <= 1:
@@ -268,6 +293,27 @@ def run(root: Lazy) -> np.ndarray:
     for j, value in zip(held, outs):
         nodes[j].settle(value)
     return outs[-1]
+
+
+def _one_by_one(nodes: list, steps: list, inputs: list, backend) -> np.ndarray:
+    """The chain's ops run as they were recorded, each through the backend (eager execution);
+    every intermediate is kept on its node."""
+    values = []
+    for node, (op, refs, dtype) in zip(nodes, steps):
+        args = [inputs[j] if kind == "in" else values[j] for kind, j in refs]
+        kind, _, name = op.partition(":")
+        if kind == "unary":
+            value = backend.unary(name, *args)
+        elif kind == "binary":
+            value = backend.binary(name, *args)
+        elif kind == "where":
+            value = backend.where(*args)
+        else:
+            value = backend.cast(args[0], dt.dtype_from_numpy(dtype))
+        values.append(value)
+        if node is not nodes[-1]:
+            node.settle(value)
+    return values[-1]
 
 
 def compiled_count() -> int:
