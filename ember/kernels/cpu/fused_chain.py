@@ -273,13 +273,15 @@ def run(root: Lazy, backend) -> np.ndarray:
     # one-element inputs (the scalars of `x * 0.5`) are passed as values, read once
     scalars = tuple(a.size == 1 for a in inputs)
     arrays = [np.broadcast_to(a, root.shape) for a, one in zip(inputs, scalars) if not one]
-    outs = [np.empty(root.shape, steps[j][2]) for j in outputs]
-    shape, coalesced = _coalesced(root.shape, outs + arrays)
+    # the outputs are C-contiguous, so they merge wherever the inputs do
+    shape, array_views = _coalesced(root.shape, arrays)
     signature = (tuple((op, refs, dtype.name) for op, refs, dtype in steps), outputs, scalars, len(shape))
     fn = _kernel(signature, steps, outputs, scalars, len(shape))
     if fn is None:
         return _one_by_one(nodes, steps, inputs, backend)
-    out_views, array_views = coalesced[: len(outs)], iter(coalesced[len(outs) :])
+    outs = [np.empty(root.shape, steps[j][2]) for j in outputs]
+    out_views = [o.reshape(shape) for o in outs]
+    array_views = iter(array_views)
     in_views = [a.reshape(-1)[0] if one else next(array_views) for a, one in zip(inputs, scalars)]
     n = shape[0]
     tasks = min(threadpool.pool().threads, n) if outs[0].size >= _PARALLEL_MIN_ELEMENTS else 1

@@ -12,6 +12,8 @@ beyond the rounding of the kernels' maths.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember import config
@@ -43,12 +45,17 @@ class Settings:
     """The engine's switches, from ``[fusion]`` of ``ember.toml`` (or ``EMBER_FUSION``,
     ``EMBER_FUSION_MIN_ELEMENTS``): ``enabled``, ``min_elements`` (results smaller than this run
     at once unless they continue a chain); and ``max_depth`` (a chain deeper than this is
-    computed when recorded)."""
+    computed when recorded). The configuration is read on the first use, not at ``import
+    ember``; an attribute set (by a test) stays."""
 
-    def __init__(self):
-        self.enabled = config.get("fusion.enabled")
-        self.min_elements = config.get("fusion.min_elements")
-        self.max_depth = 48
+    max_depth = 48
+
+    def __getattr__(self, name):
+        if name not in ("enabled", "min_elements"):
+            raise AttributeError(name)
+        value = config.get(f"fusion.{name}")
+        setattr(self, name, value)
+        return value
 
 
 settings = Settings()
@@ -88,7 +95,7 @@ def _fusible(runner, shape, *operands) -> bool:
     if runner is None or any(o.dtype not in _DTYPES for o in operands):
         return False
     return any(type(o) is Lazy and o.value is None for o in operands) or (
-        int(np.prod(shape)) >= settings.min_elements
+        math.prod(shape) >= settings.min_elements
     )
 
 
