@@ -25,7 +25,7 @@ def fuse_all(monkeypatch):
     """Record every element-wise op whatever its size (the default records large ones only),
     and compile each chain the first time (the default waits for its second sighting)."""
     monkeypatch.setattr(engine.settings, "min_elements", 0)
-    monkeypatch.setattr(fused_chain, "COMPILE_AFTER", 1)
+    monkeypatch.setattr(fused_chain.KERNELS, "compile_after", 1)
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_one_kernel_per_chain_and_a_repeated_chain_compiles_nothing(fuse_all, rn
 
 
 def test_a_chain_seen_once_runs_op_by_op_and_compiles_the_second_time(fuse_all, rng, eager, monkeypatch):
-    monkeypatch.setattr(fused_chain, "COMPILE_AFTER", 2)
+    monkeypatch.setattr(fused_chain.KERNELS, "compile_after", 2)
     x0 = rng.standard_normal((9, 13))
 
     def chain():
@@ -246,9 +246,9 @@ def test_a_second_process_loads_the_compiled_chain_from_disk(tmp_path):
         from ember.kernels.fusion import engine
         engine.settings.min_elements = 0
         x = ember.ones(16, 16)
-        for _ in range(fused_chain.COMPILE_AFTER):
+        for _ in range(fused_chain.KERNELS.compile_after):
             ((x * 3.0 + 0.125).exp() / (x + 2.0)).numpy()
-        fn = next(iter(fused_chain._KERNELS.values()))
+        fn = fused_chain.KERNELS.kernels()[0]
         print(sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()))
         """
     )

@@ -20,17 +20,16 @@ import math
 import os
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
 
-from ember.core import dtypes as dt
+from ember.kernels.fusion import plan
 from ember.kernels.fusion.lazy import Lazy
 
 from . import jit, staggered, threadpool
 
-__all__ = ["COMPILE_AFTER", "Runner", "compiled_count", "run"]
+__all__ = ["KERNELS", "Runner", "compiled_count", "run"]
 
 # the scalar expression of each op: {0}, {1}, {2} are its operands, {T} the result's NumPy type
 _UNARY = {
@@ -82,14 +81,8 @@ _TYPES = {"float32": "np.float32", "float64": "np.float64", "bool": "np.bool_"}
 #: Outputs smaller than this run on the calling thread (the pool's hand-off costs more).
 _PARALLEL_MIN_ELEMENTS = 1 << 16
 
-_KERNELS: dict = {}
-_SIGHTINGS: dict = {}
-_COMPILE_LOCK = threading.Lock()
-
-#: A chain is compiled the second time its signature is computed; the first time its ops run
-#: one by one through the backend. A chain seen once (a test, a one-off expression) costs no
-#: compile; a training step's chains compile on the second step.
-COMPILE_AFTER = 2
+KERNELS = plan.KernelCache()
+"""The compiled chain kernels of this process (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
 
 
 def _expression(op: str, operands: list, dtype: np.dtype) -> str:
@@ -104,56 +97,6 @@ def _expression(op: str, operands: list, dtype: np.dtype) -> str:
     else:  # cast
         text = operands[0]
     return f"{t}({text})"
-
-
-def _layout(root: Lazy):
-    """``(nodes, steps, inputs)``: the pending ops in dependency order (the root last) and their
-    ``(op, operand refs, dtype)`` (a ref is ``("in", i)`` or ``("step", j)``), and the computed
-    arrays they read."""
-    nodes, steps, inputs, index_of = [], [], [], {}
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in index_of:
-            continue
-        pending = [a for a in node.args if type(a) is Lazy and a.value is None]
-        if not expanded and pending:
-            stack.append((node, True))
-            stack.extend((a, False) for a in reversed(pending))
-            continue
-        refs = []
-        for arg in node.args:
-            if type(arg) is Lazy and arg.value is None:
-                refs.append(index_of[id(arg)])
-            else:
-                array = arg.value if type(arg) is Lazy else arg
-                key = ("in", id(array))
-                if key not in index_of:
-                    index_of[key] = ("in", len(inputs))
-                    inputs.append(array)
-                refs.append(index_of[key])
-        index_of[id(node)] = ("step", len(steps))
-        nodes.append(node)
-        steps.append((node.op, tuple(refs), node.dtype))
-    return nodes, steps, inputs
-
-
-def _held_elsewhere(nodes: list, steps: list) -> list:
-    """The positions of the intermediate ops (of the root's shape) that something outside the
-    graph still holds — a tensor (saved for the backward pass, say) or another chain: the
-    kernel writes them too, so they are not computed again."""
-    readers = [0] * len(nodes)
-    for _, refs, _ in steps:
-        for kind, j in refs:
-            if kind == "step":
-                readers[j] += 1
-    shape = nodes[-1].shape
-    held = []
-    for j in range(len(nodes) - 1):
-        # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
-        if nodes[j].shape == shape and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
-            held.append(j)
-    return held
 
 
 def _coalesced(shape: tuple, arrays: list):
@@ -215,22 +158,6 @@ def _module_dir() -> Path:
     return jit.cache_dir().parent / "fusion"
 
 
-def _kernel(signature: tuple, steps: list, outputs: tuple, scalars: tuple, rank: int):
-    """The compiled kernel of ``signature``, or None while it has been seen fewer than
-    :data:`COMPILE_AFTER` times."""
-    fn = _KERNELS.get(signature)
-    if fn is not None:
-        return fn
-    seen = _SIGHTINGS[signature] = _SIGHTINGS.get(signature, 0) + 1
-    if seen < COMPILE_AFTER:
-        return None
-    with _COMPILE_LOCK:
-        fn = _KERNELS.get(signature)
-        if fn is None:
-            fn = _KERNELS[signature] = _load(_source(steps, outputs, scalars, rank))
-    return fn
-
-
 def _load(source: str):
     """The ``chain`` function of ``source``, from a module file named by its hash (and by the
     helpers it inlines, so that an edit to them recompiles)."""
@@ -266,11 +193,11 @@ class Runner:
 def run(root: Lazy, backend) -> np.ndarray:
     """Compute ``root`` and every pending op it depends on in one kernel; the intermediate
     values something else still holds are kept as well (set on their nodes). A chain not
-    compiled yet runs op by op through ``backend`` (see :data:`COMPILE_AFTER`)."""
+    compiled yet runs op by op through ``backend`` (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
     if math.prod(root.shape) == 0:
         return np.empty(root.shape, root.dtype)
-    nodes, steps, inputs = _layout(root)
-    held = _held_elsewhere(nodes, steps)
+    nodes, steps, inputs = plan.layout(root)
+    held = plan.held_elsewhere(nodes, steps)
     outputs = tuple(held) + (len(steps) - 1,)
     # one-element inputs (the scalars of `x * 0.5`) are passed as values, read once
     scalars = tuple(a.size == 1 for a in inputs)
@@ -278,9 +205,9 @@ def run(root: Lazy, backend) -> np.ndarray:
     # the outputs are C-contiguous, so they merge wherever the inputs do
     shape, array_views = _coalesced(root.shape, arrays)
     signature = (tuple((op, refs, dtype.name) for op, refs, dtype in steps), outputs, scalars, len(shape))
-    fn = _kernel(signature, steps, outputs, scalars, len(shape))
+    fn = KERNELS.lookup(signature, lambda: _load(_source(steps, outputs, scalars, len(shape))))
     if fn is None:
-        return _one_by_one(nodes, steps, inputs, backend)
+        return plan.one_by_one(nodes, steps, inputs, backend)
     outs = staggered.empty(root.shape, [steps[j][2] for j in outputs], arrays)
     out_views = [o.reshape(shape) for o in outs]
     array_views = iter(array_views)
@@ -305,27 +232,6 @@ def run(root: Lazy, backend) -> np.ndarray:
     return outs[-1]
 
 
-def _one_by_one(nodes: list, steps: list, inputs: list, backend) -> np.ndarray:
-    """The chain's ops run as they were recorded, each through the backend (eager execution);
-    every intermediate is kept on its node."""
-    values = []
-    for node, (op, refs, dtype) in zip(nodes, steps):
-        args = [inputs[j] if kind == "in" else values[j] for kind, j in refs]
-        kind, _, name = op.partition(":")
-        if kind == "unary":
-            value = backend.unary(name, *args)
-        elif kind == "binary":
-            value = backend.binary(name, *args)
-        elif kind == "where":
-            value = backend.where(*args)
-        else:
-            value = backend.cast(args[0], dt.dtype_from_numpy(dtype))
-        values.append(value)
-        if node is not nodes[-1]:
-            node.settle(value)
-    return values[-1]
-
-
 def compiled_count() -> int:
     """How many chain kernels this process has loaded."""
-    return len(_KERNELS)
+    return len(KERNELS)

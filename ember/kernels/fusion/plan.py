@@ -1,0 +1,128 @@
+"""What every backend's chain runner does alike: lay a fusion graph out as a list of steps,
+find the intermediates that must be written, run a chain op by op, and keep compiled kernels
+by the chain's relative signature.
+
+A *step* is ``(op, refs, dtype)``: the op's name (``"unary:exp"``, ``"binary:add"``,
+``"where"``, ``"cast:float32"``), its operands as refs (``("in", i)``: the ``i``-th computed
+array the chain reads; ``("step", j)``: the value of an earlier step) and its NumPy dtype.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from ember.core import dtypes as dt
+from ember.kernels.fusion.lazy import Lazy
+
+__all__ = ["KernelCache", "held_elsewhere", "layout", "one_by_one"]
+
+
+def layout(root: Lazy):
+    """``(nodes, steps, inputs)``: the pending ops ``root`` depends on in dependency order (the
+    root last), their steps, and the computed arrays they read."""
+    nodes, steps, inputs, index_of = [], [], [], {}
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in index_of:
+            continue
+        pending = [a for a in node.args if type(a) is Lazy and a.value is None]
+        if not expanded and pending:
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(pending))
+            continue
+        refs = []
+        for arg in node.args:
+            if type(arg) is Lazy and arg.value is None:
+                refs.append(index_of[id(arg)])
+            else:
+                array = arg.value if type(arg) is Lazy else arg
+                key = ("in", id(array))
+                if key not in index_of:
+                    index_of[key] = ("in", len(inputs))
+                    inputs.append(array)
+                refs.append(index_of[key])
+        index_of[id(node)] = ("step", len(steps))
+        nodes.append(node)
+        steps.append((node.op, tuple(refs), node.dtype))
+    return nodes, steps, inputs
+
+
+def held_elsewhere(nodes: list, steps: list) -> list:
+    """The positions of the intermediate ops (of the root's shape) that something outside the
+    graph still holds — a tensor (saved for the backward pass, say) or another chain: the
+    kernel writes them too, so they are not computed again."""
+    readers = [0] * len(nodes)
+    for _, refs, _ in steps:
+        for kind, j in refs:
+            if kind == "step":
+                readers[j] += 1
+    shape = nodes[-1].shape
+    held = []
+    for j in range(len(nodes) - 1):
+        # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
+        if nodes[j].shape == shape and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
+            held.append(j)
+    return held
+
+
+def one_by_one(nodes: list, steps: list, inputs: list, backend):
+    """The chain's ops run as they were recorded, each through the backend (eager execution);
+    every intermediate is kept on its node."""
+    values = []
+    for node, (op, refs, dtype) in zip(nodes, steps):
+        args = [inputs[j] if kind == "in" else values[j] for kind, j in refs]
+        kind, _, name = op.partition(":")
+        if kind == "unary":
+            value = backend.unary(name, *args)
+        elif kind == "binary":
+            value = backend.binary(name, *args)
+        elif kind == "where":
+            value = backend.where(*args)
+        else:
+            value = backend.cast(args[0], dt.dtype_from_numpy(dtype))
+        values.append(value)
+        if node is not nodes[-1]:
+            node.settle(value)
+    return values[-1]
+
+
+class KernelCache:
+    """Compiled chain kernels by relative signature. A signature is compiled on its
+    :attr:`compile_after`-th sighting (before that, :meth:`lookup` gives None and the chain
+    runs op by op), so a chain seen once — a test, a one-off expression — costs no compile,
+    and a training step's chains compile on its second step. Counts ``hits`` (a cached plan
+    reused), ``misses`` (a signature not compiled yet) and ``compiled``."""
+
+    compile_after = 2
+
+    def __init__(self):
+        self._kernels: dict = {}
+        self._sightings: dict = {}
+        self._lock = threading.Lock()
+        self.stats = {"hits": 0, "misses": 0, "compiled": 0}
+
+    def lookup(self, signature, build):
+        """The kernel of ``signature`` (``build()`` makes it once seen often enough), or None."""
+        fn = self._kernels.get(signature)
+        if fn is not None:
+            self.stats["hits"] += 1
+            return fn
+        self.stats["misses"] += 1
+        seen = self._sightings[signature] = self._sightings.get(signature, 0) + 1
+        if seen < self.compile_after:
+            return None
+        with self._lock:
+            fn = self._kernels.get(signature)
+            if fn is None:
+                fn = self._kernels[signature] = build()
+                self.stats["compiled"] += 1
+        return fn
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def kernels(self) -> list:
+        """The compiled kernels, oldest first."""
+        return list(self._kernels.values())
