@@ -39,14 +39,17 @@ class Kind:
 
 
 class _Positive(Kind):
-    """A number above zero: in a file, a TOML number of one of ``types``; in the environment,
-    text that ``convert`` reads."""
+    """A number above zero (at or above zero when ``zero_allowed``): in a file, a TOML number
+    of one of ``types``; in the environment, text that ``convert`` reads."""
 
     types: tuple[type, ...] = ()
     convert: type = int
+    zero_allowed = False
 
     def from_toml(self, value: object, base: Path) -> object:
-        if not isinstance(value, self.types) or isinstance(value, bool) or not value > 0:
+        if not isinstance(value, self.types) or isinstance(value, bool):
+            raise Rejected
+        if not (value >= 0 if self.zero_allowed else value > 0):
             raise Rejected
         return self.convert(value)
 
@@ -62,6 +65,13 @@ class PositiveInt(_Positive):
     accepts_in_file = accepts_in_env = "a positive integer"
     types = (int,)
     convert = int
+
+
+class Count(_Positive):
+    accepts_in_file = accepts_in_env = "an integer, 0 or more"
+    types = (int,)
+    convert = int
+    zero_allowed = True
 
 
 class PositiveSeconds(_Positive):

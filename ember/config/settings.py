@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kinds import Choice, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
+from .kinds import Choice, Count, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
 
 __all__ = ["SETTINGS", "Setting", "by_name", "sections"]
 
@@ -65,8 +65,10 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds a collective waits for the other ranks before the run is declared broken"),
     Setting("fusion", "enabled", Switch(), True, "EMBER_FUSION",
             "record element-wise ops on cpu and compute each chain as one compiled kernel"),
-    Setting("fusion", "min_elements", PositiveInt(), 1 << 15, "EMBER_FUSION_MIN_ELEMENTS",
-            "results smaller than this run at once unless they continue a recorded chain"),
+    Setting("fusion", "min_elements", Count(), 1 << 15, "EMBER_FUSION_MIN_ELEMENTS",
+            "results smaller than this run at once unless they continue a recorded chain (0: record all)"),
+    Setting("fusion", "compile_after", PositiveInt(), 2, "EMBER_FUSION_COMPILE_AFTER",
+            "compile a chain on this sighting; before, its ops run one by one (1: compile at once)"),
 )  # fmt: skip
 
 

@@ -246,7 +246,7 @@ def test_a_second_process_loads_the_compiled_chain_from_disk(tmp_path):
         from ember.kernels.fusion import engine
         engine.settings.min_elements = 0
         x = ember.ones(16, 16)
-        for _ in range(fused_chain.KERNELS.compile_after):
+        for _ in range(engine.settings.compile_after):
             ((x * 3.0 + 0.125).exp() / (x + 2.0)).numpy()
         fn = fused_chain.KERNELS.kernels()[0]
         print(sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()))

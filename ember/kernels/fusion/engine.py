@@ -43,15 +43,16 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
 
 class Settings:
     """The engine's switches, from ``[fusion]`` of ``ember.toml`` (or ``EMBER_FUSION``,
-    ``EMBER_FUSION_MIN_ELEMENTS``): ``enabled``, ``min_elements`` (results smaller than this run
-    at once unless they continue a chain); and ``max_depth`` (a chain deeper than this is
-    computed when recorded). The configuration is read on the first use, not at ``import
-    ember``; an attribute set (by a test) stays."""
+    ``EMBER_FUSION_MIN_ELEMENTS``, ``EMBER_FUSION_COMPILE_AFTER``): ``enabled``,
+    ``min_elements`` (results smaller than this run at once unless they continue a chain),
+    ``compile_after`` (the sighting of a chain that compiles it); and ``max_depth`` (a chain
+    deeper than this is computed when recorded). The configuration is read on the first use,
+    not at ``import ember``; an attribute set (by a test) stays."""
 
     max_depth = 48
 
     def __getattr__(self, name):
-        if name not in ("enabled", "min_elements"):
+        if name not in ("enabled", "min_elements", "compile_after"):
             raise AttributeError(name)
         value = config.get(f"fusion.{name}")
         setattr(self, name, value)

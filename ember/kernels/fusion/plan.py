@@ -13,6 +13,7 @@ import sys
 import threading
 
 from ember.core import dtypes as dt
+from ember.kernels.fusion.engine import settings
 from ember.kernels.fusion.lazy import Lazy
 
 __all__ = ["KernelCache", "held_elsewhere", "layout", "one_by_one"]
@@ -90,12 +91,14 @@ def one_by_one(nodes: list, steps: list, inputs: list, backend):
 
 class KernelCache:
     """Compiled chain kernels by relative signature. A signature is compiled on its
-    :attr:`compile_after`-th sighting (before that, :meth:`lookup` gives None and the chain
-    runs op by op), so a chain seen once — a test, a one-off expression — costs no compile,
-    and a training step's chains compile on its second step. Counts ``hits`` (a cached plan
-    reused), ``misses`` (a signature not compiled yet) and ``compiled``."""
+    ``compile_after``-th sighting (``[fusion] compile_after``, 2 by default; before that,
+    :meth:`lookup` gives None and the chain runs op by op), so a chain seen once — a test, a
+    one-off expression — costs no compile, and a training step's chains compile on its second
+    step. Counts ``hits`` (a cached plan reused), ``misses`` (a signature not compiled yet) and
+    ``compiled``."""
 
-    compile_after = 2
+    compile_after = None
+    """Overrides the setting when set (tests)."""
 
     def __init__(self):
         self._kernels: dict = {}
@@ -111,7 +114,7 @@ class KernelCache:
             return fn
         self.stats["misses"] += 1
         seen = self._sightings[signature] = self._sightings.get(signature, 0) + 1
-        if seen < self.compile_after:
+        if seen < (self.compile_after or settings.compile_after):
             return None
         with self._lock:
             fn = self._kernels.get(signature)
