@@ -19,7 +19,18 @@ import numpy as np
 from ember import config
 from ember.kernels.fusion.lazy import Lazy, realize
 
-__all__ = ["FUSED_BINARY", "FUSED_UNARY", "binary", "cast", "settings", "stats", "unary", "where"]
+__all__ = [
+    "FUSED_BINARY",
+    "FUSED_REDUCE",
+    "FUSED_UNARY",
+    "binary",
+    "cast",
+    "reduce",
+    "settings",
+    "stats",
+    "unary",
+    "where",
+]
 
 FUSED_UNARY = frozenset(
     {
@@ -37,6 +48,9 @@ FUSED_BINARY = frozenset(
     }
 )  # fmt: skip
 """The binary ops a chain kernel computes (floor division and remainder run unfused)."""
+
+FUSED_REDUCE = frozenset({"sum", "max", "min"})
+"""The reductions that read a pending chain as they go (over the last axis, or over leading axes)."""
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
 
@@ -74,12 +88,14 @@ _RESULT_DTYPES: dict = {}
 
 def _result_dtype(backend, kind: str, op: str, dtypes: tuple):
     """The dtype ``backend`` gives for ``op`` on operands of ``dtypes`` (asked once, on empty
-    arrays, so it is the eager rule exactly)."""
+    arrays of the backend's own array module, CuPy's on ``cuda``, so it is the eager rule
+    exactly)."""
     key = (backend.name, kind, op, dtypes)
     dtype = _RESULT_DTYPES.get(key)
     if dtype is None:
+        xp = getattr(backend, "xp", np)
         with np.errstate(all="ignore"):
-            dtype = getattr(backend, kind)(op, *(np.empty((0,), d) for d in dtypes)).dtype
+            dtype = getattr(backend, kind)(op, *(xp.empty((0,), d) for d in dtypes)).dtype
         _RESULT_DTYPES[key] = dtype
     return dtype
 
@@ -143,3 +159,33 @@ def cast(backend, x, dtype):
         return _record(f"cast:{target.name}", (x,), tuple(x.shape), target, runner)
     stats["eager"] += 1
     return backend.cast(realize(x), dtype)
+
+
+def reduction_kind(axes: tuple, ndim: int) -> str | None:
+    """``"rows"`` for the last axis alone, ``"columns:k"`` for the first ``k`` axes (not all of
+    them), None for any other set of axes: the two patterns a chain runner reduces on read."""
+    if ndim >= 2 and axes == (ndim - 1,):
+        return "rows"
+    if 0 < len(axes) < ndim and axes == tuple(range(len(axes))):
+        return f"columns:{len(axes)}"
+    return None
+
+
+def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
+    """``backend.reduce(op, x, axes, keepdim)``, recorded when ``x`` is a pending chain the
+    reduction can read as it goes (its values are then never stored)."""
+    runner = _runner(backend)
+    if (
+        runner is not None
+        and op in FUSED_REDUCE
+        and type(x) is Lazy
+        and x.value is None
+        and x.dtype in _DTYPES[:2]
+        and 0 not in x.shape
+    ):
+        kind = reduction_kind(tuple(axes), len(x.shape))
+        if kind is not None:
+            shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape) if keepdim or d not in axes)
+            return _record(f"reduce:{op}:{kind}", (x,), shape, x.dtype, runner)
+    stats["eager"] += 1
+    return backend.reduce(op, realize(x), axes, keepdim)

@@ -20,8 +20,11 @@ __all__ = ["KernelCache", "held_elsewhere", "layout", "one_by_one"]
 
 
 def layout(root: Lazy):
-    """``(nodes, steps, inputs)``: the pending ops ``root`` depends on in dependency order (the
-    root last), their steps, and the computed arrays they read."""
+    """``(nodes, steps, inputs)``: the pending element-wise ops ``root`` depends on in dependency
+    order (the root last), their steps, and the computed arrays they read (pending reductions
+    among them are computed now and read as arrays)."""
+    for reduction in _pending_reductions(root):
+        reduction.realize()  # by its own kernel, before the chain that reads its result
     nodes, steps, inputs, index_of = [], [], [], {}
     stack = [(root, False)]
     while stack:
@@ -48,6 +51,19 @@ def layout(root: Lazy):
         nodes.append(node)
         steps.append((node.op, tuple(refs), node.dtype))
     return nodes, steps, inputs
+
+
+def _pending_reductions(root: Lazy) -> list:
+    """The pending reductions the element-wise graph of ``root`` reads (not looking inside
+    them)."""
+    found, seen, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        for arg in node.args:
+            if type(arg) is Lazy and arg.value is None and id(arg) not in seen:
+                seen.add(id(arg))
+                (found if arg.op.startswith("reduce:") else stack).append(arg)
+    return found
 
 
 def held_elsewhere(nodes: list, steps: list) -> list:

@@ -6,6 +6,7 @@ import builtins
 import math
 
 from ember.core import dtypes as dt
+from ember.kernels.fusion import engine as fusion
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import Tensor, detached, needs_grad, normalize_dim, normalize_dims, record, wrap
 from ember.tensor.ops.elementwise import binary, unary
@@ -15,7 +16,7 @@ def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype=None) -> Tensor:
     axes = normalize_dims(op, dim, x.ndim)
     if x.numel == 0 and op in ("max", "min") and builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}: cannot reduce over an empty dim of a tensor of shape {list(x.shape)}")
-    data = x._device.backend.reduce(op, x._data, axes, keepdim)
+    data = fusion.reduce(x._device.backend, op, x._arr, axes, keepdim)
     out = wrap(data, x._device, out_dtype)
     if op in ("all", "any") or not needs_grad(x):
         return out

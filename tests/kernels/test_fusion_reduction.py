@@ -1,0 +1,154 @@
+"""Reductions fused on read (``cpu``): a sum, max or min over the last axis (rows) or over the
+leading axes (columns) of a pending element-wise chain computes the chain inside its own loop,
+with the values eager execution gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.kernels.cpu import fused_reduction
+from ember.kernels.fusion import engine
+from ember.kernels.fusion.lazy import Lazy
+
+pytestmark = pytest.mark.skipif(not engine.settings.enabled, reason="EMBER_FUSION=0")
+
+
+@pytest.fixture
+def fuse_all(monkeypatch):
+    """Record every op whatever its size, and compile each chain the first time."""
+    monkeypatch.setattr(engine.settings, "min_elements", 0)
+    monkeypatch.setattr(engine.settings, "compile_after", 1)
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    def run(fn, *args):
+        monkeypatch.setattr(engine.settings, "enabled", False)
+        try:
+            return fn(*args)
+        finally:
+            monkeypatch.setattr(engine.settings, "enabled", True)
+
+    return run
+
+
+def _pending_reduction(t) -> bool:
+    return type(t._arr) is Lazy and t._arr.value is None and t._arr.op.startswith("reduce:")
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize(
+    ("shape", "dim", "keepdim"),
+    [
+        ((37, 19), -1, True),
+        ((37, 19), -1, False),
+        ((4, 6, 9), 2, False),
+        ((37, 19), 0, True),
+        ((37, 19), (0,), False),
+        ((4, 6, 9), (0, 1), False),
+        ((4, 6, 9), (0, 1), True),
+    ],
+)
+def test_a_reduction_of_a_chain_equals_eager_execution(fuse_all, eager, rng, op, shape, dim, keepdim):
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    w0 = rng.standard_normal(shape[-1]).astype(np.float32)
+
+    def compute():
+        x, w = ember.tensor(x0), ember.tensor(w0)
+        return getattr((x * w + 0.5).exp(), op)(dim, keepdim=keepdim)
+
+    fused = compute()
+    assert _pending_reduction(fused), "the reduction was not recorded"
+    np.testing.assert_allclose(fused.numpy(), eager(compute).numpy(), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_nan_and_infinities_reduce_as_in_eager_execution(fuse_all, eager, op, dim):
+    x0 = np.array(
+        [[1.0, np.nan, 2.0, 3.0], [np.inf, 1.0, -1.0, 0.0], [-np.inf, -np.inf, 5.0, 1.0], [-0.0, 0.0, 7.0, 2.0]],
+        np.float32,
+    )
+
+    def compute():
+        return getattr(ember.tensor(x0) * 2.0, op)(dim).numpy()
+
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(compute(), eager(compute))
+
+
+def test_a_composed_rms_norm_equals_eager_execution_forward_and_backward(fuse_all, eager, rng):
+    x0 = rng.standard_normal((64, 48))
+    w0 = rng.standard_normal(48)
+
+    def forward_backward():
+        x = ember.tensor(x0, dtype=ember.float32).require_grad()
+        w = ember.tensor(w0, dtype=ember.float32).require_grad()
+        y = x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * w
+        grads = y.backward(ember.tensor(np.cos(x0), dtype=ember.float32))
+        return y.numpy(), grads[x].numpy(), grads[w].numpy()
+
+    before = dict(fused_reduction.KERNELS.stats)
+    got = forward_backward()
+    assert fused_reduction.KERNELS.stats["misses"] + fused_reduction.KERNELS.stats["hits"] > (
+        before["misses"] + before["hits"]
+    ), "no reduction was fused"
+    for g, w, what in zip(got, eager(forward_backward), ("value", "grad x", "grad w")):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=what)
+
+
+def test_a_max_keeps_the_chain_values_its_backward_reads(fuse_all, eager, rng):
+    x0 = rng.standard_normal((16, 12)).astype(np.float32)
+
+    def forward_backward():
+        x = ember.tensor(x0).require_grad()
+        y = (x * 3.0 - 1.0).max(-1)
+        grads = y.sum().backward()
+        return y.numpy(), grads[x].numpy()
+
+    for g, w in zip(forward_backward(), eager(forward_backward)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_chain_read_by_a_reduction_and_by_a_tensor_is_computed_once(fuse_all, rng):
+    x0 = rng.standard_normal((32, 16)).astype(np.float32)
+    x = ember.tensor(x0)
+    e = (x * 0.5).exp()
+    total = e.sum(-1)
+    np.testing.assert_allclose(total.numpy(), np.exp(x0 * np.float32(0.5)).sum(-1), rtol=1e-5)
+    # the reduction wrote the chain's values for `e` as it went: no second kernel computes them
+    assert type(e._arr) is Lazy and e._arr.value is not None
+    np.testing.assert_allclose(e.numpy(), np.exp(x0 * np.float32(0.5)), rtol=1e-6)
+
+
+def test_the_same_reduction_on_other_sizes_reuses_its_kernel(fuse_all, rng):
+    def compute(rows):
+        x = ember.tensor(rng.standard_normal((rows, 24)).astype(np.float32))
+        return ((x * x).sum(-1) + 1.0).sqrt().numpy()
+
+    compute(8)
+    compiled = fused_reduction.KERNELS.stats["compiled"]
+    for rows in (3, 70, 513):
+        compute(rows)
+    assert fused_reduction.KERNELS.stats["compiled"] == compiled
+
+
+def test_reductions_of_computed_tensors_and_other_axes_run_at_once(fuse_all, rng):
+    x = ember.tensor(rng.standard_normal((5, 6, 7)).astype(np.float32))
+    assert not _pending_reduction(x.sum(-1))  # nothing pending to read
+    assert not _pending_reduction((x * 2.0).sum(1))  # a middle axis
+    assert not _pending_reduction((x * 2.0).sum())  # every axis
+    np.testing.assert_allclose((x * 2.0).sum(1).numpy(), (x.numpy() * 2).sum(1), rtol=1e-5)
+
+
+def test_large_reductions_split_over_threads_give_the_same_values(fuse_all, eager, rng):
+    x0 = rng.standard_normal((300, 1000)).astype(np.float32)
+
+    def compute():
+        x = ember.tensor(x0)
+        return (x * 1.5).sum(0).numpy(), (x * 1.5).max(-1).numpy()
+
+    for g, w in zip(compute(), eager(compute)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
