@@ -68,7 +68,12 @@ def test_a_reduction_of_a_chain_equals_eager_execution(fuse_all, eager, rng, op,
 @pytest.mark.parametrize("dim", [-1, 0])
 def test_nan_and_infinities_reduce_as_in_eager_execution(fuse_all, eager, op, dim):
     x0 = np.array(
-        [[1.0, np.nan, 2.0, 3.0], [np.inf, 1.0, -1.0, 0.0], [-np.inf, -np.inf, 5.0, 1.0], [-0.0, 0.0, 7.0, 2.0]],
+        [
+            [1.0, np.nan, 2.0, 3.0],
+            [np.inf, 1.0, -1.0, 0.0],
+            [-np.inf, -np.inf, 5.0, 1.0],
+            [-0.0, 0.0, 7.0, 2.0],
+        ],
         np.float32,
     )
 
