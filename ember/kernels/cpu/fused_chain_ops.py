@@ -42,17 +42,19 @@ def tanh(v):
 
 @register_jitable(inline="always")
 def relu(v):
-    return vm.typed(0.0, v) if v < vm.typed(0.0, v) else v  # NaN stays NaN
+    # NaN stays NaN; -0.0 gives +0.0, as the backends' maximum(x, 0) (the second operand on a tie)
+    return vm.typed(0.0, v) if v <= vm.typed(0.0, v) else v
 
 
 @register_jitable(inline="always")
 def maximum(a, b):
-    return a if a >= b or a != a else b  # NaN in either operand gives NaN, as np.maximum
+    # NaN in either operand gives NaN, and a tie (-0.0, 0.0) gives b, as np.maximum
+    return a if a > b or a != a else b
 
 
 @register_jitable(inline="always")
 def minimum(a, b):
-    return a if a <= b or a != a else b
+    return a if a < b or a != a else b
 
 
 @register_jitable(inline="always")
