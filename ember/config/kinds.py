@@ -10,9 +10,21 @@ Python counts them as integers.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["Choice", "Kind", "PathKind", "PositiveInt", "PositiveSeconds", "Rejected", "Switch"]
+from .errors import ConfigError
+
+__all__ = [
+    "Choice",
+    "FusionLogger",
+    "Kind",
+    "PathKind",
+    "PositiveInt",
+    "PositiveSeconds",
+    "Rejected",
+    "Switch",
+]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -132,3 +144,47 @@ class Choice(Kind):
         if word not in self.words:
             raise Rejected
         return word
+
+
+class FusionLogger(Kind):
+    """Where the fusion log goes and how much it says, as ``{"file": "/abs/path", "level": ...}``
+    or ``{"stderr": True, "level": ...}`` (plain data: ``python -m ember.config --json`` prints
+    it). In a file, an inline table with exactly one of ``file`` (relative to the file's
+    directory) and ``stderr = true``, and ``level`` (``"basic"`` when left out). In the
+    environment, ``stderr`` or a path, at the level ``EMBER_FUSION_LOG_LEVEL`` says
+    (``"medium"`` when unset): one variable names the target, the other only its level."""
+
+    levels = Choice("disabled", "basic", "medium", "full")
+    level_variable = "EMBER_FUSION_LOG_LEVEL"
+    accepts_in_file = (
+        'an inline table with exactly one of file = "PATH" and stderr = true, and optionally '
+        f"level = {levels.accepts_in_file} (default 'basic'), no other keys: "
+        '{ file = "/tmp/fusion.log", level = "full" }'
+    )
+    accepts_in_env = "stderr or a file path (the level: EMBER_FUSION_LOG_LEVEL, default 'medium')"
+
+    def from_toml(self, value: object, base: Path) -> dict:
+        if not isinstance(value, dict) or not set(value) <= {"file", "stderr", "level"}:
+            raise Rejected
+        file, stderr = value.get("file"), value.get("stderr")
+        if (file is None) == (stderr is None) or stderr not in (None, True):
+            raise Rejected
+        if file is not None and (not isinstance(file, str) or not file.strip()):
+            raise Rejected
+        level = self.levels.from_toml(value.get("level", "basic"), base)
+        if stderr:
+            return {"stderr": True, "level": level}
+        return {"file": str(base / Path(file).expanduser()), "level": level}
+
+    def from_env(self, raw: str) -> dict:
+        word = os.environ.get(self.level_variable, "").strip() or "medium"
+        try:
+            level = self.levels.from_env(word)
+        except Rejected:
+            raise ConfigError(
+                f"{self.level_variable}={word!r}: {self.level_variable} must be "
+                f"{self.levels.accepts_in_env} (the level of the fusion log EMBER_FUSION_LOG turns on)"
+            ) from None
+        if raw.lower() == "stderr":
+            return {"stderr": True, "level": level}
+        return {"file": str(Path(raw).expanduser().absolute()), "level": level}

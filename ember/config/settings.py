@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kinds import Choice, Count, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
+from .kinds import Choice, Count, FusionLogger, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
 
 __all__ = ["SETTINGS", "Setting", "by_name", "sections"]
 
@@ -69,6 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
             "results smaller than this run at once unless they continue a recorded chain (0: record all)"),
     Setting("fusion", "compile_after", PositiveInt(), 2, "EMBER_FUSION_COMPILE_AFTER",
             "compile a chain on this sighting; before, its ops run one by one (1: compile at once)"),
+    Setting("fusion", "logger", FusionLogger(), None, "EMBER_FUSION_LOG",
+            "the fusion log, one JSON object a line: { file = PATH or stderr = true, level = 'basic' } "
+            "(unset: none; levels disabled, basic, medium, full)"),
 )  # fmt: skip
 
 

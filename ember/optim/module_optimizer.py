@@ -259,7 +259,7 @@ class ModuleOptimizer:
             )
         # the fused updates write parameters and states in place: compute every pending fusion
         # value first, or one reading a parameter would see its updated value
-        flush_all()
+        flush_all("optimizer step")
         lr_of = _lr_resolver(lr)
         named = list(module.named_parameters())
         selected = [(path, param) for path, param in named if param.is_require_grad() and param.id in grads]

@@ -33,7 +33,7 @@ from .fused_codegen import (
 
 __all__ = ["KERNELS", "Runner", "compiled_count", "run"]
 
-KERNELS = plan.KernelCache()
+KERNELS = plan.KernelCache("cpu")
 """The compiled chain kernels of this process (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
 
 

@@ -29,7 +29,7 @@ from . import staggered, threadpool
 
 __all__ = ["run"]
 
-KERNELS = plan.KernelCache()
+KERNELS = plan.KernelCache("cpu")
 """The compiled reduction kernels of this process."""
 
 # the accumulator's start and update for each reduction; NaN sticks in max/min (t != t takes a

@@ -18,6 +18,7 @@ import numpy as np
 
 from ember import config
 from ember.kernels.fusion.lazy import Lazy, realize
+from ember.kernels.fusion.log import LOG
 
 __all__ = [
     "FUSED_BINARY",
@@ -103,6 +104,8 @@ def _result_dtype(backend, kind: str, op: str, dtypes: tuple):
 def _record(op, args, shape, dtype, runner):
     node = Lazy(op, args, shape, dtype, runner)
     stats["recorded"] += 1
+    if LOG.full:
+        LOG.record(node)
     if node.depth > settings.max_depth:
         node.realize()
     return node
@@ -116,6 +119,20 @@ def _fusible(runner, shape, *operands) -> bool:
     )
 
 
+def _cut(runner, fused: bool, shape, *operands) -> str:
+    """Why an element-wise op ran at once (for the fusion log's ``full`` level)."""
+    if runner is None:
+        return "fusion disabled" if not settings.enabled else "backend has no chain runner"
+    if not fused:
+        return "op not fused"
+    for dtype in (o.dtype for o in operands):
+        if dtype not in _DTYPES:
+            return f"dtype {dtype} not fused"
+    if not _fusible(runner, shape, *operands):
+        return "below min_elements"
+    return "result dtype not fused"
+
+
 def unary(backend, op: str, x):
     """``backend.unary(op, x)``, recorded when it fuses."""
     runner = _runner(backend)
@@ -123,6 +140,8 @@ def unary(backend, op: str, x):
         dtype = _result_dtype(backend, "unary", op, (x.dtype,))
         if dtype in _DTYPES:
             return _record(f"unary:{op}", (x,), tuple(x.shape), dtype, runner)
+    if LOG.full:
+        LOG.eager(f"unary:{op}", _cut(runner, op in FUSED_UNARY, x.shape, x))
     stats["eager"] += 1
     return backend.unary(op, realize(x))
 
@@ -136,6 +155,9 @@ def binary(backend, op: str, a, b):
             dtype = _result_dtype(backend, "binary", op, (a.dtype, b.dtype))
             if dtype in _DTYPES:
                 return _record(f"binary:{op}", (a, b), shape, dtype, runner)
+    if LOG.full:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        LOG.eager(f"binary:{op}", _cut(runner, op in FUSED_BINARY, shape, a, b))
     stats["eager"] += 1
     return backend.binary(op, realize(a), realize(b))
 
@@ -147,6 +169,8 @@ def where(backend, cond, a, b):
         shape = tuple(np.broadcast_shapes(cond.shape, a.shape, b.shape))
         if _fusible(runner, shape, cond, a, b):
             return _record("where", (cond, a, b), shape, a.dtype, runner)
+    if LOG.full:
+        LOG.eager("where", _cut(runner, True, np.broadcast_shapes(cond.shape, a.shape, b.shape), cond, a, b))
     stats["eager"] += 1
     return backend.where(realize(cond), realize(a), realize(b))
 
@@ -157,6 +181,8 @@ def cast(backend, x, dtype):
     target = np.dtype(dtype.numpy)
     if target in _DTYPES[:2] and _fusible(runner, x.shape, x):
         return _record(f"cast:{target.name}", (x,), tuple(x.shape), target, runner)
+    if LOG.full:
+        LOG.eager(f"cast:{target.name}", _cut(runner, target in _DTYPES[:2], x.shape, x))
     stats["eager"] += 1
     return backend.cast(realize(x), dtype)
 
@@ -187,5 +213,22 @@ def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
         if kind is not None:
             shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape) if keepdim or d not in axes)
             return _record(f"reduce:{op}:{kind}", (x,), shape, x.dtype, runner)
+    if LOG.full:
+        LOG.eager(f"reduce:{op}", _reduce_cut(runner, op, x, axes))
     stats["eager"] += 1
     return backend.reduce(op, realize(x), axes, keepdim)
+
+
+def _reduce_cut(runner, op: str, x, axes) -> str:
+    """Why a reduction ran on its own (for the fusion log's ``full`` level)."""
+    if runner is None:
+        return _cut(runner, True, x.shape, x)
+    if op not in FUSED_REDUCE:
+        return "op not fused"
+    if type(x) is not Lazy or x.value is not None:
+        return "input already computed"
+    if x.dtype not in _DTYPES[:2]:
+        return f"dtype {x.dtype} not fused"
+    if 0 in x.shape:
+        return "empty input"
+    return "axes not fused (the last axis, or leading axes, are)"

@@ -12,6 +12,8 @@ import math
 import threading
 import weakref
 
+from ember.kernels.fusion.log import LOG
+
 __all__ = ["Lazy", "flush_all", "pending_count", "realize"]
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()
@@ -47,6 +49,8 @@ class Lazy:
         """The computed array (computed now, with the ops it depends on, if not yet)."""
         value = self.value
         if value is None:
+            if LOG.medium:
+                LOG.flush(self)
             value = self.runner(self)
             self.settle(value)
         return value
@@ -72,9 +76,10 @@ def realize(x):
     return x.realize() if type(x) is Lazy else x
 
 
-def flush_all() -> int:
+def flush_all(cause: str | None = None) -> int:
     """Compute every pending value (before arrays are written in place: an optimizer step);
-    returns how many were pending."""
+    returns how many were pending. ``cause`` names the reason in the fusion log (else its
+    caller is named)."""
     with _LIVE_LOCK:
         pending = [node for node in _LIVE if node.value is None]
     for node in pending:

@@ -15,6 +15,7 @@ import threading
 from ember.core import dtypes as dt
 from ember.kernels.fusion.engine import settings
 from ember.kernels.fusion.lazy import Lazy
+from ember.kernels.fusion.log import LOG
 
 __all__ = ["KernelCache", "held_elsewhere", "layout", "one_by_one"]
 
@@ -111,12 +112,14 @@ class KernelCache:
     :meth:`lookup` gives None and the chain runs op by op), so a chain seen once — a test, a
     one-off expression — costs no compile, and a training step's chains compile on its second
     step. Counts ``hits`` (a cached plan reused), ``misses`` (a signature not compiled yet) and
-    ``compiled``."""
+    ``compiled``. ``backend`` names the runner's backend in the fusion log, whose events describe
+    a kernel by the steps ``(op, refs, dtype name)`` its signature holds."""
 
     compile_after = None
     """Overrides the setting when set (tests)."""
 
-    def __init__(self):
+    def __init__(self, backend: str | None = None):
+        self.backend = backend
         self._kernels: dict = {}
         self._sightings: dict = {}
         self._lock = threading.Lock()
@@ -127,15 +130,20 @@ class KernelCache:
         fn = self._kernels.get(signature)
         if fn is not None:
             self.stats["hits"] += 1
+            if LOG.medium:
+                LOG.lookup("hit", signature, fn)
             return fn
         self.stats["misses"] += 1
         seen = self._sightings[signature] = self._sightings.get(signature, 0) + 1
+        if LOG.medium:
+            LOG.lookup("miss", signature, seen=seen)
         if seen < (self.compile_after or settings.compile_after):
             return None
         with self._lock:
             fn = self._kernels.get(signature)
             if fn is None:
-                fn = self._kernels[signature] = build()
+                fn = build() if not LOG.basic else LOG.built(self.backend, signature, build)
+                self._kernels[signature] = fn
                 self.stats["compiled"] += 1
         return fn
 
