@@ -54,6 +54,7 @@ FUSED_REDUCE = frozenset({"sum", "max", "min"})
 """The reductions that read a pending chain as they go (over the last axis, or over leading axes)."""
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
+_FUSED_DTYPES = frozenset(_DTYPES)
 
 
 class Settings:
@@ -76,8 +77,8 @@ class Settings:
 
 settings = Settings()
 
-stats = {"recorded": 0, "eager": 0}
-"""Counters: ops recorded into chains, and ops the engine ran at once."""
+stats = {"recorded": 0}
+"""Counters: ops recorded into chains."""
 
 
 def _runner(backend):
@@ -112,11 +113,20 @@ def _record(op, args, shape, dtype, runner):
 
 
 def _fusible(runner, shape, *operands) -> bool:
-    if runner is None or any(o.dtype not in _DTYPES for o in operands):
+    # a plain loop: this runs for every element-wise op, fused or not
+    if runner is None:
         return False
-    return any(type(o) is Lazy and o.value is None for o in operands) or (
-        math.prod(shape) >= settings.min_elements
-    )
+    pending = False
+    for o in operands:
+        if o.dtype not in _FUSED_DTYPES:
+            return False
+        if type(o) is Lazy and o.value is None:
+            pending = True
+    if pending:
+        return True
+    # an operand of the result's shape knows its size (cheaper than multiplying the shape out)
+    size = operands[0].size if operands[0].shape == shape else math.prod(shape)
+    return size >= settings.min_elements
 
 
 def _cut(runner, fused: bool, shape, *operands) -> str:
@@ -142,7 +152,6 @@ def unary(backend, op: str, x):
             return _record(f"unary:{op}", (x,), tuple(x.shape), dtype, runner)
     if LOG.full:
         LOG.eager(f"unary:{op}", _cut(runner, op in FUSED_UNARY, x.shape, x))
-    stats["eager"] += 1
     return backend.unary(op, realize(x))
 
 
@@ -150,7 +159,7 @@ def binary(backend, op: str, a, b):
     """``backend.binary(op, a, b)`` (broadcasting; shapes already checked), recorded when it fuses."""
     runner = _runner(backend)
     if op in FUSED_BINARY and runner is not None:
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+        shape = a.shape if a.shape == b.shape else tuple(np.broadcast_shapes(a.shape, b.shape))
         if _fusible(runner, shape, a, b):
             dtype = _result_dtype(backend, "binary", op, (a.dtype, b.dtype))
             if dtype in _DTYPES:
@@ -158,7 +167,6 @@ def binary(backend, op: str, a, b):
     if LOG.full:
         shape = np.broadcast_shapes(a.shape, b.shape)
         LOG.eager(f"binary:{op}", _cut(runner, op in FUSED_BINARY, shape, a, b))
-    stats["eager"] += 1
     return backend.binary(op, realize(a), realize(b))
 
 
@@ -171,7 +179,6 @@ def where(backend, cond, a, b):
             return _record("where", (cond, a, b), shape, a.dtype, runner)
     if LOG.full:
         LOG.eager("where", _cut(runner, True, np.broadcast_shapes(cond.shape, a.shape, b.shape), cond, a, b))
-    stats["eager"] += 1
     return backend.where(realize(cond), realize(a), realize(b))
 
 
@@ -183,7 +190,6 @@ def cast(backend, x, dtype):
         return _record(f"cast:{target.name}", (x,), tuple(x.shape), target, runner)
     if LOG.full:
         LOG.eager(f"cast:{target.name}", _cut(runner, target in _DTYPES[:2], x.shape, x))
-    stats["eager"] += 1
     return backend.cast(realize(x), dtype)
 
 
@@ -215,7 +221,6 @@ def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
             return _record(f"reduce:{op}:{kind}", (x,), shape, x.dtype, runner)
     if LOG.full:
         LOG.eager(f"reduce:{op}", _reduce_cut(runner, op, x, axes))
-    stats["eager"] += 1
     return backend.reduce(op, realize(x), axes, keepdim)
 
 

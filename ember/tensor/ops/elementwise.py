@@ -7,6 +7,8 @@ import numpy as np
 from ember.core import dtypes as dt
 from ember.core import op_table as _table
 from ember.kernels.fusion import engine as fusion
+from ember.kernels.fusion.lazy import Lazy
+from ember.kernels.fusion.log import LOG as _FUSION_LOG
 from ember.tensor import creation
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import (
@@ -32,6 +34,7 @@ _FLOAT_BINARY = frozenset(_table.names(_table.BINARY, dtype=_table.PROMOTE_FLOAT
 _NO_GRAD_BINARY = frozenset(_table.names(_table.BINARY, grad=_table.NONE))
 _BINARY_SAVES_NOTHING = frozenset(_table.names(_table.BINARY, grad=_table.RULE, saves=()))
 _BINARY_SAVES_OUTPUT = frozenset(_table.names(_table.BINARY, grad=_table.RULE, saves=("a", "b", "y")))
+_fusion_settings = fusion.settings
 
 
 def unary(op: str, x: Tensor) -> Tensor:
@@ -42,7 +45,11 @@ def unary(op: str, x: Tensor) -> Tensor:
         raise TypeError(f"{op}: not defined for bool tensors (got dtype bool); cast with .int() or .float()")
     if op in _FLOAT_UNARY and not x._dtype.is_float:
         x = x.to(dt.default_float)
-    out = wrap(fusion.unary(x._device.backend, op, x._arr), x._device)
+    arr = x._arr
+    if type(arr) is not Lazy and arr.size < _fusion_settings.min_elements and not _FUSION_LOG.full:
+        out = wrap(x._device.backend.unary(op, arr), x._device)  # nothing to fuse: the tiny-tensor path
+    else:
+        out = wrap(fusion.unary(x._device.backend, op, arr), x._device)
     if op in _NO_GRAD_UNARY or not needs_grad(x):
         return out
     # Save only what the op's rule reads: the output where it is cheaper than the input.
@@ -145,7 +152,18 @@ def binary(op: str, a, b) -> Tensor:
         a, b = a.to(dt.default_float), b.to(dt.default_float)
     if a._dtype.is_int and op in _INTEGER_CHECKS:
         _check_integer_operands(op, a, b)
-    out = wrap(fusion.binary(a._device.backend, op, a._arr, b._arr), a._device)
+    arr_a, arr_b = a._arr, b._arr
+    # small and computed (the result has at most a.size * b.size elements): nothing to fuse, and
+    # the engine's call is skipped on this, the tiny-tensor path
+    if (
+        type(arr_a) is not Lazy
+        and type(arr_b) is not Lazy
+        and arr_a.size * arr_b.size < _fusion_settings.min_elements
+        and not _FUSION_LOG.full
+    ):
+        out = wrap(a._device.backend.binary(op, arr_a, arr_b), a._device)
+    else:
+        out = wrap(fusion.binary(a._device.backend, op, arr_a, arr_b), a._device)
     if op in _NO_GRAD_BINARY or not needs_grad(a, b):
         return out
     if op in _BINARY_SAVES_NOTHING:
