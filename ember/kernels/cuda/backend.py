@@ -19,6 +19,7 @@ from ember.kernels.cuda.attention import CudaAttentionOps
 from ember.kernels.cuda.cross_entropy import CudaLossOps
 from ember.kernels.cuda.dropout import CudaDropoutOps
 from ember.kernels.cuda.embedding import CudaEmbeddingOps
+from ember.kernels.cuda.fused_chain import Runner
 from ember.kernels.cuda.norms import CudaNormOps
 from ember.kernels.cuda.optimizers import CudaOptimizerOps
 from ember.kernels.cuda.runtime import cupy_or_error
@@ -87,6 +88,10 @@ class CudaBackend(
         self.cuda_device.use()
         _install_allocator(cp)
         super().__init__(seed)
+        self._chain_runner = Runner(self)
+
+    def chain_runner(self):
+        return self._chain_runner  # element-wise chains as one generated kernel (fused_chain)
 
     # ---- random (device generator for data; a host generator for kernel seeds) ----------
     def seed(self, seed):
