@@ -123,6 +123,10 @@ def _is_array(value) -> bool:
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
 
 
+def _no_chain_runner():
+    return None
+
+
 class _Recorder:
     """Stands in for a backend during a trace: runs each call on ``real``, records it in ``trace``."""
 
@@ -131,6 +135,8 @@ class _Recorder:
         object.__setattr__(self, "_trace", trace)
 
     def __getattr__(self, name):
+        if name == "chain_runner":  # no fusion while tracing: every op must reach the recorder
+            return _no_chain_runner
         attr = getattr(self._real, name)
         if name.startswith("_") or not callable(attr):
             return attr
