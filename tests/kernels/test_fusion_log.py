@@ -209,6 +209,16 @@ def test_backward_and_an_optimizer_step_are_causes(flushes):
 
 
 @fusion_on
+def test_a_reduction_a_chain_reads_is_part_of_the_chains_flush(flushes):
+    y = (ember.ones(4, 8) * 2.0).exp()
+    total = y.sum(-1, keepdim=True)  # reads y as it goes, computed when the division is
+    assert type(total._arr) is Lazy and total._arr.value is None
+    z = y / total
+    np.testing.assert_allclose(z.numpy(), np.full((4, 8), 1 / 8), rtol=1e-6)
+    assert flushes() == ["Tensor.numpy"]
+
+
+@fusion_on
 def test_the_depth_limit_is_a_cause(flushes, monkeypatch):
     monkeypatch.setattr(engine.settings, "max_depth", 3)
     y = ember.ones(5)
@@ -227,6 +237,8 @@ def test_eager_ops_say_why_the_chain_was_cut(clean, monkeypatch):
     ember.ones(200) // 2.0
     ember.ones(200).to(ember.int32)
     ember.tensor([1.0, 2.0], device="reference") * 2.0
+    (ember.ones(200) * 2.0).sum()
+    ember.ones(200).sum(0)
     monkeypatch.setattr(engine.settings, "enabled", False)
     ember.ones(200) * 2.0
     reasons = [(e["op"], e["reason"]) for e in events(path) if e["event"] == "eager"]
@@ -236,6 +248,8 @@ def test_eager_ops_say_why_the_chain_was_cut(clean, monkeypatch):
         ("binary:floordiv", "op not fused"),
         ("cast:int32", "op not fused"),
         ("binary:mul", "backend has no chain runner"),
+        ("reduce:sum", "axes not fused (the last axis, or leading axes, are)"),
+        ("reduce:sum", "input already computed"),
         ("binary:mul", "fusion disabled"),
     ]
 

@@ -156,11 +156,15 @@ class FusionLog:
 
     def flush(self, root) -> None:
         """``medium``: ``root`` (a pending :class:`~.lazy.Lazy`) is being computed; the cause
-        is read from the Python stack above the caller."""
+        is read from the Python stack above ``Lazy.realize``. A value computed within another
+        flush (a reduction a chain reads) is part of that flush, not one of its own."""
+        cause = _cause(sys._getframe(2))
+        if cause is None:
+            return
         self.write(
             {
                 "event": "flush",
-                "cause": _cause(sys._getframe(1)),
+                "cause": cause,
                 "pending": _pending(root),
                 "shape": root.shape,
                 "dtype": _name(root.dtype),
@@ -317,8 +321,9 @@ def _qualname(frame) -> str:
     return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
 
 
-def _cause(frame) -> str:
-    """What needed a value, from the frames above ``Lazy.realize``: ``"depth limit"`` (the
+def _cause(frame) -> str | None:
+    """What needed a value, from the frames above ``Lazy.realize``; None within another flush
+    (a ``Lazy.realize`` further up). Else ``"depth limit"`` (the
     engine's ``_record``), the cause :func:`~.lazy.flush_all` was given (``"optimizer step"``),
     ``"backward"`` (anything under :func:`ember.tensor.backward.backward`), the op the engine was
     asked for and does not fuse (``"sum"``, ``"floor_divide"``...), or else the first ember
@@ -330,6 +335,8 @@ def _cause(frame) -> str:
         code = f.f_code
         path = code.co_filename
         if _in_machinery(path):
+            if code.co_name == "realize" and "self" in f.f_locals:  # Lazy.realize, not realize(x)
+                return None
             if code.co_name == "_record":
                 return "depth limit"
             if code.co_name == "flush_all" and f.f_locals.get("cause"):
