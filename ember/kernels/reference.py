@@ -212,7 +212,7 @@ class ArrayBackend(Backend):
 
     def _add_at(self, out, key, values):
         rows = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if unique_rows(rows, out.shape[0] if out.ndim else 0):
+        if basic_key(key) or unique_rows(rows, out.shape[0] if out.ndim else 0):
             out[rows] += values  # unique rows: buffered fancy indexing adds each once, much faster
             return
         np.add.at(out, key, values)
@@ -254,6 +254,20 @@ class ReferenceBackend(ArrayBackend):
     """The specification: the primitives in NumPy and every composite its family's default."""
 
     name = "reference"
+
+
+def basic_key(key) -> bool:
+    """Whether ``key`` is basic indexing only (ints, slices, None, Ellipsis): it names each element
+    at most once, so ``out[key] += values`` adds each value once (the gradient of ``x[:, :k]``
+    took 27 ms through the unbuffered ``np.add.at`` on a [2048, 1024] slice)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(
+        p is None
+        or p is Ellipsis
+        or isinstance(p, slice)
+        or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))
+        for p in parts
+    )
 
 
 def unique_rows(rows, n: int) -> bool:
