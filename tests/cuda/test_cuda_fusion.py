@@ -283,6 +283,10 @@ def catalogue_sources() -> list:
                 for index in ("int", "long long"):
                     name, source = chain_plan.source(index)
                     out.append((f"{chain}[{dtype.name}, {index}]", name, source))
+                if "ember_sign(" in source:  # CuPy before 14.2: the sign of NaN is 0
+                    chain_plan.sign_keeps_nan = False
+                    name, source = chain_plan.source()
+                    out.append((f"{chain}[{dtype.name}, sign of NaN 0]", name, source))
         return out
     finally:
         for k, v in saved.items():
@@ -453,6 +457,26 @@ def test_emulated_kernels_equal_op_by_op_execution(emulated_xp, fuse_all, monkey
     with np.errstate(all="ignore"):
         fused, eager = run_chain(backend, name, inputs(dtype), monkeypatch)
     compare(name, dtype, fused, eager, np.asarray, name in EXACT)
+
+
+class _OldCupySign(_EmulatedCupy):
+    """An array module whose ``sign`` is CuPy's before 14.2: ``(x > 0) - (x < 0)``, 0 for NaN."""
+
+    @staticmethod
+    def sign(x):
+        return ((x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)).astype(x.dtype)
+
+
+def test_emulated_sign_follows_the_backends_sign_of_nan(emulated_xp, fuse_all, monkeypatch):
+    old = _OldCupySign("old_cupy_sign")
+    old.RawModule, old.cuda = emulated_xp.RawModule, emulated_xp.cuda
+    x = np.array([np.nan, -0.0, 0.0, -np.inf, 2.5, -3.0, np.nan], np.float32)
+    for xp, nan_sign in ((old, 0.0), (emulated_xp, np.nan)):
+        o = Ops(RecordingBackend(xp))
+        with monkeypatch.context() as patch:
+            patch.setattr(plan, "one_by_one", None)  # as one kernel, or a TypeError
+            got = o.b("mul", o.u("sign", x), np.float32(2.0) * np.ones(7, np.float32)).realize()
+        np.testing.assert_array_equal(got, [nan_sign, 0, 0, -2, 2, -2, nan_sign])
 
 
 def test_emulated_kernel_is_reused_for_other_sizes(emulated_xp, fuse_all):

@@ -16,7 +16,8 @@ on disk), and kept in :data:`KERNELS`.
 Each op computes exactly what the cuda backend's own element-wise op computes (the NumPy
 reference's primitives run through CuPy): the same CUDA maths functions, CuPy's NaN rules
 (``maximum``/``minimum`` give NaN when either operand is NaN, ``relu`` is ``maximum(x, 0)``,
-``sign`` of NaN is NaN), ``sigmoid`` split by sign, ``round`` as ``rint`` (half to even),
+``sign`` of NaN is what the installed CuPy gives: NaN from 14.2 on, 0 before), ``sigmoid``
+split by sign, ``round`` as ``rint`` (half to even),
 ``rsqrt`` as ``1 / sqrt``, and every intermediate rounded to its dtype. The kernel is
 compiled with ``--fmad=false``: one op's product and the next op's sum stay two roundings,
 as in two kernels.
@@ -61,7 +62,7 @@ _INT32_MAX = 2**31 - 1
 # Device helpers, overloaded for float and double, each what the cuda backend's op computes;
 # a kernel's source has those its steps call.
 _HELPERS = {
-    "ember_sign": r"""// sign: CuPy's float loop (NaN stays NaN, -0 and +0 give +0)
+    "ember_sign": r"""// sign: CuPy's float loop from 14.2 on (NaN stays NaN, -0 and +0 give +0)
 __device__ __forceinline__ float ember_sign(float x) {
   return (x < 0.0f || x > 0.0f) ? copysignf(1.0f, x) : x - x;
 }
@@ -96,6 +97,12 @@ __device__ __forceinline__ double ember_minimum(double a, double b) {
 }
 """,
 }
+
+# CuPy before 14.2: (x > 0) - (x < 0), so the sign of NaN is 0
+_SIGN_OF_NAN_IS_ZERO = r"""// sign: CuPy's float loop before 14.2 (NaN gives 0)
+__device__ __forceinline__ float ember_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); }
+__device__ __forceinline__ double ember_sign(double x) { return (double)((x > 0.0) - (x < 0.0)); }
+"""
 
 # {0} the operand (of the step's float type), {T} that C type, {f} the float suffix of libm names
 _UNARY_FLOAT = {
@@ -193,13 +200,22 @@ def _expression(op: str, operands: list, dtypes: list, dtype: str) -> str:
     raise Unsupported(op)
 
 
-def chain_source(steps: list, outputs: tuple, kinds: tuple, in_dtypes: tuple, rank: int, index: str):
+def chain_source(
+    steps: list,
+    outputs: tuple,
+    kinds: tuple,
+    in_dtypes: tuple,
+    rank: int,
+    index: str,
+    sign_keeps_nan: bool = True,
+):
     """``(name, source)`` of the kernel of a chain: ``steps`` as :func:`~ember.kernels.fusion.plan.layout`
     gives them, ``outputs`` the positions of the steps written out (the root last), ``kinds``
     how each input is read (``"scalar"``, ``"flat"``, ``"strided"``), ``in_dtypes`` the inputs'
     dtype names, ``rank`` the merged rank the strided inputs are indexed over (0 when none is),
-    ``index`` the C type of indices (``"int"`` or ``"long long"``). Raises :class:`Unsupported`
-    for a step it does not compute."""
+    ``index`` the C type of indices (``"int"`` or ``"long long"``), ``sign_keeps_nan`` whether
+    ``sign`` of NaN is NaN (else 0, as CuPy before 14.2). Raises :class:`Unsupported` for a
+    step it does not compute."""
     dtypes = list(in_dtypes)
     names = [f"v{i}" for i in range(len(kinds))]
     body = []
@@ -239,7 +255,11 @@ def chain_source(steps: list, outputs: tuple, kinds: tuple, in_dtypes: tuple, ra
     signature = repr((steps, outputs, kinds, in_dtypes, rank, index))
     name = "ember_chain_" + hashlib.sha256(signature.encode()).hexdigest()[:16]
     ops = ", ".join(f"{op} {dtype.name}" for op, _, dtype in steps)
-    helpers = "".join(text for helper, text in _HELPERS.items() if any(f"{helper}(" in line for line in body))
+    helpers = "".join(
+        (text if helper != "ember_sign" or sign_keeps_nan else _SIGN_OF_NAN_IS_ZERO)
+        for helper, text in _HELPERS.items()
+        if any(f"{helper}(" in line for line in body)
+    )
     text = (
         f"// ember fused chain: {ops}\n{helpers}\n"
         f"__global__ void __launch_bounds__({launch.ELEMENTWISE_THREADS})\n"
@@ -265,7 +285,7 @@ class ChainKernel:
 
     def function(self, xp):
         """The compiled kernel for the current device of ``xp`` (CuPy, or a stand-in)."""
-        key = (id(xp), int(xp.cuda.Device().id))
+        key = (xp, int(xp.cuda.Device().id))  # (the module itself: an id could be reused)
         fn = self._functions.get(key)
         if fn is None:
             with self._lock:
@@ -336,7 +356,7 @@ class ChainPlan:
     input is read (``kinds``), the merged ``dims`` and the strides of the strided inputs, the
     index type, the launch and the relative ``signature``."""
 
-    def __init__(self, root: Lazy):
+    def __init__(self, root: Lazy, sign_keeps_nan: bool = True):
         self.nodes, self.steps, self.inputs = plan.layout(root)
         self.held = plan.held_elsewhere(self.nodes, self.steps)
         self.outputs = tuple(self.held) + (len(self.steps) - 1,)
@@ -373,12 +393,22 @@ class ChainPlan:
             self.rank,
             self.index,
         )
+        # the sign helper follows the backend's own sign (CuPy's changed in 14.2)
+        self.sign_keeps_nan = sign_keeps_nan
+        if any(op == "unary:sign" for op, _, _ in self.steps):
+            self.signature += (sign_keeps_nan,)
 
     def source(self, index: str | None = None):
         """``(name, source)`` of this chain's kernel (with indices of C type ``index``, this
         plan's by default)."""
         return chain_source(
-            self.steps, self.outputs, self.kinds, self.in_dtypes, self.rank, index or self.index
+            self.steps,
+            self.outputs,
+            self.kinds,
+            self.in_dtypes,
+            self.rank,
+            index or self.index,
+            self.sign_keeps_nan,
         )
 
     def arguments(self, outs: list) -> tuple:
@@ -398,7 +428,7 @@ def run(root: Lazy, backend):
     xp = backend.xp
     if math.prod(root.shape) == 0:
         return xp.empty(root.shape, root.dtype)
-    chain = ChainPlan(root)
+    chain = ChainPlan(root, _sign_keeps_nan(xp))
     kernel = KERNELS.lookup(chain.signature, lambda: _build(xp, chain))
     if kernel is None or kernel is _UNSUPPORTED:
         return plan.one_by_one(chain.nodes, chain.steps, chain.inputs, backend)
@@ -407,6 +437,19 @@ def run(root: Lazy, backend):
     for j, value in zip(chain.held, outs):
         chain.nodes[j].settle(value)
     return outs[-1]
+
+
+_SIGN_KEEPS_NAN: dict = {}
+
+
+def _sign_keeps_nan(xp) -> bool:
+    """Whether ``xp.sign`` gives NaN for NaN (NumPy; CuPy from 14.2) or 0 (CuPy before): asked
+    once per array module, so that a chain's ``sign`` is the backend's own."""
+    keeps = _SIGN_KEEPS_NAN.get(xp)
+    if keeps is None:
+        probe = xp.sign(xp.full((1,), np.nan, np.float32))
+        keeps = _SIGN_KEEPS_NAN[xp] = bool(np.isnan(float(probe[0])))
+    return keeps
 
 
 _UNSUPPORTED = types.SimpleNamespace(__module__="op by op: a step no chain kernel computes")
