@@ -88,10 +88,8 @@ class FusionLog:
             self._stderr = bool(stderr)
             self._target = "standard error" if stderr else str(file)
             if not stderr:
-                try:
-                    self._stream = open(
-                        file, "a", buffering=1, encoding="utf-8"
-                    )  # kept open: one file a process
+                try:  # opened once, kept open, line-buffered: each event reaches the file whole
+                    self._stream = open(file, "a", buffering=1, encoding="utf-8")
                 except OSError as error:
                     self._fail(error)
 
