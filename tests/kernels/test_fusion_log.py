@@ -5,6 +5,7 @@ file and the key; a log that cannot be written warns once and the computation go
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -274,8 +275,9 @@ def test_the_log_is_read_on_first_use_not_at_import(tmp_path):
         "try:\n    (ember.ones(1 << 16) * 2.0).numpy()\nexcept Exception as error:\n"
         "    print(type(error).__name__)\n"
     )
+    env = {k: v for k, v in os.environ.items() if k not in _VARIABLES}
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "ConfigError"]
