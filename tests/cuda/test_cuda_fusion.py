@@ -381,6 +381,43 @@ def test_the_signature_is_relative_not_absolute(fuse_all):
     assert signature((5, 7), (5, 7)) != signature((5, 7), (7,))
 
 
+VIEWS = {
+    "transposed": lambda b: b.T,
+    "reversed": lambda b: b[::-1, ::-1].T,
+    "every_other_column": lambda b: b.T[:, ::2],
+    "rank3_broadcast": lambda b: b[:4, None, :5],
+}
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_strided_inputs_are_addressed_by_their_element_strides(fuse_all, view):
+    """What the kernel reads for a strided input, element ``i`` at ``sum(c_d * s_d)`` over the
+    merged dims and the plan's element strides, is the input broadcast to the result's shape
+    (checked with the same arithmetic done by ``as_strided``): transposed, reversed and sliced
+    views, and broadcast dims."""
+    o = Ops(RecordingBackend())
+    base = np.arange(48 * 40, dtype=np.float64).reshape(48, 40)
+    v = VIEWS[view](base)
+    other = np.ones((4, 3, 5) if v.ndim == 3 else v.shape)
+    shape = np.broadcast_shapes(v.shape, other.shape)
+    chain = fused_chain.ChainPlan(o.u("exp", o.b("add", v, other)))
+    assert chain.kinds[0] == "strided" and chain.kinds[1] == "flat"
+    assert chain.rank == len(chain.dims) and len(chain.strided[0]) == chain.rank
+    read = np.lib.stride_tricks.as_strided(v, chain.dims, [s * v.itemsize for s in chain.strided[0]])
+    np.testing.assert_array_equal(read.reshape(shape), np.broadcast_to(v, shape))
+    assert chain.index == "int"
+
+
+def test_indices_are_64_bit_past_int32(fuse_all):
+    o = Ops(RecordingBackend())
+    wide = np.broadcast_to(np.arange(2, dtype=np.float32), (2**30, 2))  # 2**31 elements, 8 bytes
+    chain = fused_chain.ChainPlan(o.u("exp", o.b("mul", wide, np.float32(2.0) * np.ones(1, np.float32))))
+    assert chain.n == 2**31 and chain.index == "long long"
+    assert "const long long n" in chain.source()[1]
+    args = chain.arguments([np.empty(1, np.float32)])
+    assert type(args[0]) is np.int64 and args[0] == 2**31
+
+
 def test_an_op_without_a_loop_here_runs_op_by_op(fuse_all):
     """``abs`` of a bool array: the engine records it, the kernel has no bool loop for it, so the
     chain runs op by op through the backend."""
