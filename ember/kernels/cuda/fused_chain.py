@@ -17,10 +17,9 @@ Each op computes exactly what the cuda backend's own element-wise op computes (t
 reference's primitives run through CuPy): the same CUDA maths functions, CuPy's NaN rules
 (``maximum``/``minimum`` give NaN when either operand is NaN, ``relu`` is ``maximum(x, 0)``,
 ``sign`` of NaN is what the installed CuPy gives: NaN from 14.2 on, 0 before), ``sigmoid``
-split by sign, ``round`` as ``rint`` (half to even),
-``rsqrt`` as ``1 / sqrt``, and every intermediate rounded to its dtype. The kernel is
-compiled with ``--fmad=false``: one op's product and the next op's sum stay two roundings,
-as in two kernels.
+split by sign, ``round`` as ``rint`` (half to even), ``rsqrt`` as ``1 / sqrt``, and every
+intermediate rounded to its dtype. The kernel is compiled with ``--fmad=false``: one op's
+product and the next op's sum stay two roundings, as in two kernels.
 """
 
 from __future__ import annotations
@@ -216,6 +215,8 @@ def chain_source(
     ``index`` the C type of indices (``"int"`` or ``"long long"``), ``sign_keeps_nan`` whether
     ``sign`` of NaN is NaN (else 0, as CuPy before 14.2). Raises :class:`Unsupported` for a
     step it does not compute."""
+    if any(d not in _CTYPE for d in in_dtypes) or any(dtype.name not in _CTYPE for _, _, dtype in steps):
+        raise Unsupported(f"dtypes {sorted(set(in_dtypes) | {d.name for _, _, d in steps})}")
     dtypes = list(in_dtypes)
     names = [f"v{i}" for i in range(len(kinds))]
     body = []
@@ -252,7 +253,7 @@ def chain_source(
     lines += body
     lines += [f"    out{k}[i] = ({_STORE[steps[j][2].name]})t{j};" for k, j in enumerate(outputs)]
     lines.append("  }")
-    signature = repr((steps, outputs, kinds, in_dtypes, rank, index))
+    signature = repr((steps, outputs, kinds, in_dtypes, rank, index, sign_keeps_nan))
     name = "ember_chain_" + hashlib.sha256(signature.encode()).hexdigest()[:16]
     ops = ", ".join(f"{op} {dtype.name}" for op, _, dtype in steps)
     helpers = "".join(
