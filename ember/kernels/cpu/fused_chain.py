@@ -19,13 +19,14 @@ import math
 import numpy as np
 
 from ember.kernels.fusion import plan
+from ember.kernels.fusion.engine import GEMM_OPS
 from ember.kernels.fusion.lazy import Lazy
 
-from . import fused_reduction, staggered, threadpool
+from . import fused_epilogue, fused_reduction, staggered, threadpool
 from .fused_codegen import (
     PARALLEL_MIN_ELEMENTS,
+    chain_source,
     coalesced,
-    kernel_source,
     load_kernel,
     packed_operands,
     thread_slices,
@@ -37,21 +38,23 @@ KERNELS = plan.KernelCache("cpu")
 """The compiled chain kernels of this process (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
 
 
-def _source(steps: list, outputs: tuple, masks: tuple, rank: int) -> str:
-    """The kernel ``chain(out0.., x0.., n0..)``: the chain's values in one loop nest."""
-    params = [f"out{k}" for k in range(len(outputs))] + [f"x{i}" for i in range(len(masks))]
-    return kernel_source(params, steps, masks, rank, [(f"out{k}", j) for k, j in enumerate(outputs)])
-
-
 class Runner:
     """The chain runner of one backend (what ``CpuBackend.chain_runner`` gives)."""
 
     def __init__(self, backend):
         self.backend = backend
 
+    fuses_gemm = True
+    """The engine records 2-D matrix products for chains to take as their source (see
+    :mod:`.fused_epilogue`)."""
+
     def __call__(self, root: Lazy) -> np.ndarray:
         if root.op.startswith("reduce:"):
             return fused_reduction.run(root, self.backend)
+        if root.op in GEMM_OPS:  # a product no chain took: computed, then viewed in its shape
+            if root.op == "matmul":
+                return self.backend.matmul(*root.args).reshape(root.shape)
+            return self.backend.linear(*root.args).reshape(root.shape)
         return run(root, self.backend)
 
 
@@ -61,6 +64,9 @@ def run(root: Lazy, backend) -> np.ndarray:
     compiled yet runs op by op through ``backend`` (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
     if math.prod(root.shape) == 0:
         return np.empty(root.shape, root.dtype)
+    value = fused_epilogue.run(root, backend, KERNELS)
+    if value is not None:
+        return value
     nodes, steps, inputs = plan.layout(root)
     held = plan.held_elsewhere(nodes, steps)
     outputs = tuple(held) + (len(steps) - 1,)
@@ -69,7 +75,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     shape, views = coalesced(root.shape, arrays)
     masks, operands = packed_operands(inputs, iter(views))
     signature = (tuple((op, refs, dtype.name) for op, refs, dtype in steps), outputs, masks, len(shape))
-    fn = KERNELS.lookup(signature, lambda: load_kernel(_source(steps, outputs, masks, len(shape))))
+    fn = KERNELS.lookup(signature, lambda: load_kernel(chain_source(steps, outputs, masks, len(shape))))
     if fn is None:
         return plan.one_by_one(nodes, steps, inputs, backend)
     outs = staggered.empty(root.shape, [steps[j][2] for j in outputs], arrays)

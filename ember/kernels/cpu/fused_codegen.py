@@ -22,11 +22,13 @@ from . import jit
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "TYPES",
+    "chain_source",
     "coalesced",
     "expression",
     "kernel_source",
     "load_kernel",
     "packed_operands",
+    "split_views",
     "thread_slices",
 ]
 
@@ -120,6 +122,18 @@ def coalesced(shape: tuple, arrays: list):
     return merged, views
 
 
+def split_views(shape: tuple, arrays: list, k: int):
+    """``(lead, trail, views)``: ``shape`` split after dim ``k``, each part's dimensions merged
+    where every array steps through them as one, and each array viewed with that shape."""
+    lead, lead_views = coalesced(shape[:k], [a[(slice(None),) * k + (0,) * (len(shape) - k)] for a in arrays])
+    trail, trail_views = coalesced(shape[k:], [a[(0,) * k] for a in arrays])
+    views = [
+        np.lib.stride_tricks.as_strided(a, lead + trail, lv.strides + tv.strides, writeable=a.flags.writeable)
+        for a, lv, tv in zip(arrays, lead_views, trail_views)
+    ]
+    return lead, trail, views
+
+
 def packed_operands(inputs: list, views: iter) -> tuple:
     """``(masks, operands)`` for a kernel over the merged shape of ``views`` (the full-rank views
     of the array inputs, in order): a one-element input is passed as its value (mask None);
@@ -202,6 +216,12 @@ def kernel_source(params: list, steps: list, masks: tuple, rank: int, writes: li
     for d in range(rank - 1, -1, -1):
         lines += ["    " * (d + 1) + line for line in at.get(f"after_{d}", ())]
     return "\n".join(lines) + "\n"
+
+
+def chain_source(steps: list, outputs: tuple, masks: tuple, rank: int) -> str:
+    """The kernel ``chain(out0.., x0.., n0..)``: the chain's values in one loop nest."""
+    params = [f"out{k}" for k in range(len(outputs))] + [f"x{i}" for i in range(len(masks))]
+    return kernel_source(params, steps, masks, rank, [(f"out{k}", j) for k, j in enumerate(outputs)])
 
 
 def _module_dir() -> Path:

@@ -49,20 +49,6 @@ def _axes(kind: str, ndim: int) -> tuple:
     return tuple(range(int(kind.split(":")[1])))
 
 
-def _split_views(shape: tuple, arrays: list, k: int):
-    """``(lead, trail, views)``: ``shape`` split after dim ``k``, each part's dimensions merged
-    where every array steps through them as one, and each array viewed with that shape."""
-    lead, lead_views = codegen.coalesced(
-        shape[:k], [a[(slice(None),) * k + (0,) * (len(shape) - k)] for a in arrays]
-    )
-    trail, trail_views = codegen.coalesced(shape[k:], [a[(0,) * k] for a in arrays])
-    views = [
-        np.lib.stride_tricks.as_strided(a, lead + trail, lv.strides + tv.strides, writeable=a.flags.writeable)
-        for a, lv, tv in zip(arrays, lead_views, trail_views)
-    ]
-    return lead, trail, views
-
-
 def _source(op: str, rows: bool, steps: list, outputs: tuple, masks: tuple, lead: int, trail: int) -> str:
     """The kernel ``chain(red, out0.., x0.., n0..)``: ``red`` holds one accumulator per leading
     index (rows) or per trailing index (columns: a thread's partial results); ``outN`` are the
@@ -112,7 +98,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     arrays = [np.broadcast_to(a, shape) for a in inputs if a.size != 1]
     rows = kind == "rows"
     k = len(shape) - 1 if rows else len(axes)
-    lead, trail, views = _split_views(shape, arrays, k)
+    lead, trail, views = codegen.split_views(shape, arrays, k)
     masks, operands = codegen.packed_operands(inputs, iter(views))
     signature = (
         "reduce",

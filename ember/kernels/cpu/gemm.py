@@ -23,7 +23,7 @@ from ember import config
 
 from . import threadpool
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "matmul_rows"]
 
 #: Products below this many multiply-adds run in one call (below it, handing pieces to the
 #: pool costs more than it saves).
@@ -165,3 +165,37 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
         return out
     with blas:
         return _plain(a, b, bias)
+
+
+def matmul_rows(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, epilogue, into=None) -> None:
+    """``a [M, K] @ b [K, N]`` (plus ``bias``) made block of rows by block of rows, each handed to
+    ``epilogue(r0, r1, block)`` while it is in cache (the fusion engine's matmul epilogue). The
+    blocks are written to ``into`` [M, N] when given; otherwise each thread reuses one block
+    buffer and the product is never stored whole. Large products are split by rows over
+    ember's threads, as :func:`matmul` splits them."""
+    blas = _setup() if _blas is None else _blas
+    m, n = a.shape[0], b.shape[1]
+    rows = max(_MIN_ROWS, _BIAS_BLOCK_BYTES // max(1, n * a.itemsize))
+    pool = threadpool.pool()
+    parts = 1
+    if blas.available and pool.threads > 1 and m * a.shape[1] * n >= _SPLIT_MIN_MACS:
+        parts = max(1, min(pool.threads, m // _MIN_ROWS))
+
+    def piece(p0: int, p1: int) -> None:
+        scratch = np.empty((min(rows, p1 - p0), n), a.dtype) if into is None else None
+        for r0 in range(p0, p1, rows):
+            r1 = min(r0 + rows, p1)
+            block = scratch[: r1 - r0] if into is None else into[r0:r1]
+            np.matmul(a[r0:r1], b, out=block)
+            if bias is not None:
+                np.add(block, bias, out=block)
+            epilogue(r0, r1, block)
+
+    if not blas.available:
+        piece(0, m)
+        return
+    with blas:
+        if parts > 1:
+            pool.run([lambda p0=p0, p1=p1: piece(p0, p1) for p0, p1 in _bounds(m, parts)])
+        else:
+            piece(0, m)

@@ -24,9 +24,14 @@ __all__ = [
     "FUSED_BINARY",
     "FUSED_REDUCE",
     "FUSED_UNARY",
+    "GEMM_OPS",
     "binary",
     "cast",
+    "linear",
+    "matmul",
     "reduce",
+    "reduction_kind",
+    "reshape",
     "settings",
     "stats",
     "unary",
@@ -52,6 +57,10 @@ FUSED_BINARY = frozenset(
 
 FUSED_REDUCE = frozenset({"sum", "max", "min"})
 """The reductions that read a pending chain as they go (over the last axis, or over leading axes)."""
+
+GEMM_OPS = frozenset({"matmul", "linear"})
+"""The matrix products a chain reading them fuses as its epilogue: the product's rows are handed
+to the chain block by block while in cache, and the whole product is never stored."""
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
 _FUSED_DTYPES = frozenset(_DTYPES)
@@ -212,6 +221,7 @@ def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
         and op in FUSED_REDUCE
         and type(x) is Lazy
         and x.value is None
+        and x.op not in GEMM_OPS
         and x.dtype in _DTYPES[:2]
         and 0 not in x.shape
     ):
@@ -236,4 +246,61 @@ def _reduce_cut(runner, op: str, x, axes) -> str:
         return f"dtype {x.dtype} not fused"
     if 0 in x.shape:
         return "empty input"
+    if x.op in GEMM_OPS:
+        return "input is a matrix product (computed first)"
     return "axes not fused (the last axis, or leading axes, are)"
+
+
+def _gemm_runner(backend, dtype, *arrays):
+    """The backend's runner when it fuses matrix products and ``arrays`` are computed 2-D
+    arrays of the float ``dtype``; else None."""
+    runner = _runner(backend)
+    if runner is None or not getattr(runner, "fuses_gemm", False) or dtype not in _DTYPES[:2]:
+        return None
+    for a in arrays:
+        if a is not None and (type(a) is Lazy or a.ndim != 2 or a.dtype != dtype):
+            return None
+    return runner
+
+
+def matmul(backend, a, b):
+    """``backend.matmul(a, b)``; a 2-D product large enough is recorded, for a chain that reads
+    it to take its rows as they are made."""
+    a, b = realize(a), realize(b)
+    runner = _gemm_runner(backend, a.dtype, a, b)
+    if runner is not None and a.shape[0] * b.shape[1] >= settings.min_elements and a.shape[1] > 0:
+        return _record("matmul", (a, b), (a.shape[0], b.shape[1]), a.dtype, runner)
+    if LOG.full:
+        LOG.eager("matmul", _gemm_cut(backend, runner))
+    return backend.matmul(a, b)
+
+
+def linear(backend, x, w, b):
+    """``backend.linear(x, w, b)`` (``b`` None: no bias), recorded as :func:`matmul` is."""
+    x, w, b = realize(x), realize(w), realize(b)
+    runner = _gemm_runner(backend, x.dtype, x, w, None if b is None else b.reshape(1, -1))
+    if runner is not None and x.shape[0] * w.shape[1] >= settings.min_elements and x.shape[1] > 0:
+        return _record("linear", (x, w, b), (x.shape[0], w.shape[1]), x.dtype, runner)
+    if LOG.full:
+        LOG.eager("linear", _gemm_cut(backend, runner))
+    return backend.linear(x, w, b)
+
+
+def _gemm_cut(backend, runner) -> str:
+    """Why a matrix product ran at once (for the fusion log's ``full`` level)."""
+    if runner is None:
+        chain_runner = _runner(backend)
+        if chain_runner is None:
+            return _cut(None, True, ())
+        if not getattr(chain_runner, "fuses_gemm", False):
+            return "backend fuses no matrix products"
+        return "not 2-D float operands of one dtype"
+    return "below min_elements (or an empty inner dimension)"
+
+
+def reshape(backend, x, shape: tuple):
+    """``backend.reshape(x, shape)``; a pending product stays pending with the new shape (its
+    rows are C-contiguous, so the runner computes it and views it so)."""
+    if type(x) is Lazy and x.value is None and x.op in GEMM_OPS:
+        return _record(x.op, x.args, tuple(shape), x.dtype, x.runner)
+    return backend.reshape(realize(x), shape)

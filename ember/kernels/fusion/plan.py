@@ -13,26 +13,32 @@ import sys
 import threading
 
 from ember.core import dtypes as dt
-from ember.kernels.fusion.engine import settings
+from ember.kernels.fusion.engine import GEMM_OPS, settings
 from ember.kernels.fusion.lazy import Lazy
 from ember.kernels.fusion.log import LOG
 
-__all__ = ["KernelCache", "held_elsewhere", "layout", "one_by_one"]
+__all__ = ["KernelCache", "held_elsewhere", "is_elementwise", "layout", "one_by_one", "pending_sources"]
 
 
-def layout(root: Lazy):
+def layout(root: Lazy, keep=None):
     """``(nodes, steps, inputs)``: the pending element-wise ops ``root`` depends on in dependency
-    order (the root last), their steps, and the computed arrays they read (pending reductions
-    among them are computed now and read as arrays)."""
-    for reduction in _pending_reductions(root):
-        reduction.realize()  # by its own kernel, before the chain that reads its result
+    order (the root last), their steps, and the arrays they read. The pending reductions and
+    matrix products among those are computed first (each by its own kernel) and read as arrays,
+    except ``keep``: a pending product the caller computes as the chain runs (an input that is
+    still a :class:`Lazy`)."""
+    for source in pending_sources(root):
+        if source is not keep:
+            source.realize()
     nodes, steps, inputs, index_of = [], [], [], {}
+    if keep is not None:
+        index_of[id(keep)] = ("in", 0)
+        inputs.append(keep)
     stack = [(root, False)]
     while stack:
         node, expanded = stack.pop()
         if id(node) in index_of:
             continue
-        pending = [a for a in node.args if type(a) is Lazy and a.value is None]
+        pending = [a for a in node.args if type(a) is Lazy and a.value is None and id(a) not in index_of]
         if not expanded and pending:
             stack.append((node, True))
             stack.extend((a, False) for a in reversed(pending))
@@ -54,16 +60,21 @@ def layout(root: Lazy):
     return nodes, steps, inputs
 
 
-def _pending_reductions(root: Lazy) -> list:
-    """The pending reductions the element-wise graph of ``root`` reads (not looking inside
-    them)."""
+def is_elementwise(node: Lazy) -> bool:
+    """Whether ``node`` is an element-wise op (not a reduction or a matrix product)."""
+    return not node.op.startswith("reduce:") and node.op not in GEMM_OPS
+
+
+def pending_sources(root: Lazy) -> list:
+    """The pending reductions and matrix products the element-wise graph of ``root`` reads (not
+    looking inside them)."""
     found, seen, stack = [], set(), [root]
     while stack:
         node = stack.pop()
         for arg in node.args:
             if type(arg) is Lazy and arg.value is None and id(arg) not in seen:
                 seen.add(id(arg))
-                (found if arg.op.startswith("reduce:") else stack).append(arg)
+                (stack if is_elementwise(arg) else found).append(arg)
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as dt
+from ember.kernels.fusion import engine as fusion
 from ember.tensor.ops._core import Tensor, check_devices, detached, record, shape_str, wrap
 
 
@@ -38,5 +39,5 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         ) from None
     rdt = dt.promote_types(a._dtype, b._dtype)
     a, b = a.to(rdt), b.to(rdt)
-    out = wrap(a._device.backend.matmul(a._data, b._data), a._device, rdt)
+    out = wrap(fusion.matmul(a._device.backend, a._arr, b._arr), a._device, rdt)
     return record(out, "matmul", (a, b), a=detached(a), b=detached(b))

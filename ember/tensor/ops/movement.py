@@ -6,6 +6,7 @@ import builtins
 import math
 
 from ember.core import dtypes as dt
+from ember.kernels.fusion import engine as fusion
 from ember.tensor.ops._core import (
     Tensor,
     check_devices,
@@ -31,7 +32,10 @@ def _to_shape(op: str, x: Tensor, shape: tuple) -> Tensor:
     if shape == x.shape:
         return x
     check_shape(op, shape, x._dtype)
-    out = wrap(getattr(x._device.backend, op)(x._data, shape), x._device, x._dtype)
+    if op == "reshape":  # a pending matrix product stays pending (see fusion.engine.reshape)
+        out = wrap(fusion.reshape(x._device.backend, x._arr, shape), x._device, x._dtype)
+    else:
+        out = wrap(getattr(x._device.backend, op)(x._data, shape), x._device, x._dtype)
     return record(out, op, (x,))
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ember.core import dtypes as dt
+from ember.kernels.fusion import engine as fusion
 from ember.tensor.grad_mode import is_grad_enabled, no_grad
 from ember.tensor.ops._core import (
     Tensor,
@@ -215,7 +216,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     rows = x.reshape(math.prod(lead), d_in).to(rdt)
     w = weight.to(rdt)
     b = None if bias is None else bias.to(rdt)
-    data = x._device.backend.linear(rows._data, w._data, None if b is None else b._data)
+    data = fusion.linear(x._device.backend, rows._arr, w._arr, None if b is None else b._arr)
     out = wrap(data, x._device, rdt)
     if needs_grad(rows, w, b):
         out = record(out, op, (rows, w, b), x=detached(rows), weight=detached(w))
