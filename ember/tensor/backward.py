@@ -36,16 +36,21 @@ def _topological(root):
     return order
 
 
-def sum_to_shape(g, shape):
-    """Undo broadcasting: sum ``g`` down to ``shape`` (the one place this happens)."""
+def sum_to_shape(grads: list, i: int, shape):
+    """Undo broadcasting: ``grads[i]`` summed down to ``shape`` (the one place this happens).
+
+    It is taken out of ``grads`` first, so that while the sum runs nothing but the sum holds the
+    unreduced gradient: when that is a pending fusion chain, the sum reads it as it goes and it
+    is never stored."""
+    g, grads[i] = grads[i], None
     if g.shape == tuple(shape):
         return g
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1
+        lead + d for d, s in enumerate(shape) if s == 1 and g.shape[lead + d] != 1
     )
     if axes:
-        g = g.sum(axes, keepdim=True)
+        g = g.sum(axes, keepdim=True)  # (rebinding `g` lets go of the unreduced gradient)
     return g.reshape(shape)
 
 
@@ -85,14 +90,16 @@ def backward(root, grad=None) -> Gradients:
                 )
             if type(g) is RowSparse and n.op not in _SPARSE_THROUGH:
                 g = g.to_dense()
-            grads = VJP[n.op](n, g)
+            grads = list(VJP[n.op](n, g))
             n.ctx = None  # free saved activations as soon as they are consumed
             n.freed = True
-            for (parent, shape, dtype), ig in zip(n.inputs, grads):
-                if parent is None or ig is None:
+            for i, (parent, shape, dtype) in enumerate(n.inputs):
+                if parent is None or grads[i] is None:
                     continue
-                if type(ig) is not RowSparse:
-                    ig = sum_to_shape(ig, shape)
+                if type(grads[i]) is RowSparse:
+                    ig, grads[i] = grads[i], None
+                else:
+                    ig = sum_to_shape(grads, i, shape)
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
                 if anomaly and not bool(ig.isfinite().all()):
