@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.kernels.cpu import fused_reduction
+from ember.kernels.cpu import fused_reduction, fused_rows
 from ember.kernels.fusion import engine
 from ember.kernels.fusion.lazy import Lazy
 
@@ -32,6 +32,11 @@ def eager(monkeypatch):
             monkeypatch.setattr(engine.settings, "enabled", True)
 
     return run
+
+
+def _lookups() -> int:
+    """Kernel look-ups of the fused reductions and the row programs so far."""
+    return sum(k.stats["hits"] + k.stats["misses"] for k in (fused_reduction.KERNELS, fused_rows.KERNELS))
 
 
 def _pending_reduction(t) -> bool:
@@ -95,11 +100,9 @@ def test_a_composed_rms_norm_equals_eager_execution_forward_and_backward(fuse_al
         grads = y.backward(ember.tensor(np.cos(x0), dtype=ember.float32))
         return y.numpy(), grads[x].numpy(), grads[w].numpy()
 
-    before = dict(fused_reduction.KERNELS.stats)
+    before = _lookups()
     got = forward_backward()
-    assert fused_reduction.KERNELS.stats["misses"] + fused_reduction.KERNELS.stats["hits"] > (
-        before["misses"] + before["hits"]
-    ), "no reduction was fused"
+    assert _lookups() > before, "no reduction was fused"
     for g, w, what in zip(got, eager(forward_backward), ("value", "grad x", "grad w")):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=what)
 
@@ -157,3 +160,71 @@ def test_large_reductions_split_over_threads_give_the_same_values(fuse_all, eage
 
     for g, w in zip(compute(), eager(compute)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
+
+
+ROW_PROGRAMS = {
+    "softmax": lambda x, w: (
+        (x - x.max(-1, keepdim=True)).exp() / (x - x.max(-1, keepdim=True)).exp().sum(-1, keepdim=True) * w
+    ),
+    "layer_norm": lambda x, w: (
+        (x - x.mean(-1, keepdim=True))
+        / (((x - x.mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True) + 1e-5).sqrt()
+        * w
+    ),
+    "rms_norm": lambda x, w: x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * w,
+    "log_sum_exp_rows": lambda x, w: x.exp().sum(-1, keepdim=True).log() + x * w,
+}
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("name", sorted(ROW_PROGRAMS))
+@pytest.mark.parametrize("shape", [(40, 33), (3, 7, 16)])
+def test_a_row_program_equals_eager_execution_forward_and_backward(fuse_all, eager, rng, name, dtype, shape):
+    x0 = rng.standard_normal(shape) * 3
+    w0 = rng.standard_normal(shape[-1])
+
+    def forward_backward():
+        x = ember.tensor(x0, dtype=dtype).require_grad()
+        w = ember.tensor(w0, dtype=dtype).require_grad()
+        y = ROW_PROGRAMS[name](x, w)
+        grads = y.backward(ember.tensor(np.sin(x0), dtype=dtype))
+        return y.numpy(), grads[x].numpy(), grads[w].numpy()
+
+    before = fused_rows.KERNELS.stats["hits"] + fused_rows.KERNELS.stats["misses"]
+    got = forward_backward()
+    assert fused_rows.KERNELS.stats["hits"] + fused_rows.KERNELS.stats["misses"] > before, (
+        "no row program ran"
+    )
+    rtol = 5e-5 if dtype == ember.float32 else 1e-11
+    for g, w, what in zip(got, eager(forward_backward), ("value", "grad x", "grad w")):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max(), err_msg=f"{name}: {what}")
+
+
+def test_a_composed_norm_forward_is_one_kernel(fuse_all, rng, monkeypatch):
+    ran = []
+    for module in (fused_reduction, fused_rows):
+        original = module.run
+
+        def traced(*args, original=original, name=module.__name__, **kwargs):
+            value = original(*args, **kwargs)
+            ran.append((name, value is not None))
+            return value
+
+        monkeypatch.setattr(module, "run", traced)
+    x = ember.tensor(rng.standard_normal((64, 48)).astype(np.float32))
+    w = ember.tensor(rng.standard_normal(48).astype(np.float32))
+    y = ROW_PROGRAMS["rms_norm"](x, w).numpy()
+    assert ran == [("ember.kernels.cpu.fused_rows", True)]
+    want = x.numpy() / np.sqrt((x.numpy() ** 2).mean(-1, keepdims=True) + 1e-6) * w.numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_row_programs_keep_nan_and_infinities(fuse_all, eager):
+    x0 = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 0.0], [-np.inf, 5.0, 1.0], [0.0, -0.0, 3.0]], np.float32)
+
+    def compute():
+        x = ember.tensor(x0)
+        return ((x - x.max(-1, keepdim=True)) * 2.0).exp().numpy()
+
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(compute(), eager(compute))

@@ -22,7 +22,7 @@ from ember.kernels.fusion import plan
 from ember.kernels.fusion.engine import GEMM_OPS
 from ember.kernels.fusion.lazy import Lazy
 
-from . import fused_epilogue, fused_reduction, staggered, threadpool
+from . import fused_epilogue, fused_reduction, fused_rows, staggered, threadpool
 from .fused_codegen import (
     PARALLEL_MIN_ELEMENTS,
     chain_source,
@@ -64,7 +64,9 @@ def run(root: Lazy, backend) -> np.ndarray:
     compiled yet runs op by op through ``backend`` (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
     if math.prod(root.shape) == 0:
         return np.empty(root.shape, root.dtype)
-    value = fused_epilogue.run(root, backend, KERNELS)
+    value = fused_rows.run(root, backend)
+    if value is None:
+        value = fused_epilogue.run(root, backend, KERNELS)
     if value is not None:
         return value
     nodes, steps, inputs = plan.layout(root)

@@ -21,6 +21,9 @@ from . import jit
 
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
+    "REDUCE_COMBINE",
+    "REDUCE_START",
+    "REDUCE_UPDATE",
     "TYPES",
     "chain_source",
     "coalesced",
@@ -81,6 +84,17 @@ TYPES = {"float32": "np.float32", "float64": "np.float64", "bool": "np.bool_"}
 
 #: Outputs smaller than this run on the calling thread (the pool's hand-off costs more).
 PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+# the accumulator's start and update for each reduction; NaN sticks in max/min (t != t takes a
+# NaN in, and a NaN accumulator fails both comparisons), as the backend's np.max/np.min
+REDUCE_START = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}
+REDUCE_UPDATE = {
+    "sum": "{acc} + {t}",
+    "max": "{t} if ({t} > {acc} or {t} != {t}) else {acc}",
+    "min": "{t} if ({t} < {acc} or {t} != {t}) else {acc}",
+}
+REDUCE_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def expression(op: str, operands: list, dtype: np.dtype) -> str:

@@ -25,22 +25,12 @@ from ember.kernels.fusion import plan
 from ember.kernels.fusion.lazy import Lazy
 
 from . import fused_codegen as codegen
-from . import staggered, threadpool
+from . import fused_rows, staggered, threadpool
 
 __all__ = ["run"]
 
 KERNELS = plan.KernelCache("cpu")
 """The compiled reduction kernels of this process."""
-
-# the accumulator's start and update for each reduction; NaN sticks in max/min (t != t takes a
-# NaN in, and a NaN accumulator fails both comparisons), as the backend's np.max/np.min
-_START = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}
-_UPDATE = {
-    "sum": "{acc} + {t}",
-    "max": "{t} if ({t} > {acc} or {t} != {t}) else {acc}",
-    "min": "{t} if ({t} < {acc} or {t} != {t}) else {acc}",
-}
-_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def _axes(kind: str, ndim: int) -> tuple:
@@ -61,13 +51,13 @@ def _source(op: str, rows: bool, steps: list, outputs: tuple, masks: tuple, lead
     if rows:
         cell = f"red[{', '.join(f'i{d}' for d in range(lead))}]"
         at = {
-            f"before_{lead}": [f"acc = {t}({_START[op]})"],
-            "inner": [f"acc = {_UPDATE[op].format(acc='acc', t=last)}"],
+            f"before_{lead}": [f"acc = {t}({codegen.REDUCE_START[op]})"],
+            "inner": [f"acc = {codegen.REDUCE_UPDATE[op].format(acc='acc', t=last)}"],
             f"after_{lead}": [f"{cell} = acc"],
         }
     else:
         cell = f"red[{', '.join(f'i{d}' for d in range(lead, rank))}]"
-        at = {"inner": [f"{cell} = {_UPDATE[op].format(acc=cell, t=last)}"]}
+        at = {"inner": [f"{cell} = {codegen.REDUCE_UPDATE[op].format(acc=cell, t=last)}"]}
     # reassoc lets LLVM keep one partial sum per vector lane (as np.sum's pairwise sums do)
     return codegen.kernel_source(params, steps, masks, rank, writes, fastmath=("reassoc",), **at)
 
@@ -91,6 +81,12 @@ def run(root: Lazy, backend) -> np.ndarray:
     keepdim = len(root.shape) == len(source.shape)
     if source.value is not None:  # computed meanwhile (read by another chain)
         return backend.reduce(op, source.value, axes, keepdim)
+    if kind != "rows":
+        del source
+        value = fused_rows.run_columns(root, backend)  # the chain reads row reductions: one kernel
+        if value is not None:
+            return value
+        source = root.args[0]
     nodes, steps, inputs = plan.layout(source)
     del source  # before counting who else holds the chain's last value
     held = _held(nodes, steps)
@@ -143,7 +139,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     if not rows:
         red = parts[0]
         for part in parts[1:]:
-            _COMBINE[op](red, part, out=red)
+            codegen.REDUCE_COMBINE[op](red, part, out=red)
     for j, value in zip(held, outs):
         nodes[j].settle(value)
     return red.reshape(root.shape)
