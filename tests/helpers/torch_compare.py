@@ -331,11 +331,13 @@ def compare(
     overflow: bool = False,
     min_rtol: float = 0.0,
     overflow_to_zero: bool = False,
+    overflow_order: bool = False,
 ) -> str | None:
     """None when ember's ``got`` matches PyTorch's ``want`` by the module's rules, else why
     not; elements where ``skip`` is True are not compared; ``overflow``: PyTorch's ±inf
     matches a finite value of the same sign within 1/64 of the dtype's largest;
-    ``overflow_to_zero``: PyTorch's 0 matches any finite value."""
+    ``overflow_to_zero``: PyTorch's 0 matches any finite value; ``overflow_order``: PyTorch's
+    NaN matches ±inf and its ±inf matches NaN."""
     if got.shape != want.shape:
         return f"{what}: shape {got.shape} != PyTorch's {want.shape}"
     if got.dtype != want.dtype:
@@ -363,6 +365,8 @@ def compare(
             & (np.sign(g) == np.sign(w))
         )
         same_special |= big
+    if overflow_order:
+        same_special |= (np.isnan(w) & np.isinf(g)) | (np.isinf(w) & np.isnan(g))
     bad = ~np.where(finite, close, same_special)
     if overflow_to_zero:
         bad &= ~((w == 0) & np.isfinite(g))
@@ -397,12 +401,20 @@ UNDEFINED_MODES = (
     "grad:torch_nonfinite",
     "overflow",
     "overflow_to_zero",
+    "overflow_order",
 )
 """What an entry of ``torch_ops.UNDEFINED`` may leave out: the outputs (gradients) at NaN or
 ±inf inputs (element-wise ops); the gradients where PyTorch's is not finite; and ``overflow``:
 PyTorch's ±inf where ember has a finite value of the same sign near the dtype's limit (an
 intermediate overflowed in PyTorch only); ``overflow_to_zero``: PyTorch's 0 where ember has a
-finite value (PyTorch divided by an overflowed intermediate)."""
+finite value (PyTorch divided by an overflowed intermediate); ``overflow_order``: NaN on one side
+and ±inf on the other, where a sum of products near the dtype's limit overflows to +inf and
+-inf in one summation order and to one infinity in another (the order is the BLAS library's,
+and differs by version and CPU, so this mode may leave nothing out on some machines: see
+:data:`MACHINE_DEPENDENT_MODES`)."""
+
+MACHINE_DEPENDENT_MODES = frozenset({"overflow_order"})
+"""Modes whose differences appear on some machines only (the staleness test skips them)."""
 
 
 def _skip(undefined, kind: str, arrays, shape, want) -> np.ndarray | None:
@@ -430,6 +442,7 @@ def check(
     problems = []
     overflow = "overflow" in undefined
     to_zero = "overflow_to_zero" in undefined
+    order = "overflow_order" in undefined
     for label, arrays in inputs(case.inputs, dtype):
         for form, efn, tfn in case.forms:
             where = f"{form or 'forward'}({label})"
@@ -464,7 +477,9 @@ def check(
                 if cast_torch:
                     w = w.astype(g.dtype)
                 skip = _skip(undefined, "forward", arrays, g.shape, w)
-                if (msg := compare(g, w, f"{where} output {k}", skip, overflow, rtol, to_zero)) is not None:
+                if (
+                    msg := compare(g, w, f"{where} output {k}", skip, overflow, rtol, to_zero, order)
+                ) is not None:
                     problems.append(("value", msg))
             for k, (g, w) in enumerate(zip(e_grads or [], t_grads or [])):
                 ref = arrays[k]
@@ -474,7 +489,9 @@ def check(
                 w = np.zeros(ref.shape, ref.dtype) if w is None else w
                 skip = _skip(undefined, "grad", arrays, g.shape, w)
                 if (
-                    msg := compare(g, w, f"{where} gradient of input {k}", skip, overflow, rtol, to_zero)
+                    msg := compare(
+                        g, w, f"{where} gradient of input {k}", skip, overflow, rtol, to_zero, order
+                    )
                 ) is not None:
                     problems.append(("value", msg))
     return problems

@@ -564,6 +564,14 @@ DTYPE_RULES = {
 """``op[dtype]`` -> why ember's result dtype differs from PyTorch's: values compared after a cast."""
 
 UNDEFINED = {
+    **{
+        conv: (
+            {"overflow_order"},
+            "a window summing products near ±3e38: float32 partial sums that overflow to +inf and "
+            "-inf (NaN) in PyTorch's order reach one infinity in BLAS's (each library's and CPU's order)",
+        )
+        for conv in ("conv1d", "conv2d")
+    },
     "sign": (
         {"forward@nan"},
         "sign(NaN): PyTorch returns 0, ember NaN (NaN propagates, as NumPy and IEEE 754)",
