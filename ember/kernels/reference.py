@@ -259,7 +259,7 @@ class ReferenceBackend(ArrayBackend):
 def basic_key(key) -> bool:
     """Whether ``key`` is basic indexing only (ints, slices, None, Ellipsis): it names each element
     at most once, so ``out[key] += values`` adds each value once (the gradient of ``x[:, :k]``
-    took 27 ms through the unbuffered ``np.add.at`` on a [2048, 1024] slice)."""
+    through the unbuffered ``np.add.at`` was many times slower)."""
     parts = key if isinstance(key, tuple) else (key,)
     return all(
         p is None

@@ -5,7 +5,7 @@ a load whose address matches a pending store's in those bits waits for it as if 
 same memory ("4K aliasing"). glibc puts same-sized large blocks one after another in its heap,
 each 16 bytes past a multiple of 4096 from the previous, so the inputs and outputs of a
 streaming kernel sit a few bytes apart modulo 4096 and nearly every vector load waits: a fused
-chain measured 3.5x slower that way on an AVX-512 core. :func:`empty` places each output on a
+chain ran several times slower that way on an AVX-512 core. :func:`empty` places each output on a
 64-byte boundary as far (modulo 4096) from the kernel's other arrays as it can.
 """
 
