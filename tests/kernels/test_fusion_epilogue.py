@@ -78,7 +78,7 @@ def test_a_two_layer_mlp_equals_eager_execution_forward_and_backward(
 
 def test_inference_never_stores_the_product(fuse_all, eager, epilogues, rng):
     x0 = rng.standard_normal((64, 32)).astype(np.float32)
-    w0 = rng.standard_normal((32, 24)).astype(np.float32)
+    w0 = rng.standard_normal((32, 48)).astype(np.float32)
     stored = []
     original = gemm.matmul_rows
     with ember.no_grad():
@@ -136,3 +136,12 @@ def test_a_pending_product_read_by_an_unfused_op_is_computed(fuse_all, rng):
 def test_errors_are_raised_at_the_product(fuse_all):
     with pytest.raises(ValueError, match="inner dims differ"):
         ember.ones(3, 4) @ ember.ones(5, 6)
+
+
+def test_a_product_narrower_than_its_input_is_made_at_once(fuse_all, rng):
+    # pending, it would hold x [64, 96] for a [64, 8] result: more than eager execution holds
+    x, w = ember.tensor(rng.standard_normal((64, 96))), ember.tensor(rng.standard_normal((96, 8)))
+    assert type((x @ w)._arr) is not Lazy
+    assert type((x @ w.T.T)._arr) is not Lazy
+    wide = ember.tensor(rng.standard_normal((96, 128)))
+    assert type((x @ wide)._arr) is Lazy

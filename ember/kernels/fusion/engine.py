@@ -222,6 +222,7 @@ def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
         and type(x) is Lazy
         and x.value is None
         and x.op not in GEMM_OPS
+        and not x.op.startswith("reduce:")  # a reduction of a pending reduction reads it computed
         and x.dtype in _DTYPES[:2]
         and 0 not in x.shape
     ):
@@ -248,6 +249,8 @@ def _reduce_cut(runner, op: str, x, axes) -> str:
         return "empty input"
     if x.op in GEMM_OPS:
         return "input is a matrix product (computed first)"
+    if x.op.startswith("reduce:"):
+        return "input is a reduction (computed first)"
     return "axes not fused (the last axis, or leading axes, are)"
 
 
@@ -263,12 +266,20 @@ def _gemm_runner(backend, dtype, *arrays):
     return runner
 
 
+def _gemm_worth_keeping(a, b) -> bool:
+    """Whether ``a [M, K] @ b [K, N]`` is recorded: large enough, and ``K <= N`` — a pending
+    product holds ``a`` until it is made, which takes no more memory than the product eager
+    execution would hold only when ``a`` is no larger than it."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    return 0 < k <= n and m * n >= settings.min_elements
+
+
 def matmul(backend, a, b):
     """``backend.matmul(a, b)``; a 2-D product large enough is recorded, for a chain that reads
     it to take its rows as they are made."""
     a, b = realize(a), realize(b)
     runner = _gemm_runner(backend, a.dtype, a, b)
-    if runner is not None and a.shape[0] * b.shape[1] >= settings.min_elements and a.shape[1] > 0:
+    if runner is not None and _gemm_worth_keeping(a, b):
         return _record("matmul", (a, b), (a.shape[0], b.shape[1]), a.dtype, runner)
     if LOG.full:
         LOG.eager("matmul", _gemm_cut(backend, runner))
@@ -279,7 +290,7 @@ def linear(backend, x, w, b):
     """``backend.linear(x, w, b)`` (``b`` None: no bias), recorded as :func:`matmul` is."""
     x, w, b = realize(x), realize(w), realize(b)
     runner = _gemm_runner(backend, x.dtype, x, w, None if b is None else b.reshape(1, -1))
-    if runner is not None and x.shape[0] * w.shape[1] >= settings.min_elements and x.shape[1] > 0:
+    if runner is not None and _gemm_worth_keeping(x, w):
         return _record("linear", (x, w, b), (x.shape[0], w.shape[1]), x.dtype, runner)
     if LOG.full:
         LOG.eager("linear", _gemm_cut(backend, runner))
@@ -295,7 +306,7 @@ def _gemm_cut(backend, runner) -> str:
         if not getattr(chain_runner, "fuses_gemm", False):
             return "backend fuses no matrix products"
         return "not 2-D float operands of one dtype"
-    return "below min_elements (or an empty inner dimension)"
+    return "below min_elements, or an inner dimension larger than the output's (or empty)"
 
 
 def reshape(backend, x, shape: tuple):
