@@ -8,7 +8,7 @@ from numba.extending import register_jitable
 
 from . import vecmath as vm
 
-__all__ = ["erf", "exp", "maximum", "minimum", "relu", "sigmoid", "tanh"]
+__all__ = ["erf", "exp", "maximum", "minimum", "relu", "sigmoid", "sign", "tanh"]
 
 
 @register_jitable(inline="always")
@@ -44,6 +44,14 @@ def tanh(v):
 def relu(v):
     # NaN stays NaN; -0.0 gives +0.0, as the backends' maximum(x, 0) (the second operand on a tie)
     return vm.typed(0.0, v) if v <= vm.typed(0.0, v) else v
+
+
+@register_jitable(inline="always")
+def sign(v):
+    # ±0 gives +0.0 and NaN stays NaN, as np.sign (Numba's np.sign keeps -0.0)
+    zero = vm.typed(0.0, v)
+    one = vm.typed(1.0, v)
+    return one if v > zero else (-one if v < zero else v + zero)
 
 
 @register_jitable(inline="always")

@@ -45,7 +45,7 @@ _UNARY = {
     "sqrt": "np.sqrt({0})",
     "rsqrt": "{T}(1.0) / np.sqrt({0})",
     "abs": "abs({0})",
-    "sign": "np.sign({0})",
+    "sign": "ops.sign({0})",
     "sin": "np.sin({0})",
     "cos": "np.cos({0})",
     "tanh": "ops.tanh({0})",
