@@ -267,20 +267,47 @@ class Result:
     grads: list | None = None  # per leaf: a NumPy array, or None (no gradient)
 
 
+LAYOUTS = ("contiguous", "transposed", "strided")
+
+
+def _storage(array: np.ndarray, layout: str) -> np.ndarray:
+    """The array a leaf of ``layout`` is a view of: ``array`` transposed, or every other element
+    of its last axis (the others NaN or -1: read by mistake, they show)."""
+    if layout == "transposed":
+        return np.ascontiguousarray(array.T)
+    if layout == "strided":
+        storage = np.full(
+            array.shape[:-1] + (2 * array.shape[-1],), -1 if array.dtype.kind == "i" else np.nan
+        )
+        storage[..., ::2] = array
+        return storage.astype(array.dtype)
+    return array
+
+
+def _view(x, layout: str):
+    if layout == "transposed":
+        return x.T
+    if layout == "strided":
+        return x[..., ::2]
+    return x
+
+
 def run(program: Program, leaves: list, scalars: list, device: str, forward: bool, backward: bool,
-        keep_all: bool = False) -> Result:  # fmt: skip
-    """Run ``program`` on ``device``, fusing its forward and backward passes as told."""
+        keep_all: bool = False, layouts=None) -> Result:  # fmt: skip
+    """Run ``program`` on ``device``, fusing its forward and backward passes as told; leaf ``i``
+    is a view of layout ``layouts[i]`` (its gradient that of the array it views)."""
     result = Result()
     with fusion(forward):
-        xs = []
-        for array in leaves:
-            x = ember.tensor(array, dtype=str(array.dtype), device=device)
+        xs, views = [], []
+        for array, layout in zip(leaves, layouts or ["contiguous"] * len(leaves)):
+            x = ember.tensor(_storage(array, layout), dtype=str(array.dtype), device=device)
             xs.append(x.require_grad() if array.dtype.kind == "f" else x)
+            views.append(_view(xs[-1], layout))
         values = []
         try:
             for op in program.ops:
                 args = [
-                    xs[i] if k == "leaf" else values[i] if k == "node" else scalars[i] for k, i in op.args
+                    views[i] if k == "leaf" else values[i] if k == "node" else scalars[i] for k, i in op.args
                 ]
                 values.append(apply(op, args))
         except Exception as exc:  # compared across the ways: the same error everywhere
@@ -434,14 +461,14 @@ def _check_op(j, op, program, a: Result, leaves, scalars) -> None:
         _fail(what, program, leaves, scalars, got, want, ok)
 
 
-def check(program: Program, leaves: list, scalars: list) -> None:
+def check(program: Program, leaves: list, scalars: list, layouts=None) -> None:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # overflow in casts, Numba's pedantic IR notes
-        a = run(program, leaves, scalars, "cpu", True, True, keep_all=True)
-        b = run(program, leaves, scalars, "cpu", True, True)
-        m = run(program, leaves, scalars, "cpu", True, False)
-        c = run(program, leaves, scalars, "cpu", False, False)
-        d = run(program, leaves, scalars, "reference", False, False)
+        a = run(program, leaves, scalars, "cpu", True, True, keep_all=True, layouts=layouts)
+        b = run(program, leaves, scalars, "cpu", True, True, layouts=layouts)
+        m = run(program, leaves, scalars, "cpu", True, False, layouts=layouts)
+        c = run(program, leaves, scalars, "cpu", False, False, layouts=layouts)
+        d = run(program, leaves, scalars, "reference", False, False, layouts=layouts)
         args = (program, leaves, scalars)
         # 1. errors
         for name, other in (("fused, outputs only", b), ("unfused", c), ("reference", d)):
@@ -505,18 +532,24 @@ def inputs(draw, program: Program, max_side: int = 4):
     )
     full = tuple(draw(side) for _ in range(rank))
     base = draw(st.sampled_from(("float32", "float64")))
-    leaves = []
+    leaves, layouts = [], []
     for _ in range(program.n_leaves):
         dtype = draw(st.sampled_from((base,) * 4 + LEAF_DTYPES))
         drop = draw(st.integers(0, rank)) if draw(st.booleans()) else 0
         shape = tuple(1 if draw(st.integers(0, 3)) == 0 else n for n in full[drop:])
         values = draw(st.lists(elements(dtype, True), min_size=math.prod(shape), max_size=math.prod(shape)))
         leaves.append(np.array(values, dtype=dtype).reshape(shape))
+        usable = [
+            name for name in LAYOUTS if name == "contiguous" or len(shape) >= 1 + (name == "transposed")
+        ]
+        layouts.append(
+            draw(st.sampled_from(usable * 2 if len(usable) == 1 else ["contiguous"] * 2 + usable[1:]))
+        )
     scalars = [
         draw(st.integers(-3, 5) if kind == "int" else elements("float64", draw(st.booleans())))
         for kind in program.scalars
     ]
-    return leaves, scalars
+    return leaves, scalars, layouts
 
 
 # ---- the tests -------------------------------------------------------------------------------
@@ -529,16 +562,16 @@ def test_the_ops_drawn_are_the_ops_the_engine_fuses():
 @given(data=st.data())
 def test_random_programs_fused_equal_unfused_and_reference(data):
     program = structure(data.draw(st.integers(0, STRUCTURES - 1), label="structure"))
-    leaves, scalars = data.draw(inputs(program))
-    check(program, leaves, scalars)
+    leaves, scalars, layouts = data.draw(inputs(program))
+    check(program, leaves, scalars, layouts)
 
 
 @_settings("wide_programs")
 @given(data=st.data())
 def test_wide_programs_with_many_shared_values(data):
     program = structure(data.draw(st.integers(0, STRUCTURES - 1), label="structure"), wide=True)
-    leaves, scalars = data.draw(inputs(program, max_side=6))
-    check(program, leaves, scalars)
+    leaves, scalars, layouts = data.draw(inputs(program, max_side=6))
+    check(program, leaves, scalars, layouts)
 
 
 def _program(*ops, n_leaves=1, scalars=(), outputs=None) -> Program:
