@@ -634,6 +634,18 @@ REGRESSIONS = {
         [np.array([[0.0, 1.5], [2.0, -3.0]], np.float32)],
         [2.0],
     ),
+    # the reduction kernels had fastmath reassoc on every op: the gradient -g * y * y of a
+    # reciprocal, summed back to a broadcast leaf, became -g * (y * y) = 0 * inf = NaN
+    "reassociated_chain_in_a_sum": (
+        _program(
+            ("binary", "add", (X0, X1)),
+            ("unary", "reciprocal", (N(0),)),
+            ("binary", "mul", (N(1), ("scalar", 0))),
+            n_leaves=2,
+        ),
+        [np.array([[1.2e-38]], np.float32), np.array([[0.0, 0.0]], np.float32)],
+        [0.0],
+    ),
 }
 
 

@@ -4,11 +4,21 @@ one element (NaN propagation included)."""
 
 from __future__ import annotations
 
+import numba
 from numba.extending import register_jitable
 
 from . import vecmath as vm
 
-__all__ = ["erf", "exp", "maximum", "minimum", "relu", "sigmoid", "sign", "tanh"]
+__all__ = ["accumulate", "erf", "exp", "maximum", "minimum", "relu", "sigmoid", "sign", "tanh"]
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"})
+def accumulate(acc, v):
+    """``acc + v`` for a sum's running total: the one addition LLVM may reassociate (so the loop
+    keeps one partial sum per vector lane, as np.sum's pairwise sums do). A separate function,
+    inlined by LLVM with its own flags: fastmath on the whole kernel would let LLVM reassociate
+    the chain's ops too (``-g * y * y`` as ``-g * (y * y)``: 0 * inf, NaN, where eager gives 0)."""
+    return acc + v
 
 
 @register_jitable(inline="always")

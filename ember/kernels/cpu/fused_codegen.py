@@ -90,7 +90,7 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 # NaN in, and a NaN accumulator fails both comparisons), as the backend's np.max/np.min
 REDUCE_START = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}
 REDUCE_UPDATE = {
-    "sum": "{acc} + {t}",
+    "sum": "ops.accumulate({acc}, {t})",  # reassociable there only (see fused_chain_ops.accumulate)
     "max": "{t} if ({t} > {acc} or {t} != {t}) else {acc}",
     "min": "{t} if ({t} < {acc} or {t} != {t}) else {acc}",
 }

@@ -58,8 +58,8 @@ def _source(op: str, rows: bool, steps: list, outputs: tuple, masks: tuple, lead
     else:
         cell = f"red[{', '.join(f'i{d}' for d in range(lead, rank))}]"
         at = {"inner": [f"{cell} = {codegen.REDUCE_UPDATE[op].format(acc=cell, t=last)}"]}
-    # reassoc lets LLVM keep one partial sum per vector lane (as np.sum's pairwise sums do)
-    return codegen.kernel_source(params, steps, masks, rank, writes, fastmath=("reassoc",), **at)
+    # the sum's additions alone may be reassociated (ops.accumulate), not the chain's ops
+    return codegen.kernel_source(params, steps, masks, rank, writes, **at)
 
 
 def _held(nodes: list, steps: list) -> list:

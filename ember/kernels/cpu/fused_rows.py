@@ -133,7 +133,7 @@ def _source(steps: list, masks: tuple, element: list, writes: list, column: str 
         "from ember.kernels.cpu import fused_chain_ops as ops",
         "",
         "",
-        '@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})',
+        '@numba.njit(cache=True, nogil=True, error_model="numpy")',  # sums: ops.accumulate
         f"def chain({', '.join(params + ['n0', 'n1'])}):",
     ]
     lines += [f"    v{i} = x{i}" for i, m in enumerate(masks) if m is None]
