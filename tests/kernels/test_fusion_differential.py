@@ -88,7 +88,7 @@ RTOL = {"float16": 1e-3, "float32": 1e-5, "float64": 1e-12}
 
 _TOTAL = int(os.environ.get("EMBER_FUSION_EXAMPLES", "0") or 0)
 _SEED = os.environ.get("EMBER_FUSION_SEED")
-EXAMPLES = {"programs": 700, "wide_programs": 150}
+EXAMPLES = {"programs": 2400, "wide_programs": 600}
 STRUCTURES = 96 if _TOTAL <= 0 else 4096
 """The pool of program structures (ops and wiring) the examples draw from."""
 
