@@ -177,14 +177,33 @@ def _remove_forkserver_socket(watch: ParentWatch) -> None:
         os.rmdir(watch.temp_dir)
 
 
+def _main_process_fd(watch: ParentWatch) -> int | None:
+    """A pidfd of the main process (Linux 5.3+) when a forkserver socket is to be removed at its
+    death, else None. The forkserver, this worker's parent, exits as soon as the main process
+    is gone and the parent-death signal then kills this worker: waiting for the parent alone,
+    the worker often died before it removed the socket."""
+    if watch.temp_dir is None or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(watch.main_pid)
+    except OSError:  # already gone, or pidfds not supported
+        return None
+
+
 def _watch_parent(watch: ParentWatch, parent_ppid: int) -> None:
     """Watcher thread: end the process once the main process is gone."""
     parent = multiprocessing.parent_process()
     sentinel = getattr(parent, "sentinel", None)
+    watched = [] if sentinel is None else [sentinel]
+    main = _main_process_fd(watch)
+    if main is not None:
+        watched.append(main)
     while True:
-        if sentinel is not None:
-            # The main process holds the other end of this pipe: end-of-file means it is gone.
-            gone = bool(wait([sentinel], _PARENT_CHECK_S))
+        if watched:
+            # The parent holds the other end of the sentinel pipe (end-of-file: it is gone); a
+            # pidfd of the main process becomes readable the moment it dies, so the socket is
+            # removed before the forkserver's exit has the kernel kill this worker.
+            gone = bool(wait(watched, _PARENT_CHECK_S))
         else:
             time.sleep(_PARENT_CHECK_S)
             gone = False
