@@ -54,7 +54,7 @@ def _gelu(h):
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
-@pytest.mark.parametrize("shape", [(96, 48), (3, 40, 48), (600, 256)])
+@pytest.mark.parametrize("shape", [(96, 48), (3, 40, 48), (600, 64)])
 def test_a_two_layer_mlp_equals_eager_execution_forward_and_backward(
     fuse_all, eager, epilogues, rng, dtype, shape
 ):
@@ -76,23 +76,23 @@ def test_a_two_layer_mlp_equals_eager_execution_forward_and_backward(
         np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max())
 
 
-def test_inference_never_stores_the_product(fuse_all, eager, epilogues, rng):
+def test_a_product_only_the_chain_reads_is_never_stored(fuse_all, eager, epilogues, rng):
     x0 = rng.standard_normal((64, 32)).astype(np.float32)
     w0 = rng.standard_normal((32, 48)).astype(np.float32)
     stored = []
     original = gemm.matmul_rows
-    with ember.no_grad():
-        x, w = ember.tensor(x0), ember.tensor(w0)
-        y = ((x @ w) * 0.5).relu() + 1.0
-        assert type(y._arr) is Lazy and y._arr.value is None
-        gemm.matmul_rows = lambda *a, **k: (
-            stored.append(a[4] if len(a) > 4 else k.get("into")),
-            original(*a, **k),
-        )
-        try:
-            got = y.numpy()
-        finally:
-            gemm.matmul_rows = original
+    # tensors without gradients: nothing but the chain reads the product
+    x, w = ember.tensor(x0), ember.tensor(w0)
+    y = ((x @ w) * 0.5).relu() + 1.0
+    assert type(y._arr) is Lazy and y._arr.value is None
+    gemm.matmul_rows = lambda *a, **k: (
+        stored.append(a[4] if len(a) > 4 else k.get("into")),
+        original(*a, **k),
+    )
+    try:
+        got = y.numpy()
+    finally:
+        gemm.matmul_rows = original
     assert stored == [None]  # each block went to a scratch buffer
     np.testing.assert_allclose(got, np.maximum(x0 @ w0 * 0.5, 0) + 1, rtol=1e-5, atol=1e-5)
 
@@ -145,3 +145,12 @@ def test_a_product_narrower_than_its_input_is_made_at_once(fuse_all, rng):
     assert type((x @ w.T.T)._arr) is not Lazy
     wide = ember.tensor(rng.standard_normal((96, 128)))
     assert type((x @ wide)._arr) is Lazy
+
+
+def test_under_no_grad_a_product_is_made_at_once(fuse_all, rng):
+    # inference measured slower with products kept pending, so they are not
+    x, w = ember.tensor(rng.standard_normal((64, 32))), ember.tensor(rng.standard_normal((32, 48)))
+    with ember.no_grad():
+        assert type((x @ w)._arr) is not Lazy
+        assert type(linear(x, w)._arr) is not Lazy
+    assert type((x @ w)._arr) is Lazy

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember.kernels.fusion import plan
 from ember.kernels.fusion.engine import GEMM_OPS
-from ember.kernels.fusion.lazy import Lazy
+from ember.kernels.fusion.lazy import Lazy, realize
 
 from . import fused_epilogue, fused_reduction, fused_rows, staggered, threadpool
 from .fused_codegen import (
@@ -64,6 +64,8 @@ def run(root: Lazy, backend) -> np.ndarray:
     compiled yet runs op by op through ``backend`` (see :class:`~ember.kernels.fusion.plan.KernelCache`)."""
     if math.prod(root.shape) == 0:
         return np.empty(root.shape, root.dtype)
+    if plan.single_op(root):
+        return plan.eager_op(root.op, [realize(a) for a in root.args], root.dtype, backend)
     value = fused_rows.run(root, backend)
     if value is None:
         value = fused_epilogue.run(root, backend, KERNELS)

@@ -17,7 +17,16 @@ from ember.kernels.fusion.engine import GEMM_OPS, settings
 from ember.kernels.fusion.lazy import Lazy
 from ember.kernels.fusion.log import LOG
 
-__all__ = ["KernelCache", "held_elsewhere", "is_elementwise", "layout", "one_by_one", "pending_sources"]
+__all__ = [
+    "KernelCache",
+    "eager_op",
+    "held_elsewhere",
+    "is_elementwise",
+    "layout",
+    "one_by_one",
+    "pending_sources",
+    "single_op",
+]
 
 
 def layout(root: Lazy, keep=None):
@@ -101,20 +110,50 @@ def one_by_one(nodes: list, steps: list, inputs: list, backend):
     every intermediate is kept on its node."""
     values = []
     for node, (op, refs, dtype) in zip(nodes, steps):
-        args = [inputs[j] if kind == "in" else values[j] for kind, j in refs]
-        kind, _, name = op.partition(":")
-        if kind == "unary":
-            value = backend.unary(name, *args)
-        elif kind == "binary":
-            value = backend.binary(name, *args)
-        elif kind == "where":
-            value = backend.where(*args)
-        else:
-            value = backend.cast(args[0], dt.dtype_from_numpy(dtype))
+        value = eager_op(op, [inputs[j] if kind == "in" else values[j] for kind, j in refs], dtype, backend)
         values.append(value)
         if node is not nodes[-1]:
             node.settle(value)
     return values[-1]
+
+
+def eager_op(op: str, args: list, dtype, backend):
+    """The element-wise ``op`` (a step's name) of computed ``args``, by the backend's own kernel."""
+    kind, _, name = op.partition(":")
+    if kind == "unary":
+        return backend.unary(name, *args)
+    if kind == "binary":
+        return backend.binary(name, *args)
+    if kind == "where":
+        return backend.where(*args)
+    return backend.cast(args[0], dt.dtype_from_numpy(dtype))
+
+
+# The ops whose result is exactly rounded (or exact) in every kernel: the backend's and a
+# chain's agree bit for bit. The others (exp, tanh, pow...) are computed by each kernel's own
+# approximation, so a value must not depend on whether its op ran alone or in a chain.
+_EXACT_OPS = frozenset(
+    {
+        "unary:neg", "unary:abs", "unary:sign", "unary:sqrt", "unary:square", "unary:floor", "unary:ceil",
+        "unary:round", "unary:relu", "unary:logical_not", "unary:isnan", "unary:isinf", "unary:isfinite",
+        "binary:add", "binary:sub", "binary:mul", "binary:div", "binary:maximum", "binary:minimum",
+        "binary:eq", "binary:ne", "binary:lt", "binary:le", "binary:gt", "binary:ge",
+        "binary:logical_and", "binary:logical_or", "binary:logical_xor", "where",
+        "cast:float32", "cast:float64",
+    }
+)  # fmt: skip
+
+
+def single_op(root: Lazy) -> bool:
+    """Whether ``root`` is a chain of one exactly rounded op (it reads only computed values):
+    nothing can fuse with it, so the backend's own kernel runs it, without the planning a
+    chain costs."""
+    if root.op not in _EXACT_OPS:
+        return False
+    for arg in root.args:
+        if type(arg) is Lazy and arg.value is None:
+            return False
+    return True
 
 
 class KernelCache:

@@ -216,7 +216,12 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     rows = x.reshape(math.prod(lead), d_in).to(rdt)
     w = weight.to(rdt)
     b = None if bias is None else bias.to(rdt)
-    data = fusion.linear(x._device.backend, rows._arr, w._arr, None if b is None else b._arr)
+    backend = x._device.backend
+    bias_arr = None if b is None else b._arr
+    if is_grad_enabled():  # kept pending for a chain's epilogue in training only (see linalg.matmul)
+        data = fusion.linear(backend, rows._arr, w._arr, bias_arr)
+    else:
+        data = backend.linear(rows._data, w._data, None if b is None else b._data)
     out = wrap(data, x._device, rdt)
     if needs_grad(rows, w, b):
         out = record(out, op, (rows, w, b), x=detached(rows), weight=detached(w))
