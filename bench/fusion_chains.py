@@ -99,8 +99,14 @@ def worker(chain: str, mode: str, rows: int, cols: int, repeats: int) -> dict:
         step = make(chain, mode, x0, w0, b0)
     except ImportError:
         return {"ms": None}
+    return timed(step, repeats)
+
+
+def timed(step, repeats: int) -> dict:
+    """``{"ms": median of repeats, "warmup_s"}`` of ``step()`` after three warm-up calls (they
+    compile: fused chains on their second sighting, torch.compile; and fill caches)."""
     first = time.perf_counter()
-    for _ in range(3):  # warm-up: compiles (fusion, torch.compile), caches, page faults
+    for _ in range(3):
         step()
     warm = time.perf_counter() - first
     times = []

@@ -23,9 +23,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+from fusion_chains import timed  # (bench/ is on the path when run as a script)
 
 MODES = ("composed", "composed_unfused", "kernels")
 D, F, BLOCKS, EPS, LR = 256, 1024, 2, 1e-6, 1e-3
@@ -69,16 +69,7 @@ def worker(mode: str, rows: int, repeats: int) -> dict:
                 params[i] = (p - grads[p] * LR).detach().require_grad()
         return float(params[0].numpy()[0])
 
-    first = time.perf_counter()
-    for _ in range(3):  # warm-up: fused chains compile on their second sighting
-        step()
-    warm = time.perf_counter() - first
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return {"ms": float(np.median(times)) * 1e3, "warmup_s": warm}
+    return timed(step, repeats)
 
 
 def main(argv=None) -> int:

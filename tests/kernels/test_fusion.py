@@ -20,26 +20,6 @@ from ember.optim import GradientsParams, SgdConfig
 pytestmark = pytest.mark.skipif(not engine.settings.enabled, reason="EMBER_FUSION=0")
 
 
-@pytest.fixture
-def fuse_all(monkeypatch):
-    """Record every element-wise op whatever its size (the default records large ones only),
-    and compile each chain the first time (the default waits for its second sighting)."""
-    monkeypatch.setattr(engine.settings, "min_elements", 0)
-    monkeypatch.setattr(fused_chain.KERNELS, "compile_after", 1)
-
-
-@pytest.fixture
-def eager(monkeypatch):
-    def run(fn, *args):
-        monkeypatch.setattr(engine.settings, "enabled", False)
-        try:
-            return fn(*args)
-        finally:
-            monkeypatch.setattr(engine.settings, "enabled", True)
-
-    return run
-
-
 def _pending(t) -> bool:
     return type(t._arr) is Lazy and t._arr.value is None
 

@@ -17,25 +17,6 @@ pytestmark = pytest.mark.skipif(not engine.settings.enabled, reason="EMBER_FUSIO
 
 
 @pytest.fixture
-def fuse_all(monkeypatch):
-    """Record every op whatever its size, and compile each chain the first time."""
-    monkeypatch.setattr(engine.settings, "min_elements", 0)
-    monkeypatch.setattr(engine.settings, "compile_after", 1)
-
-
-@pytest.fixture
-def eager(monkeypatch):
-    def run(fn, *args):
-        monkeypatch.setattr(engine.settings, "enabled", False)
-        try:
-            return fn(*args)
-        finally:
-            monkeypatch.setattr(engine.settings, "enabled", True)
-
-    return run
-
-
-@pytest.fixture
 def epilogues(monkeypatch):
     """How many products ran as a chain's epilogue."""
     calls = []

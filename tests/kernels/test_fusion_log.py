@@ -18,7 +18,6 @@ import ember
 from ember import config
 from ember.config import ConfigError
 from ember.config.__main__ import main as config_main
-from ember.kernels.cpu import fused_chain, fused_reduction
 from ember.kernels.fusion import engine, log
 from ember.kernels.fusion.lazy import Lazy
 from ember.optim import GradientsParams, SgdConfig
@@ -61,14 +60,6 @@ def clean(tmp_path, monkeypatch):
     monkeypatch.undo()
     config.reload()
     log.reset()
-
-
-@pytest.fixture
-def fuse_all(monkeypatch):
-    """Every element-wise op recorded whatever its size, each chain compiled on first sight."""
-    monkeypatch.setattr(engine.settings, "min_elements", 0)
-    monkeypatch.setattr(fused_chain.KERNELS, "compile_after", 1)
-    monkeypatch.setattr(fused_reduction.KERNELS, "compile_after", 1)
 
 
 def use_file(directory, text: str) -> None:

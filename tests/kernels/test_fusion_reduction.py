@@ -15,25 +15,6 @@ from ember.kernels.fusion.lazy import Lazy
 pytestmark = pytest.mark.skipif(not engine.settings.enabled, reason="EMBER_FUSION=0")
 
 
-@pytest.fixture
-def fuse_all(monkeypatch):
-    """Record every op whatever its size, and compile each chain the first time."""
-    monkeypatch.setattr(engine.settings, "min_elements", 0)
-    monkeypatch.setattr(engine.settings, "compile_after", 1)
-
-
-@pytest.fixture
-def eager(monkeypatch):
-    def run(fn, *args):
-        monkeypatch.setattr(engine.settings, "enabled", False)
-        try:
-            return fn(*args)
-        finally:
-            monkeypatch.setattr(engine.settings, "enabled", True)
-
-    return run
-
-
 def _lookups() -> int:
     """Kernel look-ups of the fused reductions and the row programs so far."""
     return sum(k.stats["hits"] + k.stats["misses"] for k in (fused_reduction.KERNELS, fused_rows.KERNELS))

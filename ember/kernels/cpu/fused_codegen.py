@@ -28,6 +28,7 @@ __all__ = [
     "chain_source",
     "coalesced",
     "expression",
+    "kernel_header",
     "kernel_source",
     "load_kernel",
     "packed_operands",
@@ -178,6 +179,22 @@ def thread_slices(operands: list, masks: tuple, lo: int, hi: int) -> list:
     return [v if m is None or not m or m[0] != 0 else v[lo:hi] for v, m in zip(operands, masks)]
 
 
+def kernel_header(params: list, fastmath=()) -> list:
+    """The first lines of a generated kernel module, up to ``def chain(*params):``."""
+    options = 'cache=True, nogil=True, error_model="numpy"'
+    if fastmath:
+        options += f", fastmath={set(fastmath)!r}"
+    return [
+        "import numpy as np",
+        "import numba",
+        "from ember.kernels.cpu import fused_chain_ops as ops",
+        "",
+        "",
+        f"@numba.njit({options})",
+        f"def chain({', '.join(params)}):",
+    ]
+
+
 def kernel_source(params: list, steps: list, masks: tuple, rank: int, writes: list, fastmath=(), **at) -> str:
     """The module text of a kernel ``chain(*params, n0, ..)`` looping over ``rank`` dimensions
     of sizes ``n0..``, computing ``steps`` (operand ``i`` is ``x{i}``, read as a value or
@@ -190,19 +207,7 @@ def kernel_source(params: list, steps: list, masks: tuple, rank: int, writes: li
     loop. ``at`` adds lines: ``before_<d>`` at the start of depth ``d`` (inside the loop over
     dim ``d - 1``), ``inner`` after the writes, ``after_<d>`` once the loop over dim ``d``
     has finished."""
-    sizes = [f"n{d}" for d in range(rank)]
-    options = 'cache=True, nogil=True, error_model="numpy"'
-    if fastmath:
-        options += f", fastmath={set(fastmath)!r}"
-    lines = [
-        "import numpy as np",
-        "import numba",
-        "from ember.kernels.cpu import fused_chain_ops as ops",
-        "",
-        "",
-        f"@numba.njit({options})",
-        f"def chain({', '.join(list(params) + sizes)}):",
-    ]
+    lines = kernel_header(list(params) + [f"n{d}" for d in range(rank)], fastmath)
     depth_of = {}
     placed: dict = {d: [] for d in range(rank + 1)}
     for i, mask in enumerate(masks):

@@ -39,47 +39,21 @@ def _row_reduction(node: Lazy) -> bool:
 def _program(root: Lazy):
     """``(nodes, steps, inputs, full)`` of the row program of ``root``, or None when it has none.
     A reduction's step is ``("rowreduce:<op>", (ref of its chain,), dtype)``."""
-    sources = plan.pending_sources(root)
-    if not any(_row_reduction(source) for source in sources):
+    if not any(_row_reduction(source) for source in plan.pending_sources(root)):
         return None
     # the reductions and products that cannot join are computed first, like any array read
-    for source in sources:
-        if not _row_reduction(source):
-            source.realize()
-    del sources
+    nodes, steps, inputs = plan.layout(root, inline=_row_reduction)
     full = None
-    nodes, steps, inputs, index_of = [], [], [], {}
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in index_of:
-            continue
+    for k, node in enumerate(nodes):
         if _row_reduction(node):
-            source = node.args[0]
-            if full is None:
-                full = source.shape
-            if source.shape != full or node.shape != full[:-1] + (1,) or type(source) is not Lazy:
+            kind, j = steps[k][1][0]  # its chain, or the array it became if computed meanwhile
+            shape = tuple(nodes[j].shape if kind == "step" else inputs[j].shape)
+            full = shape if full is None else full
+            if shape != full or node.shape != full[:-1] + (1,):
                 return None
-        pending = [a for a in node.args if type(a) is Lazy and a.value is None]
-        if not expanded and pending:
-            stack.append((node, True))
-            stack.extend((a, False) for a in reversed(pending))
-            continue
-        refs = []
-        for arg in node.args:
-            if type(arg) is Lazy and arg.value is None:
-                refs.append(index_of[id(arg)])
-            else:
-                array = arg.value if type(arg) is Lazy else arg
-                key = ("in", id(array))
-                if key not in index_of:
-                    index_of[key] = ("in", len(inputs))
-                    inputs.append(array)
-                refs.append(index_of[key])
-        index_of[id(node)] = ("step", len(steps))
-        nodes.append(node)
-        op = "rowreduce:" + node.op.split(":")[1] if _row_reduction(node) else node.op
-        steps.append((op, tuple(refs), node.dtype))
+            steps[k] = ("rowreduce:" + node.op.split(":")[1],) + steps[k][1:]
+        elif not plan.is_elementwise(node):
+            return None  # a product or another reduction inside a reduction's chain
     if full is None or len(full) < 2 or full[-1] < 2:
         return None
     return nodes, steps, inputs, full
@@ -127,15 +101,7 @@ def _source(steps: list, masks: tuple, element: list, writes: list, column: str 
     the arrays written, the root last. With ``column`` (a reduction op), the root's values are
     not written but reduced over the rows into the last output, one slot per column."""
     params = [f"out{k}" for k in range(len(writes))] + [f"x{i}" for i in range(len(masks))]
-    lines = [
-        "import numpy as np",
-        "import numba",
-        "from ember.kernels.cpu import fused_chain_ops as ops",
-        "",
-        "",
-        '@numba.njit(cache=True, nogil=True, error_model="numpy")',  # sums: ops.accumulate
-        f"def chain({', '.join(params + ['n0', 'n1'])}):",
-    ]
+    lines = codegen.kernel_header(params + ["n0", "n1"])  # (a sum reassociates in ops.accumulate)
     lines += [f"    v{i} = x{i}" for i, m in enumerate(masks) if m is None]
     lines += [f"    v{i} = x{i}[()]" for i, m in enumerate(masks) if m == ()]  # a broadcast single value
     lines.append("    for i0 in range(n0):")

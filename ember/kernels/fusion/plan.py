@@ -29,14 +29,15 @@ __all__ = [
 ]
 
 
-def layout(root: Lazy, keep=None):
+def layout(root: Lazy, keep=None, inline=None):
     """``(nodes, steps, inputs)``: the pending element-wise ops ``root`` depends on in dependency
     order (the root last), their steps, and the arrays they read. The pending reductions and
     matrix products among those are computed first (each by its own kernel) and read as arrays,
     except ``keep``: a pending product the caller computes as the chain runs (an input that is
-    still a :class:`Lazy`)."""
+    still a :class:`Lazy`), and the sources ``inline(source)`` accepts: those are laid out as
+    steps, with the chains they read (a row program computes them)."""
     for source in pending_sources(root):
-        if source is not keep:
+        if source is not keep and not (inline and inline(source)):
             source.realize()
     nodes, steps, inputs, index_of = [], [], [], {}
     if keep is not None:
