@@ -24,6 +24,7 @@ import types
 import cuda_host_emulator
 import numpy as np
 import pytest
+from helpers.fusion_chains import CHAINS as TENSOR_CHAINS
 from test_cu_sources_compile import ARCH, _nvrtc_compile, find_nvcc, find_nvrtc
 
 import ember
@@ -546,16 +547,6 @@ def test_gpu_kernels_equal_unfused_execution(cuda_backend, fuse_all, monkeypatch
     # the same CUDA maths functions as CuPy's own kernels, no contraction: equal but for the
     # last bits of a maths function (exact where only arithmetic and selection run)
     compare(name, dtype, fused, eager, cp.asnumpy, name in EXACT)
-
-
-TENSOR_CHAINS = {
-    "tanh_gelu": lambda x, w: 0.5 * x * (1 + (0.7978845608 * (x + 0.044715 * x**3)).tanh()) * w,
-    "swiglu_composed": lambda x, w: x * x.sigmoid() * w,
-    "bias_scale": lambda x, w: (x + w) * 0.5 + 1.0,
-    "masks": lambda x, w: ember.where(x > w, x.exp(), (-x).relu()) - (x == w).float() * w,
-    "mixed_precision": lambda x, w: (x.to(ember.float64) * 3.0).sqrt().to(ember.float32) + w.abs(),
-    "clamp_log": lambda x, w: (x.clamp(-2.0, 2.0) + 3.0).log() * w.sign() + x.maximum(w).minimum(x * 2),
-}
 
 
 @pytest.mark.cuda

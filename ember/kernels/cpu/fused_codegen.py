@@ -22,6 +22,7 @@ from . import jit
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "REDUCE_COMBINE",
+    "REDUCE_IDENTITY",
     "REDUCE_START",
     "REDUCE_UPDATE",
     "TYPES",
@@ -89,7 +90,8 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 
 # the accumulator's start and update for each reduction; NaN sticks in max/min (t != t takes a
 # NaN in, and a NaN accumulator fails both comparisons), as the backend's np.max/np.min
-REDUCE_START = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}
+REDUCE_IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
+REDUCE_START = {"sum": "0.0", "max": "-np.inf", "min": "np.inf"}  # the same, as kernel source
 REDUCE_UPDATE = {
     "sum": "ops.accumulate({acc}, {t})",  # reassociable there only (see fused_chain_ops.accumulate)
     "max": "{t} if ({t} > {acc} or {t} != {t}) else {acc}",

@@ -120,7 +120,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     n = lead[0]
     tasks = min(threadpool.pool().threads, n) if math.prod(shape) >= codegen.PARALLEL_MIN_ELEMENTS else 1
     bounds = [n * t // tasks for t in range(tasks + 1)]
-    start = {"sum": 0, "max": -np.inf, "min": np.inf}[op]
+    start = codegen.REDUCE_IDENTITY[op]
     if rows:
         red = np.empty(lead, dtype)
         parts = [red[lo:hi] for lo, hi in zip(bounds, bounds[1:])]

@@ -232,9 +232,7 @@ def run(root: Lazy, backend, column: str | None = None):
     bounds = [n * t // tasks for t in range(tasks + 1)]
     if column:  # each thread's partial results over its rows, combined below
         dtype = steps[-1][2]
-        parts = [
-            np.full(trail[0], {"sum": 0, "max": -np.inf, "min": np.inf}[column], dtype) for _ in range(tasks)
-        ]
+        parts = [np.full(trail[0], codegen.REDUCE_IDENTITY[column], dtype) for _ in range(tasks)]
 
     def task(lo: int, hi: int, t: int = 0):
         rows = [o[lo:hi] for o in out_views] + ([parts[t]] if column else [])
