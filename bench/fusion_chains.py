@@ -3,9 +3,12 @@ ember with fusion, ember's own kernel for the same maths, PyTorch eager and ``to
 
 Each (chain, framework) pair runs in its own process (NumPy imported first), warms up (so a
 fused chain is compiled and ``torch.compile`` has traced), then reports the median of the
-timed repeats::
+timed repeats. With ``--rounds R`` every process runs R times, the rounds interleaved (all
+the cells once, then again), and a cell shows the median of its R medians: a burst of load
+on a shared machine then moves one round, not one column::
 
     python bench/fusion_chains.py                  # the table, every chain
+    python bench/fusion_chains.py --rounds 5       # steadier on a noisy machine
     python bench/fusion_chains.py --rows 2048      # a smaller problem
     python bench/fusion_chains.py --json out.json
 
@@ -122,6 +125,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", type=int, default=8192)
     parser.add_argument("--cols", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=1, help="processes per cell, interleaved")
     parser.add_argument("--chains", nargs="*", default=list(CHAINS), choices=CHAINS)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--worker", nargs=2, metavar=("CHAIN", "MODE"), help=argparse.SUPPRESS)
@@ -129,27 +133,31 @@ def main(argv=None) -> int:
     if args.worker:
         print(json.dumps(worker(*args.worker, args.rows, args.cols, args.repeats)))
         return 0
-    results = {}
-    for chain in args.chains:
-        for mode in MODES:
+    samples = {(chain, mode): [] for chain in args.chains for mode in MODES}
+    for _ in range(args.rounds):
+        for chain, mode in samples:
             command = [sys.executable, __file__, "--worker", chain, mode, "--rows", str(args.rows)]
             command += ["--cols", str(args.cols), "--repeats", str(args.repeats)]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 print(done.stderr[-2000:], file=sys.stderr)
-                results[chain, mode] = None
                 continue
-            results[chain, mode] = json.loads(done.stdout.strip().splitlines()[-1])["ms"]
+            ms = json.loads(done.stdout.strip().splitlines()[-1])["ms"]
+            if ms is not None:
+                samples[chain, mode].append(ms)
+    results = {cell: float(np.median(v)) if v else None for cell, v in samples.items()}
     width = max(len(m) for m in MODES)
-    print(f"fwd+bwd of [{args.rows}, {args.cols}] float32, median of {args.repeats} (ms)")
-    print(f"{'chain':<12}" + "".join(f"{m:>{width + 2}}" for m in MODES) + "   fused/unfused  fused/compile")
+    rounds = f", median of {args.rounds} interleaved rounds" if args.rounds > 1 else ""
+    print(f"fwd+bwd of [{args.rows}, {args.cols}] float32, median of {args.repeats} (ms){rounds}")
+    ratios = ("fused/unfused", "fused/kernel", "fused/compile")
+    print(f"{'chain':<12}" + "".join(f"{m:>{width + 2}}" for m in MODES + ratios))
     for chain in args.chains:
         row = [results[chain, m] for m in MODES]
         cells = "".join(f"{'-' if v is None else f'{v:.1f}':>{width + 2}}" for v in row)
-        unfused, fused, _, _, compiled = row
-        ratio = f"{fused / unfused:>14.2f}" if fused and unfused else f"{'-':>14}"
-        ratio_c = f"{fused / compiled:>15.2f}" if fused and compiled else f"{'-':>15}"
-        print(f"{chain:<12}{cells}{ratio}{ratio_c}")
+        unfused, fused, kernel, _, compiled = row
+        for other in (unfused, kernel, compiled):
+            cells += f"{fused / other:>{width + 2}.2f}" if fused and other else f"{'-':>{width + 2}}"
+        print(f"{chain:<12}{cells}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({f"{c}/{m}": v for (c, m), v in results.items()}, handle, indent=1)

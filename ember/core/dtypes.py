@@ -101,6 +101,9 @@ def dtype(value) -> DType:
 
 def dtype_from_numpy(np_dtype) -> DType:
     """Map a NumPy dtype to the ember DType that holds it (narrow ints widen)."""
+    found = _BY_NUMPY.get(np_dtype)  # an array's own dtype, on every op: no np.dtype() call
+    if found is not None:
+        return found
     np_dtype = np.dtype(np_dtype)
     found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
     if found is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import traceback
 
+from ember.kernels.fusion.lazy import realize_together
 from ember.tensor.creation import ones_like
 from ember.tensor.grad_mode import is_anomaly_enabled, no_grad
 from ember.tensor.gradients import Gradients
@@ -72,9 +73,19 @@ def backward(root, grad=None) -> Gradients:
         raise ValueError(
             f"backward: seed gradient has shape {shape_str(grad.shape)}, expected {shape_str(root.shape)}"
         )
+    result = _propagate(node, grad.detach().to(root.dtype))
+    # the gradients still pending fusion chains run together (a norm's input and weight
+    # gradients read the same rows, in one kernel); _propagate's locals are gone by now, so
+    # nothing but the gradients holds the chains' intermediates
+    realize_together([t._arr for t in result._by_node.values() if type(t) is not RowSparse])
+    return result
+
+
+def _propagate(node, seed) -> Gradients:
+    """The gradients of the leaves below ``node``, from ``seed`` (its gradient)."""
     result = Gradients()
     anomaly = is_anomaly_enabled()
-    pending = {node.id: grad.detach().to(root.dtype)}
+    pending = {node.id: seed}
     with no_grad():
         for n in _topological(node):
             g = pending.pop(n.id, None)

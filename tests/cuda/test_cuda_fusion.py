@@ -263,6 +263,7 @@ def fuse_all(monkeypatch):
     monkeypatch.setattr(engine.settings, "enabled", True)
     monkeypatch.setattr(engine.settings, "min_elements", 0)
     monkeypatch.setattr(fused_chain.KERNELS, "compile_after", 1)
+    monkeypatch.setattr(plan, "REMAT_MAX_OPS", 0)  # every held value written: the kernel computes it
 
 
 def catalogue_sources() -> list:
@@ -270,6 +271,7 @@ def catalogue_sources() -> list:
     settings = engine.settings
     saved = {k: getattr(settings, k) for k in ("enabled", "min_elements")}
     settings.enabled, settings.min_elements = True, 0
+    remat, plan.REMAT_MAX_OPS = plan.REMAT_MAX_OPS, 0  # every held value written by the kernel
     try:
         o = Ops(RecordingBackend())
         out = []
@@ -290,6 +292,7 @@ def catalogue_sources() -> list:
                     out.append((f"{chain}[{dtype.name}, sign of NaN 0]", name, source))
         return out
     finally:
+        plan.REMAT_MAX_OPS = remat
         for k, v in saved.items():
             setattr(settings, k, v)
 

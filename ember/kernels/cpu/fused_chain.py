@@ -48,9 +48,19 @@ class Runner:
     """The engine records 2-D matrix products for chains to take as their source (see
     :mod:`.fused_epilogue`)."""
 
+    def run_group(self, roots: list) -> bool:
+        """Compute ``roots`` (pending, none reading another) as one row program when they form
+        one (see :func:`.fused_rows.run_group`): whether it did (else the caller computes them)."""
+        values = fused_rows.run_group(roots, self.backend)
+        for root, value in zip(roots, values or ()):
+            root.settle(value)
+        return values is not None
+
     def __call__(self, root: Lazy) -> np.ndarray:
         if root.op.startswith("reduce:"):
             return fused_reduction.run(root, self.backend)
+        if root.op == "expand":  # computed on its own: the broadcast view eager gives
+            return self.backend.expand(realize(root.args[0]), root.shape)
         if root.op in GEMM_OPS:  # a product no chain took: computed, then viewed in its shape
             if root.op == "matmul":
                 return self.backend.matmul(*root.args).reshape(root.shape)

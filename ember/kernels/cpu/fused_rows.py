@@ -7,10 +7,15 @@ a row's inputs stay in the L1 cache across these passes, so memory is read about
 hand-written norm. Without this the reductions would each be a kernel and the chain another,
 every one streaming the whole array.
 
-Applies when every pending reduction the chain reads (directly or through another reduction's
+Several roots can run as one program (:func:`run_group`: the gradients one backward pass
+leaves pending, a norm's input gradient and its weight's): each is written where its rows are
+made, and a root that sums a chain over the leading axes (a weight's gradient) accumulates in
+the output loop, one slot per column and thread.
+
+Applies when every pending reduction the roots read (directly or through another reduction's
 chain) is a ``sum``/``max``/``min`` over the last axis with ``keepdim`` of a chain of one common
-shape, and the chain's result and every value something else holds have that shape or the
-shape of its rows; otherwise the caller falls back to one kernel per reduction.
+shape, and each root and every value something else holds have that shape, the shape of its
+rows, or (a root) its columns; otherwise the caller falls back to one kernel per reduction.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from ember.kernels.fusion.lazy import Lazy
 from . import fused_codegen as codegen
 from . import staggered, threadpool
 
-__all__ = ["KERNELS", "run", "run_columns"]
+__all__ = ["KERNELS", "run", "run_columns", "run_group"]
 
 KERNELS = plan.KernelCache("cpu")
 """The compiled row programs of this process."""
@@ -36,46 +41,52 @@ def _row_reduction(node: Lazy) -> bool:
     return node.op.startswith("reduce:") and node.op.endswith(":rows")
 
 
-def _program(root: Lazy):
-    """``(nodes, steps, inputs, full)`` of the row program of ``root``, or None when it has none.
-    A reduction's step is ``("rowreduce:<op>", (ref of its chain,), dtype)``."""
-    if not any(_row_reduction(source) for source in plan.pending_sources(root)):
-        return None
+def _program(roots: list):
+    """``(nodes, steps, inputs, full)`` of the row program of ``roots``, or None when they have
+    none. A row reduction's step is ``("rowreduce:<op>", (ref of its chain,), dtype)``; a root
+    reducing its chain over the leading axes is ``("colreduce:<op>", (ref of its chain,), dtype)``."""
+    reads_rows = any(_row_reduction(s) for r in roots for s in plan.pending_sources(r))
+    if not reads_rows and len(roots) == 1:
+        return None  # one chain without row reductions: the plain chain kernel
     # the reductions and products that cannot join are computed first, like any array read
-    nodes, steps, inputs = plan.layout(root, inline=_row_reduction)
+    nodes, steps, inputs = plan.layout(roots, inline=_row_reduction)
     full = None
     for k, node in enumerate(nodes):
-        if _row_reduction(node):
+        if node.op.startswith("reduce:"):
             kind, j = steps[k][1][0]  # its chain, or the array it became if computed meanwhile
             shape = tuple(nodes[j].shape if kind == "step" else inputs[j].shape)
             full = shape if full is None else full
-            if shape != full or node.shape != full[:-1] + (1,):
+            _, op, reduced = node.op.split(":", 2)
+            if shape != full:
                 return None
-            steps[k] = ("rowreduce:" + node.op.split(":")[1],) + steps[k][1:]
+            if reduced == "rows" and node.shape == full[:-1] + (1,):
+                steps[k] = ("rowreduce:" + op,) + steps[k][1:]
+            elif reduced == f"columns:{len(full) - 1}" and node.shape in _column_shapes(full):
+                if not any(node is r for r in roots):
+                    return None  # read by another chain: it is computed first (by layout)
+                steps[k] = ("colreduce:" + op,) + steps[k][1:]
+            else:
+                return None
         elif not plan.is_elementwise(node):
-            return None  # a product or another reduction inside a reduction's chain
-    if full is None or len(full) < 2 or full[-1] < 2:
+            return None  # a product inside a reduction's chain
+    if full is None:  # roots without reductions: their common shape
+        full = roots[0].shape
+    if len(full) < 2 or full[-1] < 2 or any(r.value is not None for r in roots):
         return None
     return nodes, steps, inputs, full
 
 
-def _held(nodes: list, steps: list) -> list:
-    """Every value besides the root that something outside the program holds."""
-    readers = [0] * len(nodes)
-    for _, refs, _ in steps:
-        for kind, j in refs:
-            if kind == "step":
-                readers[j] += 1
-    # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
-    return [j for j in range(len(nodes) - 1) if sys.getrefcount(nodes[j]) - readers[j] - 2 > 0]
+def _column_shapes(full: tuple) -> tuple:
+    """The shapes of a reduction of ``full`` over its leading axes (with keepdim, without)."""
+    return (full[-1:], (1,) * (len(full) - 1) + full[-1:])
 
 
 def _levels(steps: list, masks: tuple) -> list:
     """For each step, whether it varies along the row (element level) or is one value per row."""
     element = []
     for op, refs, _ in steps:
-        if op.startswith("rowreduce:"):
-            element.append(False)
+        if op.startswith(("rowreduce:", "colreduce:")):
+            element.append(False)  # a row's value; a column reduction is read by nothing
             continue
         element.append(
             any((masks[j] is not None and 1 in masks[j]) if kind == "in" else element[j] for kind, j in refs)
@@ -96,10 +107,10 @@ def _needed(targets: list, steps: list, element: list) -> list:
     return sorted(need)
 
 
-def _source(steps: list, masks: tuple, element: list, writes: list, column: str | None = None) -> str:
-    """The kernel ``chain(out0.., x0.., n0, n1)``; ``writes`` are ``(step, element level?)`` of
-    the arrays written, the root last. With ``column`` (a reduction op), the root's values are
-    not written but reduced over the rows into the last output, one slot per column."""
+def _source(steps: list, masks: tuple, element: list, writes: list) -> str:
+    """The kernel ``chain(out0.., x0.., n0, n1)``; ``writes`` are ``(step, level)`` of the
+    arrays written: ``"element"`` (the full shape), ``"row"`` (one value per row), or the
+    reduction (``"sum"``...) of a ``colreduce`` step, accumulated into one slot per column."""
     params = [f"out{k}" for k in range(len(writes))] + [f"x{i}" for i in range(len(masks))]
     lines = codegen.kernel_header(params + ["n0", "n1"])  # (a sum reassociates in ops.accumulate)
     lines += [f"    v{i} = x{i}" for i, m in enumerate(masks) if m is None]
@@ -124,9 +135,9 @@ def _source(steps: list, masks: tuple, element: list, writes: list, column: str 
         ]
         return body
 
-    row_writes = {j: k for k, (j, at_element) in enumerate(writes) if not at_element}
+    row_writes = {j: k for k, (j, level) in enumerate(writes) if level == "row"}
     for j, (op, refs, dtype) in enumerate(steps):
-        if element[j]:
+        if element[j] or op.startswith("colreduce:"):
             continue  # computed inside the loops that need it
         if op.startswith("rowreduce:"):
             reduce_op = op.split(":")[1]
@@ -148,17 +159,26 @@ def _source(steps: list, masks: tuple, element: list, writes: list, column: str 
             lines.append(f"        t{j} = {codegen.expression(op, operands(refs), dtype)}")
         if j in row_writes:
             lines.append(f"        out{row_writes[j]}[i0] = t{j}")
-    element_writes = [(k, j) for k, (j, at_element) in enumerate(writes) if at_element]
-    if element_writes:
-        lines += element_loop(_needed([j for _, j in element_writes], steps, element), "        ")
-        for k, j in element_writes:
-            if column is not None and k == len(writes) - 1:
-                cell = f"out{k}[i1]"
-                lines.append(
-                    f"            {cell} = {codegen.REDUCE_UPDATE[column].format(acc=cell, t=f't{j}')}"
-                )
-            else:
+    loop_writes = [(k, j, level) for k, (j, level) in enumerate(writes) if level != "row"]
+    if loop_writes:
+        targets, read = [], []
+        for _, j, level in loop_writes:
+            if level == "element":
+                targets.append(j)
+                continue
+            ((kind, src),) = steps[j][1]  # a column reduction's chain (or an array it reads)
+            if kind == "step":
+                targets.append(src)
+            elif masks[src] is not None and 1 in masks[src]:
+                read.append(src)
+        lines += element_loop(_needed(targets, steps, element), "        ", read=read)
+        for k, j, level in loop_writes:
+            if level == "element":
                 lines.append(f"            out{k}[i0, i1] = t{j}")
+            else:
+                value = operands(steps[j][1])[0]
+                cell = f"out{k}[i1]"
+                lines.append(f"            {cell} = {codegen.REDUCE_UPDATE[level].format(acc=cell, t=value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -166,37 +186,48 @@ def run_columns(root: Lazy, backend):
     """Compute the reduction ``root`` over the leading axes (a gradient summed back over the
     batch) of a chain that reads row reductions as one row program: the columns accumulate in
     the program's output loop. None when it is not one."""
-    _, op, kind = root.op.split(":", 2)
     source = root.args[0]
-    full = source.shape
-    if kind != f"columns:{len(full) - 1}" or type(source) is not Lazy or source.value is not None:
+    if type(source) is not Lazy or source.value is not None:
         return None
     # references: root's operands, the variable `source`, getrefcount's argument
     if sys.getrefcount(source) - 3 > 0:
         return None  # something else reads the chain's values: they are stored by the plain path
     del source
-    return run(root, backend, column=op)
+    values = _run([root], backend)
+    return None if values is None else values[0]
 
 
-def run(root: Lazy, backend, column: str | None = None):
+def run(root: Lazy, backend):
     """Compute ``root`` as one row program, or return None when it is not one (or its kernel
-    is not compiled yet: the caller then computes it reduction by reduction). With ``column``,
-    ``root`` is that reduction over the leading axes of the program's chain."""
-    program = _program(root.args[0] if column else root)
+    is not compiled yet: the caller then computes it reduction by reduction)."""
+    values = _run([root], backend)
+    return None if values is None else values[0]
+
+
+def run_group(roots: list, backend):
+    """The values of ``roots`` (pending, none reading another) computed as one row program, or
+    None when they are not one (or its kernel is not compiled yet)."""
+    return _run(roots, backend)
+
+
+def _run(roots: list, backend):
+    program = _program(roots)
     if program is None:
         return None
     nodes, steps, inputs, full = program
     del program
-    if column and root.shape not in (full[-1:], (1,) * (len(full) - 1) + full[-1:]):
-        return None
     row_shape = full[:-1] + (1,)
-    held = _held(nodes, steps)
+    position = {id(node): j for j, node in enumerate(nodes)}
+    at_roots = [position[id(r)] for r in roots]
     writes = []
-    for j in held + [len(nodes) - 1]:
-        if nodes[j].shape == full:
-            writes.append((j, True))
+    for j in [j for j in plan.held_elsewhere(nodes, steps, shape=()) if j not in at_roots] + at_roots:
+        op = steps[j][0]
+        if op.startswith("colreduce:"):
+            writes.append((j, op.split(":")[1]))
+        elif nodes[j].shape == full:
+            writes.append((j, "element"))
         elif nodes[j].shape == row_shape:
-            writes.append((j, False))
+            writes.append((j, "row"))
         else:
             return None  # a value of another shape must be stored: not a row program
     arrays = [np.broadcast_to(a, full) for a in inputs if a.size != 1]
@@ -205,48 +236,41 @@ def run(root: Lazy, backend, column: str | None = None):
         return None
     masks, operands = codegen.packed_operands(inputs, iter(views))
     element = _levels(steps, masks)
-    if any(at_element != element[j] and nodes[j].shape == full for j, at_element in writes):
+    if any(level == "element" and not element[j] for j, level in writes):
         return None  # a full-shaped value that is one per row (a broadcast): stored by the plain path
-    signature = (
-        "rows",
-        tuple((op, refs, dtype.name) for op, refs, dtype in steps),
-        masks,
-        tuple(writes),
-        column,
-    )
-    fn = KERNELS.lookup(
-        signature, lambda: codegen.load_kernel(_source(steps, masks, element, writes, column))
-    )
+    signature = ("rows", tuple((op, refs, dtype.name) for op, refs, dtype in steps), masks, tuple(writes))
+    fn = KERNELS.lookup(signature, lambda: codegen.load_kernel(_source(steps, masks, element, writes)))
     if fn is None:
         return None
-    outs = []
-    for j, at_element in writes[:-1] if column else writes:
-        shape = full if at_element else row_shape
-        outs.append(staggered.empty(shape, [steps[j][2]], arrays)[0])
-    out_views = [
-        o.reshape((lead[0], trail[0]) if at_element else (lead[0],))
-        for o, (_, at_element) in zip(outs, writes)
-    ]
     n = lead[0]
     tasks = min(threadpool.pool().threads, n) if math.prod(full) >= codegen.PARALLEL_MIN_ELEMENTS else 1
     bounds = [n * t // tasks for t in range(tasks + 1)]
-    if column:  # each thread's partial results over its rows, combined below
-        dtype = steps[-1][2]
-        parts = [np.full(trail[0], codegen.REDUCE_IDENTITY[column], dtype) for _ in range(tasks)]
+    outs = []  # per write: the array, or (a column reduction) each thread's partial results
+    for j, level in writes:
+        dtype = steps[j][2]
+        if level == "element":
+            outs.append(staggered.empty(full, [dtype], arrays)[0].reshape(n, trail[0]))
+        elif level == "row":
+            outs.append(np.empty(n, dtype))
+        else:
+            outs.append([np.full(trail[0], codegen.REDUCE_IDENTITY[level], dtype) for _ in range(tasks)])
 
-    def task(lo: int, hi: int, t: int = 0):
-        rows = [o[lo:hi] for o in out_views] + ([parts[t]] if column else [])
+    def task(t: int):
+        lo, hi = bounds[t], bounds[t + 1]
+        rows = [o[t] if type(o) is list else o[lo:hi] for o in outs]
         fn(*rows, *codegen.thread_slices(operands, masks, lo, hi), hi - lo, trail[0])
 
     if tasks <= 1:
-        task(0, n)
+        task(0)
     else:
-        threadpool.pool().run([lambda t=t: task(bounds[t], bounds[t + 1], t) for t in range(tasks)])
-    for (j, _), value in zip(writes[:-1], outs):
-        nodes[j].settle(value)
-    if column:
-        red = parts[0]
-        for part in parts[1:]:
-            codegen.REDUCE_COMBINE[column](red, part, out=red)
-        return red.reshape(root.shape)
-    return outs[-1]
+        threadpool.pool().run([lambda t=t: task(t) for t in range(tasks)])
+    values = {}
+    for (j, level), out in zip(writes, outs):
+        if type(out) is list:  # the threads' partial results combined
+            for part in out[1:]:
+                codegen.REDUCE_COMBINE[level](out[0], part, out=out[0])
+            out = out[0]
+        values[j] = out.reshape(nodes[j].shape)
+    for j, _ in writes[: len(writes) - len(roots)]:
+        nodes[j].settle(values[j])
+    return [values[j] for j in at_roots]

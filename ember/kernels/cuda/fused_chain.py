@@ -162,6 +162,8 @@ def _expression(op: str, operands: list, dtypes: list, dtype: str) -> str:
     kind, _, name = op.partition(":")
     if kind == "cast":
         return _convert(operands[0], dtypes[0], dtype)
+    if kind == "expand":  # every step is computed at the root's index: its operand's value
+        return operands[0]
     if kind == "where":
         if dtypes[0] != "bool" or dtypes[1] != dtype or dtypes[2] != dtype:
             raise Unsupported(op)
@@ -348,7 +350,7 @@ def _reduce(root: Lazy, backend):
     source = root.args[0]
     ndim = len(source.shape)
     axes = (ndim - 1,) if kind == "rows" else tuple(range(int(kind.split(":")[1])))
-    return backend.reduce(op, realize(source), axes, len(root.shape) == ndim)
+    return backend.reduce(op, realize(source), axes, len(root.shape) == ndim).reshape(root.shape)
 
 
 class ChainPlan:
@@ -426,6 +428,8 @@ def run(root: Lazy, backend):
     kernel does not compute, runs op by op through ``backend``."""
     if root.op.startswith("reduce:"):
         return _reduce(root, backend)
+    if root.op == "expand":  # computed on its own: the broadcast view eager gives
+        return backend.expand(realize(root.args[0]), root.shape)
     xp = backend.xp
     if math.prod(root.shape) == 0:
         return xp.empty(root.shape, root.dtype)

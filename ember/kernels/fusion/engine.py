@@ -27,6 +27,7 @@ __all__ = [
     "GEMM_OPS",
     "binary",
     "cast",
+    "expand",
     "linear",
     "matmul",
     "reduce",
@@ -215,12 +216,12 @@ def reduction_kind(axes: tuple, ndim: int) -> str | None:
 def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
     """``backend.reduce(op, x, axes, keepdim)``, recorded when ``x`` is a pending chain the
     reduction can read as it goes (its values are then never stored)."""
-    runner = _runner(backend)
+    # a computed input (the common case, tiny tensors included) is tested first: nothing to fuse
     if (
-        runner is not None
-        and op in FUSED_REDUCE
-        and type(x) is Lazy
+        type(x) is Lazy
         and x.value is None
+        and op in FUSED_REDUCE
+        and _runner(backend) is not None
         and x.op not in GEMM_OPS
         and not x.op.startswith("reduce:")  # a reduction of a pending reduction reads it computed
         and x.dtype in _DTYPES[:2]
@@ -229,9 +230,9 @@ def reduce(backend, op: str, x, axes: tuple, keepdim: bool):
         kind = reduction_kind(tuple(axes), len(x.shape))
         if kind is not None:
             shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape) if keepdim or d not in axes)
-            return _record(f"reduce:{op}:{kind}", (x,), shape, x.dtype, runner)
+            return _record(f"reduce:{op}:{kind}", (x,), shape, x.dtype, x.runner)
     if LOG.full:
-        LOG.eager(f"reduce:{op}", _reduce_cut(runner, op, x, axes))
+        LOG.eager(f"reduce:{op}", _reduce_cut(_runner(backend), op, x, axes))
     return backend.reduce(op, realize(x), axes, keepdim)
 
 
@@ -310,8 +311,19 @@ def _gemm_cut(backend, runner) -> str:
 
 
 def reshape(backend, x, shape: tuple):
-    """``backend.reshape(x, shape)``; a pending product stays pending with the new shape (its
-    rows are C-contiguous, so the runner computes it and views it so)."""
-    if type(x) is Lazy and x.value is None and x.op in GEMM_OPS:
+    """``backend.reshape(x, shape)``; a pending product, or a pending reduction over leading
+    axes (a gradient summed back to a bias's shape), stays pending with the new shape (the
+    runner computes it C-contiguous and views it so)."""
+    if type(x) is Lazy and x.value is None and (x.op in GEMM_OPS or ":columns:" in x.op):
         return _record(x.op, x.args, tuple(shape), x.dtype, x.runner)
     return backend.reshape(realize(x), shape)
+
+
+def expand(backend, x, shape: tuple):
+    """``backend.expand(x, shape)``; a pending element-wise value or reduction stays pending,
+    broadcast, so a chain reading it (a reduction's gradient spread back over its rows) fuses
+    with the chain that made it. Computed on its own, it is the broadcast view eager execution
+    gives (see the runners)."""
+    if type(x) is Lazy and x.value is None and x.op not in GEMM_OPS and x.runner is _runner(backend):
+        return _record("expand", (x,), tuple(shape), x.dtype, x.runner)
+    return backend.expand(realize(x), shape)

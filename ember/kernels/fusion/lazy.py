@@ -9,12 +9,13 @@ depends on in one kernel, keeps the result and lets go of its operands.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import weakref
 
 from ember.kernels.fusion.log import LOG
 
-__all__ = ["Lazy", "flush_all", "pending_count", "realize"]
+__all__ = ["Lazy", "flush_all", "pending_count", "realize", "realize_together"]
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
@@ -74,6 +75,22 @@ class Lazy:
 def realize(x):
     """``x`` itself, or the computed array of a :class:`Lazy`."""
     return x.realize() if type(x) is Lazy else x
+
+
+def realize_together(values) -> None:
+    """Compute the pending values among ``values`` (the gradients one backward pass leaves), as
+    one kernel where their runner can (``run_group``: a norm's input gradient and its weight's
+    read the same rows), else one by one."""
+    pending = [v for v in values if type(v) is Lazy and v.value is None]
+    if len(pending) > 1:
+        runner = pending[0].runner
+        group = getattr(runner, "run_group", None)
+        if group is not None and all(v.runner is runner for v in pending):
+            entry = LOG.flush_entry(pending[-1], sys._getframe(1), len(pending)) if LOG.medium else None
+            if group(pending) and entry is not None:  # it settles what it computes
+                LOG.write(entry)
+    for v in pending:
+        v.realize()
 
 
 def flush_all(cause: str | None = None) -> int:

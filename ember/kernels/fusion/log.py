@@ -156,18 +156,26 @@ class FusionLog:
         """``medium``: ``root`` (a pending :class:`~.lazy.Lazy`) is being computed; the cause
         is read from the Python stack above ``Lazy.realize``. A value computed within another
         flush (a reduction a chain reads) is part of that flush, not one of its own."""
-        cause = _cause(sys._getframe(2))
+        entry = self.flush_entry(root, sys._getframe(2))
+        if entry is not None:
+            self.write(entry)
+
+    def flush_entry(self, root, frame, roots: int = 1) -> dict | None:
+        """The ``flush`` event of ``root`` (with ``roots - 1`` other roots computed as one
+        group) needed by the code of ``frame`` and above; None within another flush."""
+        cause = _cause(frame)
         if cause is None:
-            return
-        self.write(
-            {
-                "event": "flush",
-                "cause": cause,
-                "pending": _pending(root),
-                "shape": root.shape,
-                "dtype": _name(root.dtype),
-            }
-        )
+            return None
+        entry = {
+            "event": "flush",
+            "cause": cause,
+            "pending": _pending(root),
+            "shape": root.shape,
+            "dtype": _name(root.dtype),
+        }
+        if roots > 1:
+            entry["roots"] = roots
+        return entry
 
     def lookup(self, event: str, signature, fn=None, seen: int | None = None) -> None:
         """``medium``: a plan-cache ``"hit"`` (``fn`` the kernel) or ``"miss"`` (``seen``: the

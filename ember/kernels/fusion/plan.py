@@ -3,7 +3,7 @@ find the intermediates that must be written, run a chain op by op, and keep comp
 by the chain's relative signature.
 
 A *step* is ``(op, refs, dtype)``: the op's name (``"unary:exp"``, ``"binary:add"``,
-``"where"``, ``"cast:float32"``), its operands as refs (``("in", i)``: the ``i``-th computed
+``"where"``, ``"cast:float32"``, ``"expand"``: its operand broadcast, the value unchanged), its operands as refs (``("in", i)``: the ``i``-th computed
 array the chain reads; ``("step", j)``: the value of an earlier step) and its NumPy dtype.
 """
 
@@ -29,21 +29,23 @@ __all__ = [
 ]
 
 
-def layout(root: Lazy, keep=None, inline=None):
+def layout(root, keep=None, inline=None):
     """``(nodes, steps, inputs)``: the pending element-wise ops ``root`` depends on in dependency
     order (the root last), their steps, and the arrays they read. The pending reductions and
     matrix products among those are computed first (each by its own kernel) and read as arrays,
     except ``keep``: a pending product the caller computes as the chain runs (an input that is
     still a :class:`Lazy`), and the sources ``inline(source)`` accepts: those are laid out as
-    steps, with the chains they read (a row program computes them)."""
-    for source in pending_sources(root):
-        if source is not keep and not (inline and inline(source)):
+    steps, with the chains they read (a row program computes them). ``root`` may be a list of
+    roots computed together (each after the ops it reads; the last one last)."""
+    roots = root if isinstance(root, list) else [root]
+    for source in [s for r in roots for s in pending_sources(r)]:
+        if source is not keep and source.value is None and not (inline and inline(source)):
             source.realize()
     nodes, steps, inputs, index_of = [], [], [], {}
     if keep is not None:
         index_of[id(keep)] = ("in", 0)
         inputs.append(keep)
-    stack = [(root, False)]
+    stack = [(r, False) for r in reversed(roots)]
     while stack:
         node, expanded = stack.pop()
         if id(node) in index_of:
@@ -88,22 +90,72 @@ def pending_sources(root: Lazy) -> list:
     return found
 
 
-def held_elsewhere(nodes: list, steps: list) -> list:
-    """The positions of the intermediate ops (of the root's shape) that something outside the
-    graph still holds — a tensor (saved for the backward pass, say) or another chain: the
-    kernel writes them too, so they are not computed again."""
+def held_elsewhere(nodes: list, steps: list, shape=None) -> list:
+    """The positions of the intermediate ops that something outside the graph still holds — a
+    tensor (saved for the backward pass, say) or another chain — and that the kernel writes
+    too, so they are not computed again: those of ``shape`` (the root's by default; every
+    shape with ``()``), except the element-wise ones :func:`_recomputed` leaves pending."""
     readers = [0] * len(nodes)
     for _, refs, _ in steps:
         for kind, j in refs:
             if kind == "step":
                 readers[j] += 1
-    shape = nodes[-1].shape
+    shape = nodes[-1].shape if shape is None else shape
     held = []
     for j in range(len(nodes) - 1):
         # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
-        if nodes[j].shape == shape and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
+        if (shape == () or nodes[j].shape == shape) and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
             held.append(j)
-    return held
+    written: set = set()
+    kept = []
+    for j in held:
+        if _recomputed(nodes[j], written):
+            continue
+        written.add(id(nodes[j]))
+        kept.append(j)
+    return kept
+
+
+REMAT_MAX_OPS = 32
+"""The most pending ops a held intermediate may take to compute again (see :func:`_recomputed`)."""
+
+
+def _recomputed(node: Lazy, written: set) -> bool:
+    """Whether the held element-wise intermediate ``node`` stays pending instead of being
+    written: the chain that reads it next computes it again from the arrays it reads
+    (rematerialisation), which costs a few arithmetic ops where writing and reading it back
+    costs two passes over memory. It does when it takes at most :data:`REMAT_MAX_OPS` ops and
+    the arrays it keeps alive meanwhile (the computed values it reads, and the intermediates of
+    this chain that are written, ``written``) are at most its own size and an eighth (a norm's
+    input and its per-row values): never much more memory than its value would take. And only
+    when every op it takes is exactly rounded (:data:`_EXACT_OPS`): computed again by another
+    kernel (or op by op, before that chain is compiled), it is then the same value bit for bit;
+    a ``tanh`` or an ``exp`` could differ in its last bit between two kernels."""
+    if node.op not in _RECOMPUTABLE_OPS:
+        return False
+    budget = node.size * node.dtype.itemsize * 9 // 8
+    held, ops, seen, stack = 0, 0, set(), [node]
+    while stack:
+        n = stack.pop()
+        ops += 1
+        if ops > REMAT_MAX_OPS:
+            return False
+        for a in n.args:
+            if a is None or id(a) in seen:
+                continue
+            seen.add(id(a))
+            if type(a) is Lazy:
+                if a.value is None and id(a) not in written:
+                    if a.op not in _RECOMPUTABLE_OPS:
+                        return False  # a reduction, a product, a transcendental op: see above
+                    stack.append(a)
+                    continue
+                held += a.size * a.dtype.itemsize
+            else:
+                held += a.nbytes
+            if held > budget:
+                return False
+    return True
 
 
 def one_by_one(nodes: list, steps: list, inputs: list, backend):
@@ -111,16 +163,20 @@ def one_by_one(nodes: list, steps: list, inputs: list, backend):
     every intermediate is kept on its node."""
     values = []
     for node, (op, refs, dtype) in zip(nodes, steps):
-        value = eager_op(op, [inputs[j] if kind == "in" else values[j] for kind, j in refs], dtype, backend)
+        args = [inputs[j] if kind == "in" else values[j] for kind, j in refs]
+        value = eager_op(op, args, dtype, backend, node.shape)
         values.append(value)
         if node is not nodes[-1]:
             node.settle(value)
     return values[-1]
 
 
-def eager_op(op: str, args: list, dtype, backend):
-    """The element-wise ``op`` (a step's name) of computed ``args``, by the backend's own kernel."""
+def eager_op(op: str, args: list, dtype, backend, shape=None):
+    """The element-wise ``op`` (a step's name) of computed ``args``, by the backend's own kernel
+    (``shape``: the result's, which an ``expand`` needs)."""
     kind, _, name = op.partition(":")
+    if kind == "expand":
+        return backend.expand(args[0], shape)
     if kind == "unary":
         return backend.unary(name, *args)
     if kind == "binary":
@@ -143,6 +199,9 @@ _EXACT_OPS = frozenset(
         "cast:float32", "cast:float64",
     }
 )  # fmt: skip
+
+
+_RECOMPUTABLE_OPS = _EXACT_OPS | {"expand"}
 
 
 def single_op(root: Lazy) -> bool:

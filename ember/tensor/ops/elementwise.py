@@ -141,7 +141,9 @@ def _check_integer_operands(op: str, a: Tensor, b: Tensor) -> None:
 def binary(op: str, a, b) -> Tensor:
     """The binary op ``op`` of the op table (``"add"``, ``"lt"``, ...) on ``a`` and ``b``
     (tensors or scalars, at least one a tensor), broadcasting."""
-    a, b = _to_tensor_pair(op, a, b)
+    # two tensors of one dtype on one device (most calls) skip the promotion and device checks
+    if not (type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype and a._device is b._device):
+        a, b = _to_tensor_pair(op, a, b)
     _check_broadcast(op, a, b)
     if op in _LOGICAL:
         if not (a._dtype.is_bool and b._dtype.is_bool):

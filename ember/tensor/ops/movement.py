@@ -32,10 +32,9 @@ def _to_shape(op: str, x: Tensor, shape: tuple) -> Tensor:
     if shape == x.shape:
         return x
     check_shape(op, shape, x._dtype)
-    if op == "reshape":  # a pending matrix product stays pending (see fusion.engine.reshape)
-        out = wrap(fusion.reshape(x._device.backend, x._arr, shape), x._device, x._dtype)
-    else:
-        out = wrap(getattr(x._device.backend, op)(x._data, shape), x._device, x._dtype)
+    # a pending product stays pending through a reshape, a pending chain through an expand
+    # (see fusion.engine.reshape and fusion.engine.expand)
+    out = wrap(getattr(fusion, op)(x._device.backend, x._arr, shape), x._device, x._dtype)
     return record(out, op, (x,))
 
 
