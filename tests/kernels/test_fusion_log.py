@@ -201,6 +201,18 @@ def test_backward_and_an_optimizer_step_are_causes(flushes):
 
 
 @fusion_on
+def test_the_gradients_computed_together_are_one_flush(clean, fuse_all):
+    path = clean / "group.log"
+    log.configure("medium", path)
+    x = ember.tensor(np.linspace(-2, 2, 48).reshape(6, 8), dtype=ember.float32).require_grad()
+    w = ember.ones(8).require_grad()
+    y = x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * w  # a composed RMSNorm
+    y.backward(ember.ones(6, 8))
+    flushes = [e for e in events(path) if e["event"] == "flush"]
+    assert [(e["cause"], e.get("roots")) for e in flushes] == [("backward", 2)]
+
+
+@fusion_on
 def test_a_reduction_a_chain_reads_is_part_of_the_chains_flush(flushes):
     y = (ember.ones(4, 8) * 2.0).exp()
     total = y.sum(-1, keepdim=True)  # reads y as it goes, computed when the division is

@@ -48,13 +48,22 @@ class Runner:
     """The engine records 2-D matrix products for chains to take as their source (see
     :mod:`.fused_epilogue`)."""
 
-    def run_group(self, roots: list) -> bool:
-        """Compute ``roots`` (pending, none reading another) as one row program when they form
-        one (see :func:`.fused_rows.run_group`): whether it did (else the caller computes them)."""
-        values = fused_rows.run_group(roots, self.backend)
-        for root, value in zip(roots, values or ()):
-            root.settle(value)
-        return values is not None
+    def run_group(self, roots: list) -> int:
+        """Compute ``roots`` (pending, none reading another) as row programs, each of the roots
+        over rows of one shape (a chain of that shape, or its sum over the leading axes) that
+        form one (see :func:`.fused_rows.run_group`); returns how many it computed (the caller
+        computes the others)."""
+        by_rows: dict = {}
+        for root in roots:
+            rows = root.args[0].shape if ":columns:" in root.op else root.shape
+            by_rows.setdefault(rows, []).append(root)
+        done = 0
+        for group in by_rows.values():
+            values = fused_rows.run_group(group, self.backend) if len(group) > 1 else None
+            for root, value in zip(group, values or ()):
+                root.settle(value)
+                done += 1
+        return done
 
     def __call__(self, root: Lazy) -> np.ndarray:
         if root.op.startswith("reduce:"):

@@ -78,16 +78,18 @@ def realize(x):
 
 
 def realize_together(values) -> None:
-    """Compute the pending values among ``values`` (the gradients one backward pass leaves), as
-    one kernel where their runner can (``run_group``: a norm's input gradient and its weight's
-    read the same rows), else one by one."""
+    """Compute the pending values among ``values`` (the gradients one backward pass leaves)
+    together where their runner can (its ``run_group``: a norm's input gradient and its weight's
+    read the same rows, one kernel), the others one by one."""
     pending = [v for v in values if type(v) is Lazy and v.value is None]
     if len(pending) > 1:
         runner = pending[0].runner
         group = getattr(runner, "run_group", None)
         if group is not None and all(v.runner is runner for v in pending):
-            entry = LOG.flush_entry(pending[-1], sys._getframe(1), len(pending)) if LOG.medium else None
-            if group(pending) and entry is not None:  # it settles what it computes
+            entry = LOG.flush_entry(pending[-1], sys._getframe(1)) if LOG.medium else None
+            done = group(pending)  # how many it computed (and settled)
+            if done and entry is not None:
+                entry["roots"] = done
                 LOG.write(entry)
     for v in pending:
         v.realize()

@@ -160,22 +160,19 @@ class FusionLog:
         if entry is not None:
             self.write(entry)
 
-    def flush_entry(self, root, frame, roots: int = 1) -> dict | None:
-        """The ``flush`` event of ``root`` (with ``roots - 1`` other roots computed as one
-        group) needed by the code of ``frame`` and above; None within another flush."""
+    def flush_entry(self, root, frame) -> dict | None:
+        """The ``flush`` event of ``root`` needed by the code of ``frame`` and above (a group
+        of roots computed together adds ``"roots"``); None within another flush."""
         cause = _cause(frame)
         if cause is None:
             return None
-        entry = {
+        return {
             "event": "flush",
             "cause": cause,
             "pending": _pending(root),
             "shape": root.shape,
             "dtype": _name(root.dtype),
         }
-        if roots > 1:
-            entry["roots"] = roots
-        return entry
 
     def lookup(self, event: str, signature, fn=None, seen: int | None = None) -> None:
         """``medium``: a plan-cache ``"hit"`` (``fn`` the kernel) or ``"miss"`` (``seen``: the

@@ -106,56 +106,65 @@ def held_elsewhere(nodes: list, steps: list, shape=None) -> list:
         # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
         if (shape == () or nodes[j].shape == shape) and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
             held.append(j)
+    position = {id(node): j for j, node in enumerate(nodes)}
     written: set = set()
-    kept = []
     for j in held:
-        if _recomputed(nodes[j], written):
+        if id(nodes[j]) in written:
             continue
-        written.add(id(nodes[j]))
-        kept.append(j)
-    return kept
+        sources = _recomputed(nodes[j], written, position)
+        if sources and shape != () and any(nodes[k].shape != shape for k in sources):
+            sources = None  # the kernel writes arrays of `shape` only
+        if sources is None:
+            written.add(id(nodes[j]))
+        else:  # it stays pending; what it reads and cannot compute again is written
+            written.update(id(nodes[k]) for k in sources)
+    return sorted(position[i] for i in written)
 
 
 REMAT_MAX_OPS = 32
 """The most pending ops a held intermediate may take to compute again (see :func:`_recomputed`)."""
 
 
-def _recomputed(node: Lazy, written: set) -> bool:
+def _recomputed(node: Lazy, written: set, position: dict):
     """Whether the held element-wise intermediate ``node`` stays pending instead of being
     written: the chain that reads it next computes it again from the arrays it reads
     (rematerialisation), which costs a few arithmetic ops where writing and reading it back
-    costs two passes over memory. It does when it takes at most :data:`REMAT_MAX_OPS` ops and
-    the arrays it keeps alive meanwhile (the computed values it reads, and the intermediates of
-    this chain that are written, ``written``) are at most its own size and an eighth (a norm's
-    input and its per-row values): never much more memory than its value would take. And only
-    when every op it takes is exactly rounded (:data:`_EXACT_OPS`): computed again by another
-    kernel (or op by op, before that chain is compiled), it is then the same value bit for bit;
-    a ``tanh`` or an ``exp`` could differ in its last bit between two kernels."""
+    costs two passes over memory. It does when it takes at most :data:`REMAT_MAX_OPS` ops, each
+    exactly rounded (:data:`_EXACT_OPS`: computed again by another kernel, or op by op before
+    that chain is compiled, it is the same value bit for bit; a ``tanh`` or an ``exp`` could
+    differ in its last bit between two kernels), and the arrays it keeps alive meanwhile are at
+    most its own size and an eighth (a norm's input and its per-row values): never much more
+    memory than its value would take. Those arrays are the computed values it reads, the
+    intermediates of this chain that are written (``written``: ids), and the pending values of
+    this chain it reads that cannot be computed again (a row's sum), which are then written too.
+    Returns the positions (in ``position``, by id) of those, or None when it is written itself."""
     if node.op not in _RECOMPUTABLE_OPS:
-        return False
+        return None
     budget = node.size * node.dtype.itemsize * 9 // 8
-    held, ops, seen, stack = 0, 0, set(), [node]
+    held, ops, sources, seen, stack = 0, 0, [], set(), [node]
     while stack:
         n = stack.pop()
         ops += 1
         if ops > REMAT_MAX_OPS:
-            return False
+            return None
         for a in n.args:
             if a is None or id(a) in seen:
                 continue
             seen.add(id(a))
             if type(a) is Lazy:
                 if a.value is None and id(a) not in written:
-                    if a.op not in _RECOMPUTABLE_OPS:
-                        return False  # a reduction, a product, a transcendental op: see above
-                    stack.append(a)
-                    continue
+                    if a.op in _RECOMPUTABLE_OPS:
+                        stack.append(a)
+                        continue
+                    if id(a) not in position:
+                        return None  # a product the caller computes as the chain runs
+                    sources.append(position[id(a)])
                 held += a.size * a.dtype.itemsize
             else:
                 held += a.nbytes
             if held > budget:
-                return False
-    return True
+                return None
+    return sources
 
 
 def one_by_one(nodes: list, steps: list, inputs: list, backend):
