@@ -57,6 +57,8 @@ class ArrayBackend(Backend):
         return self.xp.empty(shape, dtype=dtype.numpy)
 
     def full(self, shape, value, dtype):
+        if shape == ():  # a scalar operand (x * 0.5): np.array costs a fifth of np.full
+            return self.xp.array(value, dtype=dtype.numpy)
         return self.xp.full(shape, value, dtype=dtype.numpy)
 
     def arange(self, start, stop, step, dtype):

@@ -91,7 +91,12 @@ def normalize_dims(op: str, dims, ndim: int) -> tuple:
 
 
 def is_scalar(x) -> bool:
+    if type(x) in _PLAIN_SCALARS:  # most calls; an ABC isinstance costs more than the op
+        return True
     return isinstance(x, (numbers.Number, np.number, np.bool_)) and not isinstance(x, np.ndarray)
+
+
+_PLAIN_SCALARS = frozenset({float, int, bool})
 
 
 def shape_str(shape) -> str:

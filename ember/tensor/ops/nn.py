@@ -12,6 +12,7 @@ import numpy as np
 
 from ember.core import dtypes as dt
 from ember.kernels.fusion import engine as fusion
+from ember.kernels.fusion.log import LOG as _FUSION_LOG
 from ember.tensor.grad_mode import is_grad_enabled, no_grad
 from ember.tensor.ops._core import (
     Tensor,
@@ -218,7 +219,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     b = None if bias is None else bias.to(rdt)
     backend = x._device.backend
     bias_arr = None if b is None else b._arr
-    if is_grad_enabled():  # kept pending for a chain's epilogue in training only (see linalg.matmul)
+    # kept pending for a chain's epilogue in training only, and when large (see linalg.matmul)
+    if is_grad_enabled() and (math.prod(lead) * d_out >= fusion.settings.min_elements or _FUSION_LOG.full):
         data = fusion.linear(backend, rows._arr, w._arr, bias_arr)
     else:
         data = backend.linear(rows._data, w._data, None if b is None else b._data)

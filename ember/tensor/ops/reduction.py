@@ -7,6 +7,8 @@ import math
 
 from ember.core import dtypes as dt
 from ember.kernels.fusion import engine as fusion
+from ember.kernels.fusion.lazy import Lazy
+from ember.kernels.fusion.log import LOG as _FUSION_LOG
 from ember.tensor.grad_mode import no_grad
 from ember.tensor.ops._core import Tensor, detached, needs_grad, normalize_dim, normalize_dims, record, wrap
 from ember.tensor.ops.elementwise import binary, unary
@@ -16,7 +18,11 @@ def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype=None) -> Tensor:
     axes = normalize_dims(op, dim, x.ndim)
     if x.numel == 0 and op in ("max", "min") and builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}: cannot reduce over an empty dim of a tensor of shape {list(x.shape)}")
-    data = fusion.reduce(x._device.backend, op, x._arr, axes, keepdim)
+    arr = x._arr
+    if type(arr) is Lazy or _FUSION_LOG.full:  # a pending chain the reduction may read as it goes
+        data = fusion.reduce(x._device.backend, op, arr, axes, keepdim)
+    else:  # a computed array: nothing to fuse (the engine's checks skipped)
+        data = x._device.backend.reduce(op, arr, axes, keepdim)
     out = wrap(data, x._device, out_dtype)
     if op in ("all", "any") or not needs_grad(x):
         return out
