@@ -120,12 +120,24 @@ def test_paths_in_a_file_are_relative_to_its_directory(work, monkeypatch):
 
 
 # ---- every error -----------------------------------------------------------------------------------
-def test_a_section_nothing_reads_yet_is_an_error_naming_the_accepted_ones(work):
-    # [autotune] comes with autotune; until it declares its settings, the section is refused
-    message = error_of('[autotune]\nlevel = "balanced"\n', work)
-    assert "unknown section [autotune]" in message
+def test_an_unknown_section_is_an_error_naming_the_accepted_ones(work):
+    message = error_of('[profiler]\nlevel = "full"\n', work)
+    assert "unknown section [profiler]" in message
     for section in {s.section for s in config.SETTINGS}:
         assert f"[{section}]" in message
+
+
+def test_the_reserved_autotune_section_is_checked_like_any_other(work, monkeypatch):
+    assert config.get("autotune.level") == "balanced" and config.get("autotune.cache") == "user"
+    write(work / "ember.toml", '[autotune]\nlevel = "Full"\ncache = "tuning"\n')
+    assert config.get("autotune.level") == "full"
+    assert config.get("autotune.cache") == work / "tuning"  # a path: relative to the file
+    monkeypatch.setenv("EMBER_AUTOTUNE_CACHE", "OFF")
+    monkeypatch.setenv("EMBER_AUTOTUNE_LEVEL", "minimal")
+    assert config.get("autotune.cache") == "off" and config.get("autotune.level") == "minimal"
+    monkeypatch.setenv("EMBER_AUTOTUNE_LEVEL", "fastest")
+    with pytest.raises(ConfigError, match="EMBER_AUTOTUNE_LEVEL"):
+        config.get("autotune.level")
 
 
 def test_a_misspelt_section_or_key_gets_a_suggestion(work):
@@ -160,6 +172,14 @@ def test_a_misspelt_section_or_key_gets_a_suggestion(work):
         ),
         ("[distributed]\ntimeout = [1]", "distributed.timeout = [1]"),
         ("threads = 4", "threads = 4: threads must be a table"),
+        (
+            '[autotune]\nlevel = "fast"',
+            "autotune.level must be 'minimal', 'balanced', 'extensive' or 'full'",
+        ),
+        (
+            "[autotune]\ncache = 1",
+            "autotune.cache = 1: autotune.cache must be 'user', 'project', 'off' or a path",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_error(work, entry, expected):

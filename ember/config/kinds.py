@@ -17,6 +17,7 @@ from .errors import ConfigError
 
 __all__ = [
     "Choice",
+    "ChoiceOrPath",
     "FusionLogger",
     "Kind",
     "PathKind",
@@ -144,6 +145,27 @@ class Choice(Kind):
         if word not in self.words:
             raise Rejected
         return word
+
+
+class ChoiceOrPath(Kind):
+    """One of a few words (case-insensitive), or else a path (in a file, relative to the
+    file's directory): a cache that is a named place or a directory of one's own."""
+
+    def __init__(self, *words: str):
+        self.words = words
+        listed = ", ".join(repr(w) for w in words)
+        self.accepts_in_file = f"{listed} or a path (string; relative to the file's directory)"
+        self.accepts_in_env = f"{listed} or a path"
+
+    def from_toml(self, value: object, base: Path) -> str | Path:
+        if not isinstance(value, str) or not value.strip():
+            raise Rejected
+        word = value.strip().lower()
+        return word if word in self.words else base / Path(value).expanduser()
+
+    def from_env(self, raw: str) -> str | Path:
+        word = raw.lower()
+        return word if word in self.words else Path(raw).expanduser()
 
 
 class FusionLogger(Kind):

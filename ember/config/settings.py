@@ -16,7 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kinds import Choice, Count, FusionLogger, Kind, PathKind, PositiveInt, PositiveSeconds, Switch
+from .kinds import (
+    Choice,
+    ChoiceOrPath,
+    Count,
+    FusionLogger,
+    Kind,
+    PathKind,
+    PositiveInt,
+    PositiveSeconds,
+    Switch,
+)
 
 __all__ = ["SETTINGS", "Setting", "by_name", "sections"]
 
@@ -72,6 +82,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fusion", "logger", FusionLogger(), None, "EMBER_FUSION_LOG",
             "the fusion log, one JSON object a line: { file = PATH or stderr = true, level = 'basic' } "
             "(unset: none; levels disabled, basic, medium, full)"),
+    # reserved for autotune (issue #33): checked like every setting, read by no kernel yet
+    Setting("autotune", "level", Choice("minimal", "balanced", "extensive", "full"), "balanced",
+            "EMBER_AUTOTUNE_LEVEL", "reserved for autotune: how many candidates a tuned kernel measures (no kernel is tuned yet)"),
+    Setting("autotune", "cache", ChoiceOrPath("user", "project", "off"), "user", "EMBER_AUTOTUNE_CACHE",
+            "reserved for autotune: where its decisions are kept (no kernel is tuned yet)"),
 )  # fmt: skip
 
 
