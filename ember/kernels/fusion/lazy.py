@@ -15,7 +15,7 @@ import weakref
 
 from ember.kernels.fusion.log import LOG
 
-__all__ = ["Lazy", "flush_all", "pending_count", "realize", "realize_together"]
+__all__ = ["Lazy", "flush_all", "pending_count", "pending_readers", "realize", "realize_together"]
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
@@ -110,3 +110,16 @@ def pending_count() -> int:
     """How many values are recorded and not computed yet."""
     with _LIVE_LOCK:
         return sum(1 for node in _LIVE if node.value is None)
+
+
+def pending_readers(inside) -> dict:
+    """``{id(value): n}``: how many references the pending values not in ``inside`` (ids)
+    hold to each value in their operands."""
+    with _LIVE_LOCK:
+        live = [node for node in _LIVE if node.value is None and id(node) not in inside]
+    counts: dict = {}
+    for node in live:
+        for arg in node.args:
+            if type(arg) is Lazy:
+                counts[id(arg)] = counts.get(id(arg), 0) + 1
+    return counts

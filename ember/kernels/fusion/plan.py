@@ -14,7 +14,7 @@ import threading
 
 from ember.core import dtypes as dt
 from ember.kernels.fusion.engine import GEMM_OPS, settings
-from ember.kernels.fusion.lazy import Lazy
+from ember.kernels.fusion.lazy import Lazy, pending_readers
 from ember.kernels.fusion.log import LOG
 
 __all__ = [
@@ -101,17 +101,22 @@ def held_elsewhere(nodes: list, steps: list, shape=None) -> list:
             if kind == "step":
                 readers[j] += 1
     shape = nodes[-1].shape if shape is None else shape
-    held = []
+    held, outside = [], {}
     for j in range(len(nodes) - 1):
         # references: the readers' operand tuples, the list `nodes`, and getrefcount's argument
-        if (shape == () or nodes[j].shape == shape) and sys.getrefcount(nodes[j]) - readers[j] - 2 > 0:
+        refs = sys.getrefcount(nodes[j]) - readers[j] - 2
+        if (shape == () or nodes[j].shape == shape) and refs > 0:
             held.append(j)
+            outside[j] = refs
     position = {id(node): j for j, node in enumerate(nodes)}
+    # the references pending values outside the graph hold (a forward output nothing has read)
+    by_pending = pending_readers(position) if held else {}
     written: set = set()
     for j in held:
         if id(nodes[j]) in written:
             continue
-        sources = _recomputed(nodes[j], written, position)
+        only_pending = outside[j] == by_pending.get(id(nodes[j]), 0)
+        sources = _recomputed(nodes[j], written, position, only_pending)
         if sources and shape != () and any(nodes[k].shape != shape for k in sources):
             sources = None  # the kernel writes arrays of `shape` only
         if sources is None:
@@ -125,7 +130,7 @@ REMAT_MAX_OPS = 32
 """The most pending ops a held intermediate may take to compute again (see :func:`_recomputed`)."""
 
 
-def _recomputed(node: Lazy, written: set, position: dict):
+def _recomputed(node: Lazy, written: set, position: dict, only_pending: bool = False):
     """Whether the held element-wise intermediate ``node`` stays pending instead of being
     written: the chain that reads it next computes it again from the arrays it reads
     (rematerialisation), which costs a few arithmetic ops where writing and reading it back
@@ -137,8 +142,14 @@ def _recomputed(node: Lazy, written: set, position: dict):
     memory than its value would take. Those arrays are the computed values it reads, the
     intermediates of this chain that are written (``written``: ids), and the pending values of
     this chain it reads that cannot be computed again (a row's sum), which are then written too.
-    Returns the positions (in ``position``, by id) of those, or None when it is written itself."""
-    if node.op not in _RECOMPUTABLE_OPS:
+    Returns the positions (in ``position``, by id) of those, or None when it is written itself.
+
+    Held only by other pending values (``only_pending``: a forward chain's output that nothing
+    has read, say ``x * sigmoid(x)`` inside a SwiGLU whose output the backward pass never needs),
+    any element-wise op may be computed again: no one has seen its value, so no two values of it
+    can differ, and it is computed at all only if those values are."""
+    recomputable = is_elementwise if only_pending else _exact
+    if not recomputable(node):
         return None
     budget = node.size * node.dtype.itemsize * 9 // 8
     held, ops, sources, seen, stack = 0, 0, [], set(), [node]
@@ -153,7 +164,7 @@ def _recomputed(node: Lazy, written: set, position: dict):
             seen.add(id(a))
             if type(a) is Lazy:
                 if a.value is None and id(a) not in written:
-                    if a.op in _RECOMPUTABLE_OPS:
+                    if recomputable(a):
                         stack.append(a)
                         continue
                     if id(a) not in position:
@@ -211,6 +222,11 @@ _EXACT_OPS = frozenset(
 
 
 _RECOMPUTABLE_OPS = _EXACT_OPS | {"expand"}
+
+
+def _exact(node: Lazy) -> bool:
+    """Whether ``node`` gives the same value bit for bit in every kernel (see :func:`_recomputed`)."""
+    return node.op in _RECOMPUTABLE_OPS
 
 
 def single_op(root: Lazy) -> bool:
