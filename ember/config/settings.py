@@ -84,7 +84,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(unset: none; levels disabled, basic, medium, full)"),
     # reserved for autotune (issue #33): checked like every setting, read by no kernel yet
     Setting("autotune", "level", Choice("minimal", "balanced", "extensive", "full"), "balanced",
-            "EMBER_AUTOTUNE_LEVEL", "reserved for autotune: how many candidates a tuned kernel measures (no kernel is tuned yet)"),
+            "EMBER_AUTOTUNE_LEVEL",
+            "reserved for autotune: how many candidates a tuned kernel measures (no kernel is tuned yet)"),
     Setting("autotune", "cache", ChoiceOrPath("user", "project", "off"), "user", "EMBER_AUTOTUNE_CACHE",
             "reserved for autotune: where its decisions are kept (no kernel is tuned yet)"),
 )  # fmt: skip

@@ -3,8 +3,9 @@ find the intermediates that must be written, run a chain op by op, and keep comp
 by the chain's relative signature.
 
 A *step* is ``(op, refs, dtype)``: the op's name (``"unary:exp"``, ``"binary:add"``,
-``"where"``, ``"cast:float32"``, ``"expand"``: its operand broadcast, the value unchanged), its operands as refs (``("in", i)``: the ``i``-th computed
-array the chain reads; ``("step", j)``: the value of an earlier step) and its NumPy dtype.
+``"where"``, ``"cast:float32"``, ``"expand"``: its operand broadcast, the value unchanged), its
+operands as refs (``("in", i)``: the ``i``-th computed array the chain reads; ``("step", j)``:
+the value of an earlier step) and its NumPy dtype.
 """
 
 from __future__ import annotations
