@@ -162,3 +162,24 @@ def test_a_value_only_pending_values_hold_is_computed_again_whatever_its_ops(fus
 
     for got, want in zip(swiglu_grads(), eager(swiglu_grads)):
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "op_by_op"])
+def test_a_sum_over_leading_axes_stays_pending_through_a_reshape(eager, rng, monkeypatch, compiled):
+    from ember.kernels.fusion import engine
+
+    monkeypatch.setattr(engine.settings, "min_elements", 0)
+    monkeypatch.setattr(engine.settings, "compile_after", 1 if compiled else 1000)
+    x0 = rng.standard_normal((2, 1, 3, 4))
+
+    def compute():
+        x = ember.tensor(x0, dtype=ember.float32)
+        total = (x * 2.0).sum(0, keepdim=True)  # [1, 1, 3, 4]
+        flat = total.reshape(3, 4)  # a bias gradient's shape
+        if engine.settings.enabled:
+            assert _pending(flat) and flat._arr.op == "reduce:sum:columns:1"
+        return flat.numpy(), total.reshape(12).numpy()
+
+    for got, want in zip(compute(), eager(compute)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)

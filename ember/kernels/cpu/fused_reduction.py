@@ -80,7 +80,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     axes = _axes(kind, len(source.shape))
     keepdim = len(root.shape) == len(source.shape)
     if source.value is not None:  # computed meanwhile (read by another chain)
-        return backend.reduce(op, source.value, axes, keepdim)
+        return backend.reduce(op, source.value, axes, keepdim).reshape(root.shape)
     if kind != "rows":
         del source
         value = fused_rows.run_columns(root, backend)  # the chain reads row reductions: one kernel
@@ -113,7 +113,7 @@ def run(root: Lazy, backend) -> np.ndarray:
     if fn is None:  # not compiled yet: the chain, then the backend's reduction
         value = plan.one_by_one(nodes, steps, inputs, backend)
         nodes[-1].settle(value)
-        return backend.reduce(op, value, axes, keepdim)
+        return backend.reduce(op, value, axes, keepdim).reshape(root.shape)  # (a reshape kept it pending)
     dtype = steps[-1][2]
     outs = staggered.empty(shape, [steps[j][2] for j in held], arrays)
     out_views = [o.reshape(lead + trail) for o in outs]

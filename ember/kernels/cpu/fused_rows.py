@@ -71,7 +71,7 @@ def _program(roots: list):
             return None  # a product inside a reduction's chain
     if full is None:  # roots without reductions: their common shape
         full = roots[0].shape
-    if len(full) < 2 or full[-1] < 2 or any(r.value is not None for r in roots):
+    if len(full) < 2 or full[-1] < 2 or 0 in full or any(r.value is not None for r in roots):
         return None
     return nodes, steps, inputs, full
 
