@@ -17,6 +17,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def fusion_on(monkeypatch):
+    """These tests are about what fusion does: on, whatever EMBER_FUSION says (CI runs with 0)."""
+    from ember.kernels.fusion import engine
+
+    monkeypatch.setattr(engine.settings, "enabled", True)
+
+
 def _pending(t) -> bool:
     return type(t._arr) is Lazy and t._arr.value is None
 
