@@ -193,24 +193,20 @@ def run_columns(root: Lazy, backend):
     if sys.getrefcount(source) - 3 > 0:
         return None  # something else reads the chain's values: they are stored by the plain path
     del source
-    values = _run([root], backend)
+    values = run_group([root], backend)
     return None if values is None else values[0]
 
 
 def run(root: Lazy, backend):
     """Compute ``root`` as one row program, or return None when it is not one (or its kernel
     is not compiled yet: the caller then computes it reduction by reduction)."""
-    values = _run([root], backend)
+    values = run_group([root], backend)
     return None if values is None else values[0]
 
 
 def run_group(roots: list, backend):
     """The values of ``roots`` (pending, none reading another) computed as one row program, or
     None when they are not one (or its kernel is not compiled yet)."""
-    return _run(roots, backend)
-
-
-def _run(roots: list, backend):
     program = _program(roots)
     if program is None:
         return None
