@@ -31,6 +31,55 @@ def check_same_shape(op: str, name_a: str, a: Any, name_b: str, b: Any) -> None:
         )
 
 
+def check_float_meta(
+    op: str, name: str, x: Any, allowed: tuple, spelled: str, dtype: Any = None, min_ndim: int = 1
+) -> None:
+    """Raise unless the array ``x`` has a float dtype the backend takes, the op's dtype, and
+    enough dimensions (the checks of every backend's ``float_array``, from metadata only).
+
+    Args:
+        op: name of the op, used in error messages.
+        name: name of the argument, used in error messages.
+        x: the array (NumPy or CuPy).
+        allowed: the float dtypes the backend's kernels take.
+        spelled: ``allowed`` in words, for the message ("float32 or float64").
+        dtype: when given, the dtype ``x`` must have (that of the op's main input).
+        min_ndim: minimum number of dimensions.
+
+    Raises:
+        TypeError: ``x`` has the wrong dtype.
+        ValueError: ``x`` has fewer than ``min_ndim`` dimensions.
+    """
+    if x.dtype not in allowed:
+        raise TypeError(f"{op}: {name} must be {spelled}, got dtype {x.dtype}")
+    if dtype is not None and x.dtype != np.dtype(dtype):
+        raise TypeError(
+            f"{op}: {name} has dtype {x.dtype} but the op's input is {np.dtype(dtype)}; "
+            "all float arguments must share one dtype"
+        )
+    if x.ndim < min_ndim:
+        raise ValueError(
+            f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {tuple(x.shape)}"
+        )
+
+
+def table_size(op: str, name: str, value: object) -> int:
+    """Return the row count of a table (``num_embeddings``...) as an int >= 0.
+
+    Args:
+        op: name of the op.
+        name: name of the argument.
+        value: a Python or NumPy integer.
+    """
+    try:
+        size = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__}") from None
+    if size < 0:
+        raise ValueError(f"{op}: {name} must be non-negative, got {size}")
+    return size
+
+
 def probability(op: str, name: str, p: object) -> float:
     """Return ``p`` as a float after checking ``0 <= p <= 1``.
 

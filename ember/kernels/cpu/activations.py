@@ -170,14 +170,6 @@ def gelu_backward(x: np.ndarray, dy: np.ndarray, approximate: bool) -> np.ndarra
 
 
 @register_jitable(inline="always")
-def _sigmoid(v):
-    # split by sign so that exp never overflows, as the reference's sigmoid; NaN propagates
-    one = vm.typed(1.0, v)
-    e = vm.exp(-abs(v))
-    return one / (one + e) if v >= vm.typed(0.0, v) else e / (one + e)
-
-
-@register_jitable(inline="always")
 def _gate_arg(v):
     # Below -1e4 sigmoid is exactly 0, so a * sigmoid(a) is -0: clamping there keeps the
     # products finite whatever order fast-math gives them (a * b first would overflow to
@@ -191,7 +183,7 @@ def _gate_arg(v):
 def _swiglu(a, b, y):
     for i in prange(a.shape[0]):
         v = _gate_arg(a[i])
-        y[i] = v * _sigmoid(v) * b[i]
+        y[i] = v * vm.sigmoid(v) * b[i]
 
 
 @kernel
@@ -199,7 +191,7 @@ def _swiglu_backward(a, b, dy, da, db):
     one = vm.typed(1.0, a)
     for i in prange(a.shape[0]):
         v = _gate_arg(a[i])
-        s = _sigmoid(v)
+        s = vm.sigmoid(v)
         g = dy[i]
         da[i] = g * b[i] * (s * (one + v * (one - s)))
         db[i] = g * (v * s)

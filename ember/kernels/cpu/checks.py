@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ember.kernels.arg_checks import check_same_shape, probability, seed_u64
+from ember.kernels.arg_checks import check_float_meta, check_same_shape, probability, seed_u64
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -19,6 +19,7 @@ __all__ = [
     "check_same_shape",
     "contiguous",
     "float_array",
+    "float_table",
     "index_array",
     "optional_param",
     "probability",
@@ -45,29 +46,31 @@ def float_array(
 ) -> np.ndarray:
     """Check that ``x`` is a float32/float64 ndarray and return it C-contiguous.
 
-    Args:
-        op: name of the op, used in error messages.
-        name: name of the argument, used in error messages.
-        x: the value to check.
-        dtype: when given, the dtype ``x`` must have (that of the op's main input).
-        min_ndim: minimum number of dimensions.
+    ``dtype`` and ``min_ndim`` and the errors they raise: :func:`check_float_meta`.
 
     Raises:
-        TypeError: if ``x`` is not an ndarray or has the wrong dtype.
-        ValueError: if ``x`` has fewer than ``min_ndim`` dimensions.
+        TypeError: if ``x`` is not an ndarray.
     """
+    _ndarray(op, name, x)
+    check_float_meta(op, name, x, FLOAT_DTYPES, "float32 or float64", dtype, min_ndim)
+    return contiguous(x)
+
+
+def _ndarray(op: str, name: str, x: object) -> None:
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(x).__name__}")
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{op}: {name} must be float32 or float64, got dtype {x.dtype}")
-    if dtype is not None and x.dtype != dtype:
-        raise TypeError(
-            f"{op}: {name} has dtype {x.dtype} but the op's input is {np.dtype(dtype)}; "
-            "all float arguments must share one dtype"
-        )
-    if x.ndim < min_ndim:
-        raise ValueError(f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {x.shape}")
-    return contiguous(x)
+
+
+def float_table(op: str, name: str, x: object) -> np.ndarray:
+    """:func:`float_array` of a 2-D table ``[V, D]`` (an embedding's weight).
+
+    Raises:
+        ValueError: ``x`` is not 2-D.
+    """
+    x = float_array(op, name, x, min_ndim=2)
+    if x.ndim != 2:
+        raise ValueError(f"{op}: {name} must have shape [V, D], got {x.shape}")
+    return x
 
 
 def as_rows(x: np.ndarray) -> np.ndarray:
@@ -119,8 +122,7 @@ def index_array(op: str, name: str, ids: object, upper: int) -> np.ndarray:
         TypeError: if ``ids`` is not an int64/int32 ndarray.
         IndexError: naming the first offending value and the valid range.
     """
-    if not isinstance(ids, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(ids).__name__}")
+    _ndarray(op, name, ids)
     if ids.dtype not in INDEX_DTYPES:
         raise TypeError(f"{op}: {name} must be int64 or int32, got dtype {ids.dtype}")
     ids = contiguous(ids)

@@ -10,14 +10,13 @@ others. This also replaces the separate zero-fill of the large ``[V, D]`` output
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 from numba import prange
 
+from ember.kernels.arg_checks import table_size
 from ember.kernels.backend import fused
 
-from .checks import float_array, index_array
+from .checks import float_array, float_table, index_array
 from .jit import kernel, serial
 
 __all__ = ["embedding", "embedding_backward"]
@@ -71,18 +70,6 @@ def _sum_rows_by_id(dout, starts, order, dweight):
                 dst[j] += src[j]
 
 
-def _num_embeddings(op: str, num_embeddings: object) -> int:
-    try:
-        value = operator.index(num_embeddings)
-    except TypeError:
-        raise TypeError(
-            f"{op}: num_embeddings must be an integer, got {type(num_embeddings).__name__}"
-        ) from None
-    if value < 0:
-        raise ValueError(f"{op}: num_embeddings must be non-negative, got {value}")
-    return value
-
-
 def embedding(weight: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Look up rows of ``weight``: ``out[..., :] = weight[ids[...], :]``.
 
@@ -97,9 +84,7 @@ def embedding(weight: np.ndarray, ids: np.ndarray) -> np.ndarray:
         IndexError: if an id lies outside ``[0, V)``.
     """
     op = "embedding"
-    weight = float_array(op, "weight", weight, min_ndim=2)
-    if weight.ndim != 2:
-        raise ValueError(f"{op}: weight must have shape [V, D], got {weight.shape}")
+    weight = float_table(op, "weight", weight)
     ids = index_array(op, "ids", ids, weight.shape[0])
     out = np.empty(ids.shape + (weight.shape[1],), dtype=weight.dtype)
     if out.size:
@@ -125,7 +110,7 @@ def embedding_backward(dout: np.ndarray, ids: np.ndarray, num_embeddings: int) -
         IndexError: if an id lies outside ``[0, V)``.
     """
     op = "embedding_backward"
-    num_ids = _num_embeddings(op, num_embeddings)
+    num_ids = table_size(op, "num_embeddings", num_embeddings)
     dout = float_array(op, "dout", dout)
     ids = index_array(op, "ids", ids, num_ids)
     if dout.shape[:-1] != ids.shape:

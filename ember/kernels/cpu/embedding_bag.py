@@ -19,7 +19,7 @@ from numba import prange
 
 from ember.kernels.backend import DECLINED, fused
 
-from .checks import FLOAT_DTYPES, float_array, index_array
+from .checks import FLOAT_DTYPES, float_array, float_table, index_array
 from .jit import kernel, serial
 
 __all__ = [
@@ -222,9 +222,7 @@ def embedding_bag(weight, indices, bounds, per_sample_weights, mode):
         IndexError: if an index lies outside ``[0, V)``.
     """
     op = "embedding_bag"
-    weight = float_array(op, "weight", weight, min_ndim=2)
-    if weight.ndim != 2:
-        raise ValueError(f"{op}: weight must have shape [V, D], got {weight.shape}")
+    weight = float_table(op, "weight", weight)
     code = _mode(op, mode)
     indices = index_array(op, "indices", indices, weight.shape[0]).reshape(-1)
     bounds = _bounds(op, bounds, indices.shape[0])

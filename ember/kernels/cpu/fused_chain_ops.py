@@ -8,6 +8,7 @@ import numba
 from numba.extending import register_jitable
 
 from . import vecmath as vm
+from .vecmath import sigmoid
 
 __all__ = ["accumulate", "erf", "exp", "maximum", "minimum", "relu", "sigmoid", "sign", "tanh"]
 
@@ -24,14 +25,6 @@ def accumulate(acc, v):
 @register_jitable(inline="always")
 def exp(v):
     return vm.exp(v)  # vectorises (libm's exp does not without SVML)
-
-
-@register_jitable(inline="always")
-def sigmoid(v):
-    # split by sign so that exp never overflows, as the backends' sigmoid
-    one = vm.typed(1.0, v)
-    e = vm.exp(-abs(v))
-    return one / (one + e) if v >= vm.typed(0.0, v) else e / (one + e)
 
 
 @register_jitable(inline="always")

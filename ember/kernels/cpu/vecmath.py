@@ -40,7 +40,17 @@ from numba.np.numpy_support import as_dtype
 
 from .jit import FASTMATH
 
-__all__ = ["NORMAL_TAIL_ARG_MAX", "erf", "erfc", "exp", "normal_tail", "normal_tail_density", "typed", "vmax"]
+__all__ = [
+    "NORMAL_TAIL_ARG_MAX",
+    "erf",
+    "erfc",
+    "exp",
+    "normal_tail",
+    "normal_tail_density",
+    "sigmoid",
+    "typed",
+    "vmax",
+]
 
 _JIT_OPTIONS = {"fastmath": set(FASTMATH), "error_model": "numpy"}
 
@@ -50,6 +60,19 @@ def _float_type(ty):
     if isinstance(ty, types.Array):
         ty = ty.dtype
     return ty if isinstance(ty, types.Float) else None
+
+
+def _overload_by_float(func, f32, f64, **options):
+    """Compile ``func`` in Numba as ``f32`` for a float32 argument and as ``f64`` for a float64
+    one (any other type does not match)."""
+
+    @overload(func, jit_options=_JIT_OPTIONS, **options)
+    def _by_float(x):
+        if x == types.float32:
+            return f32
+        if x == types.float64:
+            return f64
+        return None
 
 
 # --------------------------------------------------------------------------- typed
@@ -208,13 +231,17 @@ def _exp_f64(x):
     return p * scale
 
 
-@overload(exp, jit_options=_JIT_OPTIONS)
-def _exp_overload(x):
-    if x == types.float32:
-        return _exp_f32
-    if x == types.float64:
-        return _exp_f64
-    return None
+_overload_by_float(exp, _exp_f32, _exp_f64)
+
+
+# --------------------------------------------------------------------------- sigmoid
+@register_jitable(inline="always")
+def sigmoid(v):
+    """``1 / (1 + e**-v)`` of a float scalar, split by sign so that exp never overflows (as the
+    reference's sigmoid); NaN propagates."""
+    one = typed(1.0, v)
+    e = exp(-abs(v))
+    return one / (one + e) if v >= typed(0.0, v) else e / (one + e)
 
 
 # --------------------------------------------------------------------------- erfc
@@ -331,13 +358,7 @@ def _erfc_f64(x):
     return math.erfc(x)
 
 
-@overload(erfc, inline="always", jit_options=_JIT_OPTIONS)
-def _erfc_overload(x):
-    if x == types.float32:
-        return _erfc_f32
-    if x == types.float64:
-        return _erfc_f64
-    return None
+_overload_by_float(erfc, _erfc_f32, _erfc_f64, inline="always")
 
 
 # --------------------------------------------------------------------------- erf
@@ -372,13 +393,7 @@ def _erf_f64(x):
     return math.erf(x)
 
 
-@overload(erf, inline="always", jit_options=_JIT_OPTIONS)
-def _erf_overload(x):
-    if x == types.float32:
-        return _erf_f32
-    if x == types.float64:
-        return _erf_f64
-    return None
+_overload_by_float(erf, _erf_f32, _erf_f64, inline="always")
 
 
 # --------------------------------------------------------------------------- normal_tail
@@ -408,13 +423,7 @@ def _normal_tail_f64(x):
     return 0.5 * math.erfc(abs(x) * 0.7071067811865476)
 
 
-@overload(normal_tail, inline="always", jit_options=_JIT_OPTIONS)
-def _normal_tail_overload(x):
-    if x == types.float32:
-        return _normal_tail_f32
-    if x == types.float64:
-        return _normal_tail_f64
-    return None
+_overload_by_float(normal_tail, _normal_tail_f32, _normal_tail_f64, inline="always")
 
 
 _INV_SQRT_2PI = 0.3989422804014327
@@ -440,10 +449,4 @@ def _normal_tail_density_f64(x):
     return 0.5 * math.erfc(abs(x) * 0.7071067811865476), _INV_SQRT_2PI * exp(-0.5 * x * x)
 
 
-@overload(normal_tail_density, inline="always", jit_options=_JIT_OPTIONS)
-def _normal_tail_density_overload(x):
-    if x == types.float32:
-        return _normal_tail_density_f32
-    if x == types.float64:
-        return _normal_tail_density_f64
-    return None
+_overload_by_float(normal_tail_density, _normal_tail_density_f32, _normal_tail_density_f64, inline="always")

@@ -7,11 +7,11 @@ and float16 gradients do not lose precision while accumulating.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
+from ember.kernels.arg_checks import table_size
 from ember.kernels.backend import fused
 from ember.kernels.cuda import indexing, launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
@@ -72,14 +72,7 @@ def embedding_backward(dout: Any, ids: Any, num_embeddings: int) -> Any:
     cp = cupy_or_error()
     dout = validate.float_array(cp, op, "dout", dout)
     ids = validate.index_array(cp, op, "ids", ids)
-    try:
-        v = operator.index(num_embeddings)
-    except TypeError:
-        raise TypeError(
-            f"{op}: num_embeddings must be an integer, got {type(num_embeddings).__name__}"
-        ) from None
-    if v < 0:
-        raise ValueError(f"{op}: num_embeddings must be >= 0, got {v}")
+    v = table_size(op, "num_embeddings", num_embeddings)
     if tuple(dout.shape[:-1]) != tuple(ids.shape):
         raise ValueError(
             f"{op}: dout must have shape ids.shape + (D,) = {tuple(ids.shape)} + "

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.arg_checks import check_same_shape, finite_scalar, probability, seed_u64
+from ember.kernels.arg_checks import check_float_meta, check_same_shape, finite_scalar, probability, seed_u64
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -38,35 +38,23 @@ INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 def float_array(cp: Any, op: str, name: str, x: Any, dtype: Any = None, min_ndim: int = 1) -> Any:
     """Check that ``x`` is a float16/32/64 device array and return it C-contiguous.
 
-    Args:
-        cp: the array module (cupy).
-        op: name of the op, used in error messages.
-        name: name of the argument, used in error messages.
-        x: the value to check.
-        dtype: when given, the dtype ``x`` must have (that of the op's main input).
-        min_ndim: minimum number of dimensions.
+    ``cp`` is the array module (cupy); ``dtype`` and ``min_ndim`` and the errors they raise:
+    :func:`ember.kernels.arg_checks.check_float_meta`.
 
     Raises:
-        TypeError: ``x`` is not a device array or has the wrong dtype.
-        ValueError: ``x`` has fewer than ``min_ndim`` dimensions.
+        TypeError: ``x`` is not a device array.
     """
+    _device_array(cp, op, name, x)
+    check_float_meta(op, name, x, FLOAT_DTYPES, "float16, float32 or float64", dtype, min_ndim)
+    return contiguous(cp, x)
+
+
+def _device_array(cp: Any, op: str, name: str, x: Any) -> None:
     if not isinstance(x, cp.ndarray):
         raise TypeError(
             f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
             f"got {type(x).__module__}.{type(x).__name__}"
         )
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{op}: {name} must be float16, float32 or float64, got dtype {x.dtype}")
-    if dtype is not None and x.dtype != np.dtype(dtype):
-        raise TypeError(
-            f"{op}: {name} has dtype {x.dtype} but the op's input is "
-            f"{np.dtype(dtype)}; all float arguments must share one dtype"
-        )
-    if x.ndim < min_ndim:
-        raise ValueError(
-            f"{op}: {name} must have at least {min_ndim} dimension(s), got shape {tuple(x.shape)}"
-        )
-    return contiguous(cp, x)
 
 
 def contiguous(cp: Any, a: Any) -> Any:
@@ -89,11 +77,7 @@ def index_array(cp: Any, op: str, name: str, ids: Any) -> Any:
     Raises:
         TypeError: ``ids`` is not an int64/int32 device array.
     """
-    if not isinstance(ids, cp.ndarray):
-        raise TypeError(
-            f"{op}: {name} must be a {cp.__name__}.ndarray on the GPU, "
-            f"got {type(ids).__module__}.{type(ids).__name__}"
-        )
+    _device_array(cp, op, name, ids)
     if ids.dtype not in INDEX_DTYPES:
         raise TypeError(f"{op}: {name} must be int64 or int32, got dtype {ids.dtype}")
     return contiguous(cp, ids)
