@@ -20,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from helpers.train_toy import ToyBatcher, ToyClassifier, blobs
+from helpers.train_steps import FeatureBatcher
+from helpers.train_toy import ToyClassifier, blobs
 
 import ember
 from ember.data import DataLoaderBuilder, InMemDataset
@@ -93,13 +94,13 @@ def main(argv=None) -> None:
     model = FailingClassifier(how, at)
     learner = Learner(model, AdamConfig().init(), 1e-2)
     train = (
-        DataLoaderBuilder(ToyBatcher())
+        DataLoaderBuilder(FeatureBatcher())
         .batch_size(args.batch_size)
         .shuffle(7)
         .build(InMemDataset(blobs(args.n_train, 0)))
     )
     valid = (
-        DataLoaderBuilder(ToyBatcher())
+        DataLoaderBuilder(FeatureBatcher())
         .batch_size(args.batch_size)
         .build(InMemDataset(blobs(args.n_valid, 1)))
     )

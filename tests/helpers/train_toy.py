@@ -15,20 +15,14 @@ import ember
 from ember import nn
 from ember.data import DataLoaderBuilder, InMemDataset
 from ember.optim import AdamConfig
-from ember.train import ClassificationOutput, Learner, SupervisedTraining, TrainOutput
+from ember.train import ClassificationOutput, Learner, SupervisedTraining
 from ember.train.metric import AccuracyMetric, LearningRateMetric, LossMetric
+from helpers.train_steps import ClassificationSteps, FeatureBatcher
 
 N_FEATURES, N_CLASSES = 8, 3
 
 
-class ToyBatcher:
-    def batch(self, items, device):
-        x = np.stack([item[0] for item in items]).astype(np.float32)
-        y = np.array([item[1] for item in items], dtype=np.int64)
-        return ember.from_numpy(x, device=device), ember.from_numpy(y, device=device)
-
-
-class ToyClassifier(nn.Module):
+class ToyClassifier(ClassificationSteps, nn.Module):
     def __init__(self, hidden: int = 16, dropout: float = 0.1, device=None):
         self.l1 = nn.LinearConfig(N_FEATURES, hidden).init(device)
         self.drop = nn.DropoutConfig(dropout).init()
@@ -43,13 +37,6 @@ class ToyClassifier(nn.Module):
         logits = self(x)
         return ClassificationOutput(self.loss(logits, y), logits, y)
 
-    def train_step(self, batch) -> TrainOutput:
-        out = self.forward_classification(batch)
-        return TrainOutput(self, out.loss.backward(), out)
-
-    def inference_step(self, batch) -> ClassificationOutput:
-        return self.forward_classification(batch)
-
 
 def blobs(n: int, seed: int) -> list:
     rng = np.random.default_rng(seed)
@@ -60,10 +47,10 @@ def blobs(n: int, seed: int) -> list:
 
 
 def loaders(n_train: int = 96, n_valid: int = 48, batch_size: int = 16, shuffle: int | None = 7):
-    builder = DataLoaderBuilder(ToyBatcher()).batch_size(batch_size)
+    builder = DataLoaderBuilder(FeatureBatcher()).batch_size(batch_size)
     if shuffle is not None:
         builder = builder.shuffle(shuffle)
-    valid_builder = DataLoaderBuilder(ToyBatcher()).batch_size(batch_size)
+    valid_builder = DataLoaderBuilder(FeatureBatcher()).batch_size(batch_size)
     return builder.build(InMemDataset(blobs(n_train, 0))), valid_builder.build(
         InMemDataset(blobs(n_valid, 1))
     )

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from helpers.devices import DEV
 from helpers.gradcheck import check_grads, params64
+from helpers.train_steps import ClassificationSteps, FeatureBatcher
 
 import ember
 from ember import nn
@@ -456,14 +457,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 # ---- training ------------------------------------------------------------------------------------
-class SequenceBatcher:
-    def batch(self, items, device):
-        x = np.stack([item[0] for item in items]).astype(np.float32)
-        y = np.array([item[1] for item in items], dtype=np.int64)
-        return ember.from_numpy(x, device=device), ember.from_numpy(y, device=device)
-
-
-class LstmClassifier(nn.Module):
+class LstmClassifier(ClassificationSteps, nn.Module):
     """The last hidden state of an LSTM, then a linear layer over the classes."""
 
     def __init__(self, device=None):
@@ -475,21 +469,12 @@ class LstmClassifier(nn.Module):
         _, state = self.lstm(x)
         return self.head(state.hidden)
 
-    def _output(self, batch):
+    def forward_classification(self, batch):
         from ember.train import ClassificationOutput
 
         x, y = batch
         logits = self(x)
         return ClassificationOutput(self.loss(logits, y), logits, y)
-
-    def train_step(self, batch):
-        from ember.train import TrainOutput
-
-        out = self._output(batch)
-        return TrainOutput(self, out.loss.backward(), out)
-
-    def inference_step(self, batch):
-        return self._output(batch)
 
 
 def _sequences(n, seed):
@@ -508,9 +493,9 @@ def test_lstm_sequence_classifier_trains_with_supervised_training(tmp_path):
     from ember.train.renderer import CliMetricsRenderer
 
     train = (
-        DataLoaderBuilder(SequenceBatcher()).batch_size(16).shuffle(3).build(InMemDataset(_sequences(128, 0)))
+        DataLoaderBuilder(FeatureBatcher()).batch_size(16).shuffle(3).build(InMemDataset(_sequences(128, 0)))
     )
-    valid = DataLoaderBuilder(SequenceBatcher()).batch_size(32).build(InMemDataset(_sequences(64, 1)))
+    valid = DataLoaderBuilder(FeatureBatcher()).batch_size(32).build(InMemDataset(_sequences(64, 1)))
     ember.seed(0)
     result = (
         SupervisedTraining(tmp_path, train, valid)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from helpers.train_steps import ClassificationSteps
 
 import ember
 from ember import nn
 from ember.data import DataLoaderBuilder, InMemDataset
 from ember.optim import AdamConfig
-from ember.train import ClassificationOutput, Learner, SupervisedTraining, TrainOutput
+from ember.train import ClassificationOutput, Learner, SupervisedTraining
 from ember.train.logger import read_aggregate
 from ember.train.metric import LossMetric
 from ember.train.renderer import CliMetricsRenderer
@@ -33,7 +34,7 @@ D_MODEL = 32
 DEVICE = "cpu"
 
 
-class CharLm(nn.Module):
+class CharLm(ClassificationSteps, nn.Module):
     """Token and learned position embeddings, a 2-layer decoder, a linear head over the vocabulary."""
 
     def __init__(self, device=DEVICE):
@@ -61,18 +62,11 @@ class CharLm(nn.Module):
         h = self.decoder(x, self.memory(batch, ids.device), target_mask_attn=causal)
         return self.head(h)
 
-    def _output(self, batch):
+    def forward_classification(self, batch):
         x, y = batch
         logits = self(x).reshape(-1, len(VOCAB))
         targets = y.reshape(-1)
         return ClassificationOutput(self.loss(logits, targets), logits, targets)
-
-    def train_step(self, batch):
-        out = self._output(batch)
-        return TrainOutput(self, out.loss.backward(), out)
-
-    def inference_step(self, batch):
-        return self._output(batch)
 
 
 class WindowBatcher:
@@ -118,7 +112,7 @@ def test_char_lm_learns_the_text_and_cached_generation_equals_rerunning(tmp_path
     model = CharLm()
     with ember.no_grad():
         x, y = WindowBatcher().batch(windows(7), DEVICE)
-        initial = float(model._output((x, y)).loss.item())
+        initial = float(model.forward_classification((x, y)).loss.item())
     assert abs(initial - np.log(len(VOCAB))) < 1.5  # an untrained model is close to uniform
     epochs = 14  # 15 batches an epoch: 210 optimizer steps
     result = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import train_toy as toy
+from helpers.train_steps import FeatureBatcher
 
 from ember.data import DataLoaderBuilder, InMemDataset
 from ember.train import SupervisedTraining
@@ -12,7 +13,7 @@ from ember.train.metric import LossMetric
 
 
 def _empty():
-    return DataLoaderBuilder(toy.ToyBatcher()).batch_size(16).build(InMemDataset([]))
+    return DataLoaderBuilder(FeatureBatcher()).batch_size(16).build(InMemDataset([]))
 
 
 def test_an_empty_train_loader_is_refused_before_anything_runs(tmp_path):
