@@ -85,8 +85,9 @@ def ref_sgd(p, g, state, lr, wd, mu, damp, nesterov, use_momentum):
     return p - lr * g
 
 
-def ref_adam(p, g, state, lr, b1, b2, eps, wd, amsgrad):
-    g = g + wd * p
+def _adam_moments(g, state, b1, b2, amsgrad):
+    """Burn's Adam moment update (state created on the first step); returns the step number
+    and the second moment the update divides by (the running maximum under AMSGrad)."""
     if "t" not in state:
         state.update(t=1, m=g * (1 - b1), v=g * g * (1 - b2))
         if amsgrad:
@@ -97,25 +98,18 @@ def ref_adam(p, g, state, lr, b1, b2, eps, wd, amsgrad):
         if amsgrad:
             state["vmax"] = np.maximum(state["vmax"], state["v"])
         state["t"] += 1
-    t = state["t"]
+    return state["t"], state["vmax"] if amsgrad else state["v"]
+
+
+def ref_adam(p, g, state, lr, b1, b2, eps, wd, amsgrad):
+    g = g + wd * p
+    t, v = _adam_moments(g, state, b1, b2, amsgrad)
     bc2 = np.sqrt(1 - b2**t)
-    v = state["vmax"] if amsgrad else state["v"]
     return p - lr * (state["m"] * (bc2 / (1 - b1**t)) / (np.sqrt(v) + eps * bc2))
 
 
 def ref_adamw(p, g, state, lr, b1, b2, eps, wd, amsgrad, cautious):
-    if "t" not in state:
-        state.update(t=1, m=g * (1 - b1), v=g * g * (1 - b2))
-        if amsgrad:
-            state["vmax"] = state["v"].copy()
-    else:
-        state["m"] = state["m"] * b1 + g * (1 - b1)
-        state["v"] = state["v"] * b2 + g * g * (1 - b2)
-        if amsgrad:
-            state["vmax"] = np.maximum(state["vmax"], state["v"])
-        state["t"] += 1
-    t = state["t"]
-    v = state["vmax"] if amsgrad else state["v"]
+    t, v = _adam_moments(g, state, b1, b2, amsgrad)
     delta = (state["m"] / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
     rate = lr * wd
     if cautious:

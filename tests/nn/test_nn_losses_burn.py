@@ -72,6 +72,24 @@ TRIPLET = nn.TripletMarginLossConfig(margin=0.5).init()
 TRIPLET_L1 = nn.TripletMarginLossConfig(margin=1.0, p=1.0).init()
 TRIPLET_L3 = nn.TripletMarginLossConfig(margin=1.0, p=3.0).init()
 
+
+def _triplet_case(name, loss, **torch_kwargs):
+    """A TripletMarginLoss case: anchor, positive and negative all take gradients; PyTorch's
+    ``eps`` is 0 to match Burn's distance."""
+    return Case(
+        name,
+        lambda r: {key: r.standard_normal((6, 4)) for key in ("x", "x2", "x3")},
+        _reduced(
+            lambda t, red: loss(t["x"], t["x2"], t["x3"], red),
+            lambda t: loss.forward_no_reduction(t["x"], t["x2"], t["x3"]),
+        ),
+        lambda F, t, red: F.triplet_margin_loss(
+            t["x"], t["x2"], t["x3"], eps=0.0, reduction=red, **torch_kwargs
+        ),
+        grad=("x", "x2", "x3"),
+    )
+
+
 CASES = [
     Case(
         "smooth_l1",
@@ -234,52 +252,9 @@ CASES = [
         ),
         lambda F, t, red: F.soft_margin_loss(t["x"], t["y"], reduction=red),
     ),
-    Case(
-        "triplet_margin",
-        lambda r: {
-            "x": r.standard_normal((6, 4)),
-            "x2": r.standard_normal((6, 4)),
-            "x3": r.standard_normal((6, 4)),
-        },
-        _reduced(
-            lambda t, red: TRIPLET(t["x"], t["x2"], t["x3"], red),
-            lambda t: TRIPLET.forward_no_reduction(t["x"], t["x2"], t["x3"]),
-        ),
-        lambda F, t, red: F.triplet_margin_loss(t["x"], t["x2"], t["x3"], margin=0.5, eps=0.0, reduction=red),
-        grad=("x", "x2", "x3"),
-    ),
-    Case(
-        "triplet_margin_l1",
-        lambda r: {
-            "x": r.standard_normal((6, 4)),
-            "x2": r.standard_normal((6, 4)),
-            "x3": r.standard_normal((6, 4)),
-        },
-        _reduced(
-            lambda t, red: TRIPLET_L1(t["x"], t["x2"], t["x3"], red),
-            lambda t: TRIPLET_L1.forward_no_reduction(t["x"], t["x2"], t["x3"]),
-        ),
-        lambda F, t, red: F.triplet_margin_loss(
-            t["x"], t["x2"], t["x3"], margin=1.0, p=1, eps=0.0, reduction=red
-        ),
-        grad=("x", "x2", "x3"),
-    ),
-    Case(
-        "triplet_margin_l3",
-        lambda r: {
-            "x": r.standard_normal((6, 4)),
-            "x2": r.standard_normal((6, 4)),
-            "x3": r.standard_normal((6, 4)),
-        },
-        _reduced(
-            lambda t, red: TRIPLET_L3(t["x"], t["x2"], t["x3"], red),
-            lambda t: TRIPLET_L3.forward_no_reduction(t["x"], t["x2"], t["x3"]),
-        ),
-        lambda F, t, red: F.triplet_margin_loss(
-            t["x"], t["x2"], t["x3"], margin=1.0, p=3, eps=0.0, reduction=red
-        ),
-        grad=("x", "x2", "x3"),
-    ),
+    _triplet_case("triplet_margin", TRIPLET, margin=0.5),
+    _triplet_case("triplet_margin_l1", TRIPLET_L1, margin=1.0, p=1),
+    _triplet_case("triplet_margin_l3", TRIPLET_L3, margin=1.0, p=3),
 ]
 
 

@@ -16,6 +16,11 @@ FLOATS = [ember.float16, ember.float32, ember.float64]
 MASK = np.array([[False, False, True, True, True], [False, False, False, False, False]])
 
 
+def _qkv(r, queries=3, keys=5):
+    """Attention inputs q, k, v drawn in that order: (batch 2, heads 2, length, head dim 8)."""
+    return [r.standard_normal((2, 2, n, 8)) for n in (queries, keys, keys)]
+
+
 def _run(device, fn, arrays, dtype, seed_grad=0):
     """Forward ``fn`` on ``device`` and backward a fixed random seed gradient; returns the
     output and the gradient of every float input, as NumPy arrays."""
@@ -85,36 +90,20 @@ FUSED = {
     ),
     "attention": (
         lambda q, k, v: ember.attention(q, k, v),
-        lambda r: [
-            r.standard_normal((2, 2, 3, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-        ],
+        _qkv,
     ),
     "attention_mask": (
         lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m),
-        lambda r: [
-            r.standard_normal((2, 2, 3, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-            MASK,
-        ],
+        lambda r: [*_qkv(r), MASK],
     ),
     "attention_quiet_mask": (
         lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
-        lambda r: [
-            r.standard_normal((2, 2, 3, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-            r.standard_normal((2, 2, 5, 8)),
-            MASK,
-        ],
+        lambda r: [*_qkv(r), MASK],
     ),
     "attention_long": (
         lambda q, k, v, m: ember.attention(q, k, v, mask_pad=m, quiet=True),
         lambda r: [
-            r.standard_normal((2, 2, 70, 8)),
-            r.standard_normal((2, 2, 70, 8)),
-            r.standard_normal((2, 2, 70, 8)),
+            *_qkv(r, queries=70, keys=70),
             np.arange(140).reshape(2, 70) % 9 == 0,
         ],
     ),
