@@ -67,7 +67,7 @@ from ember.tensor.sparse import RowSparse
 from ember import cuda  # noqa: F401   (device utilities; imports CuPy only when called)
 
 bool = bool_  # (ember.bool, like torch.bool)
-__version__ = "0.1.0"
+from ember._version import __version__  # noqa: E402
 
 __all__ = [
     "DType",

@@ -23,7 +23,7 @@ package's own ``__init__`` only. A new package is added here, in the layer whose
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("ember.core", "ember.config", "ember._layers", "ember._deprecation")),
+    ("core", ("ember.core", "ember.config", "ember._layers", "ember._deprecation", "ember._version")),
     ("kernels", ("ember.kernels",)),
     ("tensor", ("ember.tensor", "ember.cuda", "ember")),
     ("record", ("ember.record",)),

@@ -18,7 +18,7 @@ from .errors import ConfigError
 __all__ = [
     "Choice",
     "ChoiceOrPath",
-    "FusionLogger",
+    "EventLogger",
     "Kind",
     "PathKind",
     "PositiveInt",
@@ -168,22 +168,26 @@ class ChoiceOrPath(Kind):
         return word if word in self.words else Path(raw).expanduser()
 
 
-class FusionLogger(Kind):
-    """Where the fusion log goes and how much it says, as ``{"file": "/abs/path", "level": ...}``
-    or ``{"stderr": True, "level": ...}`` (plain data: ``python -m ember.config --json`` prints
-    it). In a file, an inline table with exactly one of ``file`` (relative to the file's
-    directory) and ``stderr = true``, and ``level`` (``"basic"`` when left out). In the
-    environment, ``stderr`` or a path, at the level ``EMBER_FUSION_LOG_LEVEL`` says
-    (``"medium"`` when unset): one variable names the target, the other only its level."""
+class EventLogger(Kind):
+    """Where an event log (the fusion log, the autotune log) goes and how much it says, as
+    ``{"file": "/abs/path", "level": ...}`` or ``{"stderr": True, "level": ...}`` (plain data:
+    ``python -m ember.config --json`` prints it). In a file, an inline table with exactly one
+    of ``file`` (relative to the file's directory) and ``stderr = true``, and ``level``
+    (``"basic"`` when left out). In the environment, ``stderr`` or a path, at the level the
+    ``level_variable`` says (``env_level`` when unset): one variable names the target, the
+    other only its level."""
 
-    levels = Choice("disabled", "basic", "medium", "full")
-    level_variable = "EMBER_FUSION_LOG_LEVEL"
-    accepts_in_file = (
-        'an inline table with exactly one of file = "PATH" and stderr = true, and optionally '
-        f"level = {levels.accepts_in_file} (default 'basic'), no other keys: "
-        '{ file = "/tmp/fusion.log", level = "full" }'
-    )
-    accepts_in_env = "stderr or a file path (the level: EMBER_FUSION_LOG_LEVEL, default 'medium')"
+    def __init__(self, what: str, levels: tuple[str, ...], level_variable: str, env_level: str):
+        self.what = what
+        self.levels = Choice(*levels)
+        self.level_variable = level_variable
+        self.env_level = env_level
+        self.accepts_in_file = (
+            'an inline table with exactly one of file = "PATH" and stderr = true, and optionally '
+            f"level = {self.levels.accepts_in_file} (default 'basic'), no other keys: "
+            '{ file = "/tmp/ember.log", level = "full" }'
+        )
+        self.accepts_in_env = f"stderr or a file path (the level: {level_variable}, default {env_level!r})"
 
     def from_toml(self, value: object, base: Path) -> dict:
         if not isinstance(value, dict) or not set(value) <= {"file", "stderr", "level"}:
@@ -199,13 +203,13 @@ class FusionLogger(Kind):
         return {"file": str(base / Path(file).expanduser()), "level": level}
 
     def from_env(self, raw: str) -> dict:
-        word = os.environ.get(self.level_variable, "").strip() or "medium"
+        word = os.environ.get(self.level_variable, "").strip() or self.env_level
         try:
             level = self.levels.from_env(word)
         except Rejected:
             raise ConfigError(
                 f"{self.level_variable}={word!r}: {self.level_variable} must be "
-                f"{self.levels.accepts_in_env} (the level of the fusion log EMBER_FUSION_LOG turns on)"
+                f"{self.levels.accepts_in_env} (the level of the {self.what})"
             ) from None
         if raw.lower() == "stderr":
             return {"stderr": True, "level": level}

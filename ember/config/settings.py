@@ -20,7 +20,7 @@ from .kinds import (
     Choice,
     ChoiceOrPath,
     Count,
-    FusionLogger,
+    EventLogger,
     Kind,
     PathKind,
     PositiveInt,
@@ -79,15 +79,21 @@ SETTINGS: tuple[Setting, ...] = (
             "results smaller than this run at once unless they continue a recorded chain (0: record all)"),
     Setting("fusion", "compile_after", PositiveInt(), 2, "EMBER_FUSION_COMPILE_AFTER",
             "compile a chain on this sighting; before, its ops run one by one (1: compile at once)"),
-    Setting("fusion", "logger", FusionLogger(), None, "EMBER_FUSION_LOG",
+    Setting("fusion", "logger", EventLogger("fusion log", ("disabled", "basic", "medium", "full"),
+                                            "EMBER_FUSION_LOG_LEVEL", "medium"), None, "EMBER_FUSION_LOG",
             "the fusion log, one JSON object a line: { file = PATH or stderr = true, level = 'basic' } "
             "(unset: none; levels disabled, basic, medium, full)"),
-    # reserved for autotune (issue #33): checked like every setting, read by no kernel yet
     Setting("autotune", "level", Choice("minimal", "balanced", "extensive", "full"), "balanced",
             "EMBER_AUTOTUNE_LEVEL",
-            "reserved for autotune: how many candidates a tuned kernel measures (no kernel is tuned yet)"),
+            "how much a tuned kernel measures on first use for an input class (minimal: nothing, "
+            "a cached decision or the default)"),
     Setting("autotune", "cache", ChoiceOrPath("user", "project", "off"), "user", "EMBER_AUTOTUNE_CACHE",
-            "reserved for autotune: where its decisions are kept (no kernel is tuned yet)"),
+            "where autotune's decisions are kept: under cache_dir (user), .ember/ beside ember.toml "
+            "(project), a directory, or this process only (off)"),
+    Setting("autotune", "logger", EventLogger("autotune log", ("disabled", "basic", "full"),
+                                              "EMBER_AUTOTUNE_LOG_LEVEL", "basic"), None, "EMBER_AUTOTUNE_LOG",
+            "the autotune log, one JSON object a line: { file = PATH or stderr = true, level = 'basic' } "
+            "(unset: none; levels disabled, basic, full)"),
 )  # fmt: skip
 
 

@@ -25,14 +25,12 @@ warns once and turns the log off: the log never stops a computation.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import threading
 import time
-import warnings
 
-from ember import config
+from ember.kernels.event_log import EventLog
 
 __all__ = ["LEVELS", "LOG", "FusionLog", "configure", "reset"]
 
@@ -45,95 +43,13 @@ _TENSOR_FILE = os.path.join(_TENSOR_DIR, "tensor.py")
 _BACKWARD_FILE = os.path.join(_TENSOR_DIR, "backward.py")
 
 
-class FusionLog:
+class FusionLog(EventLog):
     """Where the events go and which are written. ``basic``, ``medium`` and ``full`` say
     whether that level's events are on; they are set from ``[fusion] logger`` on first read."""
 
-    def __init__(self):
-        self._lock = threading.RLock()
-        self._stream = None  # the open file; None with stderr (looked up on each write) or off
-        self._stderr = False
-        self._target = ""
-
-    def __getattr__(self, name):
-        # only the level switches are looked up here (a first read, or after reset())
-        if name not in ("basic", "medium", "full", "level"):
-            raise AttributeError(name)
-        with self._lock:
-            if "level" not in self.__dict__:
-                logger = config.get("fusion.logger") or {}
-                self.configure(
-                    logger.get("level", "disabled"), logger.get("file"), logger.get("stderr", False)
-                )
-        return self.__dict__[name]
-
-    # ---- set-up --------------------------------------------------------------------------
-    def configure(self, level: str, file=None, stderr: bool = False) -> None:
-        """Write events up to ``level`` to ``file`` (appended to) or to standard error, in
-        place of what ``[fusion] logger`` says; ``"disabled"`` turns the log off.
-
-        Raises:
-            ValueError: ``level`` is not one of :data:`LEVELS`, or not exactly one of
-                ``file`` and ``stderr`` is given for a level that writes.
-        """
-        if level not in LEVELS:
-            raise ValueError(f"fusion log: level must be one of {', '.join(LEVELS)}, got {level!r}")
-        if level != "disabled" and (file is None) == (not stderr):
-            raise ValueError(f"fusion log: give exactly one of file and stderr=True, got {file=}, {stderr=}")
-        with self._lock:
-            self._close()
-            self._set(level)
-            if level == "disabled":
-                return
-            self._stderr = bool(stderr)
-            self._target = "standard error" if stderr else str(file)
-            if not stderr:
-                try:  # opened once, kept open, line-buffered: each event reaches the file whole
-                    self._stream = open(file, "a", buffering=1, encoding="utf-8")
-                except OSError as error:
-                    self._fail(error)
-
-    def reset(self) -> None:
-        """Close the log; the next event test reads ``[fusion] logger`` again."""
-        with self._lock:
-            self._close()
-            for name in ("basic", "medium", "full", "level"):
-                self.__dict__.pop(name, None)
-
-    def _set(self, level: str) -> None:
-        rank = LEVELS.index(level)
-        self.level = level
-        self.basic, self.medium, self.full = rank >= 1, rank >= 2, rank >= 3
-
-    def _close(self) -> None:
-        stream, self._stream, self._stderr = self._stream, None, False
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-    def _fail(self, error: Exception) -> None:
-        target = self._target
-        self._close()
-        self._set("disabled")
-        warnings.warn(
-            f"ember fusion log: cannot write to {target} ({error}); the log is off for this process",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-
-    def write(self, event: dict) -> None:
-        """Append one event (a JSON object on one line)."""
-        line = json.dumps(event, default=str) + "\n"
-        with self._lock:
-            stream = sys.stderr if self._stderr else self._stream
-            if stream is None:
-                return
-            try:
-                stream.write(line)
-            except (OSError, ValueError) as error:  # ValueError: the file was closed under us
-                self._fail(error)
+    what = "fusion log"
+    setting = "fusion.logger"
+    levels = LEVELS
 
     # ---- the events ----------------------------------------------------------------------
     def record(self, node) -> None:

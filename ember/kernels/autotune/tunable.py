@@ -1,0 +1,293 @@
+"""A kernel with several ways to run, and the choice among them: measured on first use for an
+input class, kept in the cache, reused by every later call and process.
+
+A tuned op declares its candidates (functions taking the same arguments and giving the same
+result up to rounding) and the default the untuned code used; each call passes a key, the
+input class the winner is valid for (dtype, shapes anchored to powers of two, layout, thread
+count: :func:`key`). The first call for a key measures the candidates the level allows on the
+call's own arguments, keeps the winner, and returns the winner's result; the other calls of
+the process pay one dictionary look-up.
+
+Levels (``[autotune] level``, ``EMBER_AUTOTUNE_LEVEL``), each measuring more than the one
+before and accepting decisions measured at its level or a higher one:
+
+=========== ==================================================================================
+minimal     measure nothing: a cached decision if there is one (any level), else the default
+balanced    the candidates declared ``balanced``, 3 samples each, a candidate 30% slower
+            than the best after two samples dropped; about 1 s per key at most (the default)
+extensive   also the ``extensive`` candidates, 5 samples, dropped at 50% slower; 4 s per key
+full        every candidate, 10 samples, none dropped early; 15 s per key
+=========== ==================================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ember import config
+
+from .cache import Store, cache_folder
+from .log import LOG
+
+__all__ = ["LEVELS", "Candidate", "Tunable", "anchor", "forced", "key", "reset", "store", "tunables"]
+
+LEVELS = ("minimal", "balanced", "extensive", "full")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    samples: int
+    drop_above: float  # a candidate this many times the best median is dropped (inf: never)
+    budget_s: float  # sampling stops when the key's measuring has taken this long
+
+
+_PLANS = {
+    "balanced": _Plan(3, 1.3, 1.0),
+    "extensive": _Plan(5, 1.5, 4.0),
+    "full": _Plan(10, math.inf, 15.0),
+}
+
+#: ``EMBER_AUTOTUNE_FORCE="op=candidate,op=candidate"``: run those candidates whatever was
+#: measured (tests run the conformance suite once per candidate this way). Not a setting:
+#: an escape hatch, like ``EMBER_DISABLE_NATIVE``.
+FORCE_VARIABLE = "EMBER_AUTOTUNE_FORCE"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to run an op: ``run`` takes the op's arguments; ``level`` is the lowest
+    tuning level that measures it."""
+
+    name: str
+    run: Callable
+    level: str = "balanced"
+
+    def __post_init__(self):
+        if self.level not in LEVELS[1:]:
+            raise ValueError(
+                f"autotune candidate {self.name!r}: level must be one of {LEVELS[1:]}, got {self.level!r}"
+            )
+
+
+def anchor(n: int) -> int:
+    """``n`` rounded up to a power of two (0 stays 0): sizes that tune alike share a key."""
+    return 0 if n <= 0 else 1 << (int(n) - 1).bit_length()
+
+
+def key(*parts) -> str:
+    """A key from its parts: shapes (tuples, anchored dimension by dimension), dtypes and
+    other words as written: ``key("float32", (8192, 128), threads)`` → ``"float32|8192x128|2"``."""
+    words = []
+    for part in parts:
+        if isinstance(part, tuple):
+            words.append("x".join(str(anchor(d)) for d in part) or "scalar")
+        else:
+            words.append(str(getattr(part, "name", part)))
+    return "|".join(words)
+
+
+_TUNABLES: dict[str, Tunable] = {}
+_STORE: list = [None]
+_FORCED: dict[str, str] = {}
+
+
+def tunables() -> dict[str, Tunable]:
+    """Every tuned op declared so far, by name."""
+    return dict(_TUNABLES)
+
+
+def store() -> Store:
+    """The cache this process reads and appends to (from ``[autotune] cache``)."""
+    if _STORE[0] is None:
+        _STORE[0] = Store(cache_folder())
+    return _STORE[0]
+
+
+def reset() -> None:
+    """Forget every decision of this process and the cache folder (the configuration is read
+    again on the next decision): tests, or after changing ``[autotune]``."""
+    _STORE[0] = None
+    for tunable in _TUNABLES.values():
+        tunable._chosen.clear()
+
+
+@contextlib.contextmanager
+def forced(op: str, candidate: str):
+    """Run ``candidate`` for every call of ``op`` inside the block (tests)."""
+    tunable = _TUNABLES.get(op)
+    if tunable is None or candidate not in tunable.candidates:
+        raise KeyError(f"autotune: no candidate {candidate!r} of op {op!r}")
+    before = _FORCED.get(op)
+    _FORCED[op] = candidate
+    try:
+        yield
+    finally:
+        if before is None:
+            _FORCED.pop(op, None)
+        else:
+            _FORCED[op] = before
+
+
+def _forced_by_env(op: str) -> str | None:
+    raw = os.environ.get(FORCE_VARIABLE, "")
+    for item in raw.split(","):
+        name, _, candidate = item.partition("=")
+        if name.strip() == op:
+            return candidate.strip()
+    return None
+
+
+class Tunable:
+    """An op with ``candidates``, of which ``default`` runs where nothing is measured.
+
+    ``sync`` is called after each timed call (a GPU backend waits for its stream there)."""
+
+    def __init__(self, op: str, candidates: Sequence[Candidate], default: str, sync: Callable | None = None):
+        names = [c.name for c in candidates]
+        if default not in names or len(set(names)) != len(names):
+            raise ValueError(
+                f"autotune {op}: the default {default!r} must be one of distinct candidates {names}"
+            )
+        if op in _TUNABLES:
+            raise ValueError(f"autotune: op {op!r} is declared twice")
+        self.op = op
+        self.candidates = {c.name: c for c in candidates}
+        self.default = default
+        self.sync = sync
+        self._chosen: dict[str, str] = {}  # key -> winner, for this process
+        self._lock = threading.Lock()
+        self._source: str | None = None
+        _TUNABLES[op] = self
+
+    @property
+    def source(self) -> str:
+        """A hash of the candidates' source code: a changed kernel matches no old decision."""
+        if self._source is None:
+            digest = hashlib.sha256()
+            for candidate in self.candidates.values():
+                try:
+                    digest.update(inspect.getsource(candidate.run).encode())
+                except (OSError, TypeError):  # a builtin or a compiled function: its name
+                    digest.update(getattr(candidate.run, "__qualname__", repr(candidate.run)).encode())
+            self._source = digest.hexdigest()[:16]
+        return self._source
+
+    def __call__(self, key: str, *args, only: Sequence[str] | None = None):
+        """Run the candidate chosen for ``key`` (a :func:`key`) on ``args``; ``only`` narrows
+        the candidates to those that can take these arguments (it becomes part of the key)."""
+        if only is not None:
+            key = f"{key}|{'+'.join(only)}"
+        name = _FORCED.get(self.op) if _FORCED else None
+        if name is None:
+            name = self._chosen.get(key)
+        if name is not None:
+            return self.candidates[name].run(*args)
+        with self._lock:
+            return self._decide(key, args, only)
+
+    def choice(self, key: str) -> str | None:
+        """The candidate this process runs for ``key``, or None before its first call."""
+        return self._chosen.get(key)
+
+    # ---- deciding ------------------------------------------------------------------------
+    def _decide(self, key: str, args: tuple, only):
+        forced_name = _forced_by_env(self.op)
+        if forced_name is not None:
+            if forced_name not in self.candidates:
+                raise ValueError(
+                    f"{FORCE_VARIABLE}: op {self.op!r} has no candidate {forced_name!r}; "
+                    f"its candidates are {', '.join(self.candidates)}"
+                )
+            self._chosen[key] = forced_name
+            return self.candidates[forced_name].run(*args)
+        level = config.get("autotune.level")
+        cache = store()
+        entry = cache.lookup(self.op, key, self.source)
+        if entry is None or not self._good(entry, level, only):
+            if level == "minimal":
+                return self._settle(key, self.default, "default", {}, args)
+            with cache.locked(self.op):  # another process may be measuring this key: wait for it
+                entry = cache.lookup(self.op, key, self.source, fresh=True)
+                if entry is None or not self._good(entry, level, only):
+                    winner, times, result = self._measure(key, args, level, only)
+                    cache.append(
+                        self.op,
+                        {
+                            "key": key,
+                            "source": self.source,
+                            "winner": winner,
+                            "level": level,
+                            "times_ms": times,
+                        },
+                    )
+                    self._chosen[key] = winner
+                    if LOG.basic:
+                        LOG.decision(self.op, key, winner, "measured", times)
+                    return result
+        return self._settle(key, entry["winner"], "cache", entry.get("times_ms", {}), args)
+
+    def _good(self, entry: dict, level: str, only) -> bool:
+        """Whether a stored decision serves ``level``: its winner still exists (and may take
+        these arguments) and it was measured at least as thoroughly."""
+        winner = entry["winner"]
+        if winner not in self.candidates or (only is not None and winner not in only):
+            return False
+        return entry["level"] in LEVELS and LEVELS.index(entry["level"]) >= LEVELS.index(level)
+
+    def _settle(self, key: str, winner: str, source: str, times: dict, args: tuple):
+        self._chosen[key] = winner
+        if LOG.basic:
+            LOG.decision(self.op, key, winner, source, times)
+        return self.candidates[winner].run(*args)
+
+    def _measure(self, key: str, args: tuple, level: str, only):
+        plan = _PLANS[level]
+        rank = LEVELS.index(level)
+        names = [
+            c.name
+            for c in self.candidates.values()
+            if (c.name == self.default or LEVELS.index(c.level) <= rank) and (only is None or c.name in only)
+        ]
+        if not names:  # `only` excludes the default and every measured candidate
+            names = [n for n in self.candidates if only is None or n in only][:1]
+        outputs, samples = {}, {n: [] for n in names}
+        start = time.perf_counter()
+        for name in names:  # warm-up: compiles, fills caches; its output stands if nothing else runs
+            outputs[name] = self._timed(name, args)[0]
+        alive = list(names)
+        for round_ in range(plan.samples):
+            for name in alive:
+                outputs[name], seconds = self._timed(name, args)
+                samples[name].append(seconds * 1e3)
+            if round_ >= 1 and len(alive) > 1:
+                best = min(statistics.median(samples[n]) for n in alive)
+                kept = [n for n in alive if statistics.median(samples[n]) <= plan.drop_above * best]
+                if LOG.full:
+                    for n in set(alive) - set(kept):
+                        LOG.samples(self.op, key, n, samples[n], True)
+                alive = kept
+            if time.perf_counter() - start > plan.budget_s:
+                break
+        times = {n: round(statistics.median(s), 6) for n, s in samples.items() if s}
+        winner = min(alive, key=lambda n: times.get(n, math.inf))
+        if LOG.full:
+            for n in alive:
+                LOG.samples(self.op, key, n, samples[n], False)
+        return winner, times, outputs[winner]
+
+    def _timed(self, name: str, args: tuple):
+        run = self.candidates[name].run
+        start = time.perf_counter()
+        out = run(*args)
+        if self.sync is not None:
+            self.sync()
+        return out, time.perf_counter() - start
