@@ -22,6 +22,11 @@ import pytest
 # composed stand-ins while a background compile fills an empty cache (tests of that tiering set
 # the variable themselves). Subprocesses the tests start inherit it.
 os.environ.setdefault("EMBER_BACKGROUND_COMPILE", "0")
+# Tuned kernels run their default candidate and no decision is read from or written to a cache:
+# which candidate computes a result never depends on the machine's timings or on an earlier run
+# (tests/kernels/test_autotune*.py turn autotune on themselves, and run each candidate).
+os.environ.setdefault("EMBER_AUTOTUNE_LEVEL", "minimal")
+os.environ.setdefault("EMBER_AUTOTUNE_CACHE", "off")
 
 # ember before any test module imports PyTorch: its OpenMP runtime then loads with the passive
 # policy ember sets, and the kernels stay on OpenMP as in a script that imports ember first.
