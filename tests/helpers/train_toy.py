@@ -78,41 +78,44 @@ def learner(seed: int = 0, lr=1e-2, dropout: float = 0.1) -> Learner:
     return Learner(ToyClassifier(dropout=dropout), AdamConfig().init(), lr)
 
 
-class _KillAt:
-    """Progress logger that SIGKILLs its own process at (epoch, iteration) — a hard crash."""
+class _AtTrainStep:
+    """Progress logger that acts once training reaches (epoch, iteration)."""
 
     def __init__(self, epoch: int, iteration: int):
         self.at = (epoch, iteration)
 
     def log_progress(self, progress) -> None:
         if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.act()
+
+    def act(self) -> None:
+        raise NotImplementedError
 
 
-class _SigintAt:
-    """Progress logger that sends SIGINT to its own process at (epoch, iteration): Ctrl-C."""
+class _SignalAt(_AtTrainStep):
+    """Sends ``signum`` to its own process: SIGKILL is a hard crash, SIGINT is Ctrl-C."""
 
-    def __init__(self, epoch: int, iteration: int):
-        self.at = (epoch, iteration)
+    def __init__(self, epoch: int, iteration: int, signum: int):
+        super().__init__(epoch, iteration)
+        self.signum = signum
 
-    def log_progress(self, progress) -> None:
-        if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
-            os.kill(os.getpid(), signal.SIGINT)
+    def act(self) -> None:
+        os.kill(os.getpid(), self.signum)
 
 
-class _WaitForStopAt:
-    """Progress logger that, at (epoch, iteration), creates ``marker`` and waits (a minute at
-    most) until the run is asked to stop: the test sends its signal from outside then."""
+class _WaitForStopAt(_AtTrainStep):
+    """Creates ``marker`` and waits (a minute at most) until the run is asked to stop: the test
+    sends its signal from outside then."""
 
     def __init__(self, epoch: int, iteration: int, marker: str, interrupter):
-        self.at, self.marker, self.interrupter = (epoch, iteration), marker, interrupter
+        super().__init__(epoch, iteration)
+        self.marker, self.interrupter = marker, interrupter
 
-    def log_progress(self, progress) -> None:
-        if progress.split == "train" and (progress.epoch, progress.iteration) == self.at:
-            open(self.marker, "w").close()
-            deadline = time.monotonic() + 60
-            while not self.interrupter.should_stop() and time.monotonic() < deadline:
-                time.sleep(0.01)
+    def act(self) -> None:
+        open(self.marker, "w").close()
+        deadline = time.monotonic() + 60
+        while not self.interrupter.should_stop() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 class _SlowCheckpoint:
@@ -152,9 +155,9 @@ def main(argv=None) -> None:
     if args.resume:
         t = t.checkpoint(args.resume)
     if args.kill_at:
-        t = t.with_progress_logger(_KillAt(*args.kill_at))
+        t = t.with_progress_logger(_SignalAt(*args.kill_at, signal.SIGKILL))
     if args.sigint_at:
-        t = t.with_progress_logger(_SigintAt(*args.sigint_at))
+        t = t.with_progress_logger(_SignalAt(*args.sigint_at, signal.SIGINT))
     if args.wait_for_signal_at:
         epoch, iteration, marker = args.wait_for_signal_at
         t = t.with_progress_logger(_WaitForStopAt(int(epoch), int(iteration), marker, t.interrupter()))
