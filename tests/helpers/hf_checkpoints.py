@@ -22,30 +22,31 @@ TEXTS = [
 INIT_STD = 0.2
 
 
+# The tiny model's shape, in BERT's and RoBERTa's field names; DistilBERT names some differently.
+SHAPE = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=40,
+    initializer_range=INIT_STD,
+)
+DISTILBERT_NAMES = {
+    "hidden_size": "dim",
+    "num_hidden_layers": "n_layers",
+    "num_attention_heads": "n_heads",
+    "intermediate_size": "hidden_dim",
+}
+
+
 def make_config(family: str, **extra):
     transformers = pytest.importorskip("transformers")
     if family == "distilbert":
-        args = dict(
-            vocab_size=VOCAB,
-            dim=32,
-            n_layers=2,
-            n_heads=4,
-            hidden_dim=64,
-            max_position_embeddings=40,
-            initializer_range=INIT_STD,
-        )
+        args = {DISTILBERT_NAMES.get(name, name): value for name, value in SHAPE.items()}
         return transformers.DistilBertConfig(num_labels=NUM_LABELS, **{**args, **extra})
-    args = dict(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=40,
-        initializer_range=INIT_STD,
-    )
     cls = transformers.BertConfig if family == "bert" else transformers.RobertaConfig
-    return cls(num_labels=NUM_LABELS, **{**args, **extra})
+    return cls(num_labels=NUM_LABELS, **{**SHAPE, **extra})
 
 
 def save_tokenizer(directory, vocab_size: int = VOCAB) -> None:

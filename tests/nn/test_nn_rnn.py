@@ -46,6 +46,18 @@ def _copy_to_torch(torch, pairs):
             tp[rows] = torch.from_numpy(np.ascontiguousarray(value))
 
 
+def _tie(torch, torch_module, gates, *cells):
+    """Copy the gate weights of the ember cells (forward, then reverse when bidirectional) into
+    ``torch_module``; returns their (ember, torch) parameter pairs for the gradient checks."""
+    pairs = [
+        pair
+        for cell, suffix in zip(cells, ("", "_reverse"))
+        for pair in _blocks(cell, gates, torch_module, suffix)
+    ]
+    _copy_to_torch(torch, pairs)
+    return pairs
+
+
 def _check_param_grads(grads, pairs):
     for param, tp, rows, is_weight in pairs:
         want = tp.grad[rows].numpy()
@@ -89,8 +101,7 @@ def test_lstm_matches_torch(device, seq, with_state):
     ember.seed(0)
     lstm = nn.LstmConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.LSTM(D, H, batch_first=True).double()
-    pairs = list(_blocks(lstm, LSTM_ORDER, ref))
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, LSTM_ORDER, lstm)
     x = rng.standard_normal((B, seq, D))
     state = [rng.standard_normal((1, B, H)) for _ in range(2)] if with_state else None  # torch: (h, c)
     upstream = [
@@ -125,10 +136,7 @@ def test_bilstm_matches_torch(device):
     ember.seed(1)
     bilstm = nn.BiLstmConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.LSTM(D, H, batch_first=True, bidirectional=True).double()
-    pairs = list(_blocks(bilstm.forward_lstm, LSTM_ORDER, ref)) + list(
-        _blocks(bilstm.reverse, LSTM_ORDER, ref, "_reverse")
-    )
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, LSTM_ORDER, bilstm.forward_lstm, bilstm.reverse)
     x = rng.standard_normal((B, T, D))
     state = [rng.standard_normal((2, B, H)) for _ in range(2)]
     upstream = [
@@ -158,8 +166,7 @@ def test_gru_and_bigru_match_torch(device):
     ember.seed(2)
     gru = nn.GruConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.GRU(D, H, batch_first=True).double()
-    pairs = list(_blocks(gru, GRU_ORDER, ref))
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, GRU_ORDER, gru)
     x = rng.standard_normal((B, T, D))
     h0 = rng.standard_normal((1, B, H))
     upstream = [rng.standard_normal((B, T, H)), rng.standard_normal((1, B, H))]
@@ -176,10 +183,7 @@ def test_gru_and_bigru_match_torch(device):
 
     bigru = nn.BiGruConfig(D, H, bias=True, batch_first=False).init(device, "float64")
     ref = torch.nn.GRU(D, H, bidirectional=True).double()  # seq first
-    pairs = list(_blocks(bigru.forward_gru, GRU_ORDER, ref)) + list(
-        _blocks(bigru.reverse, GRU_ORDER, ref, "_reverse")
-    )
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, GRU_ORDER, bigru.forward_gru, bigru.reverse)
     x = rng.standard_normal((T, B, D))
     upstream = [rng.standard_normal((T, B, 2 * H)), rng.standard_normal((2, B, H))]
     want_out, (want_h,), want_gx, _ = _torch_run(torch, ref, x, None, upstream)
@@ -199,8 +203,7 @@ def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
     ember.seed(3)
     rnn = nn.RnnConfig(D, H, bias=True, hidden_activation=activation).init(device, "float64")
     ref = torch.nn.RNN(D, H, batch_first=True, nonlinearity=nonlinearity).double()
-    pairs = list(_blocks(rnn, (None,), ref))
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, (None,), rnn)
     x = rng.standard_normal((B, T, D))
     upstream = [rng.standard_normal((B, T, H)), rng.standard_normal((1, B, H))]
     want_out, (want_h,), want_gx, _ = _torch_run(torch, ref, x, None, upstream)
@@ -216,10 +219,7 @@ def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
     ref = torch.nn.RNN(
         D, H, batch_first=True, nonlinearity=nonlinearity, bias=False, bidirectional=True
     ).double()
-    pairs = list(_blocks(birnn.forward_rnn, (None,), ref)) + list(
-        _blocks(birnn.reverse, (None,), ref, "_reverse")
-    )
-    _copy_to_torch(torch, pairs)
+    pairs = _tie(torch, ref, (None,), birnn.forward_rnn, birnn.reverse)
     h0 = rng.standard_normal((2, B, H))
     upstream = [rng.standard_normal((B, T, 2 * H)), rng.standard_normal((2, B, H))]
     want_out, (want_h,), want_gx, (want_gh,) = _torch_run(torch, ref, x, [h0], upstream)
