@@ -21,19 +21,28 @@ def _loss_and_grad(loss_fn, device, dtype):
     return loss.numpy(), grads.get(p).numpy(), grads.get(t).numpy()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_huber(device, dtype):
-    huber = nn.HuberLossConfig(2.0).init()
-    loss, gp, gt = _loss_and_grad(huber.forward_no_reduction, device, dtype)
-    np.testing.assert_array_equal(loss, np.array([INF, INF, 0.125, 4.0, 0.03125, np.nan], dtype))
-    np.testing.assert_array_equal(gp, np.array([2.0, -2.0, 0.5, 2.0, -0.25, np.nan], dtype))
-    np.testing.assert_array_equal(gt, -gp)
+# (loss, its unreduced form, expected loss, expected gradient w.r.t. the prediction)
+CASES = {
+    "huber": (
+        nn.HuberLossConfig(2.0).init(),
+        "forward_no_reduction",
+        [INF, INF, 0.125, 4.0, 0.03125, np.nan],
+        [2.0, -2.0, 0.5, 2.0, -0.25, np.nan],
+    ),
+    "smooth_l1": (
+        nn.SmoothL1LossConfig(1.0).init(),
+        "forward",
+        [INF, INF, 0.125, 2.5, 0.03125, np.nan],
+        [1.0, -1.0, 0.5, 1.0, -0.25, np.nan],
+    ),
+}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_smooth_l1(device, dtype):
-    smooth = nn.SmoothL1LossConfig(1.0).init()
-    loss, gp, gt = _loss_and_grad(smooth.forward, device, dtype)
-    np.testing.assert_array_equal(loss, np.array([INF, INF, 0.125, 2.5, 0.03125, np.nan], dtype))
-    np.testing.assert_array_equal(gp, np.array([1.0, -1.0, 0.5, 1.0, -0.25, np.nan], dtype))
+@pytest.mark.parametrize("name", CASES)
+def test_infinite_error_has_finite_gradient(device, dtype, name):
+    module, method, want_loss, want_grad = CASES[name]
+    loss, gp, gt = _loss_and_grad(getattr(module, method), device, dtype)
+    np.testing.assert_array_equal(loss, np.array(want_loss, dtype))
+    np.testing.assert_array_equal(gp, np.array(want_grad, dtype))
     np.testing.assert_array_equal(gt, -gp)

@@ -32,6 +32,20 @@ def np_pairwise(a, b, p=2.0, eps=1e-6):
     return (d**p).sum(-1) ** (1 / p)
 
 
+def _assert_matches_torch(torch, torch_layer, layer, a, b, upstream, atol=0.0):
+    """``layer(a, b)`` and its gradients for ``a`` and ``b`` (backward of the weights
+    ``upstream``) equal the PyTorch layer's."""
+    at, bt = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    yt = torch_layer(at, bt)
+    (yt * torch.from_numpy(upstream)).sum().backward()
+    ae, be = ember.tensor(a, device=DEV).require_grad(), ember.tensor(b, device=DEV).require_grad()
+    ye = layer(ae, be)
+    grads = (ye * ember.tensor(upstream, device=DEV)).sum().backward()
+    np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-12, atol=atol)
+    np.testing.assert_allclose(grads.get(ae).numpy(), at.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads.get(be).numpy(), bt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_defaults_are_burns():
     cos = nn.CosineSimilarityConfig().init()
     assert (cos.dim, cos.eps) == (1, 1e-8)
@@ -77,15 +91,9 @@ def test_pairwise_distance_matches_torch_with_gradients(p):
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((2, 5, 4))
     up = rng.standard_normal(5)
-    at, bt = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
-    yt = torch.nn.PairwiseDistance(p=p)(at, bt)
-    (yt * torch.from_numpy(up)).sum().backward()
-    ae, be = ember.tensor(a, device=DEV).require_grad(), ember.tensor(b, device=DEV).require_grad()
-    ye = nn.PairwiseDistanceConfig(p=p).init()(ae, be)
-    grads = (ye * ember.tensor(up, device=DEV)).sum().backward()
-    np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(grads.get(ae).numpy(), at.grad.numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(grads.get(be).numpy(), bt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    _assert_matches_torch(
+        torch, torch.nn.PairwiseDistance(p=p), nn.PairwiseDistanceConfig(p=p).init(), a, b, up
+    )
 
 
 @pytest.mark.parametrize("dim", [1, 0, -1])
@@ -95,15 +103,15 @@ def test_cosine_similarity_matches_torch_with_gradients(dim):
     a, b = rng.standard_normal((2, 3, 4, 2))
     b[0, 0, 0] = 0.0  # a zero vector along dim -1: its norm is clamped by eps
     up = rng.standard_normal(np.delete(a.shape, dim % 3))
-    at, bt = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
-    yt = torch.nn.CosineSimilarity(dim=dim)(at, bt)
-    (yt * torch.from_numpy(up)).sum().backward()
-    ae, be = ember.tensor(a, device=DEV).require_grad(), ember.tensor(b, device=DEV).require_grad()
-    ye = nn.CosineSimilarityConfig(dim=dim).init()(ae, be)
-    grads = (ye * ember.tensor(up, device=DEV)).sum().backward()
-    np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(grads.get(ae).numpy(), at.grad.numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(grads.get(be).numpy(), bt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    _assert_matches_torch(
+        torch,
+        torch.nn.CosineSimilarity(dim=dim),
+        nn.CosineSimilarityConfig(dim=dim).init(),
+        a,
+        b,
+        up,
+        atol=1e-14,
+    )
 
 
 def test_gradients():
