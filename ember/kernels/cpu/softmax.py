@@ -3,6 +3,10 @@
 Each row is processed by one thread in three short passes over data that stays in L1
 (max, exponentiate-and-sum, scale), so the input is read from memory once and the
 output written once.
+
+Every function takes a float32/float64 array of at least one dimension (a backward: the
+forward output ``y`` and the gradient ``dy`` with respect to it, of one shape and dtype) and
+returns a new array of that shape and dtype.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import math
 
 import numpy as np
 from numba import prange
+from numba.extending import register_jitable
 
 from ember.kernels.backend import fused
 
@@ -21,24 +26,31 @@ from .jit import kernel, serial_ordered
 __all__ = ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]
 
 
+@register_jitable(inline="always")
+def _exp_shifted(xi, yi):
+    """``yi = exp(xi - m)`` with ``m = max(xi)``; returns ``(m, sum(yi))``."""
+    d = xi.shape[0]
+    # From -inf over every element, not from xi[0] over the rest: a loop of d - 1 leaves
+    # a remainder of up to 63 elements (16 lanes x 4) to a scalar loop.
+    m = vm.typed(-np.inf, xi)
+    for j in range(d):
+        m = vm.vmax(m, xi[j])
+    # Summed in x's dtype (terms in [0, 1], many partial sums): a float64 sum would halve the
+    # lanes of this loop.
+    total = vm.typed(0.0, xi)
+    for j in range(d):
+        e = vm.exp(xi[j] - m)
+        yi[j] = e
+        total += e
+    return m, total
+
+
 @kernel
 def _softmax_rows(x, y):
     n, d = x.shape
     for i in prange(n):
-        xi = x[i]
         yi = y[i]
-        # From -inf over every element, not from xi[0] over the rest: a loop of d - 1 leaves
-        # a remainder of up to 63 elements (16 lanes x 4) to a scalar loop.
-        m = vm.typed(-np.inf, x)
-        for j in range(d):
-            m = vm.vmax(m, xi[j])
-        # Summed in x's dtype (terms in [0, 1], many partial sums): a float64 sum would
-        # halve the lanes of this loop.
-        total = vm.typed(0.0, x)
-        for j in range(d):
-            e = vm.exp(xi[j] - m)
-            yi[j] = e
-            total += e
+        _, total = _exp_shifted(x[i], yi)
         inv = vm.typed(1.0, x) / total
         for j in range(d):
             yi[j] *= inv
@@ -73,22 +85,13 @@ def _log_softmax_rows(x, y):
     for i in prange(n):
         xi = x[i]
         yi = y[i]
-        # From -inf over every element, not from xi[0] over the rest: a loop of d - 1 leaves
-        # a remainder of up to 63 elements (16 lanes x 4) to a scalar loop.
-        m = vm.typed(-np.inf, x)
-        for j in range(d):
-            m = vm.vmax(m, xi[j])
         # no stand-in for a maximum of +-inf: a row with +inf, or of -inf only, gives NaN
-        # (inf - inf), as softmax, the reference and PyTorch do
-        # Summed in x's dtype, the terms kept in y: the maximum's term is exactly 1, and when
-        # the total is below 2 (one dominant logit) its log is near 0 and carried by the
-        # rest, which a float32 sum holding that 1 rounds away; the rest is then summed again
-        # alone and goes through log1p (cheaper than a float64 sum of every term).
-        total = vm.typed(0.0, x)
-        for j in range(d):
-            e = vm.exp(xi[j] - m)
-            yi[j] = e
-            total += e
+        # (inf - inf), as softmax, the reference and PyTorch do.
+        # The terms kept in y: the maximum's term is exactly 1, and when the total is below 2
+        # (one dominant logit) its log is near 0 and carried by the rest, which a float32 sum
+        # holding that 1 rounds away; the rest is then summed again alone and goes through
+        # log1p (cheaper than a float64 sum of every term).
+        m, total = _exp_shifted(xi, yi)
         if vm.typed(1.0, x) <= total < vm.typed(2.0, x):
             rest = vm.typed(0.0, x)
             for j in range(d):
@@ -135,52 +138,22 @@ def _backward_over_rows(op: str, kernel, y: object, dy: object) -> np.ndarray:
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis: ``y = exp(x - max) / sum(exp(x - max))``.
-
-    Args:
-        x: float32/float64 array with at least one dimension.
-
-    Returns:
-        A new array of ``x``'s shape and dtype.
-    """
+    """Softmax over the last axis: ``y = exp(x - max) / sum(exp(x - max))``."""
     return _over_rows("softmax", _softmax_rows, x)
 
 
 def softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """Gradient of softmax: ``dx = y * (dy - sum(dy * y, -1))``.
-
-    Args:
-        y: the forward output.
-        dy: gradient with respect to ``y`` (same shape and dtype).
-
-    Returns:
-        ``dx``, a new array of ``y``'s shape and dtype.
-    """
+    """Gradient of softmax: ``dx = y * (dy - sum(dy * y, -1))``."""
     return _backward_over_rows("softmax_backward", _softmax_backward_rows, y, dy)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
-    """Log-softmax over the last axis: ``y = x - max - log(sum(exp(x - max)))``.
-
-    Args:
-        x: float32/float64 array with at least one dimension.
-
-    Returns:
-        A new array of ``x``'s shape and dtype.
-    """
+    """Log-softmax over the last axis: ``y = x - max - log(sum(exp(x - max)))``."""
     return _over_rows("log_softmax", _log_softmax_rows, x)
 
 
 def log_softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy, -1)``.
-
-    Args:
-        y: the forward output.
-        dy: gradient with respect to ``y`` (same shape and dtype).
-
-    Returns:
-        ``dx``, a new array of ``y``'s shape and dtype.
-    """
+    """Gradient of log-softmax: ``dx = dy - exp(y) * sum(dy, -1)``."""
     return _backward_over_rows("log_softmax_backward", _log_softmax_backward_rows, y, dy)
 
 

@@ -4,7 +4,8 @@ LLVM only vectorises a loop when every operation in it has a vector form. Calls 
 libm (``math.exp``, ``math.erf``…) have none here (no SVML), so a loop containing one
 runs one element at a time, and Numba emits float max-reductions in a form LLVM will
 not vectorise either. This module provides drop-in replacements usable inside
-``@njit`` code; each dispatches on the argument's float type:
+``@njit`` code; each dispatches on the float type of its arguments (float scalars unless
+said otherwise):
 
 * :func:`typed` — a constant in the dtype of an array/scalar, so float32 kernels stay
   in float32 (a bare Python float literal would promote the expression to float64).
@@ -180,11 +181,7 @@ LN2 = {"float32": (_LN2_HI_F32, _LN2_LO_F32), "float64": (_LN2_HI_F64, _LN2_LO_F
 
 
 def exp(x):
-    """Vectorisable ``e**x`` for float32/float64 (see the module docstring).
-
-    Args:
-        x: a float scalar.
-    """
+    """Vectorisable ``e**x`` for float32/float64 (see the module docstring)."""
     try:
         return type(x)(math.exp(x))
     except OverflowError:
@@ -246,11 +243,7 @@ def sigmoid(v):
 
 # --------------------------------------------------------------------------- erfc
 def erfc(x):
-    """Vectorisable complementary error function (see the module docstring).
-
-    Args:
-        x: a float scalar.
-    """
+    """Vectorisable complementary error function (see the module docstring)."""
     return type(x)(math.erfc(x))
 
 
@@ -363,11 +356,7 @@ _overload_by_float(erfc, _erfc_f32, _erfc_f64, inline="always")
 
 # --------------------------------------------------------------------------- erf
 def erf(x):
-    """Vectorisable error function (see the module docstring).
-
-    Args:
-        x: a float scalar.
-    """
+    """Vectorisable error function (see the module docstring)."""
     return type(x)(math.erf(x))
 
 
@@ -398,11 +387,7 @@ _overload_by_float(erf, _erf_f32, _erf_f64, inline="always")
 
 # --------------------------------------------------------------------------- normal_tail
 def normal_tail(x):
-    """Upper tail of the standard normal beyond ``|x|`` (see the module docstring).
-
-    Args:
-        x: a float scalar.
-    """
+    """Upper tail of the standard normal beyond ``|x|`` (see the module docstring)."""
     return type(x)(0.5 * math.erfc(abs(float(x)) / math.sqrt(2.0)))
 
 
@@ -432,11 +417,7 @@ _INV_SQRT_2PI = 0.3989422804014327
 def normal_tail_density(x):
     """``(normal_tail(x), phi(x))``: the tail and the standard normal density
     ``exp(-x^2 / 2) / sqrt(2 pi)``, which float32 gets from the tail's own exponential
-    (GELU's backward needs both: one exponential instead of two).
-
-    Args:
-        x: a float scalar.
-    """
+    (GELU's backward needs both: one exponential instead of two)."""
     return normal_tail(x), type(x)(_INV_SQRT_2PI * math.exp(-0.5 * float(x) * float(x)))
 
 

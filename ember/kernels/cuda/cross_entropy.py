@@ -39,6 +39,18 @@ def _inputs(cp: Any, op: str, logits: Any, targets: Any, smoothing: float) -> tu
     return logits, targets, smoothing
 
 
+def _launch(cp: Any, op: str, name: str, logits: Any, targets: Any, arrays: tuple, smoothing: float) -> None:
+    """Range-check ``targets`` on the device, then run the row kernel ``name`` on
+    ``(logits, targets, *arrays, rows, classes, smoothing)``."""
+    n, c = (int(s) for s in logits.shape)
+    ct = modules.ctype_of(logits.dtype)
+    indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
+    cfg = launch.row_launch(n, c)
+    fn = modules.kernel(_SRC, ct, name, ct, modules.index_ctype_of(targets.dtype), cfg.warp_arg)
+    smoothing = modules.acc_scalar(logits.dtype, smoothing)
+    fn(cfg.grid, cfg.block, (logits, targets, *arrays, np.int64(n), np.int32(c), smoothing))
+
+
 def cross_entropy(logits: Any, targets: Any, smoothing: float) -> tuple[Any, Any]:
     """Per-row cross-entropy loss and log-sum-exp.
 
@@ -57,22 +69,12 @@ def cross_entropy(logits: Any, targets: Any, smoothing: float) -> tuple[Any, Any
     op = "cross_entropy"
     cp = cupy_or_error()
     logits, targets, smoothing = _inputs(cp, op, logits, targets, smoothing)
-    n, c = (int(s) for s in logits.shape)
+    n = int(logits.shape[0])
     loss = cp.empty((n,), dtype=logits.dtype)
     lse = cp.empty((n,), dtype=modules.acc_dtype(logits.dtype))
     if n == 0:
         return loss, lse
-    ct = modules.ctype_of(logits.dtype)
-    indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
-    cfg = launch.row_launch(n, c)
-    fn = modules.kernel(
-        _SRC, ct, "cross_entropy_fwd", ct, modules.index_ctype_of(targets.dtype), cfg.warp_arg
-    )
-    fn(
-        cfg.grid,
-        cfg.block,
-        (logits, targets, loss, lse, np.int64(n), np.int32(c), modules.acc_scalar(logits.dtype, smoothing)),
-    )
+    _launch(cp, op, "cross_entropy_fwd", logits, targets, (loss, lse), smoothing)
     return loss, lse
 
 
@@ -109,26 +111,7 @@ def cross_entropy_backward(logits: Any, targets: Any, lse: Any, dloss: Any, smoo
     dlogits = cp.empty((n, c), dtype=logits.dtype)
     if n == 0:
         return dlogits
-    ct = modules.ctype_of(logits.dtype)
-    indexing.check_range(cp, op, "targets", targets, c, _SRC, ct)
-    cfg = launch.row_launch(n, c)
-    fn = modules.kernel(
-        _SRC, ct, "cross_entropy_bwd", ct, modules.index_ctype_of(targets.dtype), cfg.warp_arg
-    )
-    fn(
-        cfg.grid,
-        cfg.block,
-        (
-            logits,
-            targets,
-            lse,
-            dloss,
-            dlogits,
-            np.int64(n),
-            np.int32(c),
-            modules.acc_scalar(logits.dtype, smoothing),
-        ),
-    )
+    _launch(cp, op, "cross_entropy_bwd", logits, targets, (lse, dloss, dlogits), smoothing)
     return dlogits
 
 

@@ -88,6 +88,16 @@ def _launch(name: str, dtype: Any, rows: int, cols: int, args: tuple) -> None:
     modules.kernel(_SRC, ct, name, ct, cfg.warp_arg)(cfg.grid, cfg.block, args)
 
 
+def _launch_backward(
+    name: str, dy: Any, x: Any, stats: tuple, gamma: Any, dx: Any, rows: int, cols: int
+) -> None:
+    """The backward kernel ``name`` on ``(dy, x, *stats, gamma, dx, rows, cols, has_gamma)``; an
+    absent gamma is passed as ``x``, a pointer the kernel never reads."""
+    gamma_arg = x if gamma is None else gamma
+    args = (dy, x, *stats, gamma_arg, dx, np.int64(rows), np.int32(cols), np.int32(gamma is not None))
+    _launch(name, x.dtype, rows, cols, args)
+
+
 def layer_norm(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any]:
     """Layer norm over the last axis with biased variance.
 
@@ -165,23 +175,7 @@ def layer_norm_backward(
         if gamma is None:
             return dx, None, None
         return dx, cp.zeros((cols,), dtype=x.dtype), cp.zeros((cols,), dtype=x.dtype)
-    _launch(
-        "layer_norm_bwd",
-        x.dtype,
-        rows,
-        cols,
-        (
-            dy,
-            x,
-            mean,
-            rstd,
-            x if gamma is None else gamma,
-            dx,
-            np.int64(rows),
-            np.int32(cols),
-            np.int32(gamma is not None),
-        ),
-    )
+    _launch_backward("layer_norm_bwd", dy, x, (mean, rstd), gamma, dx, rows, cols)
     if gamma is None:
         return dx, None, None
     dgamma, dbeta = _param_grads(cp, x, dy, mean, rstd, False, rows, cols)
@@ -250,22 +244,7 @@ def rms_norm_backward(dy: Any, x: Any, rstd: Any, gamma: Any) -> tuple[Any, Any 
     dx = cp.empty(x.shape, dtype=x.dtype)
     if rows == 0:
         return dx, (None if gamma is None else cp.zeros((cols,), dtype=x.dtype))
-    _launch(
-        "rms_norm_bwd",
-        x.dtype,
-        rows,
-        cols,
-        (
-            dy,
-            x,
-            rstd,
-            x if gamma is None else gamma,
-            dx,
-            np.int64(rows),
-            np.int32(cols),
-            np.int32(gamma is not None),
-        ),
-    )
+    _launch_backward("rms_norm_bwd", dy, x, (rstd,), gamma, dx, rows, cols)
     if gamma is None:
         return dx, None
     dgamma, _ = _param_grads(cp, x, dy, rstd, rstd, True, rows, cols)

@@ -1,4 +1,9 @@
-"""Fused softmax and log-softmax over the last axis (forward and backward) on CuPy arrays."""
+"""Fused softmax and log-softmax over the last axis (forward and backward) on CuPy arrays.
+
+Every function takes a float16/32/64 CuPy array of at least one dimension (a backward: the
+forward output ``y`` and the gradient of the loss ``dy`` with respect to it, of one shape and
+dtype) and returns a new array of that shape and dtype.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,15 @@ __all__ = ["log_softmax", "log_softmax_backward", "softmax", "softmax_backward"]
 _SRC = "softmax.cu"
 
 
+def _launch(name: str, log: bool, rows: int, cols: int, arrays: tuple) -> None:
+    """The row kernel ``name`` (its log-softmax form when ``log``) on ``(*arrays, rows, cols)``,
+    in the dtype of ``arrays[0]``."""
+    ct = modules.ctype_of(arrays[0].dtype)
+    cfg = launch.row_launch(rows, cols)
+    fn = modules.kernel(_SRC, ct, name, ct, cfg.warp_arg, "true" if log else "false")
+    fn(cfg.grid, cfg.block, (*arrays, np.int64(rows), np.int32(cols)))
+
+
 def _forward(op: str, x: Any, log: bool) -> Any:
     cp = cupy_or_error()
     x = validate.float_array(cp, op, "x", x)
@@ -22,10 +36,7 @@ def _forward(op: str, x: Any, log: bool) -> Any:
     rows, cols = validate.rows_cols(x.shape)
     if rows == 0 or cols == 0:
         return y
-    ct = modules.ctype_of(x.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "softmax_fwd", ct, cfg.warp_arg, "true" if log else "false")
-    fn(cfg.grid, cfg.block, (x, y, np.int64(rows), np.int32(cols)))
+    _launch("softmax_fwd", log, rows, cols, (x, y))
     return y
 
 
@@ -38,48 +49,27 @@ def _backward(op: str, y: Any, dy: Any, log: bool) -> Any:
     rows, cols = validate.rows_cols(y.shape)
     if rows == 0 or cols == 0:
         return dx
-    ct = modules.ctype_of(y.dtype)
-    cfg = launch.row_launch(rows, cols)
-    fn = modules.kernel(_SRC, ct, "softmax_bwd", ct, cfg.warp_arg, "true" if log else "false")
-    fn(cfg.grid, cfg.block, (y, dy, dx, np.int64(rows), np.int32(cols)))
+    _launch("softmax_bwd", log, rows, cols, (y, dy, dx))
     return dx
 
 
 def softmax(x: Any) -> Any:
-    """Softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``.
-
-    Args:
-        x: float16/32/64 CuPy array with at least one dimension.
-    """
+    """Softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``."""
     return _forward("softmax", x, log=False)
 
 
 def softmax_backward(y: Any, dy: Any) -> Any:
-    """Gradient of :func:`softmax`: ``dx = y * (dy - sum(dy * y, -1))``.
-
-    Args:
-        y: the softmax output.
-        dy: gradient of the loss with respect to ``y`` (same shape and dtype).
-    """
+    """Gradient of :func:`softmax`: ``dx = y * (dy - sum(dy * y, -1))``."""
     return _backward("softmax_backward", y, dy, log=False)
 
 
 def log_softmax(x: Any) -> Any:
-    """Log-softmax over the last axis: ``x - logsumexp(x, -1)``.
-
-    Args:
-        x: float16/32/64 CuPy array with at least one dimension.
-    """
+    """Log-softmax over the last axis: ``x - logsumexp(x, -1)``."""
     return _forward("log_softmax", x, log=True)
 
 
 def log_softmax_backward(y: Any, dy: Any) -> Any:
-    """Gradient of :func:`log_softmax`: ``dx = dy - exp(y) * sum(dy, -1)``.
-
-    Args:
-        y: the log-softmax output.
-        dy: gradient of the loss with respect to ``y`` (same shape and dtype).
-    """
+    """Gradient of :func:`log_softmax`: ``dx = dy - exp(y) * sum(dy, -1)``."""
     return _backward("log_softmax_backward", y, dy, log=True)
 
 
