@@ -43,32 +43,38 @@ class SlowBatcher:
         return list(items)
 
 
-class StallingBatcher:
-    """Returns items at once, except the batch holding `stall_on`, which sleeps for an hour."""
-
-    def __init__(self, stall_on: int) -> None:
-        self.stall_on = stall_on
-
-    def batch(self, items: list, device: Any) -> list:
-        if self.stall_on in items:
-            time.sleep(3600)
-        return list(items)
-
-
-def _explode(items: list) -> None:
-    raise ValueError(f"bad item in {items}")
-
-
-class FailingBatcher:
-    """Raises ValueError (from the helper `_explode`) for the batch containing `bad`."""
+class _MisbehavesOn:
+    """Returns items at once, except for the batch holding the item `bad`: there it calls
+    `misbehave(items)` first."""
 
     def __init__(self, bad: int) -> None:
         self.bad = bad
 
     def batch(self, items: list, device: Any) -> list:
         if self.bad in items:
-            _explode(items)
+            self.misbehave(items)
         return list(items)
+
+    def misbehave(self, items: list) -> None:
+        raise NotImplementedError
+
+
+class StallingBatcher(_MisbehavesOn):
+    """Sleeps for an hour on the batch holding `bad`."""
+
+    def misbehave(self, items: list) -> None:
+        time.sleep(3600)
+
+
+def _explode(items: list) -> None:
+    raise ValueError(f"bad item in {items}")
+
+
+class FailingBatcher(_MisbehavesOn):
+    """Raises ValueError (from the helper `_explode`) for the batch containing `bad`."""
+
+    def misbehave(self, items: list) -> None:
+        _explode(items)
 
 
 class NeedsTwoArgsError(Exception):
@@ -83,16 +89,11 @@ class UnpicklableErrorBatcher:
         raise NeedsTwoArgsError(7, "custom failure")
 
 
-class ExitingBatcher:
+class ExitingBatcher(_MisbehavesOn):
     """Kills its own process (exit code 3) on the batch containing `bad`."""
 
-    def __init__(self, bad: int) -> None:
-        self.bad = bad
-
-    def batch(self, items: list, device: Any) -> list:
-        if self.bad in items:
-            os._exit(3)
-        return list(items)
+    def misbehave(self, items: list) -> None:
+        os._exit(3)
 
 
 class HoldsLambdaBatcher:

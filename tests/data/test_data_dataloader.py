@@ -235,7 +235,7 @@ def test_sigusr1_prints_a_busy_workers_stack_and_keeps_it_running(capfd):
 
     # spawn: the worker's stderr is this test's (a forkserver keeps the stderr it started with)
     loader = (
-        DataLoaderBuilder(helpers.StallingBatcher(stall_on=2))
+        DataLoaderBuilder(helpers.StallingBatcher(bad=2))
         .batch_size(2)
         .num_workers(1)
         .multiprocessing_context("spawn")

@@ -42,23 +42,15 @@ def test_failure_mid_write_keeps_the_previous_file(tmp_path):
     assert os.listdir(tmp_path) == ["model.bpk"]
 
 
-def test_failing_rename_leaves_no_scratch(tmp_path, monkeypatch):
-    def refuse(src, dst):
-        raise OSError("disk went away")
+@pytest.mark.parametrize(
+    "call, message", [("replace", "disk went away"), ("fsync", "EIO")], ids=["rename", "fsync"]
+)
+def test_failing_os_call_leaves_no_file(tmp_path, monkeypatch, call, message):
+    def fail(*args):
+        raise OSError(message)
 
-    monkeypatch.setattr(atomic.os, "replace", refuse)
-    with pytest.raises(OSError, match="disk went away"):
-        rec.save(tmp_path / "model.bpk", {"w": np.ones(3)})
-    monkeypatch.undo()
-    assert os.listdir(tmp_path) == []
-
-
-def test_failing_fsync_leaves_no_file(tmp_path, monkeypatch):
-    def broken_fsync(fd):
-        raise OSError("EIO")
-
-    monkeypatch.setattr(atomic.os, "fsync", broken_fsync)
-    with pytest.raises(OSError, match="EIO"):
+    monkeypatch.setattr(atomic.os, call, fail)
+    with pytest.raises(OSError, match=message):
         rec.save(tmp_path / "model.bpk", {"w": np.ones(3)})
     monkeypatch.undo()
     assert os.listdir(tmp_path) == []
