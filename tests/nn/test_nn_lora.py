@@ -1,27 +1,15 @@
 import numpy as np
 import pytest
 from helpers.devices import DEV
+from helpers.encoder_classifier import IDS, EncoderClassifier
 
 import ember
 from ember import nn
 
 
-class Classifier(nn.Module):
-    def __init__(self):
-        self.embedding = nn.EmbeddingConfig(20, 8).init(DEV)
-        self.encoder = nn.TransformerEncoderConfig(8, 16, 2, 1, dropout=0.0).init(DEV)
-        self.head = nn.LinearConfig(8, 3).init(DEV)
-
-    def forward(self, ids):
-        return self.head(self.encoder(self.embedding(ids)))
-
-
-IDS = ember.tensor([[1, 2, 3, 4], [5, 6, 7, 0]], device=DEV)
-
-
 def test_only_adapters_are_trainable_and_output_is_unchanged():
     ember.seed(0)
-    model = Classifier()
+    model = EncoderClassifier(3)
     before = model.valid()(IDS).numpy()
     n_base = model.num_params()
     model.apply_lora(nn.Lora(4, 8.0))
@@ -51,7 +39,7 @@ def test_init_std_defaults_to_one_over_rank():
 
 def test_gradients_reach_only_the_adapters():
     ember.seed(2)
-    model = Classifier().apply_lora(nn.Lora(2, 4.0))
+    model = EncoderClassifier(3).apply_lora(nn.Lora(2, 4.0))
     adapter = model.head.weight.adapter()
     adapter.b.set_value(ember.randn(2, 3, device=DEV))
     grads = model(IDS).sum().backward()
@@ -69,7 +57,7 @@ def test_gradients_reach_only_the_adapters():
 
 def test_merge_equals_unmerged_output_and_valid_folds():
     ember.seed(3)
-    model = Classifier().apply_lora(nn.Lora(2, 4.0))
+    model = EncoderClassifier(3).apply_lora(nn.Lora(2, 4.0))
     for _, p in model.named_parameters():
         if p.is_require_grad():
             p.set_value(ember.randn(*p.shape, device=DEV, std=0.3))
@@ -87,7 +75,7 @@ def test_merge_equals_unmerged_output_and_valid_folds():
 
 
 def test_param_group_restricts_adapters_but_everything_is_frozen():
-    model = Classifier()
+    model = EncoderClassifier(3)
 
     class QueryValue:
         def matches(self, path, param_id):
@@ -114,11 +102,11 @@ def test_lora_dtype_validation_and_double_application():
 
 def test_lora_record_round_trip(tmp_path):
     ember.seed(4)
-    model = Classifier().apply_lora(nn.Lora(2, 4.0))
+    model = EncoderClassifier(3).apply_lora(nn.Lora(2, 4.0))
     model.head.weight.adapter().b.set_value(ember.randn(2, 3, device=DEV))
     path = model.save_file(tmp_path / "lora")
     assert path.suffix == ".bpk"
-    other = Classifier().apply_lora(nn.Lora(2, 4.0))
+    other = EncoderClassifier(3).apply_lora(nn.Lora(2, 4.0))
     other.load_file(path)
     np.testing.assert_array_equal(
         other.head.weight.adapter().b.numpy(), model.head.weight.adapter().b.numpy()
@@ -127,16 +115,16 @@ def test_lora_record_round_trip(tmp_path):
     with ember.no_grad():
         np.testing.assert_allclose(other(IDS).numpy(), model(IDS).numpy(), rtol=1e-6)
     # a base checkpoint loads into a plain model, then LoRA is applied (the fine-tuning flow)
-    base = Classifier()
+    base = EncoderClassifier(3)
     base.save_file(tmp_path / "base.bpk")
-    tuned = Classifier().load_file(tmp_path / "base.bpk").apply_lora(nn.Lora(2, 4.0))
+    tuned = EncoderClassifier(3).load_file(tmp_path / "base.bpk").apply_lora(nn.Lora(2, 4.0))
     with ember.no_grad():
         np.testing.assert_allclose(tuned(IDS).numpy(), base.valid()(IDS).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_merge_restores_the_trainability_apply_lora_took():
     ember.seed(5)
-    model = Classifier()
+    model = EncoderClassifier(3)
     model.embedding.freeze()  # frozen by the user before LoRA: stays frozen
     before = {path: p.is_require_grad() for path, p in model.named_parameters()}
     n_trainable = model.num_params(trainable_only=True)

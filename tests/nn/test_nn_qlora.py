@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 from helpers.devices import DEV, cpu_available
+from helpers.encoder_classifier import IDS, EncoderClassifier
 from helpers.gradcheck import check_grads
 
 import ember
@@ -8,19 +9,6 @@ from ember import nn
 from ember.nn.quantize import dequantize, quantize
 from ember.optim import AdamConfig, GradientsParams
 from ember.record import RecordError
-
-
-class Classifier(nn.Module):
-    def __init__(self):
-        self.embedding = nn.EmbeddingConfig(20, 8).init(DEV)
-        self.encoder = nn.TransformerEncoderConfig(8, 16, 2, 1, dropout=0.0).init(DEV)
-        self.head = nn.LinearConfig(8, 4).init(DEV)
-
-    def forward(self, ids):
-        return self.head(self.encoder(self.embedding(ids)))
-
-
-IDS = ember.tensor([[1, 2, 3, 4], [5, 6, 7, 0]], device=DEV)
 
 
 def _expand(scales: np.ndarray, scheme: nn.QuantScheme, shape) -> np.ndarray:
@@ -119,7 +107,7 @@ def test_cpu_backend_dequantizes_like_the_reference():
 
 def test_qlora_stores_packed_bases_and_trains_only_adapters():
     ember.seed(0)
-    model = Classifier()
+    model = EncoderClassifier(4)
     qlora = nn.QLora(nn.Lora(2, 4.0), nn.Quantizer(scheme=nn.QuantScheme(nn.QuantValue.Q4S)))
     model.apply_qlora(qlora)
     paths = dict(model.named_parameters())
@@ -148,7 +136,7 @@ def test_qlora_stores_packed_bases_and_trains_only_adapters():
 @pytest.mark.parametrize("store", list(nn.QuantStore))
 def test_output_equals_lora_on_the_dequantized_weights(store):
     ember.seed(1)
-    model = Classifier()
+    model = EncoderClassifier(4)
     plain = model.clone()
     scheme = nn.QuantScheme(nn.QuantValue.Q8S, store=store).per_block((4,))
     # packed words change the stored shape, which norms check in forward: quantize the weights
@@ -192,13 +180,13 @@ def test_record_round_trip_through_bpk(tmp_path):
     settings = nn.QLora(
         nn.Lora(2, 4.0), nn.Quantizer(scheme=scheme, param_group=lambda path, pid: "weight" in path)
     )
-    model = Classifier().apply_qlora(settings)
+    model = EncoderClassifier(4).apply_qlora(settings)
     model.head.weight.adapter().b.set_value(ember.randn(2, 4, device=DEV))
     record = model.into_record()
     assert record["head.weight"].array.dtype == np.int32
     assert record["head.weight.lora.quant.scales"].array.shape == (8, 1)
     path = model.save_file(tmp_path / "qlora")
-    other = Classifier().apply_qlora(settings)
+    other = EncoderClassifier(4).apply_qlora(settings)
     other.load_file(path)
     for name, p in model.named_parameters():
         loaded = dict(other.named_parameters())[name]
@@ -207,14 +195,14 @@ def test_record_round_trip_through_bpk(tmp_path):
     with ember.no_grad():
         np.testing.assert_array_equal(other(IDS).numpy(), model(IDS).numpy())
     # a record of another packing does not fit, and says where
-    wider = Classifier().apply_qlora(nn.QLora(nn.Lora(2, 4.0)))  # Native: one value per int32
+    wider = EncoderClassifier(4).apply_qlora(nn.QLora(nn.Lora(2, 4.0)))  # Native: one value per int32
     with pytest.raises(RecordError, match="head.weight: shape mismatch"):
         wider.load_file(path)
 
 
 def test_merge_dequantizes_folds_and_restores_trainability():
     ember.seed(4)
-    model = Classifier()
+    model = EncoderClassifier(4)
     model.embedding.freeze()
     before = {path: p.is_require_grad() for path, p in model.named_parameters()}
     model.apply_qlora(nn.QLora(nn.Lora(2, 4.0)))
@@ -235,7 +223,7 @@ def test_merge_dequantizes_folds_and_restores_trainability():
 
 
 def test_groups_choose_what_is_quantized_and_what_is_adapted():
-    model = Classifier()
+    model = EncoderClassifier(4)
     only_weights = nn.Quantizer().with_param_group(lambda path, pid: path.endswith("weight"))
     only_head = nn.Lora(2, 2.0).with_param_group(lambda path, pid: path.startswith("head"))
     model.apply_qlora(nn.QLora(only_head, only_weights))
