@@ -56,7 +56,7 @@ from ember.core import dtypes as dt
 from ember.kernels.families.activation import ActivationOps
 from ember.kernels.families.attention import ATTN_MASK_VALUE, AttentionOps
 from ember.kernels.families.creation import CreationOps
-from ember.kernels.families.declare import COMPOSITES, DECLINED, PRIMITIVE_NAMES, fused, primitive
+from ember.kernels.families.declare import COMPOSITES, DECLINED, PRIMITIVE_NAMES, fused, fused_call, primitive
 from ember.kernels.families.dropout import DropoutOps
 from ember.kernels.families.elementwise import BINARY_OPS, UNARY_OPS, ElementwiseOps
 from ember.kernels.families.embedding import EmbeddingOps
@@ -78,6 +78,7 @@ __all__ = [
     "Backend",
     "contract_violations",
     "fused",
+    "fused_call",
     "primitive",
 ]
 

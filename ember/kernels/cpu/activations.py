@@ -20,7 +20,7 @@ from numba import prange
 from numba.extending import register_jitable
 
 from ember.kernels import native_ops
-from ember.kernels.backend import DECLINED, fused
+from ember.kernels.backend import DECLINED, fused, fused_call
 
 from . import vecmath as vm
 from .checks import FLOAT_DTYPES, check_same_shape, float_array
@@ -260,10 +260,5 @@ class CpuActivationOps:
             return DECLINED
         return gelu_backward(x, dy, approximate)
 
-    @fused(half=True)
-    def swiglu(self, a, b):
-        return swiglu(a, b)
-
-    @fused(half=True)
-    def swiglu_backward(self, a, b, dy):
-        return swiglu_backward(a, b, dy)
+    swiglu = fused_call(swiglu, half=True)
+    swiglu_backward = fused_call(swiglu_backward, half=True)

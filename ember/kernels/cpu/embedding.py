@@ -14,7 +14,7 @@ import numpy as np
 from numba import prange
 
 from ember.kernels.arg_checks import table_size
-from ember.kernels.backend import fused
+from ember.kernels.backend import fused_call
 
 from .checks import float_array, float_table, index_array
 from .jit import kernel, serial
@@ -128,10 +128,5 @@ def embedding_backward(dout: np.ndarray, ids: np.ndarray, num_embeddings: int) -
 class CpuEmbeddingOps:
     """Embedding lookups and their dense gradient on ``cpu``."""
 
-    @fused(half=True)
-    def embedding(self, weight, ids):
-        return embedding(weight, ids)
-
-    @fused(half=True)
-    def embedding_backward(self, dout, ids, num_embeddings):
-        return embedding_backward(dout, ids, num_embeddings)
+    embedding = fused_call(embedding, half=True)
+    embedding_backward = fused_call(embedding_backward, half=True)

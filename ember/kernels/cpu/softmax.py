@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 from numba.extending import register_jitable
 
-from ember.kernels.backend import fused
+from ember.kernels.backend import fused_call
 
 from . import vecmath as vm
 from .checks import as_rows, check_same_shape, float_array
@@ -160,18 +160,7 @@ def log_softmax_backward(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
 class CpuSoftmaxOps:
     """The softmax family's fused kernels on ``cpu`` (float16 computed in float32)."""
 
-    @fused(half=True)
-    def softmax(self, x):
-        return softmax(x)
-
-    @fused(half=True)
-    def softmax_backward(self, y, dy):
-        return softmax_backward(y, dy)
-
-    @fused(half=True)
-    def log_softmax(self, x):
-        return log_softmax(x)
-
-    @fused(half=True)
-    def log_softmax_backward(self, y, dy):
-        return log_softmax_backward(y, dy)
+    softmax = fused_call(softmax, half=True)
+    softmax_backward = fused_call(softmax_backward, half=True)
+    log_softmax = fused_call(log_softmax, half=True)
+    log_softmax_backward = fused_call(log_softmax_backward, half=True)

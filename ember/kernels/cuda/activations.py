@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.backend import fused
+from ember.kernels.backend import fused_call
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -175,18 +175,7 @@ def swiglu_backward(a: Any, b: Any, dy: Any) -> tuple[Any, Any]:
 class CudaActivationOps:
     """GELU and the SwiGLU gate on ``cuda`` (every size, float16 accumulated in float32)."""
 
-    @fused
-    def gelu(self, x, approximate):
-        return gelu(x, approximate)
-
-    @fused
-    def gelu_backward(self, x, dy, approximate):
-        return gelu_backward(x, dy, approximate)
-
-    @fused
-    def swiglu(self, a, b):
-        return swiglu(a, b)
-
-    @fused
-    def swiglu_backward(self, a, b, dy):
-        return swiglu_backward(a, b, dy)
+    gelu = fused_call(gelu)
+    gelu_backward = fused_call(gelu_backward)
+    swiglu = fused_call(swiglu)
+    swiglu_backward = fused_call(swiglu_backward)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember.kernels.arg_checks import table_size
-from ember.kernels.backend import fused
+from ember.kernels.backend import fused_call
 from ember.kernels.cuda import indexing, launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -103,10 +103,5 @@ def embedding_backward(dout: Any, ids: Any, num_embeddings: int) -> Any:
 class CudaEmbeddingOps:
     """Embedding lookups and their dense gradient on ``cuda``."""
 
-    @fused
-    def embedding(self, weight, ids):
-        return embedding(weight, ids)
-
-    @fused
-    def embedding_backward(self, dout, ids, num_embeddings):
-        return embedding_backward(dout, ids, num_embeddings)
+    embedding = fused_call(embedding)
+    embedding_backward = fused_call(embedding_backward)

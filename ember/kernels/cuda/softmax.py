@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.kernels.backend import DECLINED, fused
+from ember.kernels.backend import fused_call
 from ember.kernels.cuda import launch, modules, validate
 from ember.kernels.cuda.runtime import cupy_or_error
 
@@ -73,21 +73,14 @@ def log_softmax_backward(y: Any, dy: Any) -> Any:
     return _backward("log_softmax_backward", y, dy, log=True)
 
 
+def _rows_fit(a: Any) -> bool:
+    return launch.rows_fit(a, allow_empty=True)
+
+
 class CudaSoftmaxOps:
     """The softmax family's fused kernels on ``cuda``; rows past the launch limits decline."""
 
-    @fused
-    def softmax(self, x):
-        return softmax(x) if launch.rows_fit(x, allow_empty=True) else DECLINED
-
-    @fused
-    def softmax_backward(self, y, dy):
-        return softmax_backward(y, dy) if launch.rows_fit(y, allow_empty=True) else DECLINED
-
-    @fused
-    def log_softmax(self, x):
-        return log_softmax(x) if launch.rows_fit(x, allow_empty=True) else DECLINED
-
-    @fused
-    def log_softmax_backward(self, y, dy):
-        return log_softmax_backward(y, dy) if launch.rows_fit(y, allow_empty=True) else DECLINED
+    softmax = fused_call(softmax, accepts=_rows_fit)
+    softmax_backward = fused_call(softmax_backward, accepts=_rows_fit)
+    log_softmax = fused_call(log_softmax, accepts=_rows_fit)
+    log_softmax_backward = fused_call(log_softmax_backward, accepts=_rows_fit)

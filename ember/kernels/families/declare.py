@@ -19,10 +19,22 @@ defines a public method the contract does not have.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
-__all__ = ["COMPOSITES", "DECLINED", "PRIMITIVE_NAMES", "composite", "fused", "primitive", "role_of"]
+from ember.core import dtypes as dt
+
+__all__ = [
+    "COMPOSITES",
+    "DECLINED",
+    "PRIMITIVE_NAMES",
+    "composite",
+    "fused",
+    "fused_call",
+    "primitive",
+    "role_of",
+]
 
 
 class _Declined:
@@ -121,6 +133,27 @@ def fused(method=None, *, half: bool = False, ready_arg: int | None = 0):
     return mark if method is None else mark(method)
 
 
+def fused_call(function, *, half: bool = False, accepts=None):
+    """The ``@fused`` override that calls ``function``, the backend module's entry point of the
+    composite of the same name, with the method's arguments (``half`` as for :func:`fused`).
+
+    ``accepts``: when given, a test of the first argument (the kernel's launch limits); an
+    input that fails it is :data:`DECLINED`.
+    """
+
+    def method(self, *args, **kwargs):
+        if accepts is not None and not accepts(_argument(args, kwargs, 0)):
+            return DECLINED
+        return function(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    method.__doc__ = function.__doc__
+    signature = inspect.signature(function)
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(parameters=[self_parameter, *signature.parameters.values()])
+    return fused(method, half=half)
+
+
 def _argument(args, kwargs, index):
     if len(args) > index:
         return args[index]
@@ -131,25 +164,25 @@ def half_via_single(stats: tuple = ()):
     """Run a method on float16 arrays in float32 and give float16 back, except the results at
     positions ``stats`` of a tuple result, which stay float32 (or wider, as a kernel made them).
     Other dtypes pass through, and so does :data:`DECLINED`. Works on the backend's array
-    module (``self.xp``: NumPy, or CuPy)."""
+    module (``self.xp``: NumPy, or CuPy), or on its ``_array_type`` (PyTorch tensors)."""
 
     def decorate(method):
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            array = getattr(self, "xp", np).ndarray
-            if not any(isinstance(a, array) and a.dtype == np.float16 for a in args):
+            # a backend whose arrays are not NumPy-like names their class and float16 dtype
+            array = getattr(self, "_array_type", None) or getattr(self, "xp", np).ndarray
+            half = getattr(self, "_float16", np.float16)
+            if not any(isinstance(a, array) and a.dtype == half for a in args):
                 return method(self, *args, **kwargs)
-            args = [
-                a.astype(np.float32) if isinstance(a, array) and a.dtype == np.float16 else a for a in args
-            ]
+            args = [self.cast(a, dt.float32) if isinstance(a, array) and a.dtype == half else a for a in args]
             out = method(self, *args, **kwargs)
             if out is DECLINED:
                 return out
             if isinstance(out, tuple):
                 return tuple(
-                    o if o is None or i in stats else o.astype(np.float16) for i, o in enumerate(out)
+                    o if o is None or i in stats else self.cast(o, dt.float16) for i, o in enumerate(out)
                 )
-            return out.astype(np.float16)
+            return self.cast(out, dt.float16)
 
         return run
 
