@@ -29,7 +29,8 @@ from text_classification.training import ExperimentConfig, build_lr_scheduler
 from ember.nn.module_record import ModuleRecord
 from ember.optim import AdamConfig, AdamWConfig
 
-TINY = [
+# The smallest Transformer on synthetic rows, one epoch: the demo takes these flags too.
+TINY_MODEL = [
     "--source",
     "synthetic",
     "--d-model",
@@ -44,6 +45,9 @@ TINY = [
     "32",
     "--epochs",
     "1",
+]
+TINY = [
+    *TINY_MODEL,
     "--batch-size",
     "16",
     "--train-samples",
@@ -422,20 +426,7 @@ def test_cosine_and_constant_schedules_warm_up_linearly():
 def test_demo_smoke(tmp_path, capsys):
     out = demo.main(
         [
-            "--source",
-            "synthetic",
-            "--d-model",
-            "16",
-            "--d-ff",
-            "32",
-            "--n-heads",
-            "2",
-            "--n-layers",
-            "1",
-            "--seq-length",
-            "32",
-            "--epochs",
-            "1",
+            *TINY_MODEL,
             "--buckets",
             "1024",
             "--artifact-dir",
