@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes the `guide` package importable
 
-from guide.data import SOURCES, load_loaders
+from guide.cli import add_run_flags, parse_checked
+from guide.data import load_loaders
 from guide.model import ModelConfig
 
 import ember  # (before NumPy: ember's OpenBLAS setting, see the README)
@@ -227,8 +228,6 @@ def run(
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument(
         "--grad-accum",
@@ -237,24 +236,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="N",
         help="sum the gradients of N batches per optimizer step (default 1)",
     )
-    ap.add_argument("--limit", type=int, default=None, metavar="N", help="use only N train items")
-    ap.add_argument("--device", default="cpu", help="cpu (Numba kernels), reference (NumPy) or cuda:N")
-    ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument(
-        "--source",
-        choices=SOURCES,
-        default="digits",
-        help="digits: scikit-learn's 8x8 digits (offline); mnist: from the Hugging Face Hub",
-    )
-    ap.add_argument("--hidden-size", type=int, default=1024)
-    ap.add_argument("--num-workers", type=int, default=0)
-    args = ap.parse_args(argv)
-    for name in ("epochs", "batch_size", "grad_accum", "hidden_size"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.limit is not None and args.limit < 1:
-        ap.error("--limit must be >= 1")
-    return args
+    add_run_flags(ap, hidden_size=1024)
+    return parse_checked(ap, argv, ("epochs", "batch_size", "grad_accum", "hidden_size"))
 
 
 def main(argv=None) -> History:

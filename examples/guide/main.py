@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: ma
 import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting, see the README)
 from ember.data import DatasetUnavailableError
 from ember.optim import AdamConfig
-from guide.data import SOURCES, load_datasets
+from guide.cli import add_run_flags, parse_checked
+from guide.data import load_datasets
 from guide.inference import evaluate, infer
 from guide.model import ModelConfig
 from guide.training import TrainingConfig, train
@@ -35,27 +36,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument(
         "--artifact-dir", default="/tmp/guide", help="where the artifacts go (default /tmp/guide)"
     )
-    ap.add_argument(
-        "--source",
-        choices=SOURCES,
-        default="digits",
-        help="digits: scikit-learn's 8x8 digits (offline, default); mnist: from the Hugging Face Hub",
-    )
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--learning-rate", type=float, default=1e-4)
-    ap.add_argument("--hidden-size", type=int, default=512)
-    ap.add_argument("--num-workers", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--limit", type=int, default=None, metavar="N", help="use only N train items")
-    ap.add_argument("--device", default="cpu", help="cpu (Numba kernels), reference (NumPy) or cuda:N")
-    args = ap.parse_args(argv)
-    for name in ("epochs", "batch_size", "hidden_size"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.limit is not None and args.limit < 1:
-        ap.error("--limit must be >= 1")
-    return args
+    add_run_flags(ap, hidden_size=512)
+    return parse_checked(ap, argv, ("epochs", "batch_size", "hidden_size"))
 
 
 def main(argv=None) -> dict:
