@@ -103,6 +103,16 @@ def _check_smoothing(op: str, smoothing) -> None:
         raise ValueError(f"{op}: smoothing (alpha) should be in [0, 1], got {smoothing}")
 
 
+def _class_weights(config, device, dtype) -> Tensor | None:
+    """A cross-entropy config's checked settings: its ``weights`` as a tensor (None without)."""
+    op = type(config).__name__
+    _check_smoothing(op, config.smoothing)
+    _check_weights(op, config.weights)
+    if config.weights is None:
+        return None
+    return make_tensor(list(config.weights), dtype=dtype or "float32", device=device)
+
+
 # ---- cross-entropy ------------------------------------------------------------------------------
 class CrossEntropyLossConfig(Config):
     """Configuration of :class:`CrossEntropyLoss`.
@@ -120,14 +130,9 @@ class CrossEntropyLossConfig(Config):
     logits: bool = True
 
     def init(self, device=None, dtype=None) -> "CrossEntropyLoss":
-        _check_smoothing("CrossEntropyLossConfig", self.smoothing)
-        _check_weights("CrossEntropyLossConfig", self.weights)
-        weights = (
-            None
-            if self.weights is None
-            else make_tensor(list(self.weights), dtype=dtype or "float32", device=device)
+        return CrossEntropyLoss(
+            self.pad_tokens, _class_weights(self, device, dtype), self.smoothing, self.logits
         )
-        return CrossEntropyLoss(self.pad_tokens, weights, self.smoothing, self.logits)
 
 
 class CrossEntropyLoss(Module):
@@ -263,14 +268,7 @@ class BinaryCrossEntropyLossConfig(Config):
     logits: bool = False
 
     def init(self, device=None, dtype=None) -> "BinaryCrossEntropyLoss":
-        _check_smoothing("BinaryCrossEntropyLossConfig", self.smoothing)
-        _check_weights("BinaryCrossEntropyLossConfig", self.weights)
-        weights = (
-            None
-            if self.weights is None
-            else make_tensor(list(self.weights), dtype=dtype or "float32", device=device)
-        )
-        return BinaryCrossEntropyLoss(weights, self.smoothing, self.logits)
+        return BinaryCrossEntropyLoss(_class_weights(self, device, dtype), self.smoothing, self.logits)
 
 
 class BinaryCrossEntropyLoss(Module):
@@ -335,6 +333,16 @@ class BinaryCrossEntropyLoss(Module):
 
 
 # ---- regression ---------------------------------------------------------------------------------
+def _check_regression(op: str, predictions: Tensor, targets) -> None:
+    """Float predictions, and targets of their shape."""
+    _float(op, "predictions", predictions)
+    if not isinstance(targets, Tensor) or targets.shape != predictions.shape:
+        got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
+        raise ValueError(
+            f"{op}: targets must have the predictions' shape {shape_str(predictions.shape)}, got {got}"
+        )
+
+
 class MseLoss(Module):
     """Mean squared error ``(prediction − target)²``, reduced."""
 
@@ -342,12 +350,7 @@ class MseLoss(Module):
         return _reduce("MseLoss", self.forward_no_reduction(logits, targets), reduction)
 
     def forward_no_reduction(self, logits: Tensor, targets: Tensor) -> Tensor:
-        _float("MseLoss", "predictions", logits)
-        if not isinstance(targets, Tensor) or targets.shape != logits.shape:
-            got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(
-                f"MseLoss: targets must have the predictions' shape {shape_str(logits.shape)}, got {got}"
-            )
+        _check_regression("MseLoss", logits, targets)
         return (logits - targets).square()
 
 
@@ -382,13 +385,7 @@ class HuberLoss(Module):
         return _reduce("HuberLoss", self.forward_no_reduction(predictions, targets), reduction)
 
     def forward_no_reduction(self, predictions: Tensor, targets: Tensor) -> Tensor:
-        _float("HuberLoss", "predictions", predictions)
-        if not isinstance(targets, Tensor) or targets.shape != predictions.shape:
-            got = shape_str(targets.shape) if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(
-                f"HuberLoss: targets must have the predictions' shape {shape_str(predictions.shape)}, "
-                f"got {got}"
-            )
+        _check_regression("HuberLoss", predictions, targets)
         return self.forward_residuals(targets - predictions)
 
     def forward_residuals(self, residuals: Tensor) -> Tensor:

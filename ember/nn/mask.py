@@ -62,27 +62,25 @@ class NoMax(SeqLength):
         return longest
 
 
-class Max(SeqLength):
-    """Pad to the longest sequence, truncating to at most ``n`` tokens."""
+class _CountedSeqLength(SeqLength):
+    """A SeqLength given a token count ``n`` (:class:`Max`, :class:`Fixed`)."""
 
     n: int
 
     def __post_init__(self):
         if self.n < 0:
-            raise ValueError(f"SeqLength.Max: n must be >= 0, got {self.n}")
+            raise ValueError(f"SeqLength.{type(self).__name__}: n must be >= 0, got {self.n}")
+
+
+class Max(_CountedSeqLength):
+    """Pad to the longest sequence, truncating to at most ``n`` tokens."""
 
     def size(self, longest: int) -> int:
         return min(longest, self.n)
 
 
-class Fixed(SeqLength):
+class Fixed(_CountedSeqLength):
     """Pad or truncate every sequence to exactly ``n`` tokens."""
-
-    n: int
-
-    def __post_init__(self):
-        if self.n < 0:
-            raise ValueError(f"SeqLength.Fixed: n must be >= 0, got {self.n}")
 
     def size(self, longest: int) -> int:
         return self.n

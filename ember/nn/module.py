@@ -59,6 +59,15 @@ def _container_items(value) -> list | None:
     return None
 
 
+def _first_visit(seen: set[int], obj) -> bool:
+    """Whether the walk reaches ``obj`` for the first time (a tied module or parameter is
+    reported once, under its first path); marks it seen."""
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    return True
+
+
 def _holds_modules(value) -> bool:
     items = _container_items(value)
     if items is None:
@@ -172,9 +181,8 @@ class Module:
         seen: set[int] = set()
 
         def visit(path, module):
-            if id(module) in seen:
+            if not _first_visit(seen, module):
                 return
-            seen.add(id(module))
             yield path, module
             for name, child in module.named_children():
                 yield from visit(_join(path, name), child)
@@ -193,9 +201,8 @@ class Module:
         seen: set[int] = set()
 
         def visit_param(path, param):
-            if id(param) in seen:
+            if not _first_visit(seen, param):
                 return
-            seen.add(id(param))
             yield path, param
             if param._adapter is not None:
                 yield from visit_module(_join(path, param._adapter.NAME), param._adapter)

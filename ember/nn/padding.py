@@ -160,47 +160,39 @@ PaddingConfig3d.Same = _Same3d()
 PaddingConfig3d.Explicit = _Explicit3d
 
 
+# How each padding kind accepts shorthand: its Explicit class, the sides an int fills, the
+# sequence lengths it takes, and those forms in words (for the error).
+_SHORTHANDS = {
+    PaddingConfig1d: (_Explicit1d, 2, (2,), "an int or (left, right)"),
+    PaddingConfig2d: (_Explicit2d, 4, (2, 4), "an int, (h, w) or (top, left, bottom, right)"),
+    PaddingConfig3d: (_Explicit3d, 3, (3,), "an int or (depth, height, width)"),
+}
+
+
+def _as_padding(value, kind: type):
+    """``value`` as a padding of ``kind``: itself, 'same' / 'valid', or an Explicit shorthand."""
+    if isinstance(value, kind):
+        return value
+    explicit, sides, lengths, forms = _SHORTHANDS[kind]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return explicit(*[value] * sides)
+    if isinstance(value, (tuple, list)) and len(value) in lengths:
+        return explicit(*value)
+    if isinstance(value, str) and value.lower() in ("same", "valid"):
+        return kind.Same if value.lower() == "same" else kind.Valid
+    raise TypeError(f"padding: expected a {kind.__name__}, 'same', 'valid', {forms}, got {value!r}")
+
+
 def padding_1d(value) -> PaddingConfig1d:
     """Accept a PaddingConfig1d, an int (both sides) or a (left, right) pair."""
-    if isinstance(value, PaddingConfig1d):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _Explicit1d(value, value)
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return _Explicit1d(*value)
-    if isinstance(value, str) and value.lower() in ("same", "valid"):
-        return PaddingConfig1d.Same if value.lower() == "same" else PaddingConfig1d.Valid
-    raise TypeError(
-        f"padding: expected a PaddingConfig1d, 'same', 'valid', an int or (left, right), got {value!r}"
-    )
+    return _as_padding(value, PaddingConfig1d)
 
 
 def padding_2d(value) -> PaddingConfig2d:
     """Accept a PaddingConfig2d, an int, (h, w) (symmetric) or (top, left, bottom, right)."""
-    if isinstance(value, PaddingConfig2d):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _Explicit2d(value, value, value, value)
-    if isinstance(value, (tuple, list)) and len(value) in (2, 4):
-        return _Explicit2d(*value)
-    if isinstance(value, str) and value.lower() in ("same", "valid"):
-        return PaddingConfig2d.Same if value.lower() == "same" else PaddingConfig2d.Valid
-    raise TypeError(
-        f"padding: expected a PaddingConfig2d, 'same', 'valid', an int, (h, w) or "
-        f"(top, left, bottom, right), got {value!r}"
-    )
+    return _as_padding(value, PaddingConfig2d)
 
 
 def padding_3d(value) -> PaddingConfig3d:
     """Accept a PaddingConfig3d, an int (every side) or (depth, height, width) (both sides each)."""
-    if isinstance(value, PaddingConfig3d):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _Explicit3d(value, value, value)
-    if isinstance(value, (tuple, list)) and len(value) == 3:
-        return _Explicit3d(*value)
-    if isinstance(value, str) and value.lower() in ("same", "valid"):
-        return PaddingConfig3d.Same if value.lower() == "same" else PaddingConfig3d.Valid
-    raise TypeError(
-        f"padding: expected a PaddingConfig3d, 'same', 'valid', an int or (depth, height, width), got {value!r}"
-    )
+    return _as_padding(value, PaddingConfig3d)
