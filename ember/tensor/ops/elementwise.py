@@ -67,16 +67,12 @@ def _to_tensor_pair(op: str, a, b):
         rdt = dt.promote_types(a._dtype, b._dtype)
     elif isinstance(a, Tensor):
         if not is_scalar(b):
-            b = _coerce(op, b, a)
-            return _to_tensor_pair(op, a, b)
-        rdt = dt.promote_scalar(a._dtype, b)
-        b = wrap(a._device.backend.full((), b, rdt), a._device, rdt)
+            return _to_tensor_pair(op, a, _coerce(op, b, a))
+        rdt, b = _scalar_beside(a, b)
     elif isinstance(b, Tensor):
         if not is_scalar(a):
-            a = _coerce(op, a, b)
-            return _to_tensor_pair(op, a, b)
-        rdt = dt.promote_scalar(b._dtype, a)
-        a = wrap(b._device.backend.full((), a, rdt), b._device, rdt)
+            return _to_tensor_pair(op, _coerce(op, a, b), b)
+        rdt, a = _scalar_beside(b, a)
     else:
         raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
     if a._dtype is not rdt:
@@ -84,6 +80,13 @@ def _to_tensor_pair(op: str, a, b):
     if b._dtype is not rdt:
         b = b.to(rdt)
     return a, b
+
+
+def _scalar_beside(t, value):
+    """The dtype ``t`` and the Python scalar ``value`` promote to, and ``value`` as a 0-d
+    tensor of that dtype on ``t``'s device."""
+    rdt = dt.promote_scalar(t._dtype, value)
+    return rdt, wrap(t._device.backend.full((), value, rdt), t._device, rdt)
 
 
 def _coerce(op, value, like):
