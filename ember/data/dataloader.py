@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -75,6 +75,19 @@ def default_start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What a `DataLoaderBuilder` sets and a `DataLoader` runs with (see the builder's methods)."""
+
+    batch_size: int = 1
+    seed: int | None = None
+    num_workers: int = 0
+    prefetch: int = 2
+    device: Any = None
+    start_method: str | None = None
+    timeout: float | None = None
+
+
 def _check_positive(name: str, value: Any, minimum: int) -> int:
     number = as_integer(value, f"DataLoaderBuilder.{name}: expected an integer")
     if number < minimum:
@@ -101,13 +114,11 @@ class DataLoaderBuilder:
                 f"{type(batcher).__name__}"
             )
         self._batcher = batcher
-        self._batch_size = 1
-        self._seed: int | None = None
-        self._num_workers = 0
-        self._prefetch = 2
-        self._device: Any = None
-        self._start_method: str | None = None
-        self._timeout: float | None = None
+        self._settings = _Settings()
+
+    def _set(self, **change: Any) -> "DataLoaderBuilder":
+        self._settings = replace(self._settings, **change)
+        return self
 
     def batch_size(self, batch_size: int) -> "DataLoaderBuilder":
         """Items per batch (default 1); the last batch of a pass may be smaller.
@@ -115,8 +126,7 @@ class DataLoaderBuilder:
         Args:
             batch_size: >= 1.
         """
-        self._batch_size = _check_positive("batch_size", batch_size, 1)
-        return self
+        return self._set(batch_size=_check_positive("batch_size", batch_size, 1))
 
     def shuffle(self, seed: int) -> "DataLoaderBuilder":
         """Visit the items in a new random order each pass, drawn from `(seed, pass number)`.
@@ -124,8 +134,7 @@ class DataLoaderBuilder:
         Args:
             seed: non-negative integer; the same seed gives the same sequence of passes.
         """
-        self._seed = _check_positive("shuffle", seed, 0)
-        return self
+        return self._set(seed=_check_positive("shuffle", seed, 0))
 
     def num_workers(self, num_workers: int) -> "DataLoaderBuilder":
         """Worker processes building batches (default 0: build them in the calling thread).
@@ -133,8 +142,7 @@ class DataLoaderBuilder:
         Args:
             num_workers: >= 0.
         """
-        self._num_workers = _check_positive("num_workers", num_workers, 0)
-        return self
+        return self._set(num_workers=_check_positive("num_workers", num_workers, 0))
 
     def prefetch(self, prefetch: int) -> "DataLoaderBuilder":
         """Batches each worker builds ahead of the one being consumed (default 2).
@@ -142,8 +150,7 @@ class DataLoaderBuilder:
         Args:
             prefetch: >= 1; memory holds up to `num_workers * prefetch` batches.
         """
-        self._prefetch = _check_positive("prefetch", prefetch, 1)
-        return self
+        return self._set(prefetch=_check_positive("prefetch", prefetch, 1))
 
     def set_device(self, device: Any) -> "DataLoaderBuilder":
         """The device batches are delivered on (default: `ember.default_device()` when a
@@ -152,8 +159,7 @@ class DataLoaderBuilder:
         Args:
             device: an `ember.Device` or device string such as `"cpu"` or `"cuda:0"`.
         """
-        self._device = device
-        return self
+        return self._set(device=device)
 
     def multiprocessing_context(self, method: str) -> "DataLoaderBuilder":
         """How worker processes are started: "forkserver" (default where available), "spawn"
@@ -169,8 +175,7 @@ class DataLoaderBuilder:
                 f"DataLoaderBuilder.multiprocessing_context: {method!r} is not available here; "
                 f"choose one of {available}"
             )
-        self._start_method = method
-        return self
+        return self._set(start_method=method)
 
     def timeout(self, seconds: float | None) -> "DataLoaderBuilder":
         """Give up (raise `DataLoaderWorkerError`) when a worker takes longer than this to
@@ -184,8 +189,7 @@ class DataLoaderBuilder:
         """
         if seconds is not None and not seconds > 0:
             raise ValueError(f"DataLoaderBuilder.timeout: must be > 0 or None, got {seconds!r}")
-        self._timeout = None if seconds is None else float(seconds)
-        return self
+        return self._set(timeout=None if seconds is None else float(seconds))
 
     def build(self, dataset: Any) -> "DataLoader":
         """Create the loader over `dataset` (anything with `__len__` and `__getitem__`)."""
@@ -194,17 +198,7 @@ class DataLoaderBuilder:
                 f"DataLoaderBuilder.build: dataset must have __len__ and __getitem__, got "
                 f"{type(dataset).__name__}"
             )
-        return DataLoader(
-            dataset,
-            self._batcher,
-            batch_size=self._batch_size,
-            seed=self._seed,
-            num_workers=self._num_workers,
-            prefetch=self._prefetch,
-            device=self._device,
-            start_method=self._start_method,
-            timeout=self._timeout,
-        )
+        return DataLoader(dataset, self._batcher, **vars(self._settings))
 
 
 class _Counter:
@@ -241,13 +235,9 @@ class DataLoader:
     ) -> None:
         self._dataset = dataset
         self._batcher = batcher
-        self._batch_size = batch_size
-        self._seed = seed
-        self._num_workers = num_workers
-        self._prefetch = prefetch
-        self._device = device
-        self._start_method = start_method or default_start_method()
-        self._timeout = timeout
+        self._settings = _Settings(
+            batch_size, seed, num_workers, prefetch, device, start_method or default_start_method(), timeout
+        )
         self._epoch = 0
         self._counter: _Counter | None = None
 
@@ -259,17 +249,17 @@ class DataLoader:
     @property
     def batch_size(self) -> int:
         """Items per batch."""
-        return self._batch_size
+        return self._settings.batch_size
 
     @property
     def num_workers(self) -> int:
         """Worker processes per pass (0: batches built in the calling thread)."""
-        return self._num_workers
+        return self._settings.num_workers
 
     @property
     def device(self) -> Any:
         """Device batches are delivered on (`None`: `ember.default_device()`)."""
-        return self._device
+        return self._settings.device
 
     @property
     def epoch(self) -> int:
@@ -291,7 +281,7 @@ class DataLoader:
 
     def __len__(self) -> int:
         """Batches per pass: `ceil(num_items / batch_size)`."""
-        return math.ceil(len(self._dataset) / self._batch_size)
+        return math.ceil(len(self._dataset) / self._settings.batch_size)
 
     def __iter__(self) -> "DataLoaderIterator":
         epoch = self._epoch
@@ -306,18 +296,9 @@ class DataLoader:
             return Progress(0, len(self._dataset))
         return Progress(self._counter.processed, self._counter.total)
 
-    def _with(self, dataset: Any, device: Any) -> "DataLoader":
-        return DataLoader(
-            dataset,
-            self._batcher,
-            batch_size=self._batch_size,
-            seed=self._seed,
-            num_workers=self._num_workers,
-            prefetch=self._prefetch,
-            device=device,
-            start_method=self._start_method,
-            timeout=self._timeout,
-        )
+    def _with(self, dataset: Any, **changes: Any) -> "DataLoader":
+        """A loader over `dataset` with these settings, but for `changes` (setting=value)."""
+        return DataLoader(dataset, self._batcher, **vars(replace(self._settings, **changes)))
 
     def to_device(self, device: Any) -> "DataLoader":
         """A loader with the same settings delivering batches on `device`.
@@ -325,7 +306,7 @@ class DataLoader:
         Args:
             device: an `ember.Device` or device string.
         """
-        return self._with(self._dataset, device)
+        return self._with(self._dataset, device=device)
 
     def slice(self, start: int, end: int) -> "DataLoader":
         """A loader with the same settings over items `[start, end)` of the dataset (used to
@@ -335,13 +316,14 @@ class DataLoader:
             start: first item.
             end: one past the last item.
         """
-        return self._with(PartialDataset(self._dataset, start, end), self._device)
+        return self._with(PartialDataset(self._dataset, start, end))
 
     def __repr__(self) -> str:
+        settings = self._settings
         return (
-            f"DataLoader(items={len(self._dataset)}, batch_size={self._batch_size}, "
-            f"batches={len(self)}, shuffle_seed={self._seed}, num_workers={self._num_workers}, "
-            f"prefetch={self._prefetch}, start_method={self._start_method!r})"
+            f"DataLoader(items={len(self._dataset)}, batch_size={settings.batch_size}, "
+            f"batches={len(self)}, shuffle_seed={settings.seed}, num_workers={settings.num_workers}, "
+            f"prefetch={settings.prefetch}, start_method={settings.start_method!r})"
         )
 
 
@@ -433,21 +415,22 @@ class DataLoaderIterator(Iterator[Any]):
         dataset = loader._dataset
         set_epoch(dataset, epoch)
         n = len(dataset)
-        if loader._seed is not None:
-            order = np.random.default_rng([loader._seed, epoch]).permutation(n)
+        settings = loader._settings
+        if settings.seed is not None:
+            order = np.random.default_rng([settings.seed, epoch]).permutation(n)
         else:
             order = np.arange(n, dtype=np.int64)
         self._order = order.astype(np.int64, copy=False)
-        self._batch_size = loader._batch_size
+        self._batch_size = settings.batch_size
         self._num_batches = math.ceil(n / self._batch_size)
         self._next_batch = 0
         self._counter = _Counter(n)
-        self._device = loader._device if loader._device is not None else default_device()
+        self._device = settings.device if settings.device is not None else default_device()
         self._workers: list[_Worker] = []
         self._finalizer: weakref.finalize | None = None
         self._closed = False
         self._warned_slow = False
-        if loader._num_workers > 0 and self._num_batches > 0:
+        if settings.num_workers > 0 and self._num_batches > 0:
             self._start_workers()
 
     # -- public -------------------------------------------------------------------------------
@@ -509,13 +492,13 @@ class DataLoaderIterator(Iterator[Any]):
 
     def _start_workers(self) -> None:
         loader = self._loader
-        context = multiprocessing.get_context(loader._start_method)
+        context = multiprocessing.get_context(loader._settings.start_method)
         workers = self._workers
         # The finalizer holds the worker list, not the iterator, so dropping the iterator
         # (early `break`, exception, garbage collection, interpreter exit) stops the workers.
         self._finalizer = weakref.finalize(self, _shutdown, workers)
-        watch = _parent_watch(loader._start_method)
-        for worker_id in range(loader._num_workers):
+        watch = _parent_watch(loader._settings.start_method)
+        for worker_id in range(loader._settings.num_workers):
             task_reader, task_writer = context.Pipe(duplex=False)
             result_reader, result_writer = context.Pipe(duplex=False)
             process = context.Process(
@@ -540,7 +523,7 @@ class DataLoaderIterator(Iterator[Any]):
                 self.close()
                 raise TypeError(
                     f"DataLoader: cannot send the dataset and batcher to worker processes "
-                    f"(start method {loader._start_method!r} pickles them): {error}. Use "
+                    f"(start method {loader._settings.start_method!r} pickles them): {error}. Use "
                     "module-level functions and classes instead of lambdas or local ones, "
                     "use num_workers(0), or multiprocessing_context('fork') on Linux."
                 ) from error
@@ -553,7 +536,7 @@ class DataLoaderIterator(Iterator[Any]):
             task_reader.close()
             result_writer.close()
             workers.append(_Worker(process, task_writer, result_reader))
-        in_flight = min(self._num_batches, loader._num_workers * loader._prefetch)
+        in_flight = min(self._num_batches, loader._settings.num_workers * loader._settings.prefetch)
         for number in range(in_flight):
             self._send_task(number)
 
@@ -567,7 +550,7 @@ class DataLoaderIterator(Iterator[Any]):
     def _receive(self, number: int) -> Any:
         worker_id = number % len(self._workers)
         worker = self._workers[worker_id]
-        timeout = self._loader._timeout
+        timeout = self._loader._settings.timeout
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         warn_at = None if self._warned_slow else started + SLOW_BATCH_WARNING_S
@@ -606,7 +589,7 @@ class DataLoaderIterator(Iterator[Any]):
             )
         if not ok:
             self._raise_failure(payload, worker_id, worker, number)
-        ahead = number + len(self._workers) * self._loader._prefetch
+        ahead = number + len(self._workers) * self._loader._settings.prefetch
         if ahead < self._num_batches:
             self._send_task(ahead)
         # Tensors were built on the worker's CPU device; rebuild them on the loader's device.

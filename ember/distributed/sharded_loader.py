@@ -61,8 +61,9 @@ class ShardedDataLoader:
             )
         self.loader = loader
         self.communicator = communicator
+        shuffle_seed = loader._settings.seed  # None: the loader does not shuffle
         self.sampler = DistributedSampler(
-            len(loader.dataset), loader.batch_size, communicator.world_size, communicator.rank, loader._seed
+            len(loader.dataset), loader.batch_size, communicator.world_size, communicator.rank, shuffle_seed
         )
         self._epoch = loader.epoch
         self._shard: RankShard | None = None
@@ -121,18 +122,8 @@ class ShardedDataLoader:
 
     # ---- helpers ----------------------------------------------------------------------------
     def _inner_loader(self, shard: RankShard) -> DataLoader:
-        source = self.loader
-        return DataLoader(
-            _RankItems(source.dataset, shard.indices),
-            source._batcher,
-            batch_size=source.batch_size,
-            seed=None,  # the order is the shard's, drawn from the global permutation
-            num_workers=source.num_workers,
-            prefetch=source._prefetch,
-            device=source.device,
-            start_method=source._start_method,
-            timeout=source._timeout,
-        )
+        # the order is the shard's, drawn from the global permutation: no shuffle of its own
+        return self.loader._with(_RankItems(self.loader.dataset, shard.indices), seed=None)
 
     def _check_lengths(self) -> None:
         import numpy as np
