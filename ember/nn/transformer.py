@@ -107,21 +107,9 @@ class PositionWiseFeedForward(Module):
         return {"d_model": d_model, "d_ff": d_ff, "prob": self.dropout.prob}
 
 
-class TransformerEncoderConfig(Config):
-    """Configuration of :class:`TransformerEncoder`.
-
-    Args:
-        d_model: model size.
-        d_ff: feed-forward hidden size.
-        n_heads: attention heads.
-        n_layers: number of layers.
-        dropout: dropout of attention scores, feed-forward and residual branches (0.1).
-        norm_first: pre-norm layers (normalise before each block).
-        quiet_softmax: attention may attend to nothing (``exp(x)/(1+Σexp(x))``).
-        initializer: for every linear (KaimingUniform(1/√3)).
-        activation: feed-forward activation (GELU).
-        layer_norm_eps: epsilon of the layer norms (1e-5).
-    """
+class _TransformerConfig(Config):
+    """The fields of :class:`TransformerEncoderConfig` and
+    :class:`~ember.nn.TransformerDecoderConfig`, and the parts both build."""
 
     d_model: int
     d_ff: int
@@ -137,33 +125,60 @@ class TransformerEncoderConfig(Config):
     def __post_init__(self):
         self.activation = _activation(self.activation)
 
-    def init(self, device=None, dtype=None) -> "TransformerEncoder":
-        """Build ``n_layers`` layers."""
+    def _init_stack(self, stack: type, device, dtype):
+        """``stack`` of ``n_layers`` layers from ``init_layer``."""
         if self.n_layers < 0:
-            raise ValueError(f"TransformerEncoderConfig: n_layers must be >= 0, got {self.n_layers}")
+            raise ValueError(f"{type(self).__name__}: n_layers must be >= 0, got {self.n_layers}")
         layers = [self.init_layer(device, dtype) for _ in range(self.n_layers)]
-        return TransformerEncoder(
+        return stack(
             layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first, self.quiet_softmax
         )
 
-    def init_layer(self, device=None, dtype=None) -> "TransformerEncoderLayer":
-        """Build one :class:`TransformerEncoderLayer`."""
-        mha = MultiHeadAttentionConfig(
+    def _init_attention(self, device, dtype):
+        return MultiHeadAttentionConfig(
             self.d_model,
             self.n_heads,
             dropout=self.dropout,
             quiet_softmax=self.quiet_softmax,
             initializer=self.initializer,
         ).init(device, dtype)
-        pwff = PositionWiseFeedForwardConfig(
+
+    def _init_feed_forward(self, device, dtype) -> "PositionWiseFeedForward":
+        return PositionWiseFeedForwardConfig(
             self.d_model, self.d_ff, self.dropout, self.initializer, self.activation
         ).init(device, dtype)
-        norm = LayerNormConfig(self.d_model, self.layer_norm_eps)
+
+    def _init_norm(self, device, dtype):
+        return LayerNormConfig(self.d_model, self.layer_norm_eps).init(device, dtype)
+
+
+class TransformerEncoderConfig(_TransformerConfig):
+    """Configuration of :class:`TransformerEncoder`.
+
+    Args:
+        d_model: model size.
+        d_ff: feed-forward hidden size.
+        n_heads: attention heads.
+        n_layers: number of layers.
+        dropout: dropout of attention scores, feed-forward and residual branches (0.1).
+        norm_first: pre-norm layers (normalise before each block).
+        quiet_softmax: attention may attend to nothing (``exp(x)/(1+Σexp(x))``).
+        initializer: for every linear (KaimingUniform(1/√3)).
+        activation: feed-forward activation (GELU).
+        layer_norm_eps: epsilon of the layer norms (1e-5).
+    """
+
+    def init(self, device=None, dtype=None) -> "TransformerEncoder":
+        """Build ``n_layers`` layers."""
+        return self._init_stack(TransformerEncoder, device, dtype)
+
+    def init_layer(self, device=None, dtype=None) -> "TransformerEncoderLayer":
+        """Build one :class:`TransformerEncoderLayer`."""
         return TransformerEncoderLayer(
-            mha,
-            pwff,
-            norm.init(device, dtype),
-            norm.init(device, dtype),
+            self._init_attention(device, dtype),
+            self._init_feed_forward(device, dtype),
+            self._init_norm(device, dtype),
+            self._init_norm(device, dtype),
             Dropout(self.dropout),
             self.norm_first,
         )

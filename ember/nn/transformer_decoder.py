@@ -24,18 +24,11 @@ is Burn's form of it (the input holds the whole target so far, the result every 
 
 from __future__ import annotations
 
-from dataclasses import field
-
-from ember.nn.activation import ActivationConfig
-from ember.nn.attention import MhaInput, MultiHeadAttentionConfig
+from ember.nn.attention import MhaInput
 from ember.nn.attention_cache import MhaCache
 from ember.nn.dropout import Dropout
-from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
-from ember.nn.norm import LayerNormConfig
 from ember.nn.transformer import (
-    PositionWiseFeedForwardConfig,
-    _activation,
     _append_positions,
     _cached_outputs,
     _check_cache,
@@ -46,8 +39,8 @@ from ember.nn.transformer import (
     _mask_rows,
     _residual_blocks,
     _StackCache,
+    _TransformerConfig,
 )
-from ember.record.config import Config
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
 
@@ -61,70 +54,26 @@ __all__ = [
 ]
 
 
-class TransformerDecoderConfig(Config):
-    """Configuration of :class:`TransformerDecoder` (Burn's defaults).
-
-    Args:
-        d_model: model size.
-        d_ff: feed-forward hidden size.
-        n_heads: attention heads (of both attentions).
-        n_layers: number of layers.
-        dropout: dropout of attention scores, feed-forward and residual branches (0.1).
-        norm_first: pre-norm layers (normalise before each block).
-        quiet_softmax: attention may attend to nothing (``exp(x)/(1+Σexp(x))``).
-        initializer: for every linear (KaimingUniform(1/√3)).
-        activation: feed-forward activation (GELU).
-        layer_norm_eps: epsilon of the layer norms (1e-5).
-    """
-
-    d_model: int
-    d_ff: int
-    n_heads: int
-    n_layers: int
-    dropout: float = 0.1
-    norm_first: bool = False
-    quiet_softmax: bool = False
-    initializer: Initializer = field(default_factory=default_linear_initializer)
-    activation: ActivationConfig = field(default_factory=ActivationConfig)
-    layer_norm_eps: float = 1e-5
-
-    def __post_init__(self):
-        self.activation = _activation(self.activation)
+class TransformerDecoderConfig(_TransformerConfig):
+    """Configuration of :class:`TransformerDecoder` (Burn's defaults): the fields of
+    :class:`~ember.nn.TransformerEncoderConfig`, ``n_heads`` counting the heads of each of the
+    two attentions."""
 
     def init(self, device=None, dtype=None) -> "TransformerDecoder":
         """Build ``n_layers`` layers."""
-        if self.n_layers < 0:
-            raise ValueError(f"TransformerDecoderConfig: n_layers must be >= 0, got {self.n_layers}")
-        layers = [self.init_layer(device, dtype) for _ in range(self.n_layers)]
-        return TransformerDecoder(
-            layers, self.d_model, self.d_ff, self.n_heads, self.dropout, self.norm_first, self.quiet_softmax
-        )
+        return self._init_stack(TransformerDecoder, device, dtype)
 
     def init_layer(self, device=None, dtype=None) -> "TransformerDecoderLayer":
         """Build one :class:`TransformerDecoderLayer`."""
-
-        def attention():
-            return MultiHeadAttentionConfig(
-                self.d_model,
-                self.n_heads,
-                dropout=self.dropout,
-                quiet_softmax=self.quiet_softmax,
-                initializer=self.initializer,
-            ).init(device, dtype)
-
-        self_attn = attention()
-        cross_attn = attention()
-        norm = LayerNormConfig(self.d_model, self.layer_norm_eps)
-        pwff = PositionWiseFeedForwardConfig(
-            self.d_model, self.d_ff, self.dropout, self.initializer, self.activation
-        ).init(device, dtype)
+        self_attn = self._init_attention(device, dtype)
+        cross_attn = self._init_attention(device, dtype)
         return TransformerDecoderLayer(
             cross_attn,
             self_attn,
-            pwff,
-            norm.init(device, dtype),
-            norm.init(device, dtype),
-            norm.init(device, dtype),
+            self._init_feed_forward(device, dtype),
+            self._init_norm(device, dtype),
+            self._init_norm(device, dtype),
+            self._init_norm(device, dtype),
             Dropout(self.dropout),
             self.norm_first,
         )
