@@ -13,7 +13,13 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
 from ember.nn.rnn.bidirectional import Bidirectional
-from ember.nn.rnn.gate_controller import GateController, activation_config, stacked_weights, xavier_normal
+from ember.nn.rnn.gate_controller import (
+    GateController,
+    activation_config,
+    init_gates,
+    stacked_weights,
+    xavier_normal,
+)
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros
@@ -69,13 +75,7 @@ class RnnConfig(Config):
 
     def init(self, device=None, dtype=None) -> "Rnn":
         """Build the gate on ``device`` (float ``dtype``)."""
-        if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(
-                f"RnnConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
-            )
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"RnnConfig: clip must be positive (or None), got {self.clip}")
-        gate = GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
+        (gate,) = init_gates(self, 1, device, dtype)
         return Rnn(
             gate, self.batch_first, self.reverse, self.clip, self.hidden_activation.init(device, dtype)
         )

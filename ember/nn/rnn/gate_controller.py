@@ -21,7 +21,14 @@ from ember.tensor.creation import zeros_like
 from ember.tensor.ops.movement import cat
 from ember.tensor.tensor import Tensor
 
-__all__ = ["GateController", "activation_config", "gate_values", "stacked_weights", "xavier_normal"]
+__all__ = [
+    "GateController",
+    "activation_config",
+    "gate_values",
+    "init_gates",
+    "stacked_weights",
+    "xavier_normal",
+]
 
 
 class GateController(Module):
@@ -105,6 +112,22 @@ def activation_config(value, default: str) -> ActivationConfig:
     if isinstance(value, (str, Config)):
         return ActivationConfig(value)
     raise TypeError(f"activation must be an ActivationConfig or a name such as 'tanh', got {value!r}")
+
+
+def init_gates(config, n: int, device, dtype) -> list[GateController]:
+    """``n`` fresh gates of a recurrent layer's config (``d_input``, ``d_hidden``, ``bias``,
+    ``initializer``), once its sizes and ``clip`` are checked."""
+    op = type(config).__name__
+    if config.d_input <= 0 or config.d_hidden <= 0:
+        raise ValueError(
+            f"{op}: d_input and d_hidden must be positive, got {config.d_input} and {config.d_hidden}"
+        )
+    if config.clip is not None and not config.clip > 0:
+        raise ValueError(f"{op}: clip must be positive (or None), got {config.clip}")
+    return [
+        GateController.new(config.d_input, config.d_hidden, config.bias, config.initializer, device, dtype)
+        for _ in range(n)
+    ]
 
 
 def xavier_normal() -> Initializer:

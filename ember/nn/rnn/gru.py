@@ -22,7 +22,13 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
 from ember.nn.rnn.bidirectional import Bidirectional
-from ember.nn.rnn.gate_controller import GateController, activation_config, gate_values, xavier_normal
+from ember.nn.rnn.gate_controller import (
+    GateController,
+    activation_config,
+    gate_values,
+    init_gates,
+    xavier_normal,
+)
 from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros
@@ -83,20 +89,8 @@ class GruConfig(Config):
 
     def init(self, device=None, dtype=None) -> "Gru":
         """Build the three gates on ``device`` (float ``dtype``)."""
-        if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(
-                f"GruConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
-            )
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"GruConfig: clip must be positive (or None), got {self.clip}")
-
-        def gate():
-            return GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
-
         return Gru(
-            gate(),
-            gate(),
-            gate(),
+            *init_gates(self, 3, device, dtype),
             self.reset_after,
             self.gate_activation.init(device, dtype),
             self.hidden_activation.init(device, dtype),

@@ -26,6 +26,7 @@ from ember.nn.rnn.gate_controller import (
     GateController,
     activation_config,
     gate_values,
+    init_gates,
     stacked_weights,
     xavier_normal,
 )
@@ -132,21 +133,8 @@ class LstmConfig(Config):
 
     def init(self, device=None, dtype=None) -> "Lstm":
         """Build the four gates on ``device`` (float ``dtype``, float32 by default)."""
-        if self.d_input <= 0 or self.d_hidden <= 0:
-            raise ValueError(
-                f"LstmConfig: d_input and d_hidden must be positive, got {self.d_input} and {self.d_hidden}"
-            )
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"LstmConfig: clip must be positive (or None), got {self.clip}")
-
-        def gate():
-            return GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device, dtype)
-
         return Lstm(
-            gate(),
-            gate(),
-            gate(),
-            gate(),
+            *init_gates(self, 4, device, dtype),
             batch_first=self.batch_first,
             reverse=self.reverse,
             clip=self.clip,
