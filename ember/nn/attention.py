@@ -37,7 +37,14 @@ from ember.tensor.ops.movement import cat
 from ember.tensor.ops.nn import attention, quiet_softmax, softmax
 from ember.tensor.tensor import Tensor
 
-__all__ = ["MhaCache", "MhaInput", "MhaOutput", "MultiHeadAttention", "MultiHeadAttentionConfig"]
+__all__ = [
+    "MhaCache",
+    "MhaInput",
+    "MhaOutput",
+    "MultiHeadAttention",
+    "MultiHeadAttentionConfig",
+    "set_projections",
+]
 
 _FUSED_MIN_FLOAT = -1.0e4  # the fill value the fused attention kernel uses
 
@@ -148,6 +155,16 @@ def _unpack(input, key, value, mask_pad, mask_attn) -> tuple:
     return input, key, key if value is None else value, mask_pad, mask_attn
 
 
+def set_projections(attention: Module, query, key, value, output, dropout) -> None:
+    """Give an attention module Burn's attention record layout: the ``query``, ``key``, ``value``
+    and ``output`` projections (their record paths), then its ``dropout``."""
+    attention.query = query
+    attention.key = key
+    attention.value = value
+    attention.output = output
+    attention.dropout = dropout
+
+
 class MultiHeadAttention(Module):
     """Multi-head attention (see the module docstring for the exact computation).
 
@@ -170,11 +187,7 @@ class MultiHeadAttention(Module):
         min_float: float = -1.0e4,
         quiet_softmax: bool = False,
     ):
-        self.query = query
-        self.key = key
-        self.value = value
-        self.output = output
-        self.dropout = dropout
+        set_projections(self, query, key, value, output, dropout)
         self.d_model = query.weight.shape[0]
         self.n_heads = int(n_heads)
         if self.d_model % self.n_heads:

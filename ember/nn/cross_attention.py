@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from ember.nn.attention import set_projections
 from ember.nn.dropout import Dropout
 from ember.nn.init import KaimingUniform
 from ember.nn.linear import Linear, LinearConfig
@@ -142,11 +143,7 @@ class CrossAttention(Module):
         min_float: float = -1.0e4,
         quiet_softmax: bool = False,
     ):
-        self.query = query
-        self.key = key
-        self.value = value
-        self.output = output
-        self.dropout = dropout
+        set_projections(self, query, key, value, output, dropout)
         self.n_heads = int(n_heads)
         self.n_heads_kv = int(n_heads_kv)
         inner = query.weight.shape[1]

@@ -17,6 +17,7 @@ which gives the same probabilities (both underflow to 0) whenever a row has a re
 from __future__ import annotations
 
 from ember import nn
+from ember.nn.attention import set_projections
 from ember.nn.init import Normal, Zeros
 from ember.nn.param import Param
 from ember.pretrained.config import EncoderSpec
@@ -43,11 +44,7 @@ class EncoderAttention(nn.Module):
     """
 
     def __init__(self, query, key, value, output, dropout, n_heads: int):
-        self.query = query
-        self.key = key
-        self.value = value
-        self.output = output
-        self.dropout = dropout
+        set_projections(self, query, key, value, output, dropout)
         self.n_heads = int(n_heads)
 
     def _heads(self, x: Tensor) -> Tensor:
