@@ -24,7 +24,7 @@ sequence so far).
 from __future__ import annotations
 
 from dataclasses import field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ember.nn.attention_cache import MhaCache
 from ember.nn.dropout import Dropout
@@ -96,7 +96,32 @@ class MultiHeadAttentionConfig(Config):
         )
 
 
-class MhaInput:
+_Masked = TypeVar("_Masked", bound="_MaskedInput")
+
+
+class _MaskedInput:
+    """The masks of an attention input, set Burn's way (``.mask_pad(m).mask_attn(a)``), shared
+    by :class:`MhaInput` and :class:`~ember.nn.TransformerEncoderInput` (for self-attention,
+    ``Sq = Sk = seq``)."""
+
+    __slots__ = ("attn", "pad")
+
+    def __init__(self):
+        self.pad = None
+        self.attn = None
+
+    def mask_pad(self: _Masked, mask: Tensor | None) -> _Masked:
+        """Padding mask ``[B, Sk]`` bool, True where the key is padding. Returns self."""
+        self.pad = mask
+        return self
+
+    def mask_attn(self: _Masked, mask: Tensor | None) -> _Masked:
+        """Attention mask ``[B, Sq, Sk]`` bool, True where attention is forbidden. Returns self."""
+        self.attn = mask
+        return self
+
+
+class MhaInput(_MaskedInput):
     """Inputs of :class:`MultiHeadAttention`, built like Burn's:
     ``MhaInput(q, k, v).mask_pad(m).mask_attn(a)`` or ``MhaInput.self_attn(x)``.
 
@@ -106,29 +131,18 @@ class MhaInput:
         value: ``[B, Sk, D]`` (``key`` when None).
     """
 
-    __slots__ = ("attn", "key", "pad", "query", "value")
+    __slots__ = ("key", "query", "value")
 
     def __init__(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None):
+        super().__init__()
         self.query = query
         self.key = query if key is None else key
         self.value = self.key if value is None else value
-        self.pad = None
-        self.attn = None
 
     @classmethod
     def self_attn(cls, x: Tensor) -> "MhaInput":
         """Self-attention: query, key and value are all ``x``."""
         return cls(x, x, x)
-
-    def mask_pad(self, mask: Tensor | None) -> "MhaInput":
-        """Padding mask ``[B, Sk]`` bool, True where the key is padding. Returns self."""
-        self.pad = mask
-        return self
-
-    def mask_attn(self, mask: Tensor | None) -> "MhaInput":
-        """Attention mask ``[B, Sq, Sk]`` bool, True where attention is forbidden. Returns self."""
-        self.attn = mask
-        return self
 
 
 class MhaOutput(NamedTuple):

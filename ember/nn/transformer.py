@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from ember.nn.activation import ActivationConfig
-from ember.nn.attention import MhaInput, MultiHeadAttentionConfig
+from ember.nn.attention import MhaInput, MultiHeadAttentionConfig, _MaskedInput
 from ember.nn.attention_cache import MhaCache
 from ember.nn.dropout import Dropout
 from ember.nn.init import Initializer, default_linear_initializer
@@ -184,29 +184,20 @@ class TransformerEncoderConfig(_TransformerConfig):
         )
 
 
-class TransformerEncoderInput:
-    """Input of :class:`TransformerEncoder`: ``TransformerEncoderInput(x).mask_pad(m).mask_attn(a)``.
+class TransformerEncoderInput(_MaskedInput):
+    """Input of :class:`TransformerEncoder`: ``TransformerEncoderInput(x).mask_pad(m).mask_attn(a)``,
+    with ``m`` ``[batch, seq]`` bool (True at padding positions) and ``a`` ``[batch, seq, seq]``
+    bool (True where attention is forbidden).
 
     Args:
         tensor: ``[batch, seq, d_model]``.
     """
 
-    __slots__ = ("attn", "pad", "tensor")
+    __slots__ = ("tensor",)
 
     def __init__(self, tensor: Tensor):
+        super().__init__()
         self.tensor = tensor
-        self.pad = None
-        self.attn = None
-
-    def mask_pad(self, mask: Tensor | None) -> "TransformerEncoderInput":
-        """``[batch, seq]`` bool, True at padding positions. Returns self."""
-        self.pad = mask
-        return self
-
-    def mask_attn(self, mask: Tensor | None) -> "TransformerEncoderInput":
-        """``[batch, seq, seq]`` bool, True where attention is forbidden. Returns self."""
-        self.attn = mask
-        return self
 
 
 class TransformerEncoderLayer(Module):
