@@ -5,7 +5,9 @@ Every conformance test takes the ``device`` fixture (a device name string) or ``
 
 * ``reference`` — pure NumPy, the specification;
 * ``cpu`` — Numba kernels; a core backend, so an import failure FAILS its tests (never skips);
-* ``cuda`` — marked ``cuda`` and skipped, with the runtime's reason, when no GPU/CuPy is usable.
+* ``cuda`` — marked ``cuda`` and skipped, with the runtime's reason, when no GPU/CuPy is usable;
+* ``torch`` — PyTorch's kernels on the CPU, marked ``torch`` and skipped when PyTorch is not
+  installed (it is the optional extra ``ember[torch]``).
 
 ``pytest -m cuda`` therefore selects exactly the cuda-parametrized tests.
 """
@@ -13,6 +15,7 @@ Every conformance test takes the ``device`` fixture (a device name string) or ``
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -57,7 +60,7 @@ _without_local_constants()
 _MARKERS = (
     "cuda: needs a CUDA GPU and CuPy",
     "slow: long-running",
-    "torch: uses PyTorch as an oracle",
+    "torch: uses PyTorch (as an oracle, or the torch backend)",
 )
 
 
@@ -103,6 +106,8 @@ def _prepare(name: str) -> str:
         reason = cuda_unavailable_reason()
         if reason is not None:
             pytest.skip(f"cuda backend unavailable: {reason}")
+    elif name == "torch" and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch backend unavailable: PyTorch is not installed (pip install ember[torch])")
     return name
 
 
@@ -110,12 +115,14 @@ DEVICE_PARAMS = [
     pytest.param("reference", id="reference"),
     pytest.param("cpu", id="cpu"),
     pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+    pytest.param("torch", id="torch", marks=pytest.mark.torch),
 ]
 
 # Backends compared against ``reference`` in cross-backend tests.
 OTHER_DEVICE_PARAMS = [
     pytest.param("cpu", id="cpu"),
     pytest.param("cuda", id="cuda", marks=pytest.mark.cuda),
+    pytest.param("torch", id="torch", marks=pytest.mark.torch),
 ]
 
 

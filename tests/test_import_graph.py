@@ -38,6 +38,8 @@ LATE_IMPORTS: dict[tuple[str, str], str] = {
     + "a backend loads on first use; this one, Numba",
     ("ember.kernels.registry", "ember.kernels.cuda.backend"): LATE
     + "a backend loads on first use; this one, CuPy",
+    ("ember.kernels.registry", "ember.kernels.torch.backend"): LATE
+    + "a backend loads on first use; this one, PyTorch",
     ("ember.kernels.registry", "ember.kernels.reference"): LATE
     + "a backend loads on first use (`import ember` loads none)",
     ("ember.kernels.registry", "ember.kernels.host_memory"): LATE

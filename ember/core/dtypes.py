@@ -104,7 +104,16 @@ def dtype_from_numpy(np_dtype) -> DType:
     found = _BY_NUMPY.get(np_dtype)  # an array's own dtype, on every op: no np.dtype() call
     if found is not None:
         return found
-    np_dtype = np.dtype(np_dtype)
+    try:
+        np_dtype = np.dtype(np_dtype)
+    except TypeError:
+        # another array library's dtype (the torch backend's torch.float32): by its name,
+        # remembered so that the next lookup is the fast one above
+        found = _BY_NAME.get(str(np_dtype).rpartition(".")[2])
+        if found is None:
+            raise
+        _BY_NUMPY[np_dtype] = found
+        return found
     found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
     if found is None:
         raise TypeError(

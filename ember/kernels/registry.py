@@ -5,6 +5,12 @@ Loading is lazy so that ``import ember`` needs neither Numba, CuPy nor a GPU.
 
 from __future__ import annotations
 
+TORCH_KINDS = ("torch", "torch:cuda", "torch:mps")
+"""The device kinds of the ``torch`` backend (PyTorch on the CPU, a CUDA GPU, Apple's MPS)."""
+
+INDEXED_KINDS = ("cuda", "torch:cuda")
+"""The device kinds that take an index (``cuda:0``, ``torch:cuda:1``)."""
+
 _BACKENDS: dict = {}
 _SEED: list = [None]
 
@@ -40,7 +46,14 @@ def _create(kind: str, index: int | None):
         from ember.kernels.cuda.backend import CudaBackend  # late: CuPy
 
         return CudaBackend(index, _SEED[0])
-    raise ValueError(f"no backend for device kind {kind!r}; expected 'reference', 'cpu' or 'cuda'")
+    if kind in TORCH_KINDS:
+        from ember.kernels.torch.backend import TorchBackend  # late: torch
+
+        return TorchBackend(kind, index, _SEED[0])
+    raise ValueError(
+        f"no backend for device kind {kind!r}; expected 'reference', 'cpu', 'cuda', 'torch', "
+        "'torch:cuda' or 'torch:mps'"
+    )
 
 
 def seed_all(seed: int) -> None:
@@ -65,13 +78,23 @@ def rng_states() -> dict[str, dict]:
 def set_rng_states(states: dict[str, dict]) -> None:
     """Restore what :func:`rng_states` returned (creating the backends it names)."""
     for name, state in states.items():
-        kind, _, index = name.partition(":")  # the names rng_states writes: "cpu", "cuda:0"
-        if kind not in ("reference", "cpu", "cuda") or (kind == "cuda") != index.isdigit():
-            raise ValueError(
-                f"set_rng_states: bad device name {name!r}; expected 'cpu', 'reference' or 'cuda:N'"
-            )
-        backend = _backend(kind, int(index) if index else None)
+        kind, index = _parse_name(name)
+        backend = _backend(kind, index)
         bit_generator = getattr(getattr(backend, "generator", None), "bit_generator", None)
         if bit_generator is None:
             raise ValueError(f"set_rng_states: the {name} backend has no host generator to restore")
         bit_generator.state = state
+
+
+def _parse_name(name: str) -> tuple[str, int | None]:
+    """``(kind, index)`` of a device name :func:`rng_states` writes: ``cpu``, ``cuda:0``,
+    ``torch``, ``torch:cuda:1``, ``torch:mps``."""
+    head, _, tail = name.rpartition(":")
+    kind, index = (head, int(tail)) if tail.isdigit() else (name, None)
+    known = ("reference", "cpu", "cuda") + TORCH_KINDS
+    if kind not in known or (kind in INDEXED_KINDS) != (index is not None):
+        raise ValueError(
+            f"set_rng_states: bad device name {name!r}; expected 'cpu', 'reference', 'cuda:N', "
+            "'torch', 'torch:cuda:N' or 'torch:mps'"
+        )
+    return kind, index

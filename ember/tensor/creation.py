@@ -52,7 +52,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if isinstance(data, Tensor):
         out = data.detach().to(dev)
         out = out.to(dt.dtype(dtype)) if dtype is not None else out
-        out = wrap(dev.backend.reshape(out._data.copy(), out.shape), dev, out._dtype)
+        out = wrap(dev.backend.reshape(dev.backend.cast(out._data, out._dtype), out.shape), dev, out._dtype)
     else:
         try:
             arr = np.asarray(data)

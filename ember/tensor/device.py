@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from ember.kernels import registry
 
-_KINDS = ("cpu", "reference", "cuda")
+_KINDS = ("cpu", "reference", "cuda") + registry.TORCH_KINDS
 
 
 class Device:
     """A compute device: ``Device("cpu")`` (Numba kernels, the default),
-    ``Device("reference")`` (pure NumPy, the specification) or ``Device("cuda:N")`` (CuPy).
+    ``Device("reference")`` (pure NumPy, the specification), ``Device("cuda:N")`` (CuPy), or
+    PyTorch's kernels: ``Device("torch")`` (the CPU), ``Device("torch:cuda:N")``,
+    ``Device("torch:mps")``.
     """
 
     __slots__ = ("_backend", "index", "kind")
@@ -19,15 +21,17 @@ class Device:
             spec, index = spec.kind, spec.index if index is None else index
         if not isinstance(spec, str):
             raise TypeError(f"Device: expected a string like 'cpu', 'reference' or 'cuda:0', got {spec!r}")
-        kind, _, idx = spec.partition(":")
-        kind = kind.strip().lower()
+        kind, idx = _split(spec.strip().lower())
         if kind not in _KINDS:
-            raise ValueError(f"Device: unknown device {spec!r}; expected 'cpu', 'reference' or 'cuda[:N]'")
+            raise ValueError(
+                f"Device: unknown device {spec!r}; expected 'cpu', 'reference', 'cuda[:N]', "
+                "'torch', 'torch:cuda[:N]' or 'torch:mps'"
+            )
         if idx:
             if not idx.isdigit():
                 raise ValueError(f"Device: bad device index in {spec!r}")
             index = int(idx)
-        if kind != "cuda":
+        if kind not in registry.INDEXED_KINDS:
             if index not in (None, 0):
                 raise ValueError(f"Device: {kind} has a single device, got index {index}")
             index = None
@@ -53,13 +57,24 @@ class Device:
         return hash((self.kind, self.index))
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.index}" if self.kind == "cuda" else self.kind
+        return f"{self.kind}:{self.index}" if self.index is not None else self.kind
 
     def __repr__(self) -> str:
         return f"Device('{self}')"
 
     def __reduce__(self):
         return (Device, (str(self),))
+
+
+def _split(spec: str) -> tuple[str, str]:
+    """``(kind, index text)`` of a device string: ``cuda:1`` -> ``("cuda", "1")``,
+    ``torch:cuda:1`` -> ``("torch:cuda", "1")``, ``torch:mps`` -> ``("torch:mps", "")``."""
+    if spec == "torch" or spec.startswith("torch:"):
+        _, _, rest = spec.partition(":")
+        backend, _, idx = rest.partition(":")
+        return ("torch:" + backend if backend else "torch"), idx
+    kind, _, idx = spec.partition(":")
+    return kind.strip(), idx
 
 
 _default_device = Device("cpu")

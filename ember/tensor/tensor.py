@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class Tensor(OpMethods):
 
     @property
     def numel(self) -> int:
-        return int(self._arr.size)
+        return math.prod(self._arr.shape)  # not .size: a PyTorch tensor's is a method
 
     @property
     def dtype(self) -> dt.DType:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember.core import dtypes as dt
@@ -46,7 +48,11 @@ def unary(op: str, x: Tensor) -> Tensor:
     if op in _FLOAT_UNARY and not x._dtype.is_float:
         x = x.to(dt.default_float)
     arr = x._arr
-    if type(arr) is not Lazy and arr.size < _fusion_settings.min_elements and not _FUSION_LOG.full:
+    if (
+        type(arr) is not Lazy
+        and math.prod(arr.shape) < _fusion_settings.min_elements
+        and not _FUSION_LOG.full
+    ):
         out = wrap(x._device.backend.unary(op, arr), x._device)  # nothing to fuse: the tiny-tensor path
     else:
         out = wrap(fusion.unary(x._device.backend, op, arr), x._device)
@@ -163,7 +169,7 @@ def binary(op: str, a, b) -> Tensor:
     if (
         type(arr_a) is not Lazy
         and type(arr_b) is not Lazy
-        and arr_a.size * arr_b.size < _fusion_settings.min_elements
+        and math.prod(arr_a.shape) * math.prod(arr_b.shape) < _fusion_settings.min_elements
         and not _FUSION_LOG.full
     ):
         out = wrap(a._device.backend.binary(op, arr_a, arr_b), a._device)

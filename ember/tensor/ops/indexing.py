@@ -121,8 +121,7 @@ def _indexed_shape(x: Tensor, akey) -> tuple:
     """The shape of ``x[akey]``: read off a single integer index array (rows, as token packing
     scatters them) instead of gathering the rows only to measure them."""
     if isinstance(akey, tuple) and len(akey) == 1:
-        dtype = getattr(akey[0], "dtype", None)
-        if dtype is not None and dtype.kind in "iu":
+        if hasattr(akey[0], "dtype") and x._device.backend.dtype_of(akey[0]).is_int:
             return tuple(akey[0].shape) + tuple(x.shape[1:])
     return tuple(x._device.backend.getitem(x._data, akey).shape)
 
