@@ -1,5 +1,6 @@
-"""The whole model-level performance table, ember `cpu` against PyTorch eager, each run in its own
-process with NumPy imported first (as users' scripts do):
+"""The whole model-level performance table, ember `cpu` and ember on PyTorch's kernels (the
+`torch` backend) against PyTorch eager, each run in its own process with NumPy imported first
+(as users' scripts do):
 
     python bench/model_table.py                 # both models, train + inference, first step, RSS
     python bench/model_table.py --steps 5 --models agnews --no-fresh
@@ -22,8 +23,9 @@ layers, vocabulary 28,996) and the DbPedia model (d_model 256, ff 1024, 8 heads)
   ember (after NumPy): ember's thread settings must hold whatever the user imported first.
 
 Batches are random token ids with lengths drawn between a quarter of the sequence and all of
-it, padded with 0 and masked. Prints a Markdown table (ratios are ember / PyTorch, lower is
-better for ember) and writes the raw figures to ``bench/results/model_table.json``.
+it, padded with 0 and masked. Prints a Markdown table (ratios are ember `cpu` / PyTorch, lower
+is better for ember; the ember-on-torch column is the same model on ``Device("torch")``, its
+train step, inference batch, first step and memory) and writes the raw figures to ``bench/results/model_table.json``.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _batch():
     return tokens.astype(np.int64), mask, labels.astype(np.int64)
 
 
-def _ember_runner(shape: dict, mode: str):
+def _ember_runner(shape: dict, mode: str, device: str = "cpu"):
     import ember
     from ember import nn
     from ember.optim import AdamConfig, GradientsParams
@@ -79,8 +81,8 @@ def _ember_runner(shape: dict, mode: str):
         shape["classes"],
         VOCAB,
         SEQ,
-    ).init()
-    tokens, mask, labels = (ember.tensor(a) for a in _batch())
+    ).init(device=device)
+    tokens, mask, labels = (ember.tensor(a, device=device) for a in _batch())
     if mode == "infer":
         model = model.valid()
 
@@ -153,8 +155,11 @@ def worker(args) -> None:
     start = time.perf_counter()
     if args.import_first:
         importlib.import_module(args.import_first)
-    runner = _ember_runner if args.framework == "ember" else _torch_runner
-    step = runner(MODELS[args.model], args.mode)
+    if args.framework == "ember-torch":
+        step = _ember_runner(MODELS[args.model], args.mode, device="torch")
+    else:
+        runner = _ember_runner if args.framework == "ember" else _torch_runner
+        step = runner(MODELS[args.model], args.mode)
     t0 = time.perf_counter()
     setup = t0 - start
     step()
@@ -214,11 +219,16 @@ def _merge(runs: list[dict]) -> dict:
     return merged
 
 
-def _row(label: str, ember_value: float, torch_value: float | None, unit: str) -> str:
+def _row(
+    label: str, ember_value: float, torch_value: float | None, unit: str, on_torch: float | None = None
+) -> str:
     fmt = (lambda v: f"{v:.3f} {unit}") if unit == "s" else (lambda v: f"{v:.2f} {unit}")
+    middle = "—" if on_torch is None else fmt(on_torch)
     if torch_value is None:
-        return f"| {label} | {fmt(ember_value)} | — | — |"
-    return f"| {label} | {fmt(ember_value)} | {fmt(torch_value)} | {ember_value / torch_value:.2f} |"
+        return f"| {label} | {fmt(ember_value)} | {middle} | — | — |"
+    return (
+        f"| {label} | {fmt(ember_value)} | {middle} | {fmt(torch_value)} | {ember_value / torch_value:.2f} |"
+    )
 
 
 #: Row labels of the two timed modes.
@@ -246,7 +256,9 @@ def main() -> None:
         "--repeats", type=int, default=1, help="processes per figure and framework, alternating; medians"
     )
     ap.add_argument("--no-fresh", action="store_true", help="skip the empty-kernel-cache first step")
-    ap.add_argument("--no-torch", action="store_true", help="ember only")
+    ap.add_argument(
+        "--no-torch", action="store_true", help="ember `cpu` only (no PyTorch, no ember on torch)"
+    )
     ap.add_argument("--no-import-order", action="store_true", help="skip the import-order rows")
     ap.add_argument("--until-compiled", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--import-first", help=argparse.SUPPRESS)
@@ -256,9 +268,9 @@ def main() -> None:
         worker(args)
         return
 
-    frameworks = ["ember"] if args.no_torch else ["ember", "torch"]
+    frameworks = ["ember"] if args.no_torch else ["ember", "ember-torch", "torch"]
     raw: dict = {}
-    lines = ["| figure | ember `cpu` | PyTorch | ratio |", "|---|---|---|---|"]
+    lines = ["| figure | ember `cpu` | ember `torch` | PyTorch | ratio |", "|---|---|---|---|---|"]
     import_rows = []
     for model in args.models.split(","):
         name = {"agnews": "AG News", "dbpedia": "DbPedia"}[model]
@@ -289,7 +301,8 @@ def main() -> None:
             ("peak RSS (train)", "train", "peak_rss_gb", "GB"),
         ):
             theirs = raw[f"{model}/{mode}/torch"][key] if "torch" in frameworks else None
-            lines.append(_row(f"{name} {label}", raw[f"{model}/{mode}/ember"][key], theirs, unit))
+            on_torch = raw[f"{model}/{mode}/ember-torch"][key] if "ember-torch" in frameworks else None
+            lines.append(_row(f"{name} {label}", raw[f"{model}/{mode}/ember"][key], theirs, unit, on_torch))
     lines += import_rows
     if not args.no_fresh:
         model = args.models.split(",")[0]

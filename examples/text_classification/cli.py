@@ -7,7 +7,7 @@ the presets in :mod:`text_classification.recipes`; their names stay importable f
 Every training script (``ag_news_train.py``, ``db_pedia_train.py``, ``ag_news_finetune.py``)
 takes::
 
-    --model transformer|fasttext   --backend cpu|reference|cuda   --dtype f32|f16
+    --model transformer|fasttext   --backend cpu|reference|cuda|torch[:cuda|:mps]   --dtype f32|f16
     --source hub|local|sample|synthetic   --data-dir DIR   --tokenizer PATH   --artifact-dir DIR
     --recipe burn|ember   --epochs N   --batch-size N   --seq-length N
     --train-samples N   --valid-samples N   --seed N

@@ -35,7 +35,7 @@ __all__ = [
     "training_parser",
 ]
 
-BACKENDS = ("cpu", "reference", "cuda")
+BACKENDS = ("cpu", "reference", "cuda", "torch", "torch:cuda", "torch:mps")
 DTYPES = ("f32", "f16")
 MODELS = ("transformer", "fasttext")
 # The datasets whose rows ship with the example: their scripts default to --source sample.
@@ -58,11 +58,21 @@ TRANSFORMER_ONLY = (
 FASTTEXT_ONLY = ("buckets", "ngrams", "head_tokens", "max_tokens")
 # Float dtypes each backend trains and infers in (all of them do both; the table is where a
 # backend without float16 would say so, and --dtype checks it).
-BACKEND_DTYPES = {"cpu": ("f32", "f16"), "reference": ("f32", "f16"), "cuda": ("f32", "f16")}
+BACKEND_DTYPES = {
+    "cpu": ("f32", "f16"),
+    "reference": ("f32", "f16"),
+    "cuda": ("f32", "f16"),
+    "torch": ("f32", "f16"),
+    "torch:cuda": ("f32", "f16"),
+    "torch:mps": ("f32", "f16"),
+}
 BACKEND_NEEDS = {
     "cpu": "Numba kernels on the CPU (installed with ember; the default)",
     "reference": "the pure-NumPy reference backend (slow; the specification the others are tested against)",
     "cuda": "an NVIDIA GPU with its driver and CuPy (pip install 'ember[cuda]', or cupy-cuda12x)",
+    "torch": "PyTorch's kernels on the CPU (pip install 'ember[torch]')",
+    "torch:cuda": "PyTorch built with CUDA and an NVIDIA GPU",
+    "torch:mps": "PyTorch on Apple silicon (Metal)",
 }
 
 
@@ -307,7 +317,8 @@ def resolve_device(parser: argparse.ArgumentParser, backend: str, dtype: str) ->
     """``(device, dtype)`` for ``--backend`` / ``--dtype``, or a clear ``parser.error`` (exit 2).
 
     Returns:
-        The device string (``"cpu"``, ``"reference"``, ``"cuda:0"``) and the ember dtype (None
+        The device string (``"cpu"``, ``"reference"``, ``"cuda:0"``, ``"torch"``,
+        ``"torch:cuda:0"``, ``"torch:mps"``) and the ember dtype (None
         for float32, the models' default).
     """
     import ember
@@ -335,9 +346,27 @@ def resolve_device(parser: argparse.ArgumentParser, backend: str, dtype: str) ->
                 f"{BACKEND_NEEDS['cuda']}; use --backend cpu on this machine"
             )
         device = "cuda:0"
+    elif kind.startswith("torch"):
+        device = _torch_device(parser, kind)
     else:
         device = kind
     return device, (ember.float16 if dtype == "f16" else None)
+
+
+def _torch_device(parser: argparse.ArgumentParser, kind: str) -> str:
+    """The ember device of ``--backend torch|torch:cuda|torch:mps``, or ``parser.error`` saying
+    what this machine lacks."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        parser.error(f"--backend {kind}: PyTorch is not installed; pip install 'ember[torch]'")
+    import torch
+
+    if kind == "torch:cuda" and not torch.cuda.is_available():
+        parser.error(f"--backend {kind}: PyTorch sees no CUDA GPU here; use --backend torch on this machine")
+    if kind == "torch:mps" and not torch.backends.mps.is_available():
+        parser.error(f"--backend {kind}: PyTorch's MPS backend is not available here; use --backend torch")
+    return "torch:cuda:0" if kind == "torch:cuda" else kind
 
 
 def inference_parser(description: str, artifact_dir: str, source: str = "hub") -> argparse.ArgumentParser:
