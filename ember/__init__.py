@@ -67,7 +67,7 @@ from ember.tensor.sparse import RowSparse
 from ember import cuda  # noqa: F401   (device utilities; imports CuPy only when called)
 
 bool = bool_  # (ember.bool, like torch.bool)
-from ember._version import __version__  # noqa: E402
+from ember._version import __version__  # noqa: E402, F401  (ember.__version__)
 
 __all__ = [
     "DType",

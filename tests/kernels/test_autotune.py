@@ -319,6 +319,7 @@ def test_off_keeps_decisions_in_this_process_only(tuning, clock, monkeypatch):
     assert autotune.store().folder is None
     assert not (tuning / "cache").exists()
     op._chosen.clear()  # the store still remembers it: not measured again
+    op._seen.clear()
     calls.clear()
     assert op(k, 0) == ("b", 0) and calls == ["b"]
 
@@ -486,3 +487,23 @@ def test_settings_in_the_file(tuning, monkeypatch):
     assert config.get("autotune.cache") == tuning / "tuned"
     assert config.get("autotune.logger") == {"file": str(tuning / "tune.log"), "level": "full"}
     assert cache_module.cache_folder().parents[1] == tuning / "tuned"
+
+
+def test_parts_of_one_class_share_a_decision(tuning, clock):
+    calls = []
+    op = declare("t_parts", clock, calls, {"a": 2.0, "b": 1.0})
+    assert op(("float32", (1000, 64), 2), 0) == ("b", 0)
+    calls.clear()
+    assert op(("float32", (1001, 60), 2), 1) == ("b", 1)  # same class: no measuring, no second event
+    assert op(("float32", (1000, 64), 2), 2) == ("b", 2)
+    assert calls == ["b", "b"]
+    assert op.choice(autotune.key("float32", (1024, 64), 2)) == "b"
+    assert len([e for e in events(tuning / "autotune.log") if e["event"] == "tune"]) == 1
+
+
+def test_a_call_default_replaces_the_declared_one_under_minimal(tuning, clock, monkeypatch):
+    monkeypatch.setenv("EMBER_AUTOTUNE_LEVEL", "minimal")
+    calls = []
+    op = declare("t_call_default", clock, calls, {"a": 2.0, "b": 1.0})
+    assert op(("float32", (4,)), 0, default="b") == ("b", 0)
+    assert op(("float32", (64,)), 0) == ("a", 0)

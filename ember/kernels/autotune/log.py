@@ -5,7 +5,7 @@
 turns it on:
 
 * ``basic``: each decision the first time this process needs it, ``{"event": "tune", "op",
-  "key", "winner", "from": "measured" | "cache" | "default", "times_ms"}`` (``times_ms``: each
+  "key", "winner", "from": "measured" | "cache" | "default" | "forced", "times_ms"}`` (``times_ms``: each
   measured candidate's median, or those stored with a cached decision);
 * ``full``: also each candidate's samples, ``{"event": "samples", "op", "key", "candidate",
   "samples_ms", "dropped"}``, as they are measured.

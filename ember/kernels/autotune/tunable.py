@@ -13,11 +13,13 @@ before and accepting decisions measured at its level or a higher one:
 
 =========== ==================================================================================
 minimal     measure nothing: a cached decision if there is one (any level), else the default
-balanced    the candidates declared ``balanced``, 3 samples each, a candidate 30% slower
-            than the best after two samples dropped; about 1 s per key at most (the default)
-extensive   also the ``extensive`` candidates, 5 samples, dropped at 50% slower; 4 s per key
-full        every candidate, 10 samples, none dropped early; 15 s per key
+balanced    the candidates declared ``balanced``, a few samples each, a candidate well behind
+            the best after two samples dropped, a short time budget per key (the default)
+extensive   also the ``extensive`` candidates, more samples, a looser drop, a longer budget
+full        every candidate, the most samples, none dropped early, the longest budget
 =========== ==================================================================================
+
+The sample counts, drop ratios and budgets are :data:`_PLANS`.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ def reset() -> None:
     _STORE[0] = None
     for tunable in _TUNABLES.values():
         tunable._chosen.clear()
+        tunable._seen.clear()
 
 
 @contextlib.contextmanager
@@ -164,6 +167,7 @@ class Tunable:
         self.default = default
         self.sync = sync
         self._chosen: dict[str, str] = {}  # key -> winner, for this process
+        self._seen: dict = {}  # the parts of each call seen -> winner (no key to make again)
         self._lock = threading.Lock()
         self._source: str | None = None
         _TUNABLES[op] = self
@@ -181,25 +185,38 @@ class Tunable:
             self._source = digest.hexdigest()[:16]
         return self._source
 
-    def __call__(self, key: str, *args, only: Sequence[str] | None = None):
-        """Run the candidate chosen for ``key`` (a :func:`key`) on ``args``; ``only`` narrows
-        the candidates to those that can take these arguments (it becomes part of the key)."""
-        if only is not None:
-            key = f"{key}|{'+'.join(only)}"
+    def __call__(self, parts, *args, only: Sequence[str] | None = None, default: str | None = None):
+        """Run the candidate chosen for ``parts`` on ``args``.
+
+        ``parts`` are the key's parts as :func:`key` takes them (a tuple: dtype, shapes,
+        layout, threads), or a key already made; a call with parts seen before costs one
+        dictionary look-up (the key, with its shapes anchored, is made once per new input).
+        ``only`` narrows the candidates to those that can take these arguments (it becomes
+        part of the key); ``default`` replaces the declared default for this input (the untuned
+        code's choice depended on it: a size threshold, a dtype)."""
+        seen = parts if only is None else (parts, tuple(only))
         name = _FORCED.get(self.op) if _FORCED else None
         if name is None:
-            name = self._chosen.get(key)
+            name = self._seen.get(seen)
         if name is not None:
             return self.candidates[name].run(*args)
         with self._lock:
-            return self._decide(key, args, only)
+            k = parts if isinstance(parts, str) else key(*parts)
+            if only is not None:
+                k = f"{k}|{'+'.join(only)}"
+            name = self._chosen.get(k)
+            if name is None:
+                return self._decide(seen, k, args, only, default or self.default)
+            self._seen[seen] = name
+        return self.candidates[name].run(*args)
 
     def choice(self, key: str) -> str | None:
-        """The candidate this process runs for ``key``, or None before its first call."""
+        """The candidate this process runs for ``key`` (made by :func:`key`), or None before
+        its first call."""
         return self._chosen.get(key)
 
     # ---- deciding ------------------------------------------------------------------------
-    def _decide(self, key: str, args: tuple, only):
+    def _decide(self, seen, key: str, args: tuple, only, default: str):
         forced_name = _forced_by_env(self.op)
         if forced_name is not None:
             if forced_name not in self.candidates:
@@ -207,18 +224,17 @@ class Tunable:
                     f"{FORCE_VARIABLE}: op {self.op!r} has no candidate {forced_name!r}; "
                     f"its candidates are {', '.join(self.candidates)}"
                 )
-            self._chosen[key] = forced_name
-            return self.candidates[forced_name].run(*args)
+            return self._settle(seen, key, forced_name, "forced", {}, args)
         level = config.get("autotune.level")
         cache = store()
         entry = cache.lookup(self.op, key, self.source)
         if entry is None or not self._good(entry, level, only):
             if level == "minimal":
-                return self._settle(key, self.default, "default", {}, args)
+                return self._settle(seen, key, default, "default", {}, args)
             with cache.locked(self.op):  # another process may be measuring this key: wait for it
                 entry = cache.lookup(self.op, key, self.source, fresh=True)
                 if entry is None or not self._good(entry, level, only):
-                    winner, times, result = self._measure(key, args, level, only)
+                    winner, times, result = self._measure(key, args, level, only, default)
                     cache.append(
                         self.op,
                         {
@@ -229,11 +245,11 @@ class Tunable:
                             "times_ms": times,
                         },
                     )
-                    self._chosen[key] = winner
+                    self._chosen[key] = self._seen[seen] = winner
                     if LOG.basic:
                         LOG.decision(self.op, key, winner, "measured", times)
                     return result
-        return self._settle(key, entry["winner"], "cache", entry.get("times_ms", {}), args)
+        return self._settle(seen, key, entry["winner"], "cache", entry.get("times_ms", {}), args)
 
     def _good(self, entry: dict, level: str, only) -> bool:
         """Whether a stored decision serves ``level``: its winner still exists (and may take
@@ -243,19 +259,19 @@ class Tunable:
             return False
         return entry["level"] in LEVELS and LEVELS.index(entry["level"]) >= LEVELS.index(level)
 
-    def _settle(self, key: str, winner: str, source: str, times: dict, args: tuple):
-        self._chosen[key] = winner
+    def _settle(self, seen, key: str, winner: str, source: str, times: dict, args: tuple):
+        self._chosen[key] = self._seen[seen] = winner
         if LOG.basic:
             LOG.decision(self.op, key, winner, source, times)
         return self.candidates[winner].run(*args)
 
-    def _measure(self, key: str, args: tuple, level: str, only):
+    def _measure(self, key: str, args: tuple, level: str, only, default: str):
         plan = _PLANS[level]
         rank = LEVELS.index(level)
         names = [
             c.name
             for c in self.candidates.values()
-            if (c.name == self.default or LEVELS.index(c.level) <= rank) and (only is None or c.name in only)
+            if (c.name == default or LEVELS.index(c.level) <= rank) and (only is None or c.name in only)
         ]
         if not names:  # `only` excludes the default and every measured candidate
             names = [n for n in self.candidates if only is None or n in only][:1]

@@ -35,10 +35,12 @@ heads of one batch row spread over the threads, a long row does not land on one 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from ember.kernels import autotune
 from ember.kernels.backend import DECLINED, fused
 
 from . import threadpool, vector_rows
@@ -46,6 +48,7 @@ from . import vecmath as vm
 from .attention_backward import attention_backward
 from .attention_tiles import (
     _MASK_FILL,
+    _TILE_BYTES,
     _all_finite,
     _any,
     _every_key,
@@ -217,6 +220,7 @@ def attention(
     quiet: bool,
     dropout_p: float,
     seed: int,
+    tile_bytes: int = _TILE_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Attention core: ``out = softmax(mask(dropout(q k^T * scale))) @ v``.
 
@@ -248,7 +252,7 @@ def attention(
             pb.k,
             pb.v,
             pb.mask,
-            pb.block_rows(),
+            pb.block_rows(tile_bytes),
             pb.scale,
             bool(quiet),
             pb.use_dropout,
@@ -261,12 +265,34 @@ def attention(
     return _heads_first(out), lse
 
 
+def _tile_candidates(kernel):
+    """The tile sizes autotune measures for ``kernel``: the score tile should stay in the
+    core's L1 or L2, whose sizes differ from machine to machine."""
+    sizes = {16: "balanced", 32: "balanced", 64: "balanced", 128: "balanced", 256: "extensive"}
+    return [
+        autotune.Candidate(f"tile{kib}k", functools.partial(kernel, tile_bytes=kib << 10), level)
+        for kib, level in sizes.items()
+    ]
+
+
+_ATTENTION = autotune.Tunable("cpu.attention", _tile_candidates(attention), default="tile64k")
+_ATTENTION_BACKWARD = autotune.Tunable(
+    "cpu.attention_backward", _tile_candidates(attention_backward), default="tile64k"
+)
+
+
+def _attention_class(q, k, mask_pad, dropout_p) -> tuple:
+    """The key parts of an attention: the shapes, whether keys are masked or dropped, threads."""
+    return (q.dtype, q.shape, k.shape[2:], mask_pad is not None, dropout_p > 0, threadpool.pool().threads)
+
+
 class CpuAttentionOps:
     """Flash-style attention on ``cpu`` (padded keys skipped)."""
 
     @fused(half=True)
     def attention(self, q, k, v, mask_pad, scale, quiet, dropout_p, seed):
-        return attention(q, k, v, mask_pad, scale, quiet, dropout_p, seed)
+        parts = _attention_class(q, k, mask_pad, dropout_p)
+        return _ATTENTION(parts, q, k, v, mask_pad, scale, quiet, dropout_p, seed)
 
     @fused(half=True)
     def attention_backward(self, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed):
@@ -275,4 +301,5 @@ class CpuAttentionOps:
             # not the float64 one this kernel splits, so the composed backward (which
             # recomputes the weights) matches it
             return DECLINED
-        return attention_backward(dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)
+        parts = _attention_class(q, k, mask_pad, dropout_p)
+        return _ATTENTION_BACKWARD(parts, dout, q, k, v, out, lse, mask_pad, scale, quiet, dropout_p, seed)

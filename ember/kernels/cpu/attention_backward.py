@@ -11,6 +11,7 @@ from . import threadpool, vector_rows
 from . import vecmath as vm
 from .attention_tiles import (
     _MASK_FILL,
+    _TILE_BYTES,
     _all_finite,
     _any,
     _check_shape,
@@ -230,6 +231,7 @@ def attention_backward(
     quiet: bool,
     dropout_p: float,
     seed: int,
+    tile_bytes: int = _TILE_BYTES,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of :func:`attention` with respect to ``q``, ``k`` and ``v``.
 
@@ -279,7 +281,7 @@ def attention_backward(
             out4,
             lse3,
             pb.mask,
-            pb.block_rows(),
+            pb.block_rows(tile_bytes),
             pb.scale,
             pb.use_dropout,
             pb.seed,

@@ -222,10 +222,10 @@ class _Problem:
         self.drop_scale = self.dtype.type(1.0 / (1.0 - p) if p < 1.0 else 0.0)
         self.empty = self.bh == 0 or sq == 0 or sk == 0
 
-    def block_rows(self) -> int:
-        """Query rows per tile: ``_TILE_BYTES`` of scores, at least one row."""
+    def block_rows(self, tile_bytes: int = _TILE_BYTES) -> int:
+        """Query rows per tile: ``tile_bytes`` of scores, at least one row."""
         row_bytes = max(1, self.sk) * self.dtype.itemsize
-        return max(1, min(max(1, self.sq), _TILE_BYTES // row_bytes))
+        return max(1, min(max(1, self.sq), tile_bytes // row_bytes))
 
 
 def _check_shape(op: str, name: str, arr: object, shape: tuple) -> None:

@@ -20,14 +20,19 @@ import threading
 import numpy as np
 
 from ember import config
+from ember.kernels import autotune
 
 from . import threadpool
 
 __all__ = ["matmul", "matmul_rows"]
 
-#: Products below this many multiply-adds run in one call (below it, handing pieces to the
-#: pool costs more than it saves).
+#: Where a product is split over the pool when nothing is measured (autotune's ``minimal``
+#: level): below this many multiply-adds, handing pieces to the pool cost more than it saved
+#: on the machine this was first measured on.
 _SPLIT_MIN_MACS = 1 << 20
+#: Products below this many multiply-adds run in one call, untuned: the tuner's look-up would
+#: cost a noticeable part of them, and splitting never pays there.
+_TUNE_MIN_MACS = 1 << 16
 #: Fewest rows a piece gets (BLAS kernels work on blocks of a few rows).
 _MIN_ROWS = 16
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -145,17 +150,23 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
             return _plain(a, b, bias)
     macs = math.prod(a.shape[:-1]) * a.shape[-1] * b.shape[-1]
     pool = threadpool.pool()
-    if pool.threads == 1 or macs < _SPLIT_MIN_MACS:
+    if pool.threads == 1 or macs < _TUNE_MIN_MACS:
         with blas:
             return _plain(a, b, bias)
     if a.ndim == 2 and b.ndim == 2:
-        parts = min(pool.threads, a.shape[0] // _MIN_ROWS)
-        if parts > 1:
-            out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
-            pieces = [(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)]
-            with blas:
-                pool.run(_products(pieces, bias))
-            return out
+        if a.shape[0] // _MIN_ROWS > 1:
+            parts = (
+                a.dtype,
+                a.shape,
+                b.shape,
+                a.strides[0] < a.strides[1],
+                b.strides[0] < b.strides[1],
+                pool.threads,
+            )
+            return _MATMUL(parts, a, b, bias, default="rows" if macs >= _SPLIT_MIN_MACS else "one")
+    elif macs < _SPLIT_MIN_MACS:
+        with blas:
+            return _plain(a, b, bias)
     elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.shape[0] >= 2:
         parts = min(pool.threads, a.shape[0])
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
@@ -165,6 +176,32 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
         return out
     with blas:
         return _plain(a, b, bias)
+
+
+def _one_call(a, b, bias):
+    """The product in one single-threaded BLAS call."""
+    with _blas:
+        return _plain(a, b, bias)
+
+
+def _split_rows(a, b, bias):
+    """The product's rows split over ember's threads, each piece a single-threaded BLAS call."""
+    pool = threadpool.pool()
+    parts = max(1, min(pool.threads, a.shape[0] // _MIN_ROWS))
+    out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    pieces = [(a[r0:r1], b, out[r0:r1]) for r0, r1 in _bounds(a.shape[0], parts)]
+    with _blas:
+        pool.run(_products(pieces, bias))
+    return out
+
+
+#: A 2-D product's split, measured per class of shapes, layouts and thread count: where one
+#: call beats the split depends on the machine's BLAS kernels and cores.
+_MATMUL = autotune.Tunable(
+    "cpu.matmul",
+    [autotune.Candidate("one", _one_call), autotune.Candidate("rows", _split_rows)],
+    default="rows",
+)
 
 
 def matmul_rows(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, epilogue, into=None) -> None:
