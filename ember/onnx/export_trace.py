@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ember.core.dtypes import dtype_from_numpy
 from ember.onnx.export_modules import whole_module_export
 from ember.tensor.device import Device
 
@@ -69,7 +70,7 @@ class Trace:
     def _see(self, array, ref: Ref) -> Ref:
         self._values[id(array)] = ref
         self._keep.append(array)
-        self.meta[ref] = (tuple(array.shape), np.dtype(array.dtype))
+        self.meta[ref] = (tuple(array.shape), dtype_from_numpy(array.dtype).numpy)
         return ref
 
     def ref_of(self, array) -> Ref:
@@ -111,12 +112,12 @@ class Trace:
 
 
 def host_array(array) -> np.ndarray:
-    """``array`` as a NumPy array (a CuPy array copied from the GPU)."""
-    return (
-        array
-        if isinstance(array, np.ndarray)
-        else np.asarray(array.get() if hasattr(array, "get") else array)
-    )
+    """``array`` as a NumPy array (a CuPy array or a PyTorch tensor copied to the host)."""
+    if isinstance(array, np.ndarray):
+        return array
+    if hasattr(array, "detach"):  # the torch backend's tensors, on any torch device
+        return array.detach().cpu().numpy()
+    return np.asarray(array.get() if hasattr(array, "get") else array)
 
 
 def _is_array(value) -> bool:
