@@ -14,7 +14,7 @@ table, and that the module-level imports form no circle).
     distributed  communicators, sharded loading, gradient averaging, state sync (no train)
     train        the training runner (its DistributedDataParallel strategy drives distributed),
                  metrics, loggers, renderers, checkpoints
-    tools        command-line helpers (precompile)
+    tools        command-line helpers (precompile, autotune)
 
 A package belongs to the layer whose entry is its longest matching prefix; ``ember`` names the
 package's own ``__init__`` only. A new package is added here, in the layer whose imports it needs.
@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interop", ("ember.onnx", "ember.pretrained")),
     ("distributed", ("ember.distributed",)),
     ("train", ("ember.train",)),
-    ("tools", ("ember.precompile",)),
+    ("tools", ("ember.precompile", "ember.autotune")),
 )
 
 

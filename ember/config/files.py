@@ -75,7 +75,7 @@ def load(start: Path | None = None) -> ConfigFile:
     if located is None:
         return ConfigFile(None)
     path, in_pyproject = located
-    document = _read_toml(path)
+    document = read_toml(path)
     prefix = ""
     if in_pyproject:
         tool = document.get("tool")
@@ -88,7 +88,8 @@ def load(start: Path | None = None) -> ConfigFile:
     return ConfigFile(path, _check(document, path, prefix))
 
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict:
+    """The TOML document at ``path``; an unreadable or invalid file is a ConfigError naming it."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10: the same parser, as a package

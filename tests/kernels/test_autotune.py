@@ -66,7 +66,8 @@ def tuning(tmp_path, monkeypatch):
     autotune.reset()
     autotune_log.LOG.reset()
     before = set(tunable_module._TUNABLES)
-    yield tmp_path
+    with autotune.paced(False):  # the fake clock's costs would spend the allowance: see the pacing tests
+        yield tmp_path
     for op in set(tunable_module._TUNABLES) - before:
         del tunable_module._TUNABLES[op]
     monkeypatch.undo()
@@ -507,3 +508,65 @@ def test_a_call_default_replaces_the_declared_one_under_minimal(tuning, clock, m
     op = declare("t_call_default", clock, calls, {"a": 2.0, "b": 1.0})
     assert op(("float32", (4,)), 0, default="b") == ("b", 0)
     assert op(("float32", (64,)), 0) == ("a", 0)
+
+
+# ---- pacing first-use tuning ------------------------------------------------------------------
+def test_pacing_puts_off_a_key_while_the_allowance_is_spent(tuning, clock):
+    calls = []
+    op = declare("t_paced", clock, calls, {"a": 400.0, "b": 300.0})  # 0.4 s and 0.3 s a call
+    with autotune.paced(True):
+        assert op("k1", 1) == ("b", 1)  # measured within the first step's grace
+        assert autotune.measured_count() == 1
+        calls.clear()
+        assert op("k2", 2) == ("a", 2)  # allowance spent: the default runs, nothing measured
+        assert calls == ["a"] and op.choice("k2") is None and autotune.measured_count() == 1
+        assert op("k2", 3) == ("a", 3)  # still waiting: the default again, a cheap path
+        clock.now += 10.0  # ten seconds of other work earn the allowance back
+        assert op("k2", 4) == ("b", 4)
+        assert op.choice("k2") == "b" and autotune.measured_count() == 2
+    tunes = [e for e in events(tuning / "autotune.log") if e["event"] == "tune"]
+    assert [(e["key"], e["from"]) for e in tunes] == [("k1", "measured"), ("k2", "measured")]
+
+
+def test_a_waiting_key_found_in_the_cache_is_not_put_off(tuning, clock):
+    calls = []
+    op = declare("t_paced_cached", clock, calls, {"a": 400.0, "b": 300.0})
+    with autotune.paced(True):
+        op("k1", 1)
+        op("k2", 2)  # waiting
+    autotune.store().append(
+        "t_paced_cached",
+        {"key": "k2", "source": op.source, "winner": "b", "level": "balanced", "times_ms": {}},
+    )
+    op._waiting.clear()  # as in a new process that finds the decision on its first call
+    with autotune.paced(True):
+        assert op("k2", 5) == ("b", 5)
+    assert autotune.measured_count() == 1
+
+
+def test_without_pacing_every_key_is_measured_as_it_comes(tuning, clock):
+    calls = []
+    op = declare("t_unpaced", clock, calls, {"a": 400.0, "b": 300.0})
+    for k in ("k1", "k2", "k3"):
+        assert op(k, 0) == ("b", 0)
+    assert autotune.measured_count() == 3
+
+
+_SOURCE_CHILD = textwrap.dedent(
+    """
+    import ember.kernels.cpu.attention, ember.kernels.cpu.gemm
+    from ember.kernels.autotune import tunables
+    print(sorted((op, t.source) for op, t in tunables().items()))
+    """
+)
+
+
+def test_a_candidates_source_hash_is_the_same_in_every_process():
+    # partials (the attention's tile sizes) and Numba dispatchers hash by code, not by address
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _SOURCE_CHILD], check=True, capture_output=True, text=True, timeout=120
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].stdout == runs[1].stdout and "cpu.attention" in runs[0].stdout

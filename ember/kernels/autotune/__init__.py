@@ -10,7 +10,19 @@ Configured by ``[autotune]`` in ``ember.toml``: ``level``, ``cache``, ``logger``
 from .cache import Store, cache_folder
 from .fingerprint import fingerprint, folder_name
 from .log import LOG
-from .tunable import LEVELS, Candidate, Tunable, anchor, forced, key, reset, store, tunables
+from .tunable import (
+    LEVELS,
+    Candidate,
+    Tunable,
+    anchor,
+    forced,
+    key,
+    measured_count,
+    paced,
+    reset,
+    store,
+    tunables,
+)
 
 __all__ = [
     "LEVELS",
@@ -24,6 +36,8 @@ __all__ = [
     "folder_name",
     "forced",
     "key",
+    "measured_count",
+    "paced",
     "reset",
     "store",
     "tunables",

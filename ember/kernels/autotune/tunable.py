@@ -20,11 +20,18 @@ full        every candidate, the most samples, none dropped early, the longest b
 =========== ==================================================================================
 
 The sample counts, drop ratios and budgets are :data:`_PLANS`.
+
+Tuning on first use is paced (:class:`_Pacing`): measuring may take at most about as long as
+the process has spent doing anything else since its first decision, so a training loop's first
+steps run at most about twice as slow as warm ones; a key that comes while the allowance is
+spent runs the default and is measured on a later call. Ahead-of-time tuning
+(``python -m ember.autotune``) turns the pacing off.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import inspect
 import math
@@ -40,7 +47,19 @@ from ember import config
 from .cache import Store, cache_folder
 from .log import LOG
 
-__all__ = ["LEVELS", "Candidate", "Tunable", "anchor", "forced", "key", "reset", "store", "tunables"]
+__all__ = [
+    "LEVELS",
+    "Candidate",
+    "Tunable",
+    "anchor",
+    "forced",
+    "key",
+    "measured_count",
+    "paced",
+    "reset",
+    "store",
+    "tunables",
+]
 
 LEVELS = ("minimal", "balanced", "extensive", "full")
 
@@ -97,9 +116,30 @@ def key(*parts) -> str:
     return "|".join(words)
 
 
+class _Pacing:
+    """The time first-use tuning may take: what the process spent on other work since its
+    first decision, plus :attr:`GRACE_S` (so the first step may tune its largest keys)."""
+
+    GRACE_S = 0.5
+
+    def __init__(self):
+        self.on = True
+        self.start: float | None = None
+        self.spent = 0.0  # seconds measured so far
+
+    def allows(self) -> bool:
+        if not self.on:
+            return True
+        now = time.perf_counter()
+        if self.start is None:
+            self.start = now
+        return self.spent <= (now - self.start - self.spent) + self.GRACE_S
+
+
 _TUNABLES: dict[str, Tunable] = {}
 _STORE: list = [None]
 _FORCED: dict[str, str] = {}
+_PACING = _Pacing()
 
 
 def tunables() -> dict[str, Tunable]:
@@ -118,9 +158,29 @@ def reset() -> None:
     """Forget every decision of this process and the cache folder (the configuration is read
     again on the next decision): tests, or after changing ``[autotune]``."""
     _STORE[0] = None
+    _PACING.start, _PACING.spent = None, 0.0
     for tunable in _TUNABLES.values():
         tunable._chosen.clear()
         tunable._seen.clear()
+        tunable._waiting.clear()
+        tunable.measured = 0
+
+
+def measured_count() -> int:
+    """How many keys this process has measured (0 when every decision came from the cache)."""
+    return sum(tunable.measured for tunable in _TUNABLES.values())
+
+
+@contextlib.contextmanager
+def paced(on: bool):
+    """Turn the pacing of first-use tuning on or off inside the block (ahead-of-time tuning
+    measures every key as it comes)."""
+    before = _PACING.on
+    _PACING.on = on
+    try:
+        yield
+    finally:
+        _PACING.on = before
 
 
 @contextlib.contextmanager
@@ -149,6 +209,24 @@ def _forced_by_env(op: str) -> str | None:
     return None
 
 
+def _source_text(run) -> str:
+    """What identifies ``run``'s code across processes: its name and its module's source (a
+    partial: its function's, with the bound arguments; a Numba dispatcher: its Python
+    function's); never anything with an address."""
+    if isinstance(run, functools.partial):
+        bound = ", ".join(
+            [repr(a) for a in run.args] + [f"{k}={v!r}" for k, v in sorted(run.keywords.items())]
+        )
+        return f"{_source_text(run.func)}({bound})"
+    run = getattr(run, "py_func", run)
+    name = f"{getattr(run, '__module__', '')}.{getattr(run, '__qualname__', type(run).__qualname__)}"
+    module = inspect.getmodule(run)
+    try:  # the whole module: the kernels a candidate calls usually live beside it
+        return name + inspect.getsource(module if module is not None else run)
+    except (OSError, TypeError):  # a builtin or a compiled function: its name
+        return name
+
+
 class Tunable:
     """An op with ``candidates``, of which ``default`` runs where nothing is measured.
 
@@ -168,6 +246,8 @@ class Tunable:
         self.sync = sync
         self._chosen: dict[str, str] = {}  # key -> winner, for this process
         self._seen: dict = {}  # the parts of each call seen -> winner (no key to make again)
+        self._waiting: dict = {}  # parts whose measuring the pacing put off -> the default meanwhile
+        self.measured = 0  # keys measured by this process
         self._lock = threading.Lock()
         self._source: str | None = None
         _TUNABLES[op] = self
@@ -178,10 +258,7 @@ class Tunable:
         if self._source is None:
             digest = hashlib.sha256()
             for candidate in self.candidates.values():
-                try:
-                    digest.update(inspect.getsource(candidate.run).encode())
-                except (OSError, TypeError):  # a builtin or a compiled function: its name
-                    digest.update(getattr(candidate.run, "__qualname__", repr(candidate.run)).encode())
+                digest.update(_source_text(candidate.run).encode())
             self._source = digest.hexdigest()[:16]
         return self._source
 
@@ -200,6 +277,8 @@ class Tunable:
             name = self._seen.get(seen)
         if name is not None:
             return self.candidates[name].run(*args)
+        if self._waiting and seen in self._waiting and not _PACING.allows():
+            return self.candidates[self._waiting[seen]].run(*args)
         with self._lock:
             k = parts if isinstance(parts, str) else key(*parts)
             if only is not None:
@@ -209,6 +288,10 @@ class Tunable:
                 return self._decide(seen, k, args, only, default or self.default)
             self._seen[seen] = name
         return self.candidates[name].run(*args)
+
+    def decisions(self) -> dict[str, str]:
+        """Every key this process has decided, with the candidate it runs."""
+        return dict(self._chosen)
 
     def choice(self, key: str) -> str | None:
         """The candidate this process runs for ``key`` (made by :func:`key`), or None before
@@ -231,10 +314,17 @@ class Tunable:
         if entry is None or not self._good(entry, level, only):
             if level == "minimal":
                 return self._settle(seen, key, default, "default", {}, args)
+            if not _PACING.allows():  # measured on a later call
+                self._waiting[seen] = default
+                return self.candidates[default].run(*args)
             with cache.locked(self.op):  # another process may be measuring this key: wait for it
                 entry = cache.lookup(self.op, key, self.source, fresh=True)
                 if entry is None or not self._good(entry, level, only):
+                    began = time.perf_counter()
                     winner, times, result = self._measure(key, args, level, only, default)
+                    _PACING.spent += time.perf_counter() - began
+                    self.measured += 1
+                    self._waiting.pop(seen, None)
                     cache.append(
                         self.op,
                         {
@@ -261,6 +351,7 @@ class Tunable:
 
     def _settle(self, seen, key: str, winner: str, source: str, times: dict, args: tuple):
         self._chosen[key] = self._seen[seen] = winner
+        self._waiting.pop(seen, None)
         if LOG.basic:
             LOG.decision(self.op, key, winner, source, times)
         return self.candidates[winner].run(*args)

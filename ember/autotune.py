@@ -1,0 +1,233 @@
+"""Tune the ``cpu`` kernels for a model ahead of time, so that its first steps measure nothing.
+
+    python -m ember.autotune --model agnews                 # the performance table's AG News model
+    python -m ember.autotune --model agnews --model dbpedia --level extensive
+    python -m ember.autotune --model my_model.toml          # a model shape of your own
+
+Autotune measures a tuned op's candidates the first time it meets an input class and keeps
+the winner in the autotune cache (``[autotune] cache``), where every later process reads it.
+Without this command that happens during the first training steps (paced, so that they run at
+most about twice as slow as warm ones). This command runs the model's work instead, at its
+real shapes and without pacing: a training step (forward, cross-entropy, backward) and an
+inference batch, each with every row full and with rows of random length, so every key a
+training run or an inference server meets is in the cache before it starts. `make install`
+runs it for both built-in models after the precompile.
+
+A model is ``agnews`` or ``dbpedia`` (the Transformer text classifiers of the README's
+performance table: batch 32, sequence 256) or a TOML or JSON file with the fields of
+:class:`ModelShape` (``d_model``, ``d_ff``, ``heads``, ``layers`` required; the rest default as
+below).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ember
+from ember import config, nn
+from ember.config.files import read_toml
+from ember.kernels.autotune import LEVELS, cache_folder, measured_count, paced, reset, tunables
+from ember.kernels.cpu.background_compile import compile_here
+
+__all__ = ["MODELS", "ModelShape", "load_shape", "tune"]
+
+_LEVEL_VARIABLE = "EMBER_AUTOTUNE_LEVEL"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelShape:
+    """A pre-norm Transformer encoder classifier: token and position embeddings, ``layers``
+    encoder layers, a linear head on the first token."""
+
+    d_model: int
+    d_ff: int
+    heads: int
+    layers: int
+    classes: int = 4
+    vocab: int = 28_996
+    batch: int = 32
+    seq: int = 256
+    quiet_softmax: bool = True
+    dtype: str = "float32"
+
+
+#: The models of the README's performance table (``bench/model_table.py``).
+MODELS = {
+    "agnews": ModelShape(d_model=128, d_ff=512, heads=4, layers=4, classes=4),
+    "dbpedia": ModelShape(d_model=256, d_ff=1024, heads=8, layers=4, classes=14),
+}
+
+
+def load_shape(name_or_path: str) -> ModelShape:
+    """A built-in model by name, or a model shape read from a TOML or JSON file.
+
+    Raises:
+        ValueError: an unknown name, a file that is neither TOML nor JSON, or fields that are
+            missing, unknown or of the wrong type (the message names them).
+    """
+    if name_or_path in MODELS:
+        return MODELS[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ValueError(
+            f"autotune --model {name_or_path!r}: neither a built-in model ({', '.join(MODELS)}) nor a file"
+        )
+    if path.suffix == ".json":
+        raw = json.loads(path.read_text())
+    elif path.suffix == ".toml":
+        raw = read_toml(path)
+    else:
+        raise ValueError(f"autotune --model {path}: a model file is .toml or .json, got {path.suffix!r}")
+    known = {f.name: f for f in dataclasses.fields(ModelShape)}
+    unknown = sorted(set(raw) - set(known))
+    missing = [n for n, f in known.items() if f.default is dataclasses.MISSING and n not in raw]
+    if unknown or missing:
+        raise ValueError(
+            f"autotune --model {path}: unknown fields {unknown}, missing fields {missing}; "
+            f"a model shape has {list(known)}"
+        )
+    for name, value in raw.items():
+        want = known[name].type  # "int", "bool" or "str" (annotations are strings here)
+        if want == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        else:
+            ok = type(value).__name__ == want
+        if not ok:
+            raise ValueError(
+                f"autotune --model {path}: {name} = {value!r}, expected {'an int > 0' if want == 'int' else 'a ' + want}"
+            )
+    shape = ModelShape(**raw)
+    ember.dtype(shape.dtype)  # an unknown dtype fails here, named
+    return shape
+
+
+class _Classifier(nn.Module):
+    def __init__(self, shape: ModelShape):
+        dt = ember.dtype(shape.dtype)
+        self.tokens = nn.EmbeddingConfig(shape.vocab, shape.d_model).init(dtype=dt)
+        self.positions = nn.EmbeddingConfig(shape.seq, shape.d_model).init(dtype=dt)
+        self.encoder = nn.TransformerEncoderConfig(
+            shape.d_model,
+            shape.d_ff,
+            shape.heads,
+            shape.layers,
+            norm_first=True,
+            quiet_softmax=shape.quiet_softmax,
+        ).init(dtype=dt)
+        self.head = nn.LinearConfig(shape.d_model, shape.classes).init(dtype=dt)
+
+    def forward(self, ids, mask):
+        positions = ember.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape)
+        x = (self.tokens(ids) + self.positions(positions)) / 2
+        return self.head(self.encoder(nn.TransformerEncoderInput(x).mask_pad(mask))[:, 0])
+
+
+def _batches(shape: ModelShape, rng: np.random.Generator, random_rows: int):
+    """A batch of full rows, then ``random_rows`` batches of rows of random length."""
+    rows = [np.full(shape.batch, shape.seq)] + [
+        rng.integers(max(shape.seq // 4, 1), shape.seq + 1, shape.batch) for _ in range(random_rows)
+    ]
+    for lengths in rows:
+        ids = rng.integers(1, shape.vocab, (shape.batch, shape.seq))
+        mask = np.arange(shape.seq)[None, :] >= lengths[:, None]
+        ids[mask] = 0
+        yield ember.tensor(ids), ember.tensor(mask), ember.tensor(rng.integers(0, shape.classes, shape.batch))
+
+
+def tune(shape: ModelShape, random_rows: int = 3) -> None:
+    """Run ``shape``'s training step and inference batch at its real sizes, every tuned op
+    deciding as it goes (measuring, or reading the cache); nothing paced."""
+    compile_here()  # measure the compiled kernels, not the stand-ins of a background compile
+    ember.seed(0)
+    model = _Classifier(shape)
+    loss_fn = nn.CrossEntropyLossConfig().init()
+    with paced(False):
+        for ids, mask, labels in _batches(shape, np.random.default_rng(0), random_rows):
+            loss_fn(model(ids, mask), labels).backward()
+            with ember.no_grad():
+                model.valid()(ids, mask)
+
+
+def _level(asked: str | None) -> str:
+    if asked is not None:
+        return asked
+    configured = config.get("autotune.level")
+    return "balanced" if configured == "minimal" else configured
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ember.autotune", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help=f"{' | '.join(MODELS)} | PATH to a .toml/.json model shape; repeat for several",
+    )
+    parser.add_argument(
+        "--level",
+        choices=LEVELS[1:],
+        help="how thoroughly to measure (default: [autotune] level, or balanced where that is minimal)",
+    )
+    parser.add_argument("--random-rows", type=int, default=3, help="batches of random-length rows per model")
+    args = parser.parse_args(argv)
+    try:
+        shapes = [(name, load_shape(name)) for name in args.model]
+    except ValueError as error:
+        parser.error(str(error))
+    folder = cache_folder()
+    if folder is None:
+        parser.error(
+            "[autotune] cache is 'off' (EMBER_AUTOTUNE_CACHE or ember.toml): nothing tuned would be kept"
+        )
+    level = _level(args.level)
+    config_level = config.resolve("autotune.level")
+    with _env_level(level):
+        reset()
+        for name, shape in shapes:
+            start = time.perf_counter()
+            before = measured_count()
+            tune(shape, args.random_rows)
+            print(
+                f"autotune {name}: {measured_count() - before} keys measured at {level} "
+                f"in {time.perf_counter() - start:.1f} s",
+                flush=True,
+            )
+    for op, tunable in sorted(tunables().items()):
+        for key, winner in sorted(tunable.decisions().items()):
+            print(f"  {op:<24} {key:<40} {winner}")
+    print(
+        f"cache: {folder}"
+        + (
+            ""
+            if config_level.value != "minimal"
+            else f"  (note: [autotune] level is minimal ({config_level.source}); minimal reads these decisions)"
+        )
+    )
+    return 0
+
+
+@contextlib.contextmanager
+def _env_level(level: str):
+    """``EMBER_AUTOTUNE_LEVEL`` set to ``level`` inside the block (every decision reads it)."""
+    before = os.environ.get(_LEVEL_VARIABLE)
+    os.environ[_LEVEL_VARIABLE] = level
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(_LEVEL_VARIABLE, None)
+        else:
+            os.environ[_LEVEL_VARIABLE] = before
+
+
+if __name__ == "__main__":
+    sys.exit(main())
