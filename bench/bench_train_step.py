@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sizes import BATCH, CLASSES, D_FF, D_MODEL, HEADS, SEQ
+from torch_classifier import torch_classifier
 
 import ember
 from ember import nn
@@ -86,24 +87,7 @@ def _ember_step(device):
 def _torch_step(device):
     torch.manual_seed(0)
     dev = torch.device(device)
-
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok = torch.nn.Embedding(VOCAB, D_MODEL)
-            self.pos = torch.nn.Embedding(SEQ, D_MODEL)
-            layer = torch.nn.TransformerEncoderLayer(
-                D_MODEL, HEADS, D_FF, 0.1, activation="gelu", batch_first=True, norm_first=True
-            )
-            self.enc = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
-            self.out = torch.nn.Linear(D_MODEL, CLASSES)
-
-        def forward(self, tokens, mask):
-            pos = torch.arange(tokens.shape[1], device=tokens.device)[None].expand_as(tokens)
-            x = (self.pos(pos) + self.tok(tokens)) / 2
-            return self.out(self.enc(x, src_key_padding_mask=mask))[:, 0]
-
-    model = Model().to(dev)
+    model = torch_classifier(D_MODEL, D_FF, HEADS, LAYERS, CLASSES, VOCAB, SEQ).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, eps=1e-5)
     tokens, mask, labels = (torch.as_tensor(a, device=dev) for a in _batch(np.random.default_rng(0)))
 
