@@ -89,75 +89,85 @@ template <> __device__ __forceinline__ double quiet_nan<double>() {
 __device__ __forceinline__ long long ll_min(long long a, long long b) { return a < b ? a : b; }
 
 // ---- reductions -------------------------------------------------------------------------
-template <typename A> __device__ __forceinline__ A warp_sum(A v) {
+// The combining step of a reduction, for warp_reduce / block_reduce.
+struct SumOp {
+  template <typename A> static __device__ __forceinline__ A apply(A a, A b) { return a + b; }
+};
+struct MaxOp {
+  template <typename A> static __device__ __forceinline__ A apply(A a, A b) { return e_max(a, b); }
+};
+
+template <typename Op, typename A> __device__ __forceinline__ A warp_reduce(A v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(EMBER_FULL_MASK, v, o);
+  for (int o = 16; o > 0; o >>= 1) v = Op::apply(v, __shfl_xor_sync(EMBER_FULL_MASK, v, o));
   return v;
 }
 
-template <typename A> __device__ __forceinline__ A warp_max(A v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = e_max(v, __shfl_xor_sync(EMBER_FULL_MASK, v, o));
-  return v;
-}
+template <typename A> __device__ __forceinline__ A warp_sum(A v) { return warp_reduce<SumOp>(v); }
+template <typename A> __device__ __forceinline__ A warp_max(A v) { return warp_reduce<MaxOp>(v); }
 
-// Sum over the whole block (1-D, blockDim.x a multiple of 32); every thread gets the
-// result. `scratch` holds >= 32 values in shared memory. The leading barrier makes it
-// safe to call repeatedly with the same scratch.
-template <typename A> __device__ A block_sum(A v, A* scratch) {
-  v = warp_sum(v);
+// Reduce over the whole block (1-D, blockDim.x a multiple of 32); every thread gets the
+// result. The per-warp partials go through this function's own 32 shared values; the
+// leading barrier makes it safe to call repeatedly.
+template <typename Op, typename A> __device__ A block_reduce(A v) {
+  __shared__ A scratch[32];
+  v = warp_reduce<Op>(v);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
   __syncthreads();
   A t = scratch[0];
   const int warps = blockDim.x >> 5;
-  for (int w = 1; w < warps; ++w) t += scratch[w];
-  return t;
-}
-
-template <typename A> __device__ A block_max(A v, A* scratch) {
-  v = warp_max(v);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  A t = scratch[0];
-  const int warps = blockDim.x >> 5;
-  for (int w = 1; w < warps; ++w) t = e_max(t, scratch[w]);
+  for (int w = 1; w < warps; ++w) t = Op::apply(t, scratch[w]);
   return t;
 }
 
 // Row kernels run in one of two shapes (see launch.row_launch):
 //   WARP=true : 1-D blocks of ROW_WARP_THREADS, one warp per row, rows = blockIdx.x*warps + warp
 //   WARP=false: one 1-D block per row (row = blockIdx.x)
-// `lane` and `width` describe this thread's position among the threads of its row.
-template <bool WARP>
-__device__ __forceinline__ bool row_setup(long long rows, long long& row, int& lane, int& width) {
+// `lane` and `width` describe this thread's position among the threads of its row; a kernel
+// takes them apart with `const auto [row, lane, width] = row_lane<WARP>();` and returns when
+// row >= rows.
+struct RowLane {
+  long long row;
+  int lane;
+  int width;
+};
+
+template <bool WARP> __device__ __forceinline__ RowLane row_lane() {
   if (WARP) {
-    row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    lane = threadIdx.x & 31;
-    width = 32;
-  } else {
-    row = blockIdx.x;
-    lane = threadIdx.x;
-    width = blockDim.x;
+    return {(long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), (int)(threadIdx.x & 31), 32};
   }
-  return row < rows;
+  return {(long long)blockIdx.x, (int)threadIdx.x, (int)blockDim.x};
 }
 
-template <bool WARP, typename A> __device__ __forceinline__ A row_sum(A v, A* scratch) {
+// Sum / max over the threads of a row (every one of them gets the result).
+template <bool WARP, typename A> __device__ __forceinline__ A row_sum(A v) {
   if constexpr (WARP) {
     return warp_sum(v);
   } else {
-    return block_sum(v, scratch);
+    return block_reduce<SumOp>(v);
   }
 }
 
-template <bool WARP, typename A> __device__ __forceinline__ A row_max(A v, A* scratch) {
+template <bool WARP, typename A> __device__ __forceinline__ A row_max(A v) {
   if constexpr (WARP) {
     return warp_max(v);
   } else {
-    return block_max(v, scratch);
+    return block_reduce<MaxOp>(v);
   }
+}
+
+// The max `m` of the row `xr[0, cols)` and the sum `s` of exp(x - m) over it: the two
+// passes of a softmax's normaliser, in the accumulation type A.
+template <bool WARP, typename T, typename A>
+__device__ __forceinline__ void row_max_sum_exp(const T* __restrict__ xr, int cols, int lane,
+                                                int width, A& m, A& s) {
+  m = neg_inf<A>();
+  for (int c = lane; c < cols; c += width) m = e_max(m, to_acc(xr[c]));
+  m = row_max<WARP>(m);
+  s = 0;
+  for (int c = lane; c < cols; c += width) s += e_exp(to_acc(xr[c]) - m);
+  s = row_sum<WARP>(s);
 }
 
 // ---- counter-based dropout hash (SplitMix64 finaliser, see ember/kernels/backend.py) ------

@@ -13,24 +13,18 @@ cross_entropy_fwd(const T* __restrict__ logits, const I* __restrict__ targets,
                   T* __restrict__ loss, typename AccType<T>::type* __restrict__ lse_out,
                   long long rows, int cols, typename AccType<T>::type smoothing) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const T* xr = logits + row * cols;
 
-  A m = neg_inf<A>();
-  for (int c = lane; c < cols; c += width) m = e_max(m, to_acc(xr[c]));
-  m = row_max<WARP>(m, scratch);
-  A se = 0;
-  for (int c = lane; c < cols; c += width) se += e_exp(to_acc(xr[c]) - m);
-  se = row_sum<WARP>(se, scratch);
+  A m, se;
+  row_max_sum_exp<WARP>(xr, cols, lane, width, m, se);
   const A log_total = e_log(se);
   // log-probabilities (x - m) - log_total, never x - lse: no cancellation at |x| ~ 3e38
   A sl = 0;
   if (smoothing != (A)0) {  // the same for every thread of the row (row_sum synchronises)
     for (int c = lane; c < cols; c += width) sl += (to_acc(xr[c]) - m) - log_total;
-    sl = row_sum<WARP>(sl, scratch);
+    sl = row_sum<WARP>(sl);
   }
   if (lane == 0) {
     const A picked = to_acc(xr[(long long)targets[row]]);
@@ -50,10 +44,8 @@ cross_entropy_bwd(const T* __restrict__ logits, const I* __restrict__ targets,
                   T* __restrict__ dlogits, long long rows, int cols,
                   typename AccType<T>::type smoothing) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const long long base = row * cols;
   const A l = lse[row];
   const A d = to_acc(dloss[row]);
@@ -63,7 +55,7 @@ cross_entropy_bwd(const T* __restrict__ logits, const I* __restrict__ targets,
   // large |max| (the softmax of [1e20, 1e20] came out [1, 1]); the shift's error cancels
   A se = 0;
   for (int c = lane; c < cols; c += width) se += e_exp(to_acc(logits[base + c]) - l);
-  const A inv = (A)1 / row_sum<WARP>(se, scratch);
+  const A inv = (A)1 / row_sum<WARP>(se);
   for (int c = lane; c < cols; c += width) {
     A g = e_exp(to_acc(logits[base + c]) - l) * inv - off;
     if (c == t) g -= (A)1 - smoothing;

@@ -1,5 +1,5 @@
 // Layer norm and RMS norm over the last axis, forward and backward.
-// Row kernels use row_setup (common.cuh). Statistics (mean, rstd) are stored in the
+// Row kernels use row_lane (common.cuh). Statistics (mean, rstd) are stored in the
 // accumulation type. gamma/beta are optional: has_gamma/has_beta = 0 means "absent" and
 // the pointer is then a dummy that is never read.
 
@@ -10,23 +10,21 @@ layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, const T* __
                typename AccType<T>::type* __restrict__ rstd_out, long long rows, int cols,
                typename AccType<T>::type eps, int has_gamma, int has_beta) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const T* xr = x + row * cols;
   T* yr = y + row * cols;
 
   A s = 0;
   for (int c = lane; c < cols; c += width) s += to_acc(xr[c]);
-  const A mean = row_sum<WARP>(s, scratch) / (A)cols;
+  const A mean = row_sum<WARP>(s) / (A)cols;
   // Two-pass variance: the row is re-read (from cache) instead of using E[x^2]-E[x]^2.
   A q = 0;
   for (int c = lane; c < cols; c += width) {
     const A d = to_acc(xr[c]) - mean;
     q += d * d;
   }
-  const A var = row_sum<WARP>(q, scratch) / (A)cols;
+  const A var = row_sum<WARP>(q) / (A)cols;
   // squares past the accumulation type's range: NaN, as the reference, not rstd = 0 (a row
   // of zeros that looks healthy)
   const A rstd = isinf(var) ? quiet_nan<A>() : (A)1 / e_sqrt(var + eps);
@@ -50,10 +48,8 @@ layer_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
                const typename AccType<T>::type* __restrict__ rstd, const T* __restrict__ gamma,
                T* __restrict__ dx, long long rows, int cols, int has_gamma) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const long long base = row * cols;
   const A mu = mean[row];
   const A r = rstd[row];
@@ -65,8 +61,8 @@ layer_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
     sg += g;
     sgx += g * (to_acc(x[base + c]) - mu) * r;
   }
-  const A mg = row_sum<WARP>(sg, scratch) / (A)cols;
-  const A mgx = row_sum<WARP>(sgx, scratch) / (A)cols;
+  const A mg = row_sum<WARP>(sg) / (A)cols;
+  const A mgx = row_sum<WARP>(sgx) / (A)cols;
   for (int c = lane; c < cols; c += width) {
     A g = to_acc(dy[base + c]);
     if (has_gamma) g *= to_acc(gamma[c]);
@@ -81,10 +77,8 @@ rms_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, T* __restrict
              typename AccType<T>::type* __restrict__ rstd_out, long long rows, int cols,
              typename AccType<T>::type eps, int has_gamma) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const T* xr = x + row * cols;
   T* yr = y + row * cols;
 
@@ -93,7 +87,7 @@ rms_norm_fwd(const T* __restrict__ x, const T* __restrict__ gamma, T* __restrict
     const A v = to_acc(xr[c]);
     q += v * v;
   }
-  const A ms = row_sum<WARP>(q, scratch) / (A)cols;
+  const A ms = row_sum<WARP>(q) / (A)cols;
   const A r = (A)1 / e_sqrt(ms + eps);
   if (lane == 0) rstd_out[row] = r;
   for (int c = lane; c < cols; c += width) {
@@ -110,10 +104,8 @@ rms_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
              const typename AccType<T>::type* __restrict__ rstd, const T* __restrict__ gamma,
              T* __restrict__ dx, long long rows, int cols, int has_gamma) {
   typedef typename AccType<T>::type A;
-  __shared__ A scratch[32];
-  long long row;
-  int lane, width;
-  if (!row_setup<WARP>(rows, row, lane, width)) return;
+  const auto [row, lane, width] = row_lane<WARP>();
+  if (row >= rows) return;
   const long long base = row * cols;
   const A r = rstd[row];
 
@@ -123,7 +115,7 @@ rms_norm_bwd(const T* __restrict__ dy, const T* __restrict__ x,
     if (has_gamma) g *= to_acc(gamma[c]);
     sgx += g * to_acc(x[base + c]) * r;
   }
-  const A mgx = row_sum<WARP>(sgx, scratch) / (A)cols;
+  const A mgx = row_sum<WARP>(sgx) / (A)cols;
   for (int c = lane; c < cols; c += width) {
     A g = to_acc(dy[base + c]);
     if (has_gamma) g *= to_acc(gamma[c]);

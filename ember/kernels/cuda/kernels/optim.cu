@@ -14,6 +14,26 @@
 // composed defaults (ember/kernels/families/optimizer.py), which the tests compare these with.
 // Launch: block 256, grid C.
 
+// What block blockIdx.x updates: elements [start, end) of tensor t, whose parameter and
+// gradient are p and g (table slots 0 and 1). `chunks_at` is the slot of chunk_tensor
+// (chunk_start follows it) and `sizes_at` the slot of sizes in the kernel's table.
+template <typename P> struct MultiChunk {
+  long long t, start, end;
+  P* p;
+  const P* g;
+};
+
+template <typename P>
+__device__ __forceinline__ MultiChunk<P> multi_chunk(const unsigned long long* __restrict__ table,
+                                                     long long T, int chunks_at, int sizes_at,
+                                                     long long chunk_elems) {
+  const long long C = gridDim.x;
+  const long long t = (long long)table[chunks_at * T + blockIdx.x];
+  const long long start = (long long)table[chunks_at * T + C + blockIdx.x];
+  const long long end = ll_min(start + chunk_elems, (long long)table[sizes_at * T + t]);
+  return {t, start, end, reinterpret_cast<P*>(table[t]), reinterpret_cast<const P*>(table[T + t])};
+}
+
 // Update rule: the docstring in ember/optim/sgd.py (Sgd). per[t] = {lr}.
 template <typename P, typename S>
 __global__ void __launch_bounds__(256)
@@ -23,12 +43,7 @@ sgd_multi(const unsigned long long* __restrict__ table, int ntensors, long long 
           int has_momentum, int nesterov) {
   typedef typename AccType<P>::type A;
   const long long T = ntensors;
-  const long long C = gridDim.x;
-  const long long t = (long long)table[5 * T + blockIdx.x];
-  const long long start = (long long)table[5 * T + C + blockIdx.x];
-  const long long end = ll_min(start + chunk_elems, (long long)table[3 * T + t]);
-  P* p = reinterpret_cast<P*>(table[t]);
-  const P* g = reinterpret_cast<const P*>(table[T + t]);
+  const auto [t, start, end, p, g] = multi_chunk<P>(table, T, 5, 3, chunk_elems);
   S* buf = reinterpret_cast<S*>(table[2 * T + t]);
   const bool first = table[4 * T + t] != 0ull;
   const A lr = per[t];
@@ -56,12 +71,7 @@ adam_multi(const unsigned long long* __restrict__ table, int ntensors, long long
            typename AccType<P>::type one_minus_beta2, int amsgrad, int mode) {
   typedef typename AccType<P>::type A;
   const long long T = ntensors;
-  const long long C = gridDim.x;
-  const long long t = (long long)table[6 * T + blockIdx.x];
-  const long long start = (long long)table[6 * T + C + blockIdx.x];
-  const long long end = ll_min(start + chunk_elems, (long long)table[5 * T + t]);
-  P* p = reinterpret_cast<P*>(table[t]);
-  const P* g = reinterpret_cast<const P*>(table[T + t]);
+  const auto [t, start, end, p, g] = multi_chunk<P>(table, T, 6, 5, chunk_elems);
   S* m = reinterpret_cast<S*>(table[2 * T + t]);
   S* v = reinterpret_cast<S*>(table[3 * T + t]);
   S* vmax = reinterpret_cast<S*>(table[4 * T + t]);
