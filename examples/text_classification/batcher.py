@@ -22,13 +22,6 @@ import ember
 from ember import nn
 from text_classification.dataset import TextClassificationItem
 
-__all__ = [
-    "TextClassificationBatcher",
-    "TextClassificationInferenceBatch",
-    "TextClassificationInferenceBatcher",
-    "TextClassificationTrainingBatch",
-]
-
 
 @dataclass
 class TextClassificationTrainingBatch:

@@ -41,16 +41,6 @@ from typing import Any, ClassVar
 from ember.data import Dataset, HuggingfaceDatasetLoader, check_index
 from text_classification.synthetic import synthetic_rows
 
-__all__ = [
-    "SAMPLE_DIR",
-    "SOURCES",
-    "SPLITS",
-    "AgNewsDataset",
-    "DbPediaDataset",
-    "TextClassificationDataset",
-    "TextClassificationItem",
-]
-
 SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "dbpedia_sample"
 SOURCES = ("hub", "local", "sample", "synthetic")
 SPLITS = ("train", "test")

@@ -19,8 +19,6 @@ from ember.data import Dataset, check_index
 from text_classification.fasttext_model import FastTextBatch, FastTextConfig, FastTextInferenceBatch
 from text_classification.ngrams import flatten
 
-__all__ = ["FastTextBatcher", "FastTextInferenceBatcher", "TokenizedDataset", "TokenizedItem"]
-
 
 @dataclass(frozen=True)
 class TokenizedItem:

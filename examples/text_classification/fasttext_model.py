@@ -20,8 +20,6 @@ from ember import nn
 from ember.nn.init import Initializer, Zeros
 from text_classification.ngrams import DEFAULT_BUCKETS, NGramHasher
 
-__all__ = ["FastTextBatch", "FastTextConfig", "FastTextInferenceBatch", "FastTextModel"]
-
 
 class FastTextConfig(ember.Config):
     """Configuration of :class:`FastTextModel` (a run's :class:`FastTextExperimentConfig`, its

@@ -26,8 +26,6 @@ from text_classification.inference import load_weights
 from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, create_artifact_dir, fit, model_config
 
-__all__ = ["LORA_ALPHA", "LORA_RANK", "lora_finetuning"]
-
 LORA_RANK = 8
 LORA_ALPHA = 2.0 * LORA_RANK  # Burn: LoraConfig::new(r, 2.0 * r)
 

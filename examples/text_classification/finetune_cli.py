@@ -13,8 +13,6 @@ from pathlib import Path
 
 from text_classification import cli
 
-__all__ = ["finetune_config", "finetune_parser", "refuse_fasttext"]
-
 
 def finetune_parser(
     description: str, artifact_dir: str, pretrained: str, num_classes_before: int

@@ -15,26 +15,6 @@ from typing import Any
 
 from text_classification.recipes import RECIPES
 
-__all__ = [
-    "BACKENDS",
-    "BACKEND_DTYPES",
-    "BACKEND_NEEDS",
-    "DEFAULT_SEED",
-    "DTYPES",
-    "FASTTEXT_ONLY",
-    "MODELS",
-    "SHIPPED_SAMPLES",
-    "TRANSFORMER_ONLY",
-    "add_backend_flags",
-    "add_training_flags",
-    "default_source",
-    "inference_parser",
-    "model_artifact_dir",
-    "resolve_device",
-    "resolve_model_flags",
-    "training_parser",
-]
-
 BACKENDS = ("cpu", "reference", "cuda", "torch", "torch:cuda", "torch:mps")
 DTYPES = ("f32", "f16")
 MODELS = ("transformer", "fasttext")

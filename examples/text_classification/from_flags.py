@@ -13,8 +13,6 @@ import dataclasses
 from text_classification.flags import default_source
 from text_classification.recipes import ModelShape, preset
 
-__all__ = ["build_config", "build_fasttext_config", "load_datasets"]
-
 
 def _pick(args: argparse.Namespace, name: str, default):
     value = getattr(args, name, None)

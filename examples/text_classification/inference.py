@@ -37,19 +37,6 @@ from text_classification.batcher import TextClassificationBatcher, TextClassific
 from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, model_config
 
-__all__ = [
-    "ArtifactError",
-    "Prediction",
-    "evaluate",
-    "evaluate_run",
-    "format_f32_debug",
-    "format_logits",
-    "infer",
-    "load_config",
-    "load_model",
-    "run_model_kind",
-]
-
 
 class ArtifactError(RuntimeError):
     """A run's artifacts are missing or do not fit together; the message says what to do."""

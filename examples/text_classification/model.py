@@ -24,8 +24,6 @@ from ember import nn
 from ember.record.config import Config
 from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
 
-__all__ = ["POOLINGS", "TextClassificationModel", "TextClassificationModelConfig"]
-
 POOLINGS = ("first", "mean")
 
 

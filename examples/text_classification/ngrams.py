@@ -33,8 +33,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_BUCKETS", "HASH_VERSION", "NGramFeatures", "NGramHasher", "flatten", "hash_ngrams"]
-
 DEFAULT_BUCKETS = 2**19
 HASH_VERSION = "splitmix64-v1"
 

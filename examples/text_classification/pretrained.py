@@ -26,17 +26,6 @@ from ember import nn
 from text_classification.model import TextClassificationModel
 from text_classification.tokenizer import BertCasedTokenizer
 
-__all__ = [
-    "ARTIFACT_SUBDIR",
-    "CheckpointTokenizer",
-    "PretrainedClassifier",
-    "classifier_from_artifacts",
-    "classifier_from_checkpoint",
-    "encoder_shape",
-    "is_checkpoint",
-    "max_seq_length",
-]
-
 ARTIFACT_SUBDIR = "pretrained"  # <artifact_dir>/pretrained/{config.json, tokenizer.json}
 LORA_ALPHA_PER_RANK = 2.0  # Burn's fine-tuning: alpha = 2 · rank
 

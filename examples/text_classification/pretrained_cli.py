@@ -13,8 +13,6 @@ import argparse
 
 from text_classification import cli, flags
 
-__all__ = ["PRETRAINED_FIXED", "add_pretrained_flags", "resolve_pretrained", "train_pretrained"]
-
 # The flags a pretrained encoder decides itself (its shape, its tokenizer, its [CLS] head).
 PRETRAINED_FIXED = ("d_model", "d_ff", "n_heads", "n_layers", "dropout", "tokenizer", "pooling", "recipe")
 

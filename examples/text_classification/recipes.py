@@ -16,23 +16,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "BURN_FINETUNE_RECIPE",
-    "BURN_RECIPE",
-    "EMBER_AG_NEWS_RECIPE",
-    "EMBER_FINETUNE_RECIPE",
-    "EMBER_MODEL",
-    "EMBER_RECIPE",
-    "EMBER_RECIPES",
-    "FASTTEXT_RECIPE",
-    "PRETRAINED_LORA_RECIPE",
-    "PRETRAINED_RECIPE",
-    "RECIPES",
-    "ModelShape",
-    "Recipe",
-    "preset",
-]
-
 RECIPES = ("burn", "ember")
 
 

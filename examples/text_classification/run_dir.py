@@ -10,8 +10,6 @@ import argparse
 import os
 from pathlib import Path
 
-__all__ = ["check_run_dir"]
-
 
 def check_run_dir(parser: argparse.ArgumentParser, artifact_dir: str, resume: int | None) -> None:
     """Refuse with ``parser.error`` (exit 2), before any work, an ``--artifact-dir`` that cannot

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["FILLER", "KEYWORDS", "synthetic_rows"]
-
 
 def synthetic_rows(name: str, split: str, n: int, seed: int, num_classes: int) -> tuple[list[str], list[int]]:
     """``(texts, labels)`` of ``n`` generated rows: deterministic for a given (name, split, n,

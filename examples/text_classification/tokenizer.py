@@ -27,8 +27,6 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["SHIPPED_VOCAB", "BertCasedTokenizer", "TokenizerUnavailableError", "load_tokenizer"]
-
 SHIPPED_VOCAB = Path(__file__).resolve().parent / "data" / "bert-base-cased" / "vocab.txt"
 PRETRAINED_NAME = "bert-base-cased"
 _SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

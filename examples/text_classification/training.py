@@ -57,19 +57,6 @@ from text_classification.batcher import TextClassificationBatcher
 from text_classification.model import TextClassificationModelConfig
 from text_classification.tokenizer import load_tokenizer
 
-__all__ = [
-    "LR_SCHEDULES",
-    "ExperimentConfig",
-    "build_dataloaders",
-    "build_lr_scheduler",
-    "create_artifact_dir",
-    "fit",
-    "model_config",
-    "register_metrics",
-    "steps_per_epoch",
-    "train",
-]
-
 LR_SCHEDULES = ("noam", "cosine", "constant")
 
 
