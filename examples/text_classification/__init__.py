@@ -23,7 +23,8 @@ Where things live:
 * presets: ``recipes`` (Burn's, ember's, the fine-tuning ones, fastText's);
 * the Transformer: ``dataset`` (datasets and sources; ``synthetic``, the generated corpus),
   ``tokenizer`` (``BertCasedTokenizer``),
-  ``batcher`` (training and inference batches), ``model`` (the classifier), ``training``,
+  ``batcher`` (training and inference batches), ``model`` (the classifier; ``classifier``, the
+  loss and steps it shares with the fastText-style model), ``training``,
   ``inference``, ``finetune`` (LoRA), ``pretrained`` (Hugging Face encoders);
 * the fastText-style model: ``fasttext_model`` (config, model, batches), ``fasttext_data``
   (tokenized datasets, batchers), ``ngrams`` (hashed n-grams), ``fasttext`` (the run).

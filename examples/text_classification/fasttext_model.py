@@ -18,6 +18,7 @@ import numpy as np
 import ember
 from ember import nn
 from ember.nn.init import Initializer, Zeros
+from text_classification.classifier import ClassifierModule, on_device
 from text_classification.ngrams import DEFAULT_BUCKETS, NGramHasher
 
 
@@ -132,7 +133,7 @@ class FastTextInferenceBatch:
     offsets: ember.Tensor
 
 
-class FastTextModel(nn.Module):
+class FastTextModel(ClassifierModule):
     """Mean of the bag's embeddings -> linear head.
 
     Args:
@@ -161,36 +162,8 @@ class FastTextModel(nn.Module):
             IndexError: an id outside the table, naming its size.
         """
         device = self.embedding.weight.device
-        return self.output(self.embedding(_on(indices, device), _on(offsets, device)))
+        return self.output(self.embedding(on_device(indices, device), on_device(offsets, device)))
 
-    def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
-        """Mean cross-entropy of ``logits [B, C]`` against ``labels [B]``."""
-        smoothing = self.label_smoothing or None
-        return nn.CrossEntropyLossConfig(smoothing=smoothing).init()(logits, _on(labels, logits.device))
-
-    def forward(self, batch: FastTextBatch):
-        """``ClassificationOutput(loss, logits, labels)`` of a training batch."""
-        from ember.train import ClassificationOutput
-
-        logits = self.logits(batch.indices, batch.offsets)
-        labels = _on(batch.labels, logits.device)
-        return ClassificationOutput(self.loss(logits, labels), logits, labels)
-
-    def infer(self, batch: FastTextInferenceBatch) -> ember.Tensor:
-        """Class probabilities ``[B, n_classes]`` (softmax of the logits)."""
-        return ember.softmax(self.logits(batch.indices, batch.offsets), dim=1)
-
-    def train_step(self, batch: FastTextBatch):
-        """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
-        from ember.train import TrainOutput
-
-        item = self.forward(batch)
-        return TrainOutput(self, item.loss.backward(), item)
-
-    def inference_step(self, batch: FastTextBatch):
-        """The validation output (on ``model.valid()``): a ``ClassificationOutput``."""
-        return self.forward(batch)
-
-
-def _on(tensor: ember.Tensor, device) -> ember.Tensor:
-    return tensor if tensor.device == device else tensor.to(device)
+    def batch_logits(self, batch: FastTextBatch | FastTextInferenceBatch) -> ember.Tensor:
+        """:meth:`logits` of a batch of the fastText batchers."""
+        return self.logits(batch.indices, batch.offsets)

@@ -23,6 +23,7 @@ import ember
 from ember import nn
 from ember.record.config import Config
 from text_classification.batcher import TextClassificationInferenceBatch, TextClassificationTrainingBatch
+from text_classification.classifier import ClassifierModule, on_device
 
 POOLINGS = ("first", "mean")
 
@@ -78,7 +79,7 @@ class TextClassificationModelConfig(Config):
         )
 
 
-class TextClassificationModel(nn.Module):
+class TextClassificationModel(ClassifierModule):
     """Embeddings -> TransformerEncoder -> linear head on token 0 (or on the mean of the tokens).
 
     Args:
@@ -137,7 +138,7 @@ class TextClassificationModel(nn.Module):
                 f"got {tuple(mask_pad.shape)}"
             )
         device = self.embedding_token.weight.device
-        tokens, mask_pad = _on(tokens, device), _on(mask_pad, device)
+        tokens, mask_pad = on_device(tokens, device), on_device(mask_pad, device)
         positions = ember.arange(seq_length, device=device)
         embedding = (self.embedding_pos(positions) + self.embedding_token(tokens)) / 2  # [S,d] + [B,S,d]
         encoded = self.transformer(nn.TransformerEncoderInput(embedding).mask_pad(mask_pad))
@@ -147,43 +148,11 @@ class TextClassificationModel(nn.Module):
             return self.output(pooled)
         return self.output(encoded[:, 0])
 
-    def loss(self, logits: ember.Tensor, labels: ember.Tensor) -> ember.Tensor:
-        """Mean cross-entropy of ``logits`` ``[B, C]`` against ``labels`` ``[B]`` (label-smoothed
-        when ``label_smoothing`` > 0)."""
-        smoothing = self.label_smoothing or None
-        return nn.CrossEntropyLossConfig(smoothing=smoothing).init()(logits, _on(labels, logits.device))
-
-    def forward(self, batch: TextClassificationTrainingBatch):
-        """Logits, loss and targets of a training batch, as ``ember.train.ClassificationOutput``.
-
-        Args:
-            batch: a :class:`~text_classification.batcher.TextClassificationTrainingBatch`.
-        """
-        from ember.train import ClassificationOutput
-
-        logits = self.logits(batch.tokens, batch.mask_pad)
-        labels = _on(batch.labels, logits.device)
-        return ClassificationOutput(self.loss(logits, labels), logits, labels)
-
-    def infer(self, batch: TextClassificationInferenceBatch) -> ember.Tensor:
-        """Class probabilities ``[B, n_classes]`` (softmax of the logits; rows sum to 1).
-
-        Args:
-            batch: a :class:`~text_classification.batcher.TextClassificationInferenceBatch`.
-        """
-        return ember.softmax(self.logits(batch.tokens, batch.mask_pad), dim=1)
-
-    # ---- ember.train steps ----------------------------------------------------------------------
-    def train_step(self, batch: TextClassificationTrainingBatch):
-        """``TrainOutput(model, loss.backward(), ClassificationOutput)`` for ``SupervisedTraining``."""
-        from ember.train import TrainOutput
-
-        item = self.forward(batch)
-        return TrainOutput(self, item.loss.backward(), item)
-
-    def inference_step(self, batch: TextClassificationTrainingBatch):
-        """The validation output (called on ``model.valid()``): a ``ClassificationOutput``."""
-        return self.forward(batch)
+    def batch_logits(
+        self, batch: TextClassificationTrainingBatch | TextClassificationInferenceBatch
+    ) -> ember.Tensor:
+        """:meth:`logits` of a batch of the example's batchers."""
+        return self.logits(batch.tokens, batch.mask_pad)
 
     # ---- fine-tuning ----------------------------------------------------------------------------
     def reset_head(self, n_classes: int) -> "TextClassificationModel":
@@ -201,7 +170,3 @@ class TextClassificationModel(nn.Module):
         self.output = nn.LinearConfig(d_model, n_classes).init(weight.device, weight.dtype)
         self.n_classes = n_classes
         return self
-
-
-def _on(tensor: ember.Tensor, device) -> ember.Tensor:
-    return tensor if tensor.device == device else tensor.to(device)
