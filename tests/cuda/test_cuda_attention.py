@@ -21,6 +21,11 @@ from ember.kernels import cuda as K
 RNG = np.random.default_rng(77)
 
 
+def _on_device(xp, *arrays):
+    """The host arrays ``arrays`` on the device under test, in order."""
+    return [xp.asarray(a) for a in arrays]
+
+
 def _scores(q, k, mask, scale, p, seed):
     s = q @ np.swapaxes(k, -1, -2) * scale
     if p > 0:
@@ -97,7 +102,7 @@ def test_attention_forward_and_backward(xp, dtype, case):
     scale = 1.0 / math.sqrt(dh)
     (q, q64), (k, k64), (v, v64), mask = _inputs(b, h, sq, sk, dh, masked, dtype)
     dev_mask = None if mask is None else xp.asarray(mask)
-    out, lse = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), dev_mask, scale, quiet, p, seed)
+    out, lse = K.attention(*_on_device(xp, q, k, v), dev_mask, scale, quiet, p, seed)
     out_ref, lse_ref = attention_ref(q64, k64, v64, mask, scale, quiet, p, seed)
     assert out.shape == (b, h, sq, dh) and out.dtype == dtype
     assert lse.shape == (b, h, sq)
@@ -109,17 +114,7 @@ def test_attention_forward_and_backward(xp, dtype, case):
 
     dout, dout64 = rounded(RNG.standard_normal((b, h, sq, dh)), dtype)
     dq, dk, dv = K.attention_backward(
-        xp.asarray(dout),
-        xp.asarray(q),
-        xp.asarray(k),
-        xp.asarray(v),
-        out,
-        lse,
-        dev_mask,
-        scale,
-        quiet,
-        p,
-        seed,
+        *_on_device(xp, dout, q, k, v), out, lse, dev_mask, scale, quiet, p, seed
     )
     out_used = xp.asnumpy(out).astype(np.float64)  # the backward sees the kernel's own out
     dq_ref, dk_ref, dv_ref = attention_backward_ref(
@@ -137,7 +132,7 @@ def test_attention_fully_masked_rows_are_uniform(xp):
     k = RNG.standard_normal((b, h, sk, dh)).astype(np.float32)
     v = RNG.standard_normal((b, h, sk, dh)).astype(np.float32)
     mask = np.ones((b, sk), dtype=bool)
-    out, _ = K.attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask), 0.5, False, 0.0, 0)
+    out, _ = K.attention(*_on_device(xp, q, k, v), xp.asarray(mask), 0.5, False, 0.0, 0)
     want = np.broadcast_to(v.mean(2, keepdims=True), out.shape)
     np.testing.assert_allclose(xp.asnumpy(out), want, rtol=2e-3, atol=2e-3)
 
@@ -148,24 +143,13 @@ def test_attention_ag_news_size(xp):
         pytest.skip("too large for the CPU emulator; runs on the GPU")
     b, h, s, dh = 32, 4, 256, 32
     (q, q64), (k, k64), (v, v64), mask = _inputs(b, h, s, s, dh, True, np.float32)
-    out, lse = K.attention(
-        xp.asarray(q), xp.asarray(k), xp.asarray(v), xp.asarray(mask), dh**-0.5, True, 0.1, 5
-    )
+    q_dev, k_dev, v_dev, mask_dev = _on_device(xp, q, k, v, mask)
+    out, lse = K.attention(q_dev, k_dev, v_dev, mask_dev, dh**-0.5, True, 0.1, 5)
     out_ref, lse_ref = attention_ref(q64, k64, v64, mask, dh**-0.5, True, 0.1, 5)
     assert_close(xp.asnumpy(out), out_ref, np.float32, what="out")
     dout = RNG.standard_normal(q.shape).astype(np.float32)
     grads = K.attention_backward(
-        xp.asarray(dout),
-        xp.asarray(q),
-        xp.asarray(k),
-        xp.asarray(v),
-        out,
-        lse,
-        xp.asarray(mask),
-        dh**-0.5,
-        True,
-        0.1,
-        5,
+        xp.asarray(dout), q_dev, k_dev, v_dev, out, lse, mask_dev, dh**-0.5, True, 0.1, 5
     )
     refs = attention_backward_ref(
         dout.astype(np.float64),

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 from cuda_numpy_reference import DTYPES, assert_close, keep_mask, rounded
+from helpers import npref
 
 from ember.kernels import cuda as K
 
@@ -74,18 +75,6 @@ def test_softmax_of_empty_rows(xp):
 
 
 # ---- layer norm / rms norm ---------------------------------------------------------------
-def _ln_ref(x, g, b, eps):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    rstd = 1 / np.sqrt(var + eps)
-    y = (x - mean) * rstd
-    if g is not None:
-        y = y * g
-    if b is not None:
-        y = y + b
-    return y, mean[..., 0], rstd[..., 0]
-
-
 def _ln_bwd_ref(dy, x, mean, rstd, g):
     mean, rstd = mean[..., None], rstd[..., None]
     xhat = (x - mean) * rstd
@@ -105,7 +94,7 @@ def test_layer_norm(xp, dtype, shape, affine):
     b, b64 = rounded(_randn(d), dtype) if affine else (None, None)
     dev = lambda a: None if a is None else xp.asarray(a)
     y, mean, rstd = K.layer_norm(xp.asarray(x), dev(g), dev(b), 1e-5)
-    y_ref, mean_ref, rstd_ref = _ln_ref(x64, g64, b64, 1e-5)
+    y_ref, mean_ref, rstd_ref = npref.layer_norm_stats(x64, g64, b64, 1e-5)
     assert mean.shape == shape[:-1] and rstd.shape == shape[:-1]
     assert mean.dtype == (np.float64 if dtype == np.float64 else np.float32)
     assert_close(xp.asnumpy(y), y_ref, dtype, scale=4, what="layer_norm y")

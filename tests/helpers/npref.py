@@ -64,16 +64,22 @@ def quiet_softmax(x, axis=-1):
     return e / (np.sum(e, axis=axis, keepdims=True) + np.exp(-m))
 
 
-def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+def layer_norm_stats(x, gamma=None, beta=None, eps=1e-5):
+    """``(y, mean, rstd)``: the layer norm and the statistics its backward reads (the kernels'
+    ``mean`` and ``rstd``, shaped as ``x`` without its last axis)."""
     x = np.asarray(x, dtype=np.float64)
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    y = (x - mu) / np.sqrt(var + eps)
+    mean = x.mean(-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
+    y = (x - mean) * rstd
     if gamma is not None:
         y = y * gamma
     if beta is not None:
         y = y + beta
-    return y
+    return y, mean[..., 0], rstd[..., 0]
+
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    return layer_norm_stats(x, gamma, beta, eps)[0]
 
 
 def rms_norm(x, gamma=None, eps=1e-5):

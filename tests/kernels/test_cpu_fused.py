@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers import npref
 from helpers.gradcheck import central_difference
 
 # Numba is a core dependency: a failing import must fail these tests, not skip them.
@@ -67,18 +68,6 @@ def ref_log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
 
 
-def ref_layer_norm(x, gamma, beta, eps):
-    x = x.astype(np.float64)
-    mean = x.mean(-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
-    y = (x - mean) * rstd
-    if gamma is not None:
-        y = y * gamma
-    if beta is not None:
-        y = y + beta
-    return y, mean[..., 0], rstd[..., 0]
-
-
 def ref_gelu(x, approximate):
     x = x.astype(np.float64)
     if approximate:
@@ -86,25 +75,12 @@ def ref_gelu(x, approximate):
     return x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 
 
-def numpy_hash_keep(shape, p, seed):
-    """The contract's dropout hash, transcribed literally with NumPy uint64 arithmetic."""
-    n = int(np.prod(shape))
-    i = np.arange(n, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = np.uint64(seed % 2**64) + (i + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    u = (z >> np.uint64(40)).astype(np.float64) * 2.0**-24
-    return (u >= p).reshape(shape)
-
-
 def ref_attention(q, k, v, mask, scale, quiet, p, seed):
     q, k, v = (a.astype(np.float64) for a in (q, k, v))
     s = q @ k.swapaxes(-1, -2) * scale
     keep = None
     if p > 0:
-        keep = numpy_hash_keep(s.shape, p, seed)
+        keep = npref.keep_mask(s.shape, p, seed)
         s = np.where(keep, s / (1 - p), 0.0)
     if mask is not None:
         s = np.where(mask[:, None, None, :], -1e4, s)
@@ -331,7 +307,7 @@ def test_layer_norm_forward_backward(dtype, affine, rng):
     gamma = data(rng, 21, dtype) if affine else None
     beta = data(rng, 21, dtype) if affine else None
     y, mean, rstd = K.layer_norm(x, gamma, beta, 1e-5)
-    ry, rmean, rrstd = ref_layer_norm(x, gamma, beta, 1e-5)
+    ry, rmean, rrstd = npref.layer_norm_stats(x, gamma, beta, 1e-5)
     close(y, ry, dtype, scale=10)
     close(mean, rmean, dtype)
     close(rstd, rrstd, dtype)
@@ -610,7 +586,7 @@ def test_embedding_backward_validates_dout_shape():
 def test_dropout_mask_is_bit_exact_with_the_contract_hash(dtype, rng):
     x = data(rng, (7, 9, 13), dtype)
     p, seed = 0.3, 987654321
-    keep = numpy_hash_keep(x.shape, p, seed)
+    keep = npref.keep_mask(x.shape, p, seed)
     y = K.dropout(x, p, seed)
     assert np.array_equal(y != 0, keep & (x != 0))
     close(y, np.where(keep, x.astype(np.float64) / (1 - p), 0.0), dtype)
