@@ -1,8 +1,9 @@
 """What the example's two classifiers (the Transformer's
 :class:`~text_classification.model.TextClassificationModel` and the fastText-style
 :class:`~text_classification.fasttext_model.FastTextModel`) do alike once a batch has logits:
-the loss, the training and validation steps ``ember.train`` calls, and inference's class
-probabilities. Each model says how a batch becomes logits (:meth:`ClassifierModule.batch_logits`).
+the loss, the training and validation steps ``ember.train`` calls, inference's class
+probabilities and the accuracy over a dataset (:func:`accuracy`). Each model says how a batch
+becomes logits (:meth:`ClassifierModule.batch_logits`).
 
 Import scheme of the example: ``examples/`` on ``sys.path``, then
 ``from text_classification.classifier import ClassifierModule``.
@@ -50,6 +51,19 @@ class ClassifierModule(nn.Module):
     def inference_step(self, batch):
         """The validation output (called on ``model.valid()``): a ``ClassificationOutput``."""
         return self.forward(batch)
+
+
+def accuracy(model: ClassifierModule, batcher, dataset, device, batch_size: int) -> float:
+    """Accuracy (%) of ``model`` over every item of ``dataset``, in order, batched by ``batcher``
+    (whose batches carry ``labels``) ``batch_size`` items at a time."""
+    correct = 0
+    with ember.no_grad():
+        for start in range(0, len(dataset), batch_size):
+            items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
+            batch = batcher.batch(items, device)
+            predicted = model.batch_logits(batch).numpy().argmax(1)
+            correct += int((predicted == batch.labels.numpy()).sum())
+    return 100.0 * correct / max(len(dataset), 1)
 
 
 def on_device(tensor: ember.Tensor, device) -> ember.Tensor:

@@ -44,6 +44,7 @@ from ember.data import DataLoaderBuilder, SamplerDataset
 from ember.optim import AdamConfig, AdamWConfig, LinearLrSchedulerConfig, SgdConfig
 from ember.record.config import ConfigError
 from ember.train import Learner, SupervisedTraining
+from text_classification.classifier import accuracy
 from text_classification.fasttext_data import (
     FastTextBatcher,
     FastTextInferenceBatcher,
@@ -353,14 +354,7 @@ def evaluate_fasttext(
         device: where the model runs.
         batch_size: items per forward pass.
     """
-    correct = 0
-    with ember.no_grad():
-        for start in range(0, len(dataset), batch_size):
-            items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
-            batch = batcher.batch(items, device)
-            predicted = model.logits(batch.indices, batch.offsets).numpy().argmax(1)
-            correct += int((predicted == batch.labels.numpy()).sum())
-    return 100.0 * correct / max(len(dataset), 1)
+    return accuracy(model, batcher, dataset, device, batch_size)
 
 
 def predict_fasttext(

@@ -34,6 +34,7 @@ import ember
 from ember.record.config import ConfigError
 from ember.train.metric import format_f64_debug
 from text_classification.batcher import TextClassificationBatcher, TextClassificationInferenceBatcher
+from text_classification.classifier import accuracy
 from text_classification.tokenizer import load_tokenizer
 from text_classification.training import ExperimentConfig, model_config
 
@@ -300,12 +301,4 @@ def evaluate(model, tokenizer, seq_length: int, dataset, device="cpu", batch_siz
         device: where the model runs.
         batch_size: items per forward pass.
     """
-    batcher = TextClassificationBatcher(tokenizer, seq_length)
-    correct = 0
-    with ember.no_grad():
-        for start in range(0, len(dataset), batch_size):
-            items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
-            batch = batcher.batch(items, device)
-            predicted = model.logits(batch.tokens, batch.mask_pad).numpy().argmax(1)
-            correct += int((predicted == batch.labels.numpy()).sum())
-    return 100.0 * correct / max(len(dataset), 1)
+    return accuracy(model, TextClassificationBatcher(tokenizer, seq_length), dataset, device, batch_size)
