@@ -53,12 +53,7 @@ def _from_vocab(path: Path):
     tk = _tokenizers()
     from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
-    try:
-        vocab = models.WordPiece.read_file(str(path))
-    except Exception as error:  # re-raised with the file named
-        raise TokenizerUnavailableError(
-            f"BertCasedTokenizer: cannot read the vocabulary {path}: {error}"
-        ) from error
+    vocab = _read("the vocabulary", path, models.WordPiece.read_file)
     missing = [t for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]") if t not in vocab]
     if missing:
         raise TokenizerUnavailableError(
@@ -77,14 +72,16 @@ def _from_vocab(path: Path):
 
 
 def _from_json(path: Path):
-    tk = _tokenizers()
+    return _read("the tokenizer file", path, _tokenizers().Tokenizer.from_file)
+
+
+def _read(what: str, path: Path, reader):
+    """``reader(str(path))``; any failure re-raised as :class:`TokenizerUnavailableError` naming
+    ``what`` and the file."""
     try:
-        tokenizer = tk.Tokenizer.from_file(str(path))
-    except Exception as error:  # re-raised with the file named
-        raise TokenizerUnavailableError(
-            f"BertCasedTokenizer: cannot read the tokenizer file {path}: {error}"
-        ) from error
-    return tokenizer
+        return reader(str(path))
+    except Exception as error:
+        raise TokenizerUnavailableError(f"BertCasedTokenizer: cannot read {what} {path}: {error}") from error
 
 
 class BertCasedTokenizer:
