@@ -11,21 +11,22 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from text_classification.batcher import (
-    TextClassificationBatcher,
-    TextClassificationInferenceBatch,
-    TextClassificationInferenceBatcher,
-    TextClassificationTrainingBatch,
-)
-from text_classification.dataset import (
+from text_classification import (
     SOURCES,
     AgNewsDataset,
+    BertCasedTokenizer,
     DbPediaDataset,
+    TextClassificationBatcher,
     TextClassificationDataset,
+    TextClassificationInferenceBatch,
+    TextClassificationInferenceBatcher,
     TextClassificationItem,
+    TextClassificationModel,
+    TextClassificationModelConfig,
+    TextClassificationTrainingBatch,
+    TokenizerUnavailableError,
+    load_tokenizer,
 )
-from text_classification.model import TextClassificationModel, TextClassificationModelConfig
-from text_classification.tokenizer import BertCasedTokenizer, TokenizerUnavailableError, load_tokenizer
 
 import ember
 from ember import nn
