@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.families.optimizer_args import AdagradArgs, AdagradState
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 
 __all__ = ["AdaGrad", "AdaGradConfig"]
 
@@ -65,5 +65,5 @@ class AdaGradConfig(OptimizerConfig):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> AdaGrad:
-        return AdaGrad(self.lr_decay, self.epsilon, decay_penalty("AdaGradConfig", self.weight_decay))
+    _optimizer = AdaGrad
+    _weight_decay_config = True

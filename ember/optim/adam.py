@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.families.optimizer_args import AdamArgs, AdamState
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 
 __all__ = ["Adam", "AdamConfig"]
 
@@ -111,11 +111,5 @@ class AdamConfig(OptimizerConfig):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Adam:
-        return Adam(
-            self.beta_1,
-            self.beta_2,
-            self.epsilon,
-            self.amsgrad,
-            decay_penalty("AdamConfig", self.weight_decay),
-        )
+    _optimizer = Adam
+    _weight_decay_config = True

@@ -85,12 +85,4 @@ class AdamWConfig(OptimizerConfig):
     amsgrad: bool = False
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> AdamW:
-        return AdamW(
-            self.beta_1,
-            self.beta_2,
-            self.epsilon,
-            self.weight_decay,
-            self.cautious_weight_decay,
-            self.amsgrad,
-        )
+    _optimizer = AdamW

@@ -146,5 +146,4 @@ class AdanConfig(OptimizerConfig):
     no_prox: bool = False
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Adan:
-        return Adan(self.beta_1, self.beta_2, self.beta_3, self.epsilon, self.weight_decay, self.no_prox)
+    _optimizer = Adan

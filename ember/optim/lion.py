@@ -62,5 +62,4 @@ class LionConfig(OptimizerConfig):
     weight_decay: float = 0.0
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Lion:
-        return Lion(self.beta_1, self.beta_2, self.weight_decay)
+    _optimizer = Lion

@@ -6,7 +6,7 @@ import dataclasses
 import enum
 
 from ember.kernels.arg_checks import finite_scalar, per_tensor
-from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 from ember.optim.sgd import MomentumConfig
 
 __all__ = ["AdjustLrFn", "Muon", "MuonConfig"]
@@ -184,15 +184,8 @@ class MuonConfig(OptimizerConfig):
     ns_steps: int = 5
     adjust_lr_fn: AdjustLrFn = AdjustLrFn.Original
 
-    def build(self) -> Muon:
-        return Muon(
-            self.momentum,
-            self.ns_coefficients,
-            self.ns_steps,
-            self.epsilon,
-            decay_penalty("MuonConfig", self.weight_decay),
-            self.adjust_lr_fn,
-        )
+    _optimizer = Muon
+    _weight_decay_config = True
 
     def clipping(self):
         """None: Muon's config has no gradient clipping (as Burn's)."""

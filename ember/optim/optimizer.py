@@ -153,10 +153,22 @@ class OptimizerConfig(Config):
     ``init()`` -> :class:`~ember.optim.ModuleOptimizer` with the config's clipping."""
 
     _clipping_field = "grad_clipping"  # Burn names it `gradient_clipping` in SgdConfig only
+    # The bare optimizer build() makes, and whether the config's `weight_decay` is a
+    # WeightDecayConfig (given to the optimizer as its L2 penalty) or already a float.
+    # Not annotated: an annotation would make them dataclass fields.
+    _optimizer = None
+    _weight_decay_config = False
 
     def build(self) -> Optimizer:
-        """Validate the hyper-parameters and return the bare optimizer."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement build()")
+        """Validate the hyper-parameters and return the bare optimizer, built from the
+        fields other than the clipping (the optimizer's parameters have the fields' names)."""
+        if self._optimizer is None:
+            raise NotImplementedError(f"{type(self).__name__} does not implement build()")
+        args = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        args.pop(self._clipping_field, None)  # MuonConfig has none
+        if self._weight_decay_config:
+            args["weight_decay"] = decay_penalty(type(self).__name__, self.weight_decay)
+        return self._optimizer(**args)
 
     # init() -> ModuleOptimizer is added by ember/optim/module_optimizer.py, which builds on this file.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.families.optimizer_args import RmspropArgs, RmspropState
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 
 __all__ = ["RmsProp", "RmsPropConfig"]
 
@@ -95,11 +95,5 @@ class RmsPropConfig(OptimizerConfig):
     weight_decay: WeightDecayConfig | None = None
     grad_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> RmsProp:
-        return RmsProp(
-            self.alpha,
-            self.momentum,
-            self.epsilon,
-            self.centered,
-            decay_penalty("RmsPropConfig", self.weight_decay),
-        )
+    _optimizer = RmsProp
+    _weight_decay_config = True

@@ -6,7 +6,7 @@ from ember._deprecation import renamed_method
 from ember.kernels.arg_checks import finite_scalar
 from ember.kernels.families.optimizer_args import SgdArgs, SgdState
 from ember.optim.clipping import GradientClippingConfig
-from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig, decay_penalty
+from ember.optim.optimizer import Optimizer, OptimizerConfig, WeightDecayConfig
 from ember.record.config import Config
 
 __all__ = ["MomentumConfig", "Sgd", "SgdConfig"]
@@ -112,5 +112,5 @@ class SgdConfig(OptimizerConfig):
     momentum: MomentumConfig | None = None
     gradient_clipping: GradientClippingConfig | None = None
 
-    def build(self) -> Sgd:
-        return Sgd(decay_penalty("SgdConfig", self.weight_decay), self.momentum)
+    _optimizer = Sgd
+    _weight_decay_config = True
