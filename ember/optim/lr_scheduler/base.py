@@ -22,6 +22,7 @@ from ember.record.config import Config as ConfigBase
 
 __all__ = [
     "ConfigBase",
+    "CounterLrScheduler",
     "LrScheduler",
     "LrSchedulerConfig",
     "LrSchedulerLike",
@@ -58,6 +59,39 @@ class LrScheduler(abc.ABC):
     def clone(self) -> "LrScheduler":
         """Return an independent copy (same configuration and progress)."""
         return copy.deepcopy(self)
+
+
+class CounterLrScheduler(LrScheduler):
+    """A leaf scheduler whose whole progress is one counter, saved as ``{counter: kind}``
+    and kept in the attribute ``_<counter>``. ``load_state`` refuses a value below
+    ``counter_min`` (or at/after ``counter_end``, spelled ``counter_end_text``)."""
+
+    counter: str
+    counter_kind: type = int
+    counter_min: Scalar | None = None
+    counter_end: int | None = None
+    counter_end_text = ""
+
+    def state(self) -> dict[str, Scalar]:
+        """Return ``{counter: value}``."""
+        return {self.counter: getattr(self, "_" + self.counter)}
+
+    def load_state(self, state: Mapping[str, Scalar]) -> None:
+        """Restore the counter.
+
+        Args:
+            state: A mapping from ``state()``.
+        """
+        value = read_counter(
+            type(self).__name__,
+            state,
+            self.counter,
+            self.counter_kind,
+            self.counter_min,
+            end=self.counter_end,
+            end_text=self.counter_end_text,
+        )
+        setattr(self, "_" + self.counter, value)
 
 
 class LrSchedulerConfig(ConfigBase):

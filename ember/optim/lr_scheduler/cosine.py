@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
-from ember.optim.lr_scheduler.base import (
-    LrScheduler,
-    LrSchedulerConfig,
-    Scalar,
-    check_int,
-    check_range,
-    read_counter,
-)
+from ember.optim.lr_scheduler.base import CounterLrScheduler, LrSchedulerConfig, check_int, check_range
 
 __all__ = ["CosineAnnealingLrScheduler", "CosineAnnealingLrSchedulerConfig"]
 
@@ -57,12 +49,17 @@ class CosineAnnealingLrSchedulerConfig(LrSchedulerConfig):
         return CosineAnnealingLrScheduler(initial, min_lr, num_iters)
 
 
-class CosineAnnealingLrScheduler(LrScheduler):
+class CosineAnnealingLrScheduler(CounterLrScheduler):
     """Scheduler built by :class:`CosineAnnealingLrSchedulerConfig` (formula there).
 
     State: ``{"current_iter": int}`` = k - 1 after k calls; before the first call it is
     2**64 - 1, Burn's wrapped ``usize::MAX`` (a record writer must store it unsigned).
     """
+
+    counter = "current_iter"
+    counter_min = 0
+    counter_end = _U64
+    counter_end_text = "2**64"
 
     def __init__(self, max_lr: float, min_lr: float, num_iters: int):
         self._max_lr = max_lr
@@ -75,20 +72,6 @@ class CosineAnnealingLrScheduler(LrScheduler):
         self._current_iter = (self._current_iter + 1) % _U64
         angle = self._current_iter / self._num_iters * math.pi
         return self._min_lr + 0.5 * (self._max_lr - self._min_lr) * (1.0 + math.cos(angle))
-
-    def state(self) -> dict[str, Scalar]:
-        """Return ``{"current_iter": int}``."""
-        return {"current_iter": self._current_iter}
-
-    def load_state(self, state: Mapping[str, Scalar]) -> None:
-        """Restore ``current_iter``.
-
-        Args:
-            state: A mapping from ``state()``.
-        """
-        self._current_iter = read_counter(
-            "CosineAnnealingLrScheduler", state, "current_iter", int, 0, end=_U64, end_text="2**64"
-        )
 
     def __repr__(self) -> str:
         return (

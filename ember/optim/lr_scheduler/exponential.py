@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ember.optim.lr_scheduler.base import (
-    LrScheduler,
-    LrSchedulerConfig,
-    Scalar,
-    check_range,
-    read_counter,
-)
+from ember.optim.lr_scheduler.base import CounterLrScheduler, LrSchedulerConfig, check_range
 
 __all__ = ["ExponentialLrScheduler", "ExponentialLrSchedulerConfig"]
 
@@ -46,12 +38,15 @@ class ExponentialLrSchedulerConfig(LrSchedulerConfig):
         return ExponentialLrScheduler(initial / gamma, gamma)
 
 
-class ExponentialLrScheduler(LrScheduler):
+class ExponentialLrScheduler(CounterLrScheduler):
     """Scheduler built by :class:`ExponentialLrSchedulerConfig` (formula there).
 
     State: ``{"previous_lr": float}``, the rate returned by the last call
     (``initial_lr / gamma`` before the first call), as Burn.
     """
+
+    counter = "previous_lr"
+    counter_kind = float
 
     def __init__(self, previous_lr: float, gamma: float):
         self._previous_lr = previous_lr
@@ -61,18 +56,6 @@ class ExponentialLrScheduler(LrScheduler):
         """Advance one iteration and return its learning rate."""
         self._previous_lr *= self._gamma
         return self._previous_lr
-
-    def state(self) -> dict[str, Scalar]:
-        """Return ``{"previous_lr": float}``."""
-        return {"previous_lr": self._previous_lr}
-
-    def load_state(self, state: Mapping[str, Scalar]) -> None:
-        """Restore ``previous_lr``.
-
-        Args:
-            state: A mapping from ``state()``.
-        """
-        self._previous_lr = read_counter("ExponentialLrScheduler", state, "previous_lr", float)
 
     def __repr__(self) -> str:
         return f"ExponentialLrScheduler(previous_lr={self._previous_lr!r}, gamma={self._gamma!r})"

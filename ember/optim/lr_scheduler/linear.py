@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ember.optim.lr_scheduler.base import (
-    LrScheduler,
-    LrSchedulerConfig,
-    Scalar,
-    check_int,
-    check_range,
-    read_counter,
-)
+from ember.optim.lr_scheduler.base import CounterLrScheduler, LrSchedulerConfig, check_int, check_range
 
 __all__ = ["LinearLrScheduler", "LinearLrSchedulerConfig"]
 
@@ -52,11 +43,14 @@ class LinearLrSchedulerConfig(LrSchedulerConfig):
         return LinearLrScheduler(final, (final - initial) / num_iters, num_iters + 1)
 
 
-class LinearLrScheduler(LrScheduler):
+class LinearLrScheduler(CounterLrScheduler):
     """Scheduler built by :class:`LinearLrSchedulerConfig` (formula there).
 
     State: ``{"remaining_iters": int}``, counting down from ``num_iters + 1`` to 0, as Burn.
     """
+
+    counter = "remaining_iters"
+    counter_min = 0
 
     def __init__(self, final_lr: float, step_size: float, remaining_iters: int):
         self._final_lr = final_lr
@@ -69,18 +63,6 @@ class LinearLrScheduler(LrScheduler):
             self._remaining_iters -= 1
         # Same expression and evaluation order as Burn, so both produce identical floats.
         return self._final_lr - self._step_size * self._remaining_iters
-
-    def state(self) -> dict[str, Scalar]:
-        """Return ``{"remaining_iters": int}``."""
-        return {"remaining_iters": self._remaining_iters}
-
-    def load_state(self, state: Mapping[str, Scalar]) -> None:
-        """Restore ``remaining_iters``.
-
-        Args:
-            state: A mapping from ``state()``.
-        """
-        self._remaining_iters = read_counter("LinearLrScheduler", state, "remaining_iters", int, 0)
 
     def __repr__(self) -> str:
         return (

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ember.optim.lr_scheduler.base import (
-    LrScheduler,
-    LrSchedulerConfig,
-    Scalar,
-    check_int,
-    check_real,
-    read_counter,
-)
+from ember.optim.lr_scheduler.base import CounterLrScheduler, LrSchedulerConfig, check_int, check_real
 
 __all__ = ["NoamLrScheduler", "NoamLrSchedulerConfig"]
 
@@ -50,11 +41,15 @@ class NoamLrSchedulerConfig(LrSchedulerConfig):
         return NoamLrScheduler(factor, float(warmup), float(model_size))
 
 
-class NoamLrScheduler(LrScheduler):
+class NoamLrScheduler(CounterLrScheduler):
     """Scheduler built by :class:`NoamLrSchedulerConfig` (formula there).
 
     State: ``{"step": float}``, the number of calls so far (a float, as in Burn).
     """
+
+    counter = "step"
+    counter_kind = float
+    counter_min = 0
 
     def __init__(self, factor: float, warmup_steps: float, model_size: float):
         self._factor = factor
@@ -68,18 +63,6 @@ class NoamLrScheduler(LrScheduler):
         decay = self._step**-0.5
         warmup = self._step * self._warmup_steps**-1.5
         return self._factor * self._model_size**-0.5 * min(decay, warmup)
-
-    def state(self) -> dict[str, Scalar]:
-        """Return ``{"step": float}``."""
-        return {"step": self._step}
-
-    def load_state(self, state: Mapping[str, Scalar]) -> None:
-        """Restore the call counter.
-
-        Args:
-            state: A mapping from ``state()``.
-        """
-        self._step = read_counter("NoamLrScheduler", state, "step", float, 0)
 
     def __repr__(self) -> str:
         return (

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 
-from ember.optim.lr_scheduler.base import (
-    LrScheduler,
-    LrSchedulerConfig,
-    Scalar,
-    check_int,
-    check_real,
-    read_counter,
-)
+from ember.optim.lr_scheduler.base import CounterLrScheduler, LrSchedulerConfig, check_int, check_real
 
 __all__ = ["StepLrScheduler", "StepLrSchedulerConfig"]
 
@@ -65,11 +57,14 @@ class StepLrSchedulerConfig(LrSchedulerConfig):
         return StepLrScheduler(initial, step_size, gamma)
 
 
-class StepLrScheduler(LrScheduler):
+class StepLrScheduler(CounterLrScheduler):
     """Scheduler built by :class:`StepLrSchedulerConfig` (formula there).
 
     State: ``{"iter_idx": int}`` = k - 1 after k calls (-1 before the first call), as Burn.
     """
+
+    counter = "iter_idx"
+    counter_min = -1
 
     def __init__(self, initial_lr: float, step_size: int, gamma: float):
         self._initial_lr = initial_lr
@@ -81,18 +76,6 @@ class StepLrScheduler(LrScheduler):
         """Advance one iteration and return its learning rate."""
         self._iter_idx += 1
         return self._initial_lr * self._gamma ** (self._iter_idx // self._step_size)
-
-    def state(self) -> dict[str, Scalar]:
-        """Return ``{"iter_idx": int}``."""
-        return {"iter_idx": self._iter_idx}
-
-    def load_state(self, state: Mapping[str, Scalar]) -> None:
-        """Restore the iteration index.
-
-        Args:
-            state: A mapping from ``state()``.
-        """
-        self._iter_idx = read_counter("StepLrScheduler", state, "iter_idx", int, -1)
 
     def __repr__(self) -> str:
         return (
