@@ -250,3 +250,9 @@ def load_children(children: list[LrScheduler], states: list[dict[str, Scalar]]) 
     for child, child_state in zip(loaded, states):
         child.load_state(child_state)
     return loaded
+
+
+def load_nested(owner: str, children: list[LrScheduler], state: Mapping[str, Scalar]) -> list[LrScheduler]:
+    """Copies of ``children`` restored from a :func:`nest_state` mapping with no own keys."""
+    _, states = split_state(owner, state, len(children))
+    return load_children(children, states)

@@ -12,9 +12,8 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerLike,
     Scalar,
     SchedulerSpec,
-    load_children,
+    load_nested,
     nest_state,
-    split_state,
 )
 from ember.optim.lr_scheduler.spec import build_child
 
@@ -150,8 +149,7 @@ class ComposedLrScheduler(LrScheduler):
         Args:
             state: A mapping from ``state()`` of an identically configured scheduler.
         """
-        _, children = split_state("ComposedLrScheduler", state, len(self._schedulers))
-        self._schedulers = load_children(self._schedulers, children)
+        self._schedulers = load_nested("ComposedLrScheduler", self._schedulers, state)
 
     def __repr__(self) -> str:
         return f"ComposedLrScheduler({self._schedulers!r}, reduction={self._reduction.value})"

@@ -22,9 +22,8 @@ from ember.optim.lr_scheduler.base import (
     LrSchedulerLike,
     Scalar,
     SchedulerSpec,
-    load_children,
+    load_nested,
     nest_state,
-    split_state,
 )
 from ember.optim.lr_scheduler.spec import as_scheduler, build_child
 
@@ -182,8 +181,7 @@ class ModuleLrScheduler:
         Args:
             state: A mapping from ``state()`` of an identically configured scheduler.
         """
-        _, children = split_state("ModuleLrScheduler", state, len(self._groups))
-        loaded = load_children(self.schedulers, children)
+        loaded = load_nested("ModuleLrScheduler", self.schedulers, state)
         self._groups = [(group, s) for (group, _), s in zip(self._groups, loaded)]
 
     def clone(self) -> "ModuleLrScheduler":
