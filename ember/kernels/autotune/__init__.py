@@ -7,38 +7,14 @@ keep the winner in a cache shared by processes, and reuse it (Burn/CubeCL's auto
 Configured by ``[autotune]`` in ``ember.toml``: ``level``, ``cache``, ``logger``.
 """
 
-from .cache import Store, cache_folder
+# ruff: noqa: F403  (a module whose whole __all__ is re-exported is star-imported, so its
+# public names are listed once, in its own __all__)
+
+from . import cache as _cache
+from . import tunable as _tunable
+from .cache import *
 from .fingerprint import fingerprint, folder_name
 from .log import LOG
-from .tunable import (
-    LEVELS,
-    Candidate,
-    Tunable,
-    anchor,
-    forced,
-    key,
-    measured_count,
-    paced,
-    reset,
-    store,
-    tunables,
-)
+from .tunable import *
 
-__all__ = [
-    "LEVELS",
-    "LOG",
-    "Candidate",
-    "Store",
-    "Tunable",
-    "anchor",
-    "cache_folder",
-    "fingerprint",
-    "folder_name",
-    "forced",
-    "key",
-    "measured_count",
-    "paced",
-    "reset",
-    "store",
-    "tunables",
-]
+__all__ = [*_tunable.__all__, *_cache.__all__, "LOG", "fingerprint", "folder_name"]
