@@ -88,6 +88,11 @@ class _Settings:
     timeout: float | None = None
 
 
+def _setting(name: str, doc: str) -> property:
+    """A read-only property of the loader giving its setting ``name``."""
+    return property(lambda loader: getattr(loader._settings, name), doc=doc)
+
+
 def _check_positive(name: str, value: Any, minimum: int) -> int:
     number = as_integer(value, f"DataLoaderBuilder.{name}: expected an integer")
     if number < minimum:
@@ -246,20 +251,9 @@ class DataLoader:
         """The dataset batches are drawn from."""
         return self._dataset
 
-    @property
-    def batch_size(self) -> int:
-        """Items per batch."""
-        return self._settings.batch_size
-
-    @property
-    def num_workers(self) -> int:
-        """Worker processes per pass (0: batches built in the calling thread)."""
-        return self._settings.num_workers
-
-    @property
-    def device(self) -> Any:
-        """Device batches are delivered on (`None`: `ember.default_device()`)."""
-        return self._settings.device
+    batch_size = _setting("batch_size", "Items per batch.")
+    num_workers = _setting("num_workers", "Worker processes per pass (0: batches built by the caller).")
+    device = _setting("device", "Device batches are delivered on (`None`: `ember.default_device()`).")
 
     @property
     def epoch(self) -> int:
