@@ -1,6 +1,7 @@
 """Makes the example packages under ``examples/`` importable (``import text_classification``):
 they are not installed, and their modules use absolute imports rooted at ``examples/``.
-``no_network`` is for the tests that must run offline."""
+``no_network`` is for the tests that must run offline; ``usage_error`` runs a script that must
+refuse its flags."""
 
 from __future__ import annotations
 
@@ -32,3 +33,17 @@ def no_network(monkeypatch):
         return original(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def usage_error(capsys):
+    """``usage_error(main, argv)``: runs a script's ``main``, which must stop with argparse's
+    usage status (exit code 2), and returns what it wrote to stderr."""
+
+    def run(main, argv) -> str:
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+        return capsys.readouterr().err
+
+    return run

@@ -19,22 +19,15 @@ def fasttext_run(tmp_path):
     return run
 
 
-def _refused(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        ag_news_finetune.main(argv)
-    assert info.value.code == 2
-    return capsys.readouterr().err
-
-
-def test_a_fasttext_base_run_is_refused_from_its_config(fasttext_run, tmp_path, capsys):
+def test_a_fasttext_base_run_is_refused_from_its_config(fasttext_run, tmp_path, usage_error):
     argv = ["--source", "synthetic", "--pretrained", str(fasttext_run / "model.bpk")]
-    err = _refused(argv + ["--artifact-dir", str(tmp_path / "ft")], capsys)
+    err = usage_error(ag_news_finetune.main, argv + ["--artifact-dir", str(tmp_path / "ft")])
     assert 'its config.json says "model": "fasttext"' in err
     assert "LoRA fine-tuning does not apply to the fastText-style model" in err
     assert "unknown key" not in err and "contradicts" not in err
 
 
-def test_a_model_flag_contradicting_the_config_says_so(fasttext_run, tmp_path, capsys):
+def test_a_model_flag_contradicting_the_config_says_so(fasttext_run, tmp_path, usage_error):
     argv = [
         "--source",
         "synthetic",
@@ -43,5 +36,5 @@ def test_a_model_flag_contradicting_the_config_says_so(fasttext_run, tmp_path, c
         "--model",
         "transformer",
     ]
-    err = _refused(argv + ["--artifact-dir", str(tmp_path / "ft")], capsys)
+    err = usage_error(ag_news_finetune.main, argv + ["--artifact-dir", str(tmp_path / "ft")])
     assert "--model transformer contradicts it" in err

@@ -125,24 +125,17 @@ def ag_news_finetune_infer(run):
     return ag_news_infer.main(["--artifact-dir", str(run)])
 
 
-def _refused(main, argv, capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    return capsys.readouterr().err
-
-
-def test_flags_the_checkpoint_fixes_are_refused(bert_dir, tmp_path, capsys):
+def test_flags_the_checkpoint_fixes_are_refused(bert_dir, tmp_path, usage_error):
     argv = SMALL + ["--pretrained", str(bert_dir), "--d-model", "64", "--artifact-dir", str(tmp_path / "r")]
-    err = _refused(db_pedia_train.main, argv, capsys)
+    err = usage_error(db_pedia_train.main, argv)
     assert "--d-model" in err and "fixes these" in err
-    err = _refused(
-        db_pedia_train.main, SMALL + ["--lora-rank", "2", "--artifact-dir", str(tmp_path / "r")], capsys
+    err = usage_error(
+        db_pedia_train.main, SMALL + ["--lora-rank", "2", "--artifact-dir", str(tmp_path / "r")]
     )
     assert "--lora-rank: applies to fine-tuning a --pretrained encoder" in err
 
 
-def test_sequences_longer_than_the_positions_are_refused(bert_dir, tmp_path, capsys):
+def test_sequences_longer_than_the_positions_are_refused(bert_dir, tmp_path, usage_error):
     argv = SMALL[:-6] + [
         "--seq-length",
         "64",
@@ -151,13 +144,13 @@ def test_sequences_longer_than_the_positions_are_refused(bert_dir, tmp_path, cap
         "--artifact-dir",
         str(tmp_path / "r"),
     ]
-    err = _refused(db_pedia_train.main, argv, capsys)
+    err = usage_error(db_pedia_train.main, argv)
     assert "--seq-length 64: the bert checkpoint" in err and "positions for 40 tokens" in err
 
 
-def test_hub_name_offline_names_the_cache(tmp_path, monkeypatch, capsys):
+def test_hub_name_offline_names_the_cache(tmp_path, monkeypatch, usage_error):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     argv = SMALL + ["--pretrained", "ember-tests/absent-bert", "--artifact-dir", str(tmp_path / "r")]
-    err = _refused(db_pedia_train.main, argv, capsys)
+    err = usage_error(db_pedia_train.main, argv)
     assert "'ember-tests/absent-bert'" in err and str(tmp_path / "cache") in err

@@ -24,37 +24,30 @@ def no_training(monkeypatch):
     monkeypatch.setattr(training, "train", refuse)
 
 
-def _usage_error(main, argv, capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    return capsys.readouterr().err
-
-
 @pytest.mark.parametrize("script", [db_pedia_train, ag_news_finetune, demo])
-def test_a_file_as_artifact_dir_is_a_usage_error(script, tmp_path, no_training, capsys):
+def test_a_file_as_artifact_dir_is_a_usage_error(script, tmp_path, no_training, usage_error):
     afile = tmp_path / "afile"
     afile.write_text("")
-    err = _usage_error(script.main, ["--source", "synthetic", "--artifact-dir", str(afile)], capsys)
+    err = usage_error(script.main, ["--source", "synthetic", "--artifact-dir", str(afile)])
     assert f"--artifact-dir {afile}: a file, not a directory" in err
 
 
-def test_a_directory_below_a_file_is_a_usage_error(tmp_path, no_training, capsys):
+def test_a_directory_below_a_file_is_a_usage_error(tmp_path, no_training, usage_error):
     (tmp_path / "afile").write_text("")
-    err = _usage_error(db_pedia_train.main, ["--artifact-dir", str(tmp_path / "afile" / "run")], capsys)
+    err = usage_error(db_pedia_train.main, ["--artifact-dir", str(tmp_path / "afile" / "run")])
     assert "cannot be created" in err
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes everywhere")
-def test_an_unwritable_directory_is_a_usage_error(tmp_path, no_training, capsys):
+def test_an_unwritable_directory_is_a_usage_error(tmp_path, no_training, usage_error):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    err = _usage_error(db_pedia_train.main, ["--artifact-dir", str(locked / "run")], capsys)
+    err = usage_error(db_pedia_train.main, ["--artifact-dir", str(locked / "run")])
     assert "cannot be created" in err and "not writable" in err
 
 
 @pytest.mark.parametrize("script", [db_pedia_train, ag_news_finetune, demo])
-def test_resume_without_that_checkpoint_lists_the_complete_ones(script, tmp_path, no_training, capsys):
+def test_resume_without_that_checkpoint_lists_the_complete_ones(script, tmp_path, no_training, usage_error):
     folder = tmp_path / "checkpoint"
     folder.mkdir()
     for name in ("training-1.bpk", "model-1.bpk", "model-2.bpk"):  # epoch 2 never completed
@@ -62,7 +55,7 @@ def test_resume_without_that_checkpoint_lists_the_complete_ones(script, tmp_path
     argv = ["--source", "synthetic", "--artifact-dir", str(tmp_path), "--resume", "2"]
     if script is demo:
         argv += ["--model", "transformer"]
-    err = _usage_error(script.main, argv, capsys)
+    err = usage_error(script.main, argv)
     assert f"--resume 2: no complete checkpoint of epoch 2 in {folder} (complete epochs there: 1)" in err
 
 

@@ -223,36 +223,26 @@ def test_config_model_mismatch_is_a_clear_error(dbpedia_run, tmp_path):
 
 
 @pytest.mark.parametrize("script", [db_pedia_train, ag_news_infer, demo])
-def test_unknown_backend_is_a_clear_error(script, capsys):
-    with pytest.raises(SystemExit) as info:
-        script.main(["--backend", "tpu"])
-    assert info.value.code == 2
-    err = capsys.readouterr().err
+def test_unknown_backend_is_a_clear_error(script, usage_error):
+    err = usage_error(script.main, ["--backend", "tpu"])
     assert "unknown backend 'tpu'" in err and "cpu, reference, cuda" in err
 
 
-def test_unknown_dtype_is_a_clear_error(capsys):
-    with pytest.raises(SystemExit):
-        db_pedia_infer.main(["--dtype", "f64"])
-    assert "--dtype" in capsys.readouterr().err
+def test_unknown_dtype_is_a_clear_error(usage_error):
+    assert "--dtype" in usage_error(db_pedia_infer.main, ["--dtype", "f64"])
 
 
-def test_cuda_without_gpu_is_a_clear_error(capsys):
+def test_cuda_without_gpu_is_a_clear_error(usage_error):
     from ember.kernels.cuda.runtime import is_available
 
     if is_available():
         pytest.skip("a GPU is usable here")
-    with pytest.raises(SystemExit) as info:
-        ag_news_train.main(["--backend", "cuda"])
-    assert info.value.code == 2
-    err = capsys.readouterr().err
+    err = usage_error(ag_news_train.main, ["--backend", "cuda"])
     assert "--backend cuda: no usable CUDA GPU" in err and "--backend cpu" in err
 
 
-def test_local_source_without_data_dir_is_a_clear_error(capsys):
-    with pytest.raises(SystemExit):
-        ag_news_train.main(["--source", "local"])
-    assert "--data-dir" in capsys.readouterr().err
+def test_local_source_without_data_dir_is_a_clear_error(usage_error):
+    assert "--data-dir" in usage_error(ag_news_train.main, ["--source", "local"])
 
 
 # ---------------------------------------------------------------------------------- recipes
@@ -510,16 +500,15 @@ def test_fasttext_through_the_scripts(tmp_path, capsys):
     assert f"accuracy {accuracy:.2f}% over the" in capsys.readouterr().out and accuracy > 50
 
 
-def test_evaluate_scores_the_whole_test_split(dbpedia_run, capsys):
+def test_evaluate_scores_the_whole_test_split(dbpedia_run, capsys, usage_error):
     accuracy = db_pedia_infer.main(
         ["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "synthetic"]
     )
     out = capsys.readouterr().out
     test_rows = len(DbPediaDataset.from_source("synthetic", "test", seed=flags.DEFAULT_SEED))
     assert f"over the {test_rows:,} rows of the test split (synthetic)" in out and 0 <= accuracy <= 100
-    with pytest.raises(SystemExit) as error:
-        db_pedia_infer.main(["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "local"])
-    assert error.value.code == 2 and "--data-dir" in capsys.readouterr().err
+    argv = ["--artifact-dir", str(dbpedia_run), "--evaluate", "--source", "local"]
+    assert "--data-dir" in usage_error(db_pedia_infer.main, argv)
 
 
 def test_fasttext_default_artifact_dir():
@@ -548,13 +537,10 @@ def test_fasttext_default_artifact_dir():
         (["--lr-schedule", "linear"], "noam, cosine and constant"),
     ],
 )
-def test_flags_of_the_other_model_are_refused(argv, message, capsys):
-    with pytest.raises(SystemExit) as error:
-        db_pedia_train.main(argv + ["--source", "synthetic"])
-    assert error.value.code == 2 and message in capsys.readouterr().err
+def test_flags_of_the_other_model_are_refused(argv, message, usage_error):
+    assert message in usage_error(db_pedia_train.main, argv + ["--source", "synthetic"])
 
 
-def test_finetune_refuses_fasttext(capsys):
-    with pytest.raises(SystemExit) as error:
-        ag_news_finetune.main(["--model", "fasttext", "--source", "synthetic"])
-    assert error.value.code == 2 and "LoRA fine-tuning does not apply" in capsys.readouterr().err
+def test_finetune_refuses_fasttext(usage_error):
+    err = usage_error(ag_news_finetune.main, ["--model", "fasttext", "--source", "synthetic"])
+    assert "LoRA fine-tuning does not apply" in err
