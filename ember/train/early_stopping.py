@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.train.store import Aggregate, Direction, MetricsStore, Split, metric_name
+from ember.train.store import Aggregate, Direction, MetricsStore, MetricWatcher, Split
 
 __all__ = ["EarlyStoppingStrategy", "MetricEarlyStoppingStrategy", "StoppingCondition"]
 
@@ -32,7 +32,7 @@ class EarlyStoppingStrategy:
         raise NotImplementedError
 
 
-class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
+class MetricEarlyStoppingStrategy(MetricWatcher, EarlyStoppingStrategy):
     """Stop when ``metric`` has not improved on its best for ``no_improvement_since`` epochs.
 
     Args:
@@ -60,10 +60,7 @@ class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
                 "or condition=StoppingCondition.no_improvement_since(n)"
             )
         self.condition = condition or StoppingCondition.no_improvement_since(no_improvement_since)
-        self.name = metric_name(metric)
-        self.aggregate = aggregate
-        self.direction = direction
-        self.split = Split.of(split)
+        self._watch(metric, aggregate, direction, split)
         self.warmup_epochs: int | None = None
         self.best_epoch = 1
         self.best_value: float | None = None
@@ -89,6 +86,5 @@ class MetricEarlyStoppingStrategy(EarlyStoppingStrategy):
 
     def __repr__(self) -> str:
         return (
-            f"MetricEarlyStoppingStrategy({self.name!r}, {self.direction.name}, {self.split.name}, "
-            f"no_improvement_since={self.condition.n_epochs})"
+            f"MetricEarlyStoppingStrategy({self._watched()}, no_improvement_since={self.condition.n_epochs})"
         )

@@ -57,6 +57,22 @@ def metric_name(metric) -> str:
     return name
 
 
+class MetricWatcher:
+    """Mixin of the strategies that follow one metric's epoch aggregates (best-epoch
+    checkpointing, early stopping): which metric, reduced how, which direction is better,
+    on which split."""
+
+    def _watch(self, metric, aggregate: Aggregate, direction: Direction, split: Split) -> None:
+        self.name = metric_name(metric)
+        self.aggregate = aggregate
+        self.direction = direction
+        self.split = Split.of(split)
+
+    def _watched(self) -> str:
+        """The watched metric as the strategies' reprs show it."""
+        return f"{self.name!r}, {self.direction.name}, {self.split.name}"
+
+
 class MetricsStore:
     """``(split, metric name, epoch) -> aggregate``.
 

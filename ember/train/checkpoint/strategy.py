@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.train.store import Aggregate, Direction, MetricsStore, Split, metric_name
+from ember.train.store import Aggregate, Direction, MetricsStore, MetricWatcher, Split
 
 __all__ = [
     "CheckpointingAction",
@@ -61,7 +61,7 @@ class KeepLastNCheckpoints(CheckpointingStrategy):
         return f"KeepLastNCheckpoints({self.n})"
 
 
-class MetricCheckpointingStrategy(CheckpointingStrategy):
+class MetricCheckpointingStrategy(MetricWatcher, CheckpointingStrategy):
     """Keep the checkpoint of the best epoch by a metric: save when the current epoch is the
     best so far, delete the previous best.
 
@@ -79,10 +79,7 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
         direction: Direction = Direction.Lowest,
         split: Split = Split.Valid,
     ):
-        self.name = metric_name(metric)
-        self.aggregate = aggregate
-        self.direction = direction
-        self.split = Split.of(split)
+        self._watch(metric, aggregate, direction, split)
         self._best_epoch: int | None = None
 
     def checkpointing(self, epoch, store):
@@ -101,7 +98,7 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
         return actions
 
     def __repr__(self) -> str:
-        return f"MetricCheckpointingStrategy({self.name!r}, {self.direction.name}, {self.split.name})"
+        return f"MetricCheckpointingStrategy({self._watched()})"
 
 
 class ComposedCheckpointingStrategy(CheckpointingStrategy):
