@@ -36,16 +36,9 @@ TRANSFORMER_ONLY = (
     "token_dropout",
 )
 FASTTEXT_ONLY = ("buckets", "ngrams", "head_tokens", "max_tokens")
-# Float dtypes each backend trains and infers in (all of them do both; the table is where a
-# backend without float16 would say so, and --dtype checks it).
-BACKEND_DTYPES = {
-    "cpu": ("f32", "f16"),
-    "reference": ("f32", "f16"),
-    "cuda": ("f32", "f16"),
-    "torch": ("f32", "f16"),
-    "torch:cuda": ("f32", "f16"),
-    "torch:mps": ("f32", "f16"),
-}
+# Float dtypes each backend trains and infers in: every backend does all of DTYPES (the table
+# is where a backend without float16 would say so, and --dtype checks it).
+BACKEND_DTYPES = dict.fromkeys(BACKENDS, DTYPES)
 BACKEND_NEEDS = {
     "cpu": "Numba kernels on the CPU (installed with ember; the default)",
     "reference": "the pure-NumPy reference backend (slow; the specification the others are tested against)",
