@@ -82,6 +82,10 @@ def lr_at(k: int, base: float = 0.05) -> float:
     return base * (1.0 + 0.5 * np.sin(1.3 * k))
 
 
+# The rates of the trajectory tests' steps (the longest runs 20 steps; shorter ones use the first).
+LRS = [lr_at(k) for k in range(20)]
+
+
 # --- NumPy transcriptions of the formulas (float64), one parameter at a time ----------------
 
 

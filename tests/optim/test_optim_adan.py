@@ -9,12 +9,12 @@ import functools
 import numpy as np
 import pytest
 from optim_cases import (
+    LRS,
     Tiny,
     assert_trajectories_close,
     ember_trajectory,
     grads_for,
     initial_values,
-    lr_at,
     model_values,
     ref_trajectory,
 )
@@ -23,7 +23,6 @@ import ember
 from ember.optim import Adan, AdanConfig, GradientClippingConfig, OptimizerRecord
 
 STEPS = 20
-LRS = [lr_at(k) for k in range(STEPS)]
 
 
 def ref_adan(

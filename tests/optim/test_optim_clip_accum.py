@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from optim_cases import assert_trajectories_close, ember_trajectory, lr_at, ref_adam, ref_sgd, ref_trajectory
+from optim_cases import LRS, assert_trajectories_close, ember_trajectory, ref_adam, ref_sgd, ref_trajectory
 
 import ember
 from ember import nn
@@ -23,7 +23,6 @@ from ember.optim import (
 )
 
 STEPS = 10
-LRS = [lr_at(k) for k in range(STEPS)]
 TINY64 = 2.0**-1022
 
 

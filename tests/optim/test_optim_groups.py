@@ -8,12 +8,12 @@ import functools
 import numpy as np
 import pytest
 from optim_cases import (
+    LRS,
     Tiny,
     assert_trajectories_close,
     gradient,
     grads_for,
     initial_values,
-    lr_at,
     model_values,
     ref_adam,
     ref_sgd,
@@ -31,7 +31,6 @@ from ember.optim import (
 )
 
 STEPS = 8
-LRS = [lr_at(k) for k in range(STEPS)]
 
 
 def _mixed_reference(routes: dict, lrs_of, steps=STEPS):

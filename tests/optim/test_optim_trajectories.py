@@ -8,11 +8,11 @@ import functools
 import numpy as np
 import pytest
 from optim_cases import (
+    LRS,
     assert_trajectories_close,
     ember_trajectory,
     gradient,
     initial_values,
-    lr_at,
     ref_adagrad,
     ref_adam,
     ref_lion,
@@ -34,7 +34,6 @@ from ember.optim import (
 )
 
 STEPS = 20
-LRS = [lr_at(k) for k in range(STEPS)]
 
 # (id, config, NumPy reference, torch factory or None where Burn's formula has no torch twin)
 CASES = [
