@@ -17,6 +17,7 @@ applies it to its first (``all()``) group on ``init()``, or passed per group to
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -122,10 +123,17 @@ class GradientClippingConfig(Config):
                 "GradientClippingConfig.Norm(1.0), GradientClippingConfig.Value(0.5) "
                 "or GradientClippingConfig.GlobalNorm(1.0)"
             )
+        name, bound = self._bound()
+        finite_scalar(f"GradientClippingConfig.{type(self).__name__}", name, bound, minimum=0.0)
+
+    def _bound(self) -> tuple[str, float]:
+        """The variant's one field, its bound (finite, >= 0): name and value."""
+        (field,) = dataclasses.fields(self)
+        return field.name, getattr(self, field.name)
 
     def init(self) -> GradientClipping:
-        """The clipping rule described by this config."""
-        raise NotImplementedError  # every variant overrides it
+        """The clipping rule described by this config (its kind is the variant's name)."""
+        return GradientClipping(type(self).__name__, self._bound()[1])
 
 
 class Value(GradientClippingConfig):
@@ -137,12 +145,6 @@ class Value(GradientClippingConfig):
 
     threshold: float
 
-    def __post_init__(self) -> None:
-        finite_scalar("GradientClippingConfig.Value", "threshold", self.threshold, minimum=0.0)
-
-    def init(self) -> GradientClipping:
-        return GradientClipping("Value", self.threshold)
-
 
 class Norm(GradientClippingConfig):
     """Rescale each gradient tensor whose L2 norm exceeds ``max_norm`` (per tensor, as Burn).
@@ -152,12 +154,6 @@ class Norm(GradientClippingConfig):
     """
 
     max_norm: float
-
-    def __post_init__(self) -> None:
-        finite_scalar("GradientClippingConfig.Norm", "max_norm", self.max_norm, minimum=0.0)
-
-    def init(self) -> GradientClipping:
-        return GradientClipping("Norm", self.max_norm)
 
 
 class GlobalNorm(GradientClippingConfig):
@@ -169,12 +165,6 @@ class GlobalNorm(GradientClippingConfig):
     """
 
     max_norm: float
-
-    def __post_init__(self) -> None:
-        finite_scalar("GradientClippingConfig.GlobalNorm", "max_norm", self.max_norm, minimum=0.0)
-
-    def init(self) -> GradientClipping:
-        return GradientClipping("GlobalNorm", self.max_norm)
 
 
 GradientClippingConfig.Value = Value
