@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
 
 import numpy as np
+from markdown_table import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -187,11 +188,12 @@ def main() -> None:
         f"{indices / samples:.0f} ids per text; table {vocab + args.buckets} x {args.d_model}, {classes} classes; "
         f"median of {args.rounds} epochs, {os.cpu_count()} cores"
     )
-    print("| impl | s / epoch | samples/s | last batch's loss, epoch 1 |")
-    print("|---|---|---|---|")
     medians = {name: statistics.median(ts) for name, ts in times.items()}
-    for name, seconds in medians.items():
-        print(f"| {name} | {seconds:.3f} | {samples / seconds:,.0f} | {losses[name]:.4f} |")
+    rows = [
+        [name, f"{seconds:.3f}", f"{samples / seconds:,.0f}", f"{losses[name]:.4f}"]
+        for name, seconds in medians.items()
+    ]
+    print(markdown_table(["impl", "s / epoch", "samples/s", "last batch's loss, epoch 1"], rows))
     if len(medians) == 2:
         print(f"ember throughput / PyTorch throughput: {medians['torch'] / medians['ember-cpu']:.2f}")
 

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np  # first, as in users' scripts (the workers import the frameworks after it)
 from machine_limit import sgemm_gflops, transformer_flops
+from markdown_table import markdown_head, markdown_row
 from torch_classifier import torch_classifier
 
 ROOT = Path(__file__).resolve().parent
@@ -321,7 +322,7 @@ def _row(label: str, values: dict, unit: str) -> str:
         "—" if ours is None or values.get(peer) is None else f"{ours / values[peer]:.2f}"
         for peer in ("torch", "onnxruntime")
     ]
-    return "| " + " | ".join([label, *(shown(values.get(fw)) for fw, _ in COLUMNS), *ratios]) + " |"
+    return markdown_row([label, *(shown(values.get(fw)) for fw, _ in COLUMNS), *ratios])
 
 
 #: Row labels of the two timed modes.
@@ -365,8 +366,7 @@ def _limit_lines(raw: dict, models: list[str], rows_kinds: list[str], sgemm: flo
     lines = [
         f"SGEMM (NumPy float32, every core): {sgemm:.0f} GFLOP/s.",
         "",
-        "| step | work | ember `cpu` | GFLOP/s | share of SGEMM | PyTorch GFLOP/s |",
-        "|---|---|---|---|---|---|",
+        *markdown_head(["step", "work", "ember `cpu`", "GFLOP/s", "share of SGEMM", "PyTorch GFLOP/s"]),
     ]
     for model in models:
         for mode in MODE_LABELS:
@@ -378,10 +378,16 @@ def _limit_lines(raw: dict, models: list[str], rows_kinds: list[str], sgemm: flo
                 theirs = raw.get(f"{model}/{mode}/{rows}/torch", {}).get("median_s")
                 achieved = flops / ours / 1e9
                 lines.append(
-                    f"| {NAMES[model]} {MODE_LABELS[mode]}, {rows} rows | {flops / 1e9:.1f} GFLOP | {ours:.3f} s "
-                    f"| {achieved:.0f} | {achieved / sgemm:.0%} | "
-                    + ("—" if theirs is None else f"{flops / theirs / 1e9:.0f}")
-                    + " |"
+                    markdown_row(
+                        [
+                            f"{NAMES[model]} {MODE_LABELS[mode]}, {rows} rows",
+                            f"{flops / 1e9:.1f} GFLOP",
+                            f"{ours:.3f} s",
+                            f"{achieved:.0f}",
+                            f"{achieved / sgemm:.0%}",
+                            "—" if theirs is None else f"{flops / theirs / 1e9:.0f}",
+                        ]
+                    )
                 )
     return lines
 
@@ -421,8 +427,7 @@ def main() -> None:
 
     models, rows_kinds = args.models.split(","), args.rows.split(",")
     raw: dict = {"sgemm": [_sgemm()]}
-    header = "| figure | " + " | ".join(h for _, h in COLUMNS) + " | ember / PyTorch | ember / ORT |"
-    lines = [header, "|" + "---|" * (len(COLUMNS) + 3)]
+    lines = markdown_head(["figure", *(h for _, h in COLUMNS), "ember / PyTorch", "ember / ORT"])
     import_rows, measured = [], 0
     for model in models:
         name = NAMES[model]

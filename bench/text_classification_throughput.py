@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from markdown_table import markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SAMPLE = EXAMPLES / "text_classification" / "data" / "dbpedia_sample" / "train.csv"
@@ -178,10 +180,8 @@ def main():
         f"text-classification loop: {args.batches} batches of {args.batch_size}, seq {args.seq}, "
         f"d_model {args.d_model}, 4 layers; medians of {args.rounds} rounds, each framework in its own process"
     )
-    print("| pipeline | s | samples/s |")
-    print("|---|---|---|")
-    for impl, seconds in results.items():
-        print(f"| {impl} | {seconds:.2f} | {samples / seconds:.1f} |")
+    rows = [[impl, f"{seconds:.2f}", f"{samples / seconds:.1f}"] for impl, seconds in results.items()]
+    print(markdown_table(["pipeline", "s", "samples/s"], rows))
     if len(results) == 2:
         print(f"ember time / PyTorch time: {results['ember'] / results['torch']:.2f}")
 

@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conftest  # noqa: F401   (ember's thread settings, as in the other benchmarks)
 import numpy as np
+from markdown_table import markdown_table
 
 import ember
 from ember import nn
@@ -141,10 +142,11 @@ def main():
         f"model: d_model {args.d_model}, {args.layers} layers, batch {args.batch_size}, seq {args.seq}; "
         f"{steps} steps per epoch, {args.rounds} rounds (medians)"
     )
-    print("| loop | s / epoch | steps/s |")
-    print("|---|---|---|")
-    print(f"| hand-written | {hand:.3f} | {steps / hand:.2f} |")
-    print(f"| SupervisedTraining | {learn:.3f} | {steps / learn:.2f} |")
+    rows = [
+        [loop, f"{seconds:.3f}", f"{steps / seconds:.2f}"]
+        for loop, seconds in (("hand-written", hand), ("SupervisedTraining", learn))
+    ]
+    print(markdown_table(["loop", "s / epoch", "steps/s"], rows))
     print(f"overhead of SupervisedTraining: {100 * (learn / hand - 1):+.2f}%")
 
 
