@@ -60,6 +60,79 @@ __device__ __forceinline__ void att_load_row(A (&dst)[32], const T* __restrict__
   }
 }
 
+// Store this thread's 32 interleaved dims of row `r`, times `factor` (the mirror of
+// att_load_row; nothing past dh).
+template <typename T, typename A, int TPR>
+__device__ __forceinline__ void att_store_row(T* __restrict__ dst, const A (&src)[32], A factor,
+                                              long long r, int dh, int part) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int d = i * TPR + part;
+    if (d < dh) dst[r * dh + d] = from_acc<T>(src[i] * factor);
+  }
+}
+
+// This thread's row of a [BH, rows, Dh] operand: head bh (of batch b), index i within the head
+// (ok: i < rows), flat row index bh * rows + i, and `part`, its place among the TPR threads
+// that share the row.
+struct AttRow {
+  int bh, b, part, i;
+  bool ok;
+  long long flat;
+};
+
+template <int TPR> __device__ __forceinline__ AttRow att_row(int heads, int rows) {
+  const int bh = blockIdx.x;
+  const int i = blockIdx.y * (ATT_THREADS / TPR) + threadIdx.x / TPR;
+  return {bh, bh / heads, (int)(threadIdx.x % TPR), i, i < rows, (long long)bh * rows + i};
+}
+
+// Key `key` of batch b: 0 attended to, 1 padded (mask nonzero), 2 past the end of the keys.
+__device__ __forceinline__ int att_key_flag(int key, int sk, int has_mask,
+                                            const unsigned char* __restrict__ mask, int b) {
+  return key >= sk ? 2 : ((has_mask && mask[(long long)b * sk + key]) ? 1 : 0);
+}
+
+// Stage keys [k0, k0 + BK) of head bh in shared memory for the query-row kernels: their K and
+// V rows and flags. The leading barrier waits until every thread has consumed the last tile.
+template <typename T, typename A, int BK, int DPAD>
+__device__ __forceinline__ void att_stage_keys(A* __restrict__ k_tile, A* __restrict__ v_tile,
+                                               int* __restrict__ flags, const T* __restrict__ k,
+                                               const T* __restrict__ v,
+                                               const unsigned char* __restrict__ mask,
+                                               int has_mask, int bh, int b, int k0, int sk, int dh) {
+  __syncthreads();
+  att_load_tile<T, A, BK, DPAD>(k_tile, k + (long long)bh * sk * dh, k0, sk, dh);
+  att_load_tile<T, A, BK, DPAD>(v_tile, v + (long long)bh * sk * dh, k0, sk, dh);
+  for (int j = threadIdx.x; j < BK; j += ATT_THREADS) flags[j] = att_key_flag(k0 + j, sk, has_mask, mask, b);
+  __syncthreads();
+}
+
+// a . x over this thread's 32 dims, summed over the TPR threads of the row.
+template <int TPR, typename A>
+__device__ __forceinline__ A att_dot(const A (&a)[32], const A* __restrict__ x, int part) {
+  A s = (A)0;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) s += a[i] * x[i * TPR + part];
+  return group_sum<TPR>(s);
+}
+
+// a . x and b . y at once (one pass over the dims), as att_dot.
+template <int TPR, typename A>
+__device__ __forceinline__ void att_dot2(const A (&a)[32], const A* __restrict__ x,
+                                         const A (&b)[32], const A* __restrict__ y, int part,
+                                         A& ax, A& by) {
+  ax = (A)0;
+  by = (A)0;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    ax += a[i] * x[i * TPR + part];
+    by += b[i] * y[i * TPR + part];
+  }
+  ax = group_sum<TPR>(ax);
+  by = group_sum<TPR>(by);
+}
+
 // The score transform shared by forward and backward. flag: 0 normal, 1 padded key,
 // 2 key out of range. `kept` reports the dropout decision (true without dropout).
 template <typename A>
@@ -87,25 +160,14 @@ attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
               typename AccType<T>::type inv_keep) {
   typedef typename AccType<T>::type A;
   constexpr int TPR = DPAD / 32;
-  constexpr int ROWS = ATT_THREADS / TPR;
   constexpr int BK = AttTile<A>::rows;
   __shared__ A sk_tile[BK * DPAD];
   __shared__ A sv_tile[BK * DPAD];
   __shared__ int sflag[BK];
+  const auto [bh, b, part, qi, row_ok, qrow] = att_row<TPR>(heads, sq);
 
-  const int bh = blockIdx.x;
-  const int b = bh / heads;
-  const int part = threadIdx.x % TPR;
-  const int qi = blockIdx.y * ROWS + threadIdx.x / TPR;
-  const bool row_ok = qi < sq;
-  const long long qrow = (long long)bh * sq + qi;
-  const T* kb = k + (long long)bh * sk * dh;
-  const T* vb = v + (long long)bh * sk * dh;
-
-  A qr[32], o[32];
+  A qr[32], o[32] = {};
   att_load_row<T, A, TPR>(qr, q, row_ok, qrow, dh, part);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] = (A)0;
   // Quiet softmax = softmax with one extra logit 0 that carries no value: start the running
   // max at 0 and the running sum at exp(0 - 0) = 1.
   A m = quiet ? (A)0 : neg_inf<A>();
@@ -113,22 +175,10 @@ attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
   const unsigned long long flat_row = (unsigned long long)qrow * (unsigned long long)sk;
 
   for (int k0 = 0; k0 < sk; k0 += BK) {
-    __syncthreads();  // the previous tile has been consumed by every thread
-    att_load_tile<T, A, BK, DPAD>(sk_tile, kb, k0, sk, dh);
-    att_load_tile<T, A, BK, DPAD>(sv_tile, vb, k0, sk, dh);
-    for (int j = threadIdx.x; j < BK; j += ATT_THREADS) {
-      const int key = k0 + j;
-      sflag[j] = key >= sk ? 2 : ((has_mask && mask[(long long)b * sk + key]) ? 1 : 0);
-    }
-    __syncthreads();
-
+    att_stage_keys<T, A, BK, DPAD>(sk_tile, sv_tile, sflag, k, v, mask, has_mask, bh, b, k0, sk, dh);
     for (int j = 0; j < BK; ++j) {
-      const A* kj = sk_tile + j * DPAD;
       const A* vj = sv_tile + j * DPAD;
-      A dot = (A)0;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) dot += qr[i] * kj[i * TPR + part];
-      dot = group_sum<TPR>(dot);
+      const A dot = att_dot<TPR>(qr, sk_tile + j * DPAD, part);
       bool kept;
       const A s = att_transform<A>(dot, scale, sflag[j], seed,
                                    flat_row + (unsigned long long)(k0 + j), threshold, inv_keep,
@@ -150,12 +200,7 @@ attention_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
   }
 
   if (row_ok) {
-    const A inv = (A)1 / l;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int d = i * TPR + part;
-      if (d < dh) out[qrow * dh + d] = from_acc<T>(o[i] * inv);
-    }
+    att_store_row<T, A, TPR>(out, o, (A)1 / l, qrow, dh, part);
     if (part == 0) lse[qrow] = (double)m + log((double)l);
   }
 }
@@ -209,52 +254,26 @@ attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __re
                  typename AccType<T>::type inv_keep) {
   typedef typename AccType<T>::type A;
   constexpr int TPR = DPAD / 32;
-  constexpr int ROWS = ATT_THREADS / TPR;
   constexpr int BK = AttTile<A>::rows;
   __shared__ A sk_tile[BK * DPAD];
   __shared__ A sv_tile[BK * DPAD];
   __shared__ int sflag[BK];
+  const auto [bh, b, part, qi, row_ok, qrow] = att_row<TPR>(heads, sq);
 
-  const int bh = blockIdx.x;
-  const int b = bh / heads;
-  const int part = threadIdx.x % TPR;
-  const int qi = blockIdx.y * ROWS + threadIdx.x / TPR;
-  const bool row_ok = qi < sq;
-  const long long qrow = (long long)bh * sq + qi;
-  const T* kb = k + (long long)bh * sk * dh;
-  const T* vb = v + (long long)bh * sk * dh;
-
-  A qr[32], gr[32], acc[32];
+  A qr[32], gr[32], acc[32] = {};
   att_load_row<T, A, TPR>(qr, q, row_ok, qrow, dh, part);
   att_load_row<T, A, TPR>(gr, dout, row_ok, qrow, dh, part);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) acc[i] = (A)0;
   A lse_hi, lse_lo;
   att_split_lse<A>(row_ok ? lse[qrow] : 0.0, lse_hi, lse_lo);
   const A delta_i = row_ok ? delta[qrow] : (A)0;
   const unsigned long long flat_row = (unsigned long long)qrow * (unsigned long long)sk;
 
   for (int k0 = 0; k0 < sk; k0 += BK) {
-    __syncthreads();
-    att_load_tile<T, A, BK, DPAD>(sk_tile, kb, k0, sk, dh);
-    att_load_tile<T, A, BK, DPAD>(sv_tile, vb, k0, sk, dh);
-    for (int j = threadIdx.x; j < BK; j += ATT_THREADS) {
-      const int key = k0 + j;
-      sflag[j] = key >= sk ? 2 : ((has_mask && mask[(long long)b * sk + key]) ? 1 : 0);
-    }
-    __syncthreads();
-
+    att_stage_keys<T, A, BK, DPAD>(sk_tile, sv_tile, sflag, k, v, mask, has_mask, bh, b, k0, sk, dh);
     for (int j = 0; j < BK; ++j) {
       const A* kj = sk_tile + j * DPAD;
-      const A* vj = sv_tile + j * DPAD;
-      A dot = (A)0, dw = (A)0;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        dot += qr[i] * kj[i * TPR + part];
-        dw += gr[i] * vj[i * TPR + part];
-      }
-      dot = group_sum<TPR>(dot);
-      dw = group_sum<TPR>(dw);
+      A dot, dw;
+      att_dot2<TPR>(qr, kj, gr, sv_tile + j * DPAD, part, dot, dw);
       const int flag = sflag[j];
       bool kept;
       const A s = att_transform<A>(dot, scale, flag, seed, flat_row + (unsigned long long)(k0 + j),
@@ -266,13 +285,7 @@ attention_bwd_dq(const T* __restrict__ q, const T* __restrict__ k, const T* __re
     }
   }
 
-  if (row_ok) {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int d = i * TPR + part;
-      if (d < dh) dq[qrow * dh + d] = from_acc<T>(acc[i] * scale);
-    }
-  }
+  if (row_ok) att_store_row<T, A, TPR>(dq, acc, scale, qrow, dh, part);
 }
 
 // dk_j = scale * sum_i ds_ij q_i and dv_j = sum_i w_ij dout_i; rows are key rows, query rows
@@ -288,7 +301,6 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
                   unsigned int threshold, typename AccType<T>::type inv_keep) {
   typedef typename AccType<T>::type A;
   constexpr int TPR = DPAD / 32;
-  constexpr int ROWS = ATT_THREADS / TPR;
   constexpr int BQ = AttTile<A>::rows;
   __shared__ A sq_tile[BQ * DPAD];
   __shared__ A sg_tile[BQ * DPAD];
@@ -297,24 +309,14 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
   __shared__ A sdelta[BQ];
   __shared__ int sok[BQ];
 
-  const int bh = blockIdx.x;
-  const int b = bh / heads;
-  const int part = threadIdx.x % TPR;
-  const int kj = blockIdx.y * ROWS + threadIdx.x / TPR;
-  const bool key_ok = kj < sk;
-  const long long krow = (long long)bh * sk + kj;
+  const auto [bh, b, part, kj, key_ok, krow] = att_row<TPR>(heads, sk);
   const T* qb = q + (long long)bh * sq * dh;
   const T* gb = dout + (long long)bh * sq * dh;
-  const int flag = !key_ok ? 2 : ((has_mask && mask[(long long)b * sk + kj]) ? 1 : 0);
+  const int flag = att_key_flag(kj, sk, has_mask, mask, b);
 
-  A kr[32], vr[32], dka[32], dva[32];
+  A kr[32], vr[32], dka[32] = {}, dva[32] = {};
   att_load_row<T, A, TPR>(kr, k, key_ok, krow, dh, part);
   att_load_row<T, A, TPR>(vr, v, key_ok, krow, dh, part);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    dka[i] = (A)0;
-    dva[i] = (A)0;
-  }
 
   for (int q0 = 0; q0 < sq; q0 += BQ) {
     __syncthreads();
@@ -332,14 +334,8 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
     for (int r = 0; r < BQ; ++r) {
       const A* qi_row = sq_tile + r * DPAD;
       const A* gi_row = sg_tile + r * DPAD;
-      A dot = (A)0, dw = (A)0;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        dot += kr[i] * qi_row[i * TPR + part];
-        dw += vr[i] * gi_row[i * TPR + part];
-      }
-      dot = group_sum<TPR>(dot);
-      dw = group_sum<TPR>(dw);
+      A dot, dw;
+      att_dot2<TPR>(kr, qi_row, vr, gi_row, part, dot, dw);
       const unsigned long long flat =
           ((unsigned long long)bh * (unsigned long long)sq + (unsigned long long)(q0 + r)) *
               (unsigned long long)sk + (unsigned long long)kj;
@@ -357,13 +353,7 @@ attention_bwd_dkv(const T* __restrict__ q, const T* __restrict__ k, const T* __r
   }
 
   if (key_ok) {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int d = i * TPR + part;
-      if (d < dh) {
-        dk[krow * dh + d] = from_acc<T>(dka[i] * scale);
-        dv[krow * dh + d] = from_acc<T>(dva[i]);
-      }
-    }
+    att_store_row<T, A, TPR>(dk, dka, scale, krow, dh, part);
+    att_store_row<T, A, TPR>(dv, dva, (A)1, krow, dh, part);
   }
 }
