@@ -56,44 +56,39 @@ def bench_matmul(benchmark, impl):
     _run(benchmark, f"matmul [{BATCH * SEQ},{D_MODEL}]x[{D_MODEL},{D_FF}]", impl, fn)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("direction", ["fwd", "bwd"])
-def bench_softmax(benchmark, impl, direction):
-    x = _f32(BATCH * HEADS * SEQ, SEQ)
+def _bench_softmax_like(benchmark, impl, direction, op, x, torch_graph_in_fwd):
+    """``op`` (softmax or log_softmax: the last axis, backward from the output) on ``x``; PyTorch's
+    forward records its graph only with ``torch_graph_in_fwd``."""
     dy = _f32(*x.shape)
     if impl == "torch":
-        tx = torch.from_numpy(x).requires_grad_(direction == "bwd")
-        y = torch.softmax(tx, -1)
+        torch_op = getattr(torch, op)
+        tx = torch.from_numpy(x).requires_grad_(torch_graph_in_fwd or direction == "bwd")
+        y = torch_op(tx, -1)
         fn = (
-            (lambda: torch.softmax(tx, -1))
+            (lambda: torch_op(tx, -1))
             if direction == "fwd"
             else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
         )
     else:
         be = _backend(impl)
-        y = be.softmax(x)
-        fn = (lambda: be.softmax(x)) if direction == "fwd" else (lambda: be.softmax_backward(y, dy))
-    _run(benchmark, f"softmax {direction} [{BATCH * HEADS * SEQ},{SEQ}]", impl, fn)
+        forward, backward = getattr(be, op), getattr(be, f"{op}_backward")
+        y = forward(x)
+        fn = (lambda: forward(x)) if direction == "fwd" else (lambda: backward(y, dy))
+    _run(benchmark, f"{op} {direction} [{x.shape[0]},{x.shape[1]}]", impl, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def bench_softmax(benchmark, impl, direction):
+    x = _f32(BATCH * HEADS * SEQ, SEQ)
+    _bench_softmax_like(benchmark, impl, direction, "softmax", x, torch_graph_in_fwd=False)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 def bench_log_softmax(benchmark, impl, direction):
     x = _f32(BATCH * SEQ, D_MODEL)
-    dy = _f32(*x.shape)
-    if impl == "torch":
-        tx = torch.from_numpy(x).requires_grad_(True)
-        y = torch.log_softmax(tx, -1)
-        fn = (
-            (lambda: torch.log_softmax(tx, -1))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
-        )
-    else:
-        be = _backend(impl)
-        y = be.log_softmax(x)
-        fn = (lambda: be.log_softmax(x)) if direction == "fwd" else (lambda: be.log_softmax_backward(y, dy))
-    _run(benchmark, f"log_softmax {direction} [{BATCH * SEQ},{D_MODEL}]", impl, fn)
+    _bench_softmax_like(benchmark, impl, direction, "log_softmax", x, torch_graph_in_fwd=True)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
