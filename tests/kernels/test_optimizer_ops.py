@@ -152,7 +152,7 @@ DENSE_CASES = {
         "sgd_update",
         SgdState,
         ("momentum_bufs",),
-        lambda k: SgdArgs(0.1, momentum=0.8, nesterov=True, first_step=k == 0),
+        lambda k: SgdArgs(0.1, 0.01, momentum=0.8, nesterov=True, first_step=k == 0),
     ),
     "sgd-per-tensor": (
         "sgd_update",
@@ -221,26 +221,11 @@ DENSE_CASES = {
     ),
 }
 
+# the row-sparse updates (SGD and Adam/AdamW, lazy) on the dense cases of the options they take
 SPARSE_CASES = {
-    "sparse-sgd": ("sparse_sgd_update", SgdState, (), lambda k: SgdArgs(0.1, weight_decay=0.01)),
-    "sparse-sgd-nesterov": (
-        "sparse_sgd_update",
-        SgdState,
-        ("momentum_bufs",),
-        lambda k: SgdArgs(0.1, 0.01, momentum=0.9, nesterov=True, first_step=k == 0),
-    ),
-    "sparse-adam": (
-        "sparse_adam_update",
-        AdamState,
-        ("m", "v"),
-        lambda k: AdamArgs(0.01, weight_decay=0.05, steps=k + 1),
-    ),
-    "sparse-adamw-cautious-amsgrad": (
-        "sparse_adam_update",
-        AdamState,
-        ("m", "v", "vmax"),
-        lambda k: AdamArgs(0.01, weight_decay=0.5, decoupled=True, cautious=True, steps=k + 1),
-    ),
+    f"sparse-{case}": (f"sparse_{name}", *rest)
+    for case, (name, *rest) in DENSE_CASES.items()
+    if case in ("sgd-decay", "sgd-nesterov", "adam-l2", "adamw-cautious-amsgrad")
 }
 
 STEPS = 3
@@ -252,6 +237,14 @@ def _fused_kernel(backend, name):
     if kernel is None:
         pytest.skip(f"{backend.name} has no fused {name}")
     return lambda *args: kernel(backend, *args)
+
+
+def _fused_and_default(device, name, case):
+    """``device``'s backend, its fused ``name`` (or skip), the composed default of ``name``, and
+    a generator seeded by the case's name."""
+    backend = as_device(device).backend
+    rng = np.random.default_rng(sum(map(ord, case)))
+    return backend, _fused_kernel(backend, name), getattr(ReferenceBackend(), name), rng
 
 
 def _state(cls, buffers, make):
@@ -268,9 +261,7 @@ def _close(backend, got, want, dtype, what):
 @pytest.mark.parametrize("case", list(DENSE_CASES))
 def test_fused_updates_compute_the_composed_default(other_device, case, dtype):
     name, state_cls, buffers, args_at = DENSE_CASES[case]
-    backend = as_device(other_device).backend
-    fused, reference = _fused_kernel(backend, name), getattr(ReferenceBackend(), name)
-    rng = np.random.default_rng(sum(map(ord, case)))
+    backend, fused, reference, rng = _fused_and_default(other_device, name, case)
     host = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
     params = [backend.from_host(p.copy()) for p in host]
     state = _state(state_cls, buffers, lambda: [backend.from_host(np.zeros(s, dtype)) for s in SHAPES])
@@ -290,9 +281,7 @@ def test_fused_updates_compute_the_composed_default(other_device, case, dtype):
 @pytest.mark.parametrize("case", list(SPARSE_CASES))
 def test_fused_row_sparse_updates_compute_the_composed_default(other_device, case, dtype):
     name, state_cls, buffers, args_at = SPARSE_CASES[case]
-    backend = as_device(other_device).backend
-    fused, reference = _fused_kernel(backend, name), getattr(ReferenceBackend(), name)
-    rng = np.random.default_rng(sum(map(ord, case)))
+    backend, fused, reference, rng = _fused_and_default(other_device, name, case)
     shape = (20, 6)
     table = rng.standard_normal(shape).astype(dtype)
     param = backend.from_host(table.copy())
