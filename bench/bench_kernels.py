@@ -32,6 +32,15 @@ def _f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+def _torch_timed(direction, forward, inputs, grad_output):
+    """What a PyTorch benchmark times: ``forward`` itself, or the gradient of its output (computed
+    once, here) with respect to ``inputs`` for ``grad_output``."""
+    if direction == "fwd":
+        return forward
+    out = forward()
+    return lambda: torch.autograd.grad(out, inputs, torch.from_numpy(grad_output), retain_graph=True)
+
+
 def _run(benchmark, group, impl, fn):
     benchmark.group = group
     benchmark.extra_info["impl"] = impl
@@ -63,12 +72,7 @@ def _bench_softmax_like(benchmark, impl, direction, op, x, torch_graph_in_fwd):
     if impl == "torch":
         torch_op = getattr(torch, op)
         tx = torch.from_numpy(x).requires_grad_(torch_graph_in_fwd or direction == "bwd")
-        y = torch_op(tx, -1)
-        fn = (
-            (lambda: torch_op(tx, -1))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
-        )
+        fn = _torch_timed(direction, lambda: torch_op(tx, -1), tx, dy)
     else:
         be = _backend(impl)
         forward, backward = getattr(be, op), getattr(be, f"{op}_backward")
@@ -98,11 +102,8 @@ def bench_layer_norm(benchmark, impl, direction):
     dy = _f32(*x.shape)
     if impl == "torch":
         tx, tg, tb = (torch.from_numpy(a).requires_grad_(True) for a in (x, g, b))
-        y = torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5)
-        fn = (
-            (lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(y, (tx, tg, tb), torch.from_numpy(dy), retain_graph=True))
+        fn = _torch_timed(
+            direction, lambda: torch.nn.functional.layer_norm(tx, (D_MODEL,), tg, tb, 1e-5), (tx, tg, tb), dy
         )
     else:
         be = _backend(impl)
@@ -123,12 +124,7 @@ def bench_gelu(benchmark, impl, direction, approximate):
     if impl == "torch":
         mode = "tanh" if approximate else "none"
         tx = torch.from_numpy(x).requires_grad_(True)
-        y = torch.nn.functional.gelu(tx, approximate=mode)
-        fn = (
-            (lambda: torch.nn.functional.gelu(tx, approximate=mode))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(y, tx, torch.from_numpy(dy), retain_graph=True))
-        )
+        fn = _torch_timed(direction, lambda: torch.nn.functional.gelu(tx, approximate=mode), tx, dy)
     else:
         be = _backend(impl)
         fn = (
@@ -149,11 +145,8 @@ def bench_cross_entropy(benchmark, impl, direction):
     dloss = np.full(n, 1.0 / n, np.float32)
     if impl == "torch":
         tl, tt = torch.from_numpy(logits).requires_grad_(True), torch.from_numpy(targets)
-        loss = torch.nn.functional.cross_entropy(tl, tt, reduction="none")
-        fn = (
-            (lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none"))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(loss, tl, torch.from_numpy(dloss), retain_graph=True))
+        fn = _torch_timed(
+            direction, lambda: torch.nn.functional.cross_entropy(tl, tt, reduction="none"), tl, dloss
         )
     else:
         be = _backend(impl)
@@ -174,12 +167,7 @@ def bench_embedding(benchmark, impl, direction):
     dout = _f32(BATCH, SEQ, D_MODEL)
     if impl == "torch":
         tw, tids = torch.from_numpy(w).requires_grad_(True), torch.from_numpy(ids)
-        out = torch.nn.functional.embedding(tids, tw)
-        fn = (
-            (lambda: torch.nn.functional.embedding(tids, tw))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(out, tw, torch.from_numpy(dout), retain_graph=True))
-        )
+        fn = _torch_timed(direction, lambda: torch.nn.functional.embedding(tids, tw), tw, dout)
     else:
         be = _backend(impl)
         fn = (
@@ -225,12 +213,7 @@ def bench_attention(benchmark, impl, direction):
         tq, tk, tv = (torch.from_numpy(a).requires_grad_(True) for a in (q, k, v))
         bias = torch.from_numpy(np.where(mask, -1e4, 0.0).astype(np.float32))[:, None, None, :]
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        out = sdpa(tq, tk, tv, attn_mask=bias)
-        fn = (
-            (lambda: sdpa(tq, tk, tv, attn_mask=bias))
-            if direction == "fwd"
-            else (lambda: torch.autograd.grad(out, (tq, tk, tv), torch.from_numpy(dout), retain_graph=True))
-        )
+        fn = _torch_timed(direction, lambda: sdpa(tq, tk, tv, attn_mask=bias), (tq, tk, tv), dout)
     else:
         be = _backend(impl)
         out, lse = be.attention(q, k, v, mask, scale, True, 0.0, 0)
