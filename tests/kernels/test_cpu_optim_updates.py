@@ -64,8 +64,20 @@ def make_group(seed: int, dtype=np.float64, shapes=SHAPES):
     return params, rng
 
 
+def reference_group(seed: int):
+    """A group from ``seed`` with its generator, a copy of it for the NumPy reference, and the
+    reference's per-parameter state (created on first use, as in Burn)."""
+    params, rng = make_group(seed)
+    return params, rng, [p.copy() for p in params], [{} for _ in params]
+
+
 def grads_for(rng, params):
     return [rng.standard_normal(p.shape).astype(p.dtype) for p in params]
+
+
+def zeros_like_each(arrays):
+    """A zero array shaped like each of ``arrays``: a fresh state buffer per parameter."""
+    return [np.zeros_like(a) for a in arrays]
 
 
 def close(actual, expected, tol=1e-12):
@@ -171,11 +183,9 @@ def lr_at(k):
     ],
 )
 def test_sgd_matches_numpy(mu, damp, nesterov, wd):
-    params, rng = make_group(1)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
+    params, rng, ref, states = reference_group(1)
     use_momentum = mu > 0
-    bufs = [np.zeros_like(p) for p in params] if use_momentum else None
+    bufs = zeros_like_each(params) if use_momentum else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
         sgd(params, grads, SgdState(bufs), SgdArgs(lr_at(k), wd, mu, damp, nesterov, first_step=(k == 0)))
@@ -189,11 +199,9 @@ def test_sgd_matches_numpy(mu, damp, nesterov, wd):
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("wd", [0.0, 0.02])
 def test_adam_matches_numpy(amsgrad, wd):
-    params, rng = make_group(2)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
-    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    vmax = [np.zeros_like(p) for p in params] if amsgrad else None
+    params, rng, ref, states = reference_group(2)
+    m, v = zeros_like_each(params), zeros_like_each(params)
+    vmax = zeros_like_each(params) if amsgrad else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
         adam(params, grads, AdamState(m, v, vmax), AdamArgs(lr_at(k), 0.9, 0.999, 1e-5, wd, steps=k + 1))
@@ -206,11 +214,9 @@ def test_adam_matches_numpy(amsgrad, wd):
 
 @pytest.mark.parametrize("amsgrad,cautious", [(False, False), (True, False), (False, True), (True, True)])
 def test_adamw_matches_numpy(amsgrad, cautious):
-    params, rng = make_group(3)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
-    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    vmax = [np.zeros_like(p) for p in params] if amsgrad else None
+    params, rng, ref, states = reference_group(3)
+    m, v = zeros_like_each(params), zeros_like_each(params)
+    vmax = zeros_like_each(params) if amsgrad else None
     wd = 0.5  # large so that the decay (and the cautious mask) matters at 1e-12
     for k in range(STEPS):
         grads = grads_for(rng, params)
@@ -242,12 +248,10 @@ def test_cautious_decay_skips_disagreeing_signs():
     "centered,mu,wd", [(False, 0.0, 0.0), (True, 0.0, 0.01), (False, 0.9, 0.0), (True, 0.9, 0.01)]
 )
 def test_rmsprop_matches_numpy(centered, mu, wd):
-    params, rng = make_group(4)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
-    s = [np.zeros_like(p) for p in params]
-    ga = [np.zeros_like(p) for p in params] if centered else None
-    bufs = [np.zeros_like(p) for p in params] if mu > 0 else None
+    params, rng, ref, states = reference_group(4)
+    s = zeros_like_each(params)
+    ga = zeros_like_each(params) if centered else None
+    bufs = zeros_like_each(params) if mu > 0 else None
     for k in range(STEPS):
         grads = grads_for(rng, params)
         rmsprop(
@@ -262,10 +266,8 @@ def test_rmsprop_matches_numpy(centered, mu, wd):
 
 @pytest.mark.parametrize("lr_decay,wd", [(0.0, 0.0), (0.1, 0.01)])
 def test_adagrad_matches_numpy(lr_decay, wd):
-    params, rng = make_group(5)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
-    sums = [np.zeros_like(p) for p in params]
+    params, rng, ref, states = reference_group(5)
+    sums = zeros_like_each(params)
     for k in range(STEPS):
         grads = grads_for(rng, params)
         adagrad(params, grads, AdagradState(sums), AdagradArgs(lr_at(k), lr_decay, 1e-5, wd, steps=k + 1))
@@ -275,10 +277,8 @@ def test_adagrad_matches_numpy(lr_decay, wd):
 
 @pytest.mark.parametrize("wd", [0.0, 0.1])
 def test_lion_matches_numpy(wd):
-    params, rng = make_group(6)
-    ref = [p.copy() for p in params]
-    states = [{} for _ in params]
-    m = [np.zeros_like(p) for p in params]
+    params, rng, ref, states = reference_group(6)
+    m = zeros_like_each(params)
     for k in range(STEPS):
         grads = grads_for(rng, params)
         lion(params, grads, LionState(m), LionArgs(lr_at(k) / 10, 0.9, 0.99, wd))
@@ -299,7 +299,7 @@ def test_per_tensor_lr_and_steps():
     params, rng = make_group(7, shapes=[(50,), (20_000,)])
     ref = [p.copy() for p in params]
     states = [{}, {}]
-    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
+    m, v = zeros_like_each(params), zeros_like_each(params)
     for k in range(6):
         grads = grads_for(rng, params)
         if k < 2:
@@ -318,8 +318,8 @@ def test_per_tensor_lr_and_steps():
 def test_packed_tables_equal_lists():
     params, rng = make_group(8)
     twin = [p.copy() for p in params]
-    m1, v1 = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    m2, v2 = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
+    m1, v1 = zeros_like_each(params), zeros_like_each(params)
+    m2, v2 = zeros_like_each(params), zeros_like_each(params)
     tp, tm, tv = pack_arrays(twin), pack_arrays(m2), pack_arrays(v2)
     for k in range(3):
         grads = grads_for(rng, params)
@@ -472,10 +472,12 @@ def torch():
     torch.set_num_threads(threads)
 
 
-def run_torch(torch, seed, make_opt, steps=STEPS):
+def run_torch(torch, seed, optimizer, steps=STEPS, **options):
+    """``steps`` of ``torch.optim.<optimizer>(**options)`` on a group from ``seed``, its learning
+    rate following lr_at: the initial params, the gradients of each step, the final params."""
     params, rng = make_group(seed)
     tparams = [torch.nn.Parameter(torch.from_numpy(p.copy())) for p in params]
-    opt = make_opt(tparams)
+    opt = getattr(torch.optim, optimizer)(tparams, **options)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_at(k) / lr_at(0))
     grads_seq = []
     for _ in range(steps):
@@ -492,49 +494,40 @@ def run_torch(torch, seed, make_opt, steps=STEPS):
 @pytest.mark.parametrize("mu,damp,nesterov,wd", [(0.9, 0.1, False, 0.01), (0.9, 0.0, True, 0.01)])
 def test_sgd_matches_torch(mu, damp, nesterov, wd, torch):
     params, grads_seq, expected = run_torch(
-        torch,
-        20,
-        lambda ps: torch.optim.SGD(
-            ps, lr=lr_at(0), momentum=mu, dampening=damp, nesterov=nesterov, weight_decay=wd
-        ),
+        torch, 20, "SGD", lr=lr_at(0), momentum=mu, dampening=damp, nesterov=nesterov, weight_decay=wd
     )
-    bufs = [np.zeros_like(p) for p in params]
+    bufs = zeros_like_each(params)
     for k, grads in enumerate(grads_seq):
         sgd(params, grads, SgdState(bufs), SgdArgs(lr_at(k), wd, mu, damp, nesterov, k == 0))
     close(params, expected, tol=1e-6)
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("amsgrad,wd", [(False, 0.0), (True, 0.01)])
-def test_adam_matches_torch(amsgrad, wd, torch):
+@pytest.mark.parametrize(
+    "decoupled,betas,wd,amsgrad,seed",
+    [
+        (False, (0.9, 0.999), 0.0, False, 21),
+        (False, (0.9, 0.999), 0.01, True, 21),
+        (True, (0.9, 0.99), 0.3, False, 22),
+        (True, (0.9, 0.99), 0.3, True, 22),
+    ],
+)
+def test_adam_and_adamw_match_torch(decoupled, betas, wd, amsgrad, seed, torch):
     params, grads_seq, expected = run_torch(
         torch,
-        21,
-        lambda ps: torch.optim.Adam(
-            ps, lr=lr_at(0), betas=(0.9, 0.999), eps=1e-5, weight_decay=wd, amsgrad=amsgrad, foreach=False
-        ),
+        seed,
+        "AdamW" if decoupled else "Adam",
+        lr=lr_at(0),
+        betas=betas,
+        eps=1e-5,
+        weight_decay=wd,
+        amsgrad=amsgrad,
+        foreach=False,
     )
-    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    vmax = [np.zeros_like(p) for p in params] if amsgrad else None
+    m, v = zeros_like_each(params), zeros_like_each(params)
+    vmax = zeros_like_each(params) if amsgrad else None
     for k, grads in enumerate(grads_seq):
-        adam(params, grads, AdamState(m, v, vmax), AdamArgs(lr_at(k), 0.9, 0.999, 1e-5, wd, steps=k + 1))
-    close(params, expected, tol=1e-6)
-
-
-@pytest.mark.torch
-@pytest.mark.parametrize("amsgrad", [False, True])
-def test_adamw_matches_torch(amsgrad, torch):
-    params, grads_seq, expected = run_torch(
-        torch,
-        22,
-        lambda ps: torch.optim.AdamW(
-            ps, lr=lr_at(0), betas=(0.9, 0.99), eps=1e-5, weight_decay=0.3, amsgrad=amsgrad, foreach=False
-        ),
-    )
-    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
-    vmax = [np.zeros_like(p) for p in params] if amsgrad else None
-    for k, grads in enumerate(grads_seq):
-        args = AdamArgs(lr_at(k), 0.9, 0.99, 1e-5, 0.3, decoupled=True, steps=k + 1)
+        args = AdamArgs(lr_at(k), *betas, 1e-5, wd, decoupled=decoupled, steps=k + 1)
         adam(params, grads, AdamState(m, v, vmax), args)
     close(params, expected, tol=1e-6)
 
@@ -545,40 +538,30 @@ def test_rmsprop_matches_torch(centered, mu, torch):
     params, grads_seq, expected = run_torch(
         torch,
         23,
-        lambda ps: torch.optim.RMSprop(
-            ps,
-            lr=lr_at(0) / 10,
-            alpha=0.99,
-            eps=1e-5,
-            weight_decay=0.01,
-            momentum=mu,
-            centered=centered,
-            foreach=False,
-        ),
+        "RMSprop",
+        lr=lr_at(0) / 10,
+        alpha=0.99,
+        eps=1e-5,
+        weight_decay=0.01,
+        momentum=mu,
+        centered=centered,
+        foreach=False,
     )
-    s = [np.zeros_like(p) for p in params]
-    ga = [np.zeros_like(p) for p in params] if centered else None
-    bufs = [np.zeros_like(p) for p in params] if mu else None
+    s = zeros_like_each(params)
+    ga = zeros_like_each(params) if centered else None
+    bufs = zeros_like_each(params) if mu else None
     for k, grads in enumerate(grads_seq):
-        rmsprop(
-            params,
-            grads,
-            RmspropState(s, ga, bufs),
-            RmspropArgs(lr_at(k) / 10, 0.99, 1e-5, 0.01, mu, centered),
-        )
+        args = RmspropArgs(lr_at(k) / 10, 0.99, 1e-5, 0.01, mu, centered)
+        rmsprop(params, grads, RmspropState(s, ga, bufs), args)
     close(params, expected, tol=1e-6)
 
 
 @pytest.mark.torch
 def test_adagrad_matches_torch(torch):
     params, grads_seq, expected = run_torch(
-        torch,
-        24,
-        lambda ps: torch.optim.Adagrad(
-            ps, lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5, foreach=False
-        ),
+        torch, 24, "Adagrad", lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5, foreach=False
     )
-    sums = [np.zeros_like(p) for p in params]
+    sums = zeros_like_each(params)
     for k, grads in enumerate(grads_seq):
         adagrad(params, grads, AdagradState(sums), AdagradArgs(lr_at(k), 0.05, 1e-5, 0.01, steps=k + 1))
     close(params, expected, tol=1e-6)
