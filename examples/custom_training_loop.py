@@ -28,13 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes the `guide` package importable
 
-from guide.cli import add_run_flags, parse_checked
+from guide.cli import add_run_flags, exit_when_offline, parse_checked, run_settings
 from guide.data import load_loaders
 from guide.model import ModelConfig
 
 import ember  # (before NumPy: ember's OpenBLAS setting, see the README)
 from ember import nn
-from ember.data import DatasetUnavailableError
 from ember.optim import AdamConfig, GradientsAccumulator, GradientsParams
 
 __all__ = [
@@ -246,18 +245,13 @@ def main(argv=None) -> History:
     config = CustomTrainingConfig(
         ModelConfig(10, args.hidden_size),
         AdamConfig(),
-        num_epochs=args.epochs,
-        batch_size=args.batch_size,
-        num_workers=args.num_workers,
-        seed=args.seed,
         lr=args.lr,
         grads_accumulation=args.grad_accum,
+        **run_settings(args),
     )
     start = time.perf_counter()
-    try:
+    with exit_when_offline():
         history = run(config, args.device, args.source, args.limit)
-    except DatasetUnavailableError as exc:
-        raise SystemExit(f"{exc}\n\nThe offline source needs no network: --source digits") from None
     last = history.valid[-1]
     print(
         f"Done: {config.num_epochs} epochs, {history.optimizer_steps} optimizer steps in "

@@ -1,11 +1,14 @@
 """The command-line flags that the guide's script (``guide/main.py``) and the custom training
-loop (``custom_training_loop.py``) share, and their checks."""
+loop (``custom_training_loop.py``) share, their checks, the config fields they set, and the
+scripts' exit when the Hub cannot be reached."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
+from ember.data import DatasetUnavailableError
 from guide.data import SOURCES
 
 
@@ -36,3 +39,20 @@ def parse_checked(ap: argparse.ArgumentParser, argv, positive: Sequence[str]) ->
     if args.limit is not None and args.limit < 1:
         ap.error("--limit must be >= 1")
     return args
+
+
+def run_settings(args: argparse.Namespace) -> dict:
+    """The config fields both scripts' configs share, from :func:`add_run_flags`'s flags."""
+    return dict(
+        num_epochs=args.epochs, batch_size=args.batch_size, num_workers=args.num_workers, seed=args.seed
+    )
+
+
+@contextlib.contextmanager
+def exit_when_offline() -> Iterator[None]:
+    """Ends the script with the loader's message and the offline source to use when the Hub cannot
+    be reached and nothing is cached (``DatasetUnavailableError``)."""
+    try:
+        yield
+    except DatasetUnavailableError as exc:
+        raise SystemExit(f"{exc}\n\nThe offline source needs no network: --source digits") from None

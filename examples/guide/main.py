@@ -20,9 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples/: makes `guide` importable
 
 import ember  # noqa: F401   (before NumPy: ember's OpenBLAS setting, see the README)
-from ember.data import DatasetUnavailableError
 from ember.optim import AdamConfig
-from guide.cli import add_run_flags, parse_checked
+from guide.cli import add_run_flags, exit_when_offline, parse_checked, run_settings
 from guide.data import load_datasets
 from guide.inference import evaluate, infer
 from guide.model import ModelConfig
@@ -47,18 +46,13 @@ def main(argv=None) -> dict:
     config = TrainingConfig(
         ModelConfig(num_classes=10, hidden_size=args.hidden_size),
         AdamConfig(),
-        num_epochs=args.epochs,
-        batch_size=args.batch_size,
-        num_workers=args.num_workers,
-        seed=args.seed,
         learning_rate=args.learning_rate,
         source=args.source,
+        **run_settings(args),
     )
     start = time.perf_counter()
-    try:
+    with exit_when_offline():
         result = train(args.artifact_dir, config, args.device, limit=args.limit)
-    except DatasetUnavailableError as exc:
-        raise SystemExit(f"{exc}\n\nThe offline source needs no network: --source digits") from None
     seconds = time.perf_counter() - start
 
     _, test_set = load_datasets(args.source)
