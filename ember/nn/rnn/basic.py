@@ -13,16 +13,10 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
 from ember.nn.rnn.bidirectional import Bidirectional
-from ember.nn.rnn.gate_controller import (
-    GateController,
-    activation_config,
-    init_gates,
-    stacked_weights,
-    xavier_normal,
-)
-from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
-from ember.record.config import Config
-from ember.tensor.creation import zeros
+from ember.nn.rnn.cell import RecurrentCell
+from ember.nn.rnn.gate_controller import GateController, init_gates, project_gates, xavier_normal
+from ember.nn.rnn.recurrent_config import RecurrentConfig, activation_field
+from ember.nn.rnn.sequence import check_input, check_state, initial_state, stack_steps, time_order
 from ember.tensor.ops.movement import stack
 from ember.tensor.tensor import Tensor
 
@@ -47,7 +41,7 @@ class RnnState:
         return f"RnnState(shape={list(self.hidden.shape)}, dtype={self.hidden.dtype}, device={self.hidden.device})"
 
 
-class RnnConfig(Config):
+class RnnConfig(RecurrentConfig):
     """Configuration of :class:`Rnn`.
 
     Args:
@@ -61,17 +55,11 @@ class RnnConfig(Config):
         hidden_activation: the cell's non-linearity (tanh).
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     initializer: Initializer = field(default_factory=xavier_normal)
     batch_first: bool = True
     reverse: bool = False
     clip: float | None = None
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-
-    def __post_init__(self):
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
+    hidden_activation: ActivationConfig = activation_field("tanh")
 
     def init(self, device=None, dtype=None) -> "Rnn":
         """Build the gate on ``device`` (float ``dtype``)."""
@@ -81,7 +69,7 @@ class RnnConfig(Config):
         )
 
 
-class Rnn(Module):
+class Rnn(RecurrentCell):
     """A unidirectional basic RNN.
 
     Args:
@@ -91,6 +79,8 @@ class Rnn(Module):
         clip: hidden-state clamp, or None.
         hidden_activation: the non-linearity (tanh by default).
     """
+
+    GATES = ("gate",)
 
     def __init__(
         self,
@@ -106,10 +96,6 @@ class Rnn(Module):
         self.reverse = bool(reverse)
         self.clip = None if clip is None else float(clip)
         self.hidden_activation = hidden_activation or ActivationConfig("tanh").init()
-
-    @property
-    def d_input(self) -> int:
-        return self.gate.d_input
 
     def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
         """Run over the sequence.
@@ -134,33 +120,18 @@ class Rnn(Module):
         """The recurrence on batch-first ``x`` in the given direction."""
         batch, seq, _ = x.shape
         size = self.d_hidden
-        w_x, b_x = stacked_weights([self.gate], "input")
-        w_h, b_h = stacked_weights([self.gate], "hidden")
-        bias = b_h if b_x is None else (b_x if b_h is None else b_x + b_h)
-        steps = project_steps(x, w_x, bias)
-        w_h = w_h.to(x.dtype)
-        if hidden is None:
-            hidden = zeros(batch, size, dtype=x.dtype, device=x.device)
-        else:
-            check_state("Rnn", "state.hidden", hidden, (batch, size))
-            hidden = hidden.to(x.dtype)
+        steps, w_h = project_gates(self.gates, x)
+        hidden = initial_state("Rnn", "state.hidden", hidden, batch, size, x)
         outputs = [None] * seq
-        for t in range(seq - 1, -1, -1) if reverse else range(seq):
+        for t in time_order(seq, reverse):
             hidden = self.hidden_activation(steps[t] + hidden @ w_h)
             if self.clip is not None:
                 hidden = hidden.clamp(-self.clip, self.clip)
             outputs[t] = hidden
         return stack_steps(outputs, batch, size, x), hidden
 
-    def extra_repr(self) -> dict:
-        return {
-            "d_input": self.d_input,
-            "d_hidden": self.d_hidden,
-            "bias": self.gate.input_transform.bias is not None,
-        }
 
-
-class BiRnnConfig(Config):
+class BiRnnConfig(RecurrentConfig):
     """Configuration of :class:`BiRnn`.
 
     Args:
@@ -173,28 +144,13 @@ class BiRnnConfig(Config):
         hidden_activation: tanh.
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     initializer: Initializer = field(default_factory=xavier_normal)
     batch_first: bool = True
     clip: float | None = None
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-
-    def __post_init__(self):
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
+    hidden_activation: ActivationConfig = activation_field("tanh")
 
     def init(self, device=None, dtype=None) -> "BiRnn":
-        base = RnnConfig(
-            self.d_input,
-            self.d_hidden,
-            self.bias,
-            self.initializer,
-            batch_first=True,
-            clip=self.clip,
-            hidden_activation=self.hidden_activation,
-        )
-        return BiRnn(base.init(device, dtype), base.init(device, dtype), self.batch_first)
+        return BiRnn(*self.directions(RnnConfig, device, dtype), self.batch_first)
 
 
 class BiRnn(Bidirectional):
@@ -207,24 +163,13 @@ class BiRnn(Bidirectional):
         batch_first: ``[batch, seq, features]`` layout.
     """
 
+    # its own constructor, so that one called with sizes names BiRnnConfig (config_hint.py)
     def __init__(self, forward: Rnn, reverse: Rnn, batch_first: bool = True):
         super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_rnn(self) -> Rnn:
         return self._forward
-
-    def forward(self, x: Tensor, state: RnnState | None = None) -> tuple[Tensor, RnnState]:
-        """Run both directions.
-
-        Args:
-            x: ``[batch, seq, d_input]`` (seq first when not batch_first).
-            state: initial ``hidden [2, batch, d_hidden]`` (forward, reverse), or None.
-
-        Returns:
-            ``(output [batch, seq, 2·d_hidden], RnnState(hidden [2, batch, d_hidden]))``.
-        """
-        return self._run(x, state)
 
     def _split_state(self, state, batch: int) -> tuple[Tensor, Tensor]:
         if not isinstance(state, RnnState):

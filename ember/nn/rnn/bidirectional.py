@@ -52,7 +52,18 @@ class Bidirectional(Module):
         """The two final states as one ``[2, batch, d_hidden]`` state."""
         raise NotImplementedError
 
-    def _run(self, x: Tensor, state: Any) -> tuple[Tensor, Any]:
+    def forward(self, x: Tensor, state: Any = None) -> tuple[Tensor, Any]:
+        """Run both directions.
+
+        Args:
+            x: ``[batch, seq, d_input]`` (seq first when not batch_first).
+            state: the initial states of the two directions stacked ``[2, batch, d_hidden]``
+                (forward, reverse) in the layer's state type, zeros when None.
+
+        Returns:
+            ``(output, state)``: ``[batch, seq, 2·d_hidden]`` (forward half first) and the final
+            states, stacked as the initial ones.
+        """
         check_input(type(self).__name__, x, self._forward.d_input)
         if not self.batch_first:
             x = x.swap_dims(0, 1)

@@ -16,6 +16,7 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer, XavierNormal
 from ember.nn.linear import Linear, LinearConfig, LinearLayout
 from ember.nn.module import Module
+from ember.nn.rnn.sequence import project_steps
 from ember.record.config import Config
 from ember.tensor.creation import zeros_like
 from ember.tensor.ops.movement import cat
@@ -26,6 +27,7 @@ __all__ = [
     "activation_config",
     "gate_values",
     "init_gates",
+    "project_gates",
     "stacked_weights",
     "xavier_normal",
 ]
@@ -101,6 +103,15 @@ def stacked_weights(gates, side: str) -> tuple[Tensor, Tensor | None]:
     zeros = [zeros_like(w[0]) for w in weights]
     biases = [z if lin.bias is None else lin.bias.val() for lin, z in zip(linears, zeros)]
     return weight, (biases[0] if len(biases) == 1 else cat(biases, 0))
+
+
+def project_gates(gates, x: Tensor) -> tuple[list[Tensor], Tensor]:
+    """The input side of ``gates`` (both biases included) for every step of batch-first ``x``,
+    and their stacked hidden weights in ``x``'s dtype: ``(steps, w_h)``."""
+    w_x, b_x = stacked_weights(gates, "input")
+    w_h, b_h = stacked_weights(gates, "hidden")
+    bias = b_h if b_x is None else (b_x if b_h is None else b_x + b_h)
+    return project_steps(x, w_x, bias), w_h.to(x.dtype)
 
 
 def activation_config(value, default: str) -> ActivationConfig:

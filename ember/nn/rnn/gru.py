@@ -22,15 +22,17 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
 from ember.nn.rnn.bidirectional import Bidirectional
-from ember.nn.rnn.gate_controller import (
-    GateController,
-    activation_config,
-    gate_values,
-    init_gates,
-    xavier_normal,
+from ember.nn.rnn.cell import RecurrentCell
+from ember.nn.rnn.gate_controller import GateController, gate_values, init_gates, xavier_normal
+from ember.nn.rnn.recurrent_config import RecurrentConfig, activation_field
+from ember.nn.rnn.sequence import (
+    check_input,
+    check_state,
+    initial_state,
+    project_steps,
+    stack_steps,
+    time_order,
 )
-from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
-from ember.record.config import Config
 from ember.tensor.creation import zeros
 from ember.tensor.ops.movement import cat, stack
 from ember.tensor.tensor import Tensor
@@ -59,7 +61,7 @@ def _side_by_side(biases, size: int, like: Tensor):
     )
 
 
-class GruConfig(Config):
+class GruConfig(RecurrentConfig):
     """Configuration of :class:`Gru`.
 
     Args:
@@ -74,18 +76,11 @@ class GruConfig(Config):
         clip: clamp the hidden state to ``[−clip, clip]`` after each step, or None.
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     reset_after: bool = True
     initializer: Initializer = field(default_factory=xavier_normal)
-    gate_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("sigmoid"))
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
+    gate_activation: ActivationConfig = activation_field("sigmoid")
+    hidden_activation: ActivationConfig = activation_field("tanh")
     clip: float | None = None
-
-    def __post_init__(self):
-        self.gate_activation = activation_config(self.gate_activation, "sigmoid")
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
 
     def init(self, device=None, dtype=None) -> "Gru":
         """Build the three gates on ``device`` (float ``dtype``)."""
@@ -98,7 +93,7 @@ class GruConfig(Config):
         )
 
 
-class Gru(Module):
+class Gru(RecurrentCell):
     """A unidirectional, batch-first GRU; see the module docstring for one step.
 
     Args:
@@ -108,6 +103,8 @@ class Gru(Module):
         hidden_activation: of the new gate (tanh).
         clip: hidden-state clamp, or None.
     """
+
+    GATES = ("update_gate", "reset_gate", "new_gate")
 
     def __init__(
         self,
@@ -127,10 +124,6 @@ class Gru(Module):
         self.gate_activation = gate_activation or ActivationConfig("sigmoid").init()
         self.hidden_activation = hidden_activation or ActivationConfig("tanh").init()
         self.clip = None if clip is None else float(clip)
-
-    @property
-    def d_input(self) -> int:
-        return self.update_gate.d_input
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> Tensor:
         """Run over the sequence (Burn's signature: the outputs only).
@@ -154,9 +147,8 @@ class Gru(Module):
         """The recurrence on ``x [batch, seq, d_input]`` in the given direction."""
         batch, seq, _ = x.shape
         size = self.d_hidden
-        gates = (self.update_gate, self.reset_gate, self.new_gate)
-        w_x = cat([g.input_transform.weight.val() for g in gates], 1)
-        w_h = cat([g.hidden_transform.weight.val() for g in gates], 1).to(x.dtype)
+        w_x = cat([g.input_transform.weight.val() for g in self.gates], 1)
+        w_h = cat([g.hidden_transform.weight.val() for g in self.gates], 1).to(x.dtype)
         new_in, new_hidden = self.new_gate.input_transform, self.new_gate.hidden_transform
         # the hidden bias of the new gate stays inside the reset product when reset_after
         b_x = _side_by_side(
@@ -170,16 +162,12 @@ class Gru(Module):
         )
         b_new_h = _bias_sum(new_hidden) if self.reset_after else None
         steps = project_steps(x, w_x, b_x)
-        if state is None:
-            hidden = zeros(batch, size, dtype=x.dtype, device=x.device)
-        else:
-            check_state("Gru", "state", state, (batch, size))
-            hidden = state.to(x.dtype)
+        hidden = initial_state("Gru", "state", state, batch, size, x)
         w_zr, w_new = (
             (w_h, None) if self.reset_after else (w_h.narrow(1, 0, 2 * size), w_h.narrow(1, 2 * size, size))
         )
         outputs = [None] * seq
-        for t in range(seq - 1, -1, -1) if reverse else range(seq):
+        for t in time_order(seq, reverse):
             step = steps[t]
             h_part = hidden @ w_zr
             z, r = gate_values(
@@ -199,15 +187,10 @@ class Gru(Module):
         return stack_steps(outputs, batch, size, x), hidden
 
     def extra_repr(self) -> dict:
-        return {
-            "d_input": self.d_input,
-            "d_hidden": self.d_hidden,
-            "bias": self.update_gate.input_transform.bias is not None,
-            "reset_after": self.reset_after,
-        }
+        return {**super().extra_repr(), "reset_after": self.reset_after}
 
 
-class BiGruConfig(Config):
+class BiGruConfig(RecurrentConfig):
     """Configuration of :class:`BiGru`.
 
     Args:
@@ -222,32 +205,15 @@ class BiGruConfig(Config):
         clip: hidden-state clamp, or None.
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     reset_after: bool = True
     initializer: Initializer = field(default_factory=xavier_normal)
     batch_first: bool = True
-    gate_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("sigmoid"))
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
+    gate_activation: ActivationConfig = activation_field("sigmoid")
+    hidden_activation: ActivationConfig = activation_field("tanh")
     clip: float | None = None
 
-    def __post_init__(self):
-        self.gate_activation = activation_config(self.gate_activation, "sigmoid")
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
-
     def init(self, device=None, dtype=None) -> "BiGru":
-        base = GruConfig(
-            self.d_input,
-            self.d_hidden,
-            self.bias,
-            self.reset_after,
-            self.initializer,
-            self.gate_activation,
-            self.hidden_activation,
-            self.clip,
-        )
-        return BiGru(base.init(device, dtype), base.init(device, dtype), self.batch_first)
+        return BiGru(*self.directions(GruConfig, device, dtype), self.batch_first)
 
 
 class BiGru(Bidirectional):
@@ -260,24 +226,13 @@ class BiGru(Bidirectional):
         batch_first: ``[batch, seq, features]`` layout.
     """
 
+    # its own constructor, so that one called with sizes names BiGruConfig (config_hint.py)
     def __init__(self, forward: Gru, reverse: Gru, batch_first: bool = True):
         super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_gru(self) -> Gru:
         return self._forward
-
-    def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Run both directions.
-
-        Args:
-            x: ``[batch, seq, d_input]`` (seq first when not batch_first).
-            state: initial hidden states ``[2, batch, d_hidden]`` (forward, reverse), or None.
-
-        Returns:
-            ``(output [batch, seq, 2·d_hidden], final states [2, batch, d_hidden])``.
-        """
-        return self._run(x, state)
 
     def _split_state(self, state, batch: int) -> tuple[Tensor, Tensor]:
         check_state("BiGru", "state", state, (2, batch, self.d_hidden))

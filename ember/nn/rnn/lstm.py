@@ -22,16 +22,16 @@ from ember.nn.activation import ActivationConfig
 from ember.nn.init import Initializer
 from ember.nn.module import Module
 from ember.nn.rnn.bidirectional import Bidirectional
+from ember.nn.rnn.cell import RecurrentCell
 from ember.nn.rnn.gate_controller import (
     GateController,
-    activation_config,
     gate_values,
     init_gates,
-    stacked_weights,
+    project_gates,
     xavier_normal,
 )
-from ember.nn.rnn.sequence import check_input, check_state, project_steps, stack_steps
-from ember.record.config import Config
+from ember.nn.rnn.recurrent_config import RecurrentConfig, activation_field
+from ember.nn.rnn.sequence import check_input, check_state, initial_state, stack_steps, time_order
 from ember.tensor.creation import zeros
 from ember.tensor.ops.movement import stack
 from ember.tensor.tensor import Tensor
@@ -96,7 +96,7 @@ class LstmState:
         return f"LstmState(shape={list(self.shape)}, dtype={self.cell.dtype}, device={self.cell.device})"
 
 
-class LstmConfig(Config):
+class LstmConfig(RecurrentConfig):
     """Configuration of :class:`Lstm`.
 
     Args:
@@ -114,22 +114,14 @@ class LstmConfig(Config):
         hidden_activation: applied to the cell before the output gate (tanh).
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     initializer: Initializer = field(default_factory=xavier_normal)
     batch_first: bool = True
     reverse: bool = False
     clip: float | None = None
     input_forget: bool = False
-    gate_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("sigmoid"))
-    cell_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-
-    def __post_init__(self):
-        self.gate_activation = activation_config(self.gate_activation, "sigmoid")
-        self.cell_activation = activation_config(self.cell_activation, "tanh")
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
+    gate_activation: ActivationConfig = activation_field("sigmoid")
+    cell_activation: ActivationConfig = activation_field("tanh")
+    hidden_activation: ActivationConfig = activation_field("tanh")
 
     def init(self, device=None, dtype=None) -> "Lstm":
         """Build the four gates on ``device`` (float ``dtype``, float32 by default)."""
@@ -145,7 +137,7 @@ class LstmConfig(Config):
         )
 
 
-class Lstm(Module):
+class Lstm(RecurrentCell):
     """A unidirectional LSTM over a whole sequence; see the module docstring for one step.
 
     Args:
@@ -157,6 +149,8 @@ class Lstm(Module):
         gate_activation, cell_activation, hidden_activation: activation modules (sigmoid,
             tanh, tanh by default).
     """
+
+    GATES = ("input_gate", "forget_gate", "output_gate", "cell_gate")
 
     def __init__(
         self,
@@ -185,10 +179,6 @@ class Lstm(Module):
         self.cell_activation = cell_activation or ActivationConfig("tanh").init()
         self.hidden_activation = hidden_activation or ActivationConfig("tanh").init()
 
-    @property
-    def d_input(self) -> int:
-        return self.input_gate.d_input
-
     def forward(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """Run over the sequence.
 
@@ -216,21 +206,17 @@ class Lstm(Module):
             else [self.input_gate, self.forget_gate, self.output_gate]
         )
         gates = sigmoid_gates + [self.cell_gate]
-        w_x, b_x = stacked_weights(gates, "input")
-        w_h, b_h = stacked_weights(gates, "hidden")
-        bias = b_h if b_x is None else (b_x if b_h is None else b_x + b_h)
-        steps = project_steps(x, w_x, bias)
-        w_h = w_h.to(x.dtype)
+        steps, w_h = project_gates(gates, x)
         if state is None:
             cell = hidden = zeros(batch, size, dtype=x.dtype, device=x.device)
         else:
             if not isinstance(state, LstmState):
                 raise TypeError(f"Lstm: state must be an LstmState, got {type(state).__name__}")
-            check_state("Lstm", "state.cell", state.cell, (batch, size))
-            cell, hidden = state.cell.to(x.dtype), state.hidden.to(x.dtype)
+            cell = initial_state("Lstm", "state.cell", state.cell, batch, size, x)
+            hidden = state.hidden.to(x.dtype)
         n_sig = len(sigmoid_gates)
         outputs = [None] * seq
-        for t in range(seq - 1, -1, -1) if reverse else range(seq):
+        for t in time_order(seq, reverse):
             pre = steps[t] + hidden @ w_h
             values = gate_values(self.gate_activation, pre.narrow(1, 0, n_sig * size), n_sig, size)
             candidate = self.cell_activation(pre.narrow(1, n_sig * size, size))
@@ -246,15 +232,8 @@ class Lstm(Module):
             outputs[t] = hidden
         return stack_steps(outputs, batch, size, x), LstmState(cell, hidden)
 
-    def extra_repr(self) -> dict:
-        return {
-            "d_input": self.d_input,
-            "d_hidden": self.d_hidden,
-            "bias": self.input_gate.input_transform.bias is not None,
-        }
 
-
-class BiLstmConfig(Config):
+class BiLstmConfig(RecurrentConfig):
     """Configuration of :class:`BiLstm` (the fields of :class:`LstmConfig` but ``reverse``).
 
     Args:
@@ -268,37 +247,17 @@ class BiLstmConfig(Config):
         gate_activation, cell_activation, hidden_activation: sigmoid, tanh, tanh.
     """
 
-    d_input: int
-    d_hidden: int
-    bias: bool
     initializer: Initializer = field(default_factory=xavier_normal)
     batch_first: bool = True
     clip: float | None = None
     input_forget: bool = False
-    gate_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("sigmoid"))
-    cell_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-    hidden_activation: ActivationConfig = field(default_factory=lambda: ActivationConfig("tanh"))
-
-    def __post_init__(self):
-        self.gate_activation = activation_config(self.gate_activation, "sigmoid")
-        self.cell_activation = activation_config(self.cell_activation, "tanh")
-        self.hidden_activation = activation_config(self.hidden_activation, "tanh")
+    gate_activation: ActivationConfig = activation_field("sigmoid")
+    cell_activation: ActivationConfig = activation_field("tanh")
+    hidden_activation: ActivationConfig = activation_field("tanh")
 
     def init(self, device=None, dtype=None) -> "BiLstm":
         """Two LSTMs (batch-first inside; the BiLstm converts the layout)."""
-        base = LstmConfig(
-            self.d_input,
-            self.d_hidden,
-            self.bias,
-            self.initializer,
-            batch_first=True,
-            clip=self.clip,
-            input_forget=self.input_forget,
-            gate_activation=self.gate_activation,
-            cell_activation=self.cell_activation,
-            hidden_activation=self.hidden_activation,
-        )
-        return BiLstm(base.init(device, dtype), base.init(device, dtype), self.batch_first)
+        return BiLstm(*self.directions(LstmConfig, device, dtype), self.batch_first)
 
 
 class BiLstm(Bidirectional):
@@ -313,25 +272,13 @@ class BiLstm(Bidirectional):
         batch_first: ``[batch, seq, features]`` layout.
     """
 
+    # its own constructor, so that one called with sizes names BiLstmConfig (config_hint.py)
     def __init__(self, forward: Lstm, reverse: Lstm, batch_first: bool = True):
         super().__init__(forward, reverse, batch_first)
 
     @property
     def forward_lstm(self) -> Lstm:
         return self._forward
-
-    def forward(self, x: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
-        """Run both directions.
-
-        Args:
-            x: ``[batch, seq, d_input]`` (seq first when not batch_first).
-            state: initial states ``[2, batch, d_hidden]`` (forward, reverse), zeros when None.
-
-        Returns:
-            ``(output, state)``: ``[batch, seq, 2·d_hidden]`` (forward half first) and the final
-            states, each ``[2, batch, d_hidden]``.
-        """
-        return self._run(x, state)
 
     def _split_state(self, state, batch: int) -> tuple[LstmState, LstmState]:
         if not isinstance(state, LstmState):

@@ -16,7 +16,15 @@ from ember.tensor.ops._core import needs_grad, normalize_dim, shape_str
 from ember.tensor.ops.movement import stack
 from ember.tensor.tensor import Tensor
 
-__all__ = ["check_input", "check_state", "project_steps", "stack_steps", "unbind_steps"]
+__all__ = [
+    "check_input",
+    "check_state",
+    "initial_state",
+    "project_steps",
+    "stack_steps",
+    "time_order",
+    "unbind_steps",
+]
 
 # Below this many steps the two-level split saves less than its extra nodes cost.
 _DIRECT_MAX = 16
@@ -62,6 +70,22 @@ def check_state(op: str, name: str, state, shape: tuple) -> None:
             f"{op}: {name} must be {shape_str(shape)} (the batch and d_hidden of this layer), got "
             f"{shape_str(state.shape)}"
         )
+
+
+def initial_state(
+    op: str, name: str, state: Tensor | None, batch: int, d_hidden: int, like: Tensor
+) -> Tensor:
+    """The initial ``[batch, d_hidden]`` state tensor of a recurrence in ``like``'s dtype: zeros
+    when ``state`` is None, else ``state`` once its shape is checked."""
+    if state is None:
+        return zeros(batch, d_hidden, dtype=like.dtype, device=like.device)
+    check_state(op, name, state, (batch, d_hidden))
+    return state.to(like.dtype)
+
+
+def time_order(seq: int, reverse: bool) -> range:
+    """The step indices a recurrence visits: forward in time, or from the last step."""
+    return range(seq - 1, -1, -1) if reverse else range(seq)
 
 
 def project_steps(x: Tensor, weight: Tensor, bias: Tensor | None) -> list[Tensor]:
