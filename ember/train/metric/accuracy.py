@@ -103,13 +103,10 @@ class AccuracyMetric(PaddedTargetMetric):
     reports 0 with weight 0, leaving the split aggregate untouched.
     """
 
+    name = "Accuracy"
     input_type = AccuracyInput
     unit = "%"
     higher_is_better = True
-
-    @property
-    def name(self) -> str:
-        return "Accuracy"
 
     def _measure(self, inp: AccuracyInput, targets: np.ndarray, valid: np.ndarray) -> MetricEntry:
         return self._add_hits(argmax_rows(inp.outputs) == targets, valid)

@@ -213,8 +213,8 @@ class Metric(ABC):
     """A metric of the training loop (Burn's ``Metric`` trait).
 
     Subclasses set :attr:`input_type` to the input class they need (None when they need
-    nothing from the item, as the learning rate) and implement :attr:`name`,
-    :meth:`update` and :meth:`clear`.
+    nothing from the item, as the learning rate) and implement :attr:`name` (a class
+    attribute where it does not depend on the configuration), :meth:`update` and :meth:`clear`.
     """
 
     numeric: ClassVar[bool] = False

@@ -19,6 +19,7 @@ class IterationSpeedMetric(WeightedMetric):
         clock: seconds as a float; ``time.perf_counter`` unless a test injects one.
     """
 
+    name = "Iteration Speed"
     input_type = None
     unit = "iter/sec"
     higher_is_better = True
@@ -27,10 +28,6 @@ class IterationSpeedMetric(WeightedMetric):
         super().__init__()
         self._clock = clock
         self._start: float | None = None
-
-    @property
-    def name(self) -> str:
-        return "Iteration Speed"
 
     def clear(self) -> None:
         # Burn resets only the clock here; the running mean is reset too, per split.

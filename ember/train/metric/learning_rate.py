@@ -12,13 +12,10 @@ __all__ = ["LearningRateMetric"]
 class LearningRateMetric(WeightedMetric):
     """``Learning Rate``: ``metadata.lr`` (0 when the split has none), weight 1 per batch."""
 
+    name = "Learning Rate"
     input_type = None
     unit = None
     higher_is_better = False
-
-    @property
-    def name(self) -> str:
-        return "Learning Rate"
 
     def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
         """Log the batch's learning rate.

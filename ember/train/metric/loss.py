@@ -28,13 +28,10 @@ class LossMetric(WeightedMetric):
     """``Loss``: the mean of the batch's loss, weighted by its first dimension (1 for a
     scalar loss, as Burn's ``loss.dims()[0]`` of a one-element loss), lower is better."""
 
+    name = "Loss"
     input_type = LossInput
     unit = None
     higher_is_better = False
-
-    @property
-    def name(self) -> str:
-        return "Loss"
 
     def update(self, item: Any, metadata: MetricMetadata) -> MetricEntry:
         """Add one batch's loss.

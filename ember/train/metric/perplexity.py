@@ -36,6 +36,7 @@ class PerplexityMetric(PaddedTargetMetric):
     tokens are left out; a batch of padding only reports 0 with weight 0.
     """
 
+    name = "Perplexity"
     input_type = PerplexityInput
     unit = None
     higher_is_better = False
@@ -43,10 +44,6 @@ class PerplexityMetric(PaddedTargetMetric):
     def __init__(self) -> None:
         super().__init__()
         self._sum_nll = 0.0
-
-    @property
-    def name(self) -> str:
-        return "Perplexity"
 
     def clear(self) -> None:
         super().clear()

@@ -123,6 +123,7 @@ class CpuUse(_RefreshedMetric):
         clock: seconds as a float (tests inject one).
     """
 
+    name = "CPU Usage"
     unit = "%"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -130,10 +131,6 @@ class CpuUse(_RefreshedMetric):
         self._last = cpu_times()
         self._last_refresh = clock()
         self.current = 0.0
-
-    @property
-    def name(self) -> str:
-        return "CPU Usage"
 
     def _refresh(self) -> None:
         now = cpu_times()
@@ -157,16 +154,13 @@ class CpuMemory(_RefreshedMetric):
         clock: seconds as a float (tests inject one).
     """
 
+    name = "CPU Memory"
     unit = "Gb"
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.used_bytes, self.total_bytes = 0, 0
         self._refresh()
-
-    @property
-    def name(self) -> str:
-        return "CPU Memory"
 
     def _refresh(self) -> None:
         reading = memory_bytes()
@@ -216,16 +210,13 @@ class CudaMetric(Metric):
     ``ember.cuda.memory_stats()`` (driver free/total; used = total − free).
     """
 
+    name = "Cuda"
     numeric = False
     input_type = None
     UNAVAILABLE = "Unavailable"
 
     def __init__(self) -> None:
         self._available: bool | None = None  # probed on first update
-
-    @property
-    def name(self) -> str:
-        return "Cuda"
 
     def _probe(self) -> bool:
         if self._available is None:
