@@ -473,11 +473,12 @@ def torch():
 
 
 def run_torch(torch, seed, optimizer, steps=STEPS, **options):
-    """``steps`` of ``torch.optim.<optimizer>(**options)`` on a group from ``seed``, its learning
-    rate following lr_at: the initial params, the gradients of each step, the final params."""
+    """``steps`` of ``torch.optim.<optimizer>(**options)`` (its per-tensor loop, foreach=False)
+    on a group from ``seed``, the learning rate following lr_at: the initial params, the
+    gradients of each step, the final params."""
     params, rng = make_group(seed)
     tparams = [torch.nn.Parameter(torch.from_numpy(p.copy())) for p in params]
-    opt = getattr(torch.optim, optimizer)(tparams, **options)
+    opt = getattr(torch.optim, optimizer)(tparams, foreach=False, **options)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_at(k) / lr_at(0))
     grads_seq = []
     for _ in range(steps):
@@ -522,7 +523,6 @@ def test_adam_and_adamw_match_torch(decoupled, betas, wd, amsgrad, seed, torch):
         eps=1e-5,
         weight_decay=wd,
         amsgrad=amsgrad,
-        foreach=False,
     )
     m, v = zeros_like_each(params), zeros_like_each(params)
     vmax = zeros_like_each(params) if amsgrad else None
@@ -545,7 +545,6 @@ def test_rmsprop_matches_torch(centered, mu, torch):
         weight_decay=0.01,
         momentum=mu,
         centered=centered,
-        foreach=False,
     )
     s = zeros_like_each(params)
     ga = zeros_like_each(params) if centered else None
@@ -559,7 +558,7 @@ def test_rmsprop_matches_torch(centered, mu, torch):
 @pytest.mark.torch
 def test_adagrad_matches_torch(torch):
     params, grads_seq, expected = run_torch(
-        torch, 24, "Adagrad", lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5, foreach=False
+        torch, 24, "Adagrad", lr=lr_at(0), lr_decay=0.05, weight_decay=0.01, eps=1e-5
     )
     sums = zeros_like_each(params)
     for k, grads in enumerate(grads_seq):
