@@ -32,6 +32,11 @@ def _f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+def _by_direction(direction, forward, backward):
+    """The call an ember benchmark times: ``forward`` for ``"fwd"``, else ``backward``."""
+    return forward if direction == "fwd" else backward
+
+
 def _torch_timed(direction, forward, inputs, grad_output):
     """What a PyTorch benchmark times: ``forward`` itself, or the gradient of its output (computed
     once, here) with respect to ``inputs`` for ``grad_output``."""
@@ -77,7 +82,7 @@ def _bench_softmax_like(benchmark, impl, direction, op, x, torch_graph_in_fwd):
         be = _backend(impl)
         forward, backward = getattr(be, op), getattr(be, f"{op}_backward")
         y = forward(x)
-        fn = (lambda: forward(x)) if direction == "fwd" else (lambda: backward(y, dy))
+        fn = _by_direction(direction, lambda: forward(x), lambda: backward(y, dy))
     _run(benchmark, f"{op} {direction} [{x.shape[0]},{x.shape[1]}]", impl, fn)
 
 
@@ -108,10 +113,10 @@ def bench_layer_norm(benchmark, impl, direction):
     else:
         be = _backend(impl)
         _, mean, rstd = be.layer_norm(x, g, b, 1e-5)
-        fn = (
-            (lambda: be.layer_norm(x, g, b, 1e-5))
-            if direction == "fwd"
-            else (lambda: be.layer_norm_backward(dy, x, mean, rstd, g))
+        fn = _by_direction(
+            direction,
+            lambda: be.layer_norm(x, g, b, 1e-5),
+            lambda: be.layer_norm_backward(dy, x, mean, rstd, g),
         )
     _run(benchmark, f"layer_norm {direction} [{BATCH},{SEQ},{D_MODEL}]", impl, fn)
 
@@ -127,10 +132,8 @@ def bench_gelu(benchmark, impl, direction, approximate):
         fn = _torch_timed(direction, lambda: torch.nn.functional.gelu(tx, approximate=mode), tx, dy)
     else:
         be = _backend(impl)
-        fn = (
-            (lambda: be.gelu(x, approximate))
-            if direction == "fwd"
-            else (lambda: be.gelu_backward(x, dy, approximate))
+        fn = _by_direction(
+            direction, lambda: be.gelu(x, approximate), lambda: be.gelu_backward(x, dy, approximate)
         )
     kind = "tanh" if approximate else "erf"
     _run(benchmark, f"gelu-{kind} {direction} [{BATCH},{SEQ},{D_FF}]", impl, fn)
@@ -151,10 +154,10 @@ def bench_cross_entropy(benchmark, impl, direction):
     else:
         be = _backend(impl)
         _, lse = be.cross_entropy(logits, targets, 0.0)
-        fn = (
-            (lambda: be.cross_entropy(logits, targets, 0.0))
-            if direction == "fwd"
-            else (lambda: be.cross_entropy_backward(logits, targets, lse, dloss, 0.0))
+        fn = _by_direction(
+            direction,
+            lambda: be.cross_entropy(logits, targets, 0.0),
+            lambda: be.cross_entropy_backward(logits, targets, lse, dloss, 0.0),
         )
     _run(benchmark, f"cross_entropy {direction} [{n},{c}]", impl, fn)
 
@@ -170,10 +173,8 @@ def bench_embedding(benchmark, impl, direction):
         fn = _torch_timed(direction, lambda: torch.nn.functional.embedding(tids, tw), tw, dout)
     else:
         be = _backend(impl)
-        fn = (
-            (lambda: be.embedding(w, ids))
-            if direction == "fwd"
-            else (lambda: be.embedding_backward(dout, ids, VOCAB))
+        fn = _by_direction(
+            direction, lambda: be.embedding(w, ids), lambda: be.embedding_backward(dout, ids, VOCAB)
         )
     _run(benchmark, f"embedding {direction} [{VOCAB},{D_MODEL}] ids [{BATCH},{SEQ}]", impl, fn)
 
@@ -217,9 +218,9 @@ def bench_attention(benchmark, impl, direction):
     else:
         be = _backend(impl)
         out, lse = be.attention(q, k, v, mask, scale, True, 0.0, 0)
-        fn = (
-            (lambda: be.attention(q, k, v, mask, scale, True, 0.0, 0))
-            if direction == "fwd"
-            else (lambda: be.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.0, 0))
+        fn = _by_direction(
+            direction,
+            lambda: be.attention(q, k, v, mask, scale, True, 0.0, 0),
+            lambda: be.attention_backward(dout, q, k, v, out, lse, mask, scale, True, 0.0, 0),
         )
     _run(benchmark, f"attention {direction} B{BATCH} H{HEADS} S{SEQ} D{HEAD_DIM} masked", impl, fn)
