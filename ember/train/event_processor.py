@@ -59,6 +59,17 @@ class LearnerItem:
     lr: float | None
 
 
+def _position(item: LearnerItem) -> dict[str, Any]:
+    """Where the batch stands in the run, as the metrics' metadata and the renderers' progress
+    both take it."""
+    return {
+        "progress": item.progress,
+        "epoch": item.epoch,
+        "epoch_total": item.epoch_total,
+        "iteration": item.iteration,
+    }
+
+
 def _numeric_state(metric):
     """(current, running) of a numeric metric, None where the metric has no value yet."""
     out = []
@@ -182,21 +193,9 @@ class EventProcessor:
     def process_item(self, item: LearnerItem) -> None:
         """Metrics, logs and display of one batch."""
         if item.output is not None:
-            metadata = MetricMetadata(
-                progress=item.progress,
-                epoch=item.epoch,
-                epoch_total=item.epoch_total,
-                iteration=item.iteration,
-                lr=item.lr,
-            )
+            metadata = MetricMetadata(**_position(item), lr=item.lr)
             self._update_metrics(item.split, item.output, metadata, item.epoch)
-        state = TrainingProgress(
-            progress=item.progress,
-            epoch=item.epoch,
-            epoch_total=item.epoch_total,
-            iteration=item.iteration,
-            split=item.split,
-        )
+        state = TrainingProgress(**_position(item), split=item.split)
         (self.renderer.render_train if item.split == "train" else self.renderer.render_valid)(state)
         for logger in self.progress_loggers:
             logger.log_progress(state)
