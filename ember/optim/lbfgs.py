@@ -26,6 +26,7 @@ import numpy as np
 from ember._deprecation import renamed_globals, renamed_method
 from ember.optim.grads_params import GradientsParams
 from ember.optim.line_search import dot, strong_wolfe
+from ember.optim.optimizer_record import SavedAsRecord
 from ember.record import UInt
 from ember.record import from_bytes as _from_bytes
 from ember.record import load as _load
@@ -147,7 +148,7 @@ def _line_search(value) -> LineSearchFn | None:
     )
 
 
-class Lbfgs:
+class Lbfgs(SavedAsRecord):
     """Limited-memory BFGS (Nocedal 1980; Liu & Nocedal 1989), as Burn and PyTorch run it.
 
     Each :meth:`step` runs up to ``max_iter`` iterations on the flattened trainable
@@ -172,6 +173,8 @@ class Lbfgs:
     Args:
         config: an :class:`LbfgsConfig`.
     """
+
+    _record_type = LbfgsRecord
 
     def __init__(self, config: LbfgsConfig | None = None):
         config = LbfgsConfig() if config is None else config
@@ -444,24 +447,6 @@ class Lbfgs:
         self.d, self.prev_flat_grad = vector("d"), vector("prev_flat_grad")
         self.t, self.prev_loss, self.g_iter = number("t"), number("prev_loss"), g_iter
         return self
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Save the state as a burnpack file; returns the path written."""
-        return self.to_record().save(path)
-
-    def load(self, path: str | os.PathLike) -> "Lbfgs":
-        """Load the state saved by :meth:`save` (or by Burn); returns ``self``."""
-        return self.load_record(LbfgsRecord.load(path))
-
-    def to_bytes(self) -> bytes:
-        """The state as burnpack bytes (Burn's ``into_bytes``)."""
-        return self.to_record().to_bytes()
-
-    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
-
-    def from_bytes(self, data: bytes) -> "Lbfgs":
-        """Load the state from burnpack bytes; returns ``self``."""
-        return self.load_record(LbfgsRecord.from_bytes(data))
 
     def to_device(self, device) -> "Lbfgs":
         """Move the carried-over vectors to ``device``; returns ``self``."""

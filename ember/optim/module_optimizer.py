@@ -38,22 +38,19 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-import os
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ember._deprecation import renamed_method
 from ember.kernels.fusion.lazy import flush_all
 from ember.nn.param import ParamId
 from ember.nn.param_group import ParamGroup
 from ember.optim.clipping import GradientClipping, as_clipping, clip_buckets
 from ember.optim.grads_params import GradientsParams
 from ember.optim.optimizer import Optimizer, OptimizerConfig
-from ember.optim.optimizer_record import RANK_KEY, OptimizerRecord
+from ember.optim.optimizer_record import RANK_KEY, OptimizerRecord, SavedAsRecord
 from ember.record import UInt
 from ember.tensor.device import as_device
 from ember.tensor.sparse import is_row_sparse
@@ -163,7 +160,7 @@ def _lr_resolver(lr) -> Callable[[ParamId, str], float]:
     )
 
 
-class ModuleOptimizer:
+class ModuleOptimizer(SavedAsRecord):
     """Applies bare optimizers to a module's parameters, routed by :class:`ParamGroup`.
 
     Args:
@@ -174,6 +171,8 @@ class ModuleOptimizer:
             ``GradientClipping``) when ``optimizer`` carries none (a bare optimizer, Muon's
             config), or None. Set in both places, it wins with a ``DeprecationWarning``.
     """
+
+    _record_type = OptimizerRecord
 
     def __init__(self, optimizer, grad_clipping=None):
         self._groups: list[_Group] = [
@@ -523,28 +522,6 @@ class ModuleOptimizer:
         self._states = states
         self._packed.clear()
         return self
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Save the state as a burnpack file (``.bpk`` appended when there is no extension).
-
-        Returns:
-            The path written.
-        """
-        return self.to_record().save(path)
-
-    def load(self, path: str | os.PathLike) -> "ModuleOptimizer":
-        """Load the state saved by :meth:`save` (or by Burn); returns ``self``."""
-        return self.load_record(OptimizerRecord.load(path))
-
-    def to_bytes(self) -> bytes:
-        """The state as burnpack bytes (Burn's ``into_bytes``)."""
-        return self.to_record().to_bytes()
-
-    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
-
-    def from_bytes(self, data: bytes) -> "ModuleOptimizer":
-        """Load the state from burnpack bytes; returns ``self``."""
-        return self.load_record(OptimizerRecord.from_bytes(data))
 
     def __repr__(self) -> str:
         groups = ", ".join(

@@ -33,6 +33,36 @@ __all__ = ["RANK_KEY", "OptimizerRecord"]
 RANK_KEY = "__rank"
 
 
+class SavedAsRecord:
+    """``save``/``load``/``to_bytes``/``from_bytes`` of an optimizer whose state is a record
+    (:class:`~ember.optim.ModuleOptimizer`, :class:`~ember.optim.Lbfgs`): the class gives
+    ``to_record()``, ``load_record(record)`` and ``_record_type``, the record's class."""
+
+    _record_type: type
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Save the state as a burnpack file (``.bpk`` appended when there is no extension).
+
+        Returns:
+            The path written.
+        """
+        return self.to_record().save(path)
+
+    def load(self, path: str | os.PathLike):
+        """Load the state saved by :meth:`save` (or by Burn); returns ``self``."""
+        return self.load_record(self._record_type.load(path))
+
+    def to_bytes(self) -> bytes:
+        """The state as burnpack bytes (Burn's ``into_bytes``)."""
+        return self.to_record().to_bytes()
+
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
+
+    def from_bytes(self, data: bytes):
+        """Load the state from burnpack bytes; returns ``self``."""
+        return self.load_record(self._record_type.from_bytes(data))
+
+
 class OptimizerRecord:
     """Serialized optimizer state.
 
