@@ -122,6 +122,27 @@ def _positive(op: str, name: str, values) -> None:
         raise ValueError(f"{op}: {name} must be positive ints, got {values}")
 
 
+def per_axis_fields(config, n: int, names=("kernel_size", "stride", "dilation")) -> None:
+    """Normalise a convolution config in place: ``channels`` as a pair, and the settings ``names``
+    as ``n``-tuples (an int stands for every axis)."""
+    op = type(config).__name__
+    config.channels = tuple(config.channels)
+    for name in names:
+        setattr(config, name, per_axis(op, name, getattr(config, name), n))
+
+
+def config_params(config, groups: int, device, dtype) -> tuple:
+    """``(weight, bias)`` of a convolution config with per-axis ``kernel_size``, ``stride`` and
+    ``dilation`` tuples, once its channels, ``groups`` and sizes are checked."""
+    op = type(config).__name__
+    c_in, c_out = config.channels
+    _check_channels(op, c_in, c_out, groups)
+    _positive(op, "kernel_size, stride and dilation", config.kernel_size + config.stride + config.dilation)
+    return init_conv_params(
+        config.initializer, config.bias, c_in, c_out, groups, config.kernel_size, device, dtype
+    )
+
+
 class Conv1dConfig(Config):
     """Configuration of :class:`Conv1d`.
 
@@ -245,21 +266,11 @@ class Conv2dConfig(Config):
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        self.channels = tuple(self.channels)
-        self.kernel_size = per_axis("Conv2dConfig", "kernel_size", self.kernel_size, 2)
-        self.stride = per_axis("Conv2dConfig", "stride", self.stride, 2)
-        self.dilation = per_axis("Conv2dConfig", "dilation", self.dilation, 2)
+        per_axis_fields(self, 2)
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "Conv2d":
-        c_in, c_out = self.channels
-        _check_channels("Conv2dConfig", c_in, c_out, self.groups)
-        _positive(
-            "Conv2dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
-        )
-        weight, bias = init_conv_params(
-            self.initializer, self.bias, c_in, c_out, self.groups, self.kernel_size, device, dtype
-        )
+        weight, bias = config_params(self, self.groups, device, dtype)
         return Conv2d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from ember.nn.conv import ConvNd, _check_channels, _positive, init_conv_params
+from ember.nn.conv import ConvNd, config_params, per_axis_fields
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.padding import PaddingConfig3d, padding_3d
 from ember.nn.param import Param
-from ember.nn.unfold import per_axis
 from ember.record.config import Config
 from ember.tensor.tensor import Tensor
 
@@ -46,10 +45,7 @@ class Conv3dConfig(Config):
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        self.channels = tuple(self.channels)
-        self.kernel_size = per_axis("Conv3dConfig", "kernel_size", self.kernel_size, 3)
-        self.stride = per_axis("Conv3dConfig", "stride", self.stride, 3)
-        self.dilation = per_axis("Conv3dConfig", "dilation", self.dilation, 3)
+        per_axis_fields(self, 3)
         self.padding = padding_3d(self.padding)
 
     def init(self, device=None, dtype=None) -> "Conv3d":
@@ -65,14 +61,7 @@ class Conv3dConfig(Config):
         Raises:
             ValueError: channels not multiples of groups, or a non-positive kernel/stride/dilation.
         """
-        c_in, c_out = self.channels
-        _check_channels("Conv3dConfig", c_in, c_out, self.groups)
-        _positive(
-            "Conv3dConfig", "kernel_size, stride and dilation", self.kernel_size + self.stride + self.dilation
-        )
-        weight, bias = init_conv_params(
-            self.initializer, self.bias, c_in, c_out, self.groups, self.kernel_size, device, dtype
-        )
+        weight, bias = config_params(self, self.groups, device, dtype)
         return Conv3d(weight, bias, self.stride, self.dilation, self.groups, self.padding)
 
 

@@ -20,7 +20,7 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _check_channels, _positive, init_conv_params
+from ember.nn.conv import _check_channels, _positive, init_conv_params, per_axis_fields
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.param import Param
@@ -119,16 +119,43 @@ def _check_settings(
         raise ValueError(f"{op}: padding and padding_out must be non-negative ints, got {pads}")
 
 
-def _init_params(config, n: int, device, dtype) -> tuple:
-    """(weight, bias) of a transposed convolution: ``[C_in, C_out/groups, *kernel]`` and ``[C_out]``."""
-    c_in, c_out = config.channels
-    kernel = per_axis(type(config).__name__, "kernel_size", config.kernel_size, n)
-    return init_conv_params(
-        config.initializer, config.bias, c_in, c_out, config.groups, kernel, device, dtype, transposed=True
-    )
+# the per-axis settings of a config or layer, in the order of _check_settings' arguments
+_AXIS_SETTINGS = ("kernel_size", "stride", "dilation", "padding", "padding_out")
 
 
-class ConvTranspose1dConfig(Config):
+class _ConvTransposeConfig(Config):
+    """What the 1-D, 2-D and 3-D configs share: checking and building the layer (``_n`` is the
+    number of spatial dims; a 1-D config holds plain ints)."""
+
+    _n = 0
+
+    def init(self, device=None, dtype=None) -> "_ConvTranspose":
+        """Build the layer with freshly initialised weight (and bias).
+
+        Args:
+            device: where the parameters live (the default device when None).
+            dtype: their float dtype (float32 when None).
+
+        Returns:
+            A :class:`ConvTranspose1d`, :class:`ConvTranspose2d` or :class:`ConvTranspose3d`,
+            as the config.
+
+        Raises:
+            ValueError: channels not multiples of groups, or invalid sizes.
+        """
+        c_in, c_out = self.channels
+        settings = [getattr(self, name) for name in _AXIS_SETTINGS]
+        if self._n == 1:  # a 1-D config holds plain ints
+            settings = [(value,) for value in settings]
+        _check_settings(type(self).__name__, c_in, c_out, self.groups, *settings)
+        weight, bias = init_conv_params(
+            self.initializer, self.bias, c_in, c_out, self.groups, settings[0], device, dtype, transposed=True
+        )
+        layer = {1: ConvTranspose1d, 2: ConvTranspose2d, 3: ConvTranspose3d}[self._n]
+        return layer(weight, bias, self.stride, self.dilation, self.groups, self.padding, self.padding_out)
+
+
+class ConvTranspose1dConfig(_ConvTransposeConfig):
     """Configuration of :class:`ConvTranspose1d`.
 
     Args:
@@ -153,41 +180,13 @@ class ConvTranspose1dConfig(Config):
     bias: bool = True
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
+    _n = 1
+
     def __post_init__(self):
         self.channels = tuple(self.channels)
 
-    def init(self, device=None, dtype=None) -> "ConvTranspose1d":
-        """Build the layer with freshly initialised weight (and bias).
 
-        Args:
-            device: where the parameters live (the default device when None).
-            dtype: their float dtype (float32 when None).
-
-        Returns:
-            A :class:`ConvTranspose1d`.
-
-        Raises:
-            ValueError: channels not multiples of groups, or invalid sizes.
-        """
-        c_in, c_out = self.channels
-        _check_settings(
-            "ConvTranspose1dConfig",
-            c_in,
-            c_out,
-            self.groups,
-            (self.kernel_size,),
-            (self.stride,),
-            (self.dilation,),
-            (self.padding,),
-            (self.padding_out,),
-        )
-        weight, bias = _init_params(self, 1, device, dtype)
-        return ConvTranspose1d(
-            weight, bias, self.stride, self.dilation, self.groups, self.padding, self.padding_out
-        )
-
-
-class ConvTranspose2dConfig(Config):
+class ConvTranspose2dConfig(_ConvTransposeConfig):
     """Configuration of :class:`ConvTranspose2d`.
 
     Args:
@@ -212,30 +211,13 @@ class ConvTranspose2dConfig(Config):
     bias: bool = True
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
+    _n = 2
+
     def __post_init__(self):
-        _normalise(self, 2)
-
-    def init(self, device=None, dtype=None) -> "ConvTranspose2d":
-        """Build the layer with freshly initialised weight (and bias).
-
-        Args:
-            device: where the parameters live (the default device when None).
-            dtype: their float dtype (float32 when None).
-
-        Returns:
-            A :class:`ConvTranspose2d`.
-
-        Raises:
-            ValueError: channels not multiples of groups, or invalid sizes.
-        """
-        _check_config(self)
-        weight, bias = _init_params(self, 2, device, dtype)
-        return ConvTranspose2d(
-            weight, bias, self.stride, self.dilation, self.groups, self.padding, self.padding_out
-        )
+        per_axis_fields(self, 2, _AXIS_SETTINGS)
 
 
-class ConvTranspose3dConfig(Config):
+class ConvTranspose3dConfig(_ConvTransposeConfig):
     """Configuration of :class:`ConvTranspose3d`.
 
     Args:
@@ -260,50 +242,10 @@ class ConvTranspose3dConfig(Config):
     bias: bool = True
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
+    _n = 3
+
     def __post_init__(self):
-        _normalise(self, 3)
-
-    def init(self, device=None, dtype=None) -> "ConvTranspose3d":
-        """Build the layer with freshly initialised weight (and bias).
-
-        Args:
-            device: where the parameters live (the default device when None).
-            dtype: their float dtype (float32 when None).
-
-        Returns:
-            A :class:`ConvTranspose3d`.
-
-        Raises:
-            ValueError: channels not multiples of groups, or invalid sizes.
-        """
-        _check_config(self)
-        weight, bias = _init_params(self, 3, device, dtype)
-        return ConvTranspose3d(
-            weight, bias, self.stride, self.dilation, self.groups, self.padding, self.padding_out
-        )
-
-
-def _normalise(config, n: int) -> None:
-    """Per-axis settings of a 2-D/3-D config as n-tuples (an int stands for every axis)."""
-    op = type(config).__name__
-    config.channels = tuple(config.channels)
-    for name in ("kernel_size", "stride", "dilation", "padding", "padding_out"):
-        setattr(config, name, per_axis(op, name, getattr(config, name), n))
-
-
-def _check_config(config) -> None:
-    c_in, c_out = config.channels
-    _check_settings(
-        type(config).__name__,
-        c_in,
-        c_out,
-        config.groups,
-        config.kernel_size,
-        config.stride,
-        config.dilation,
-        config.padding,
-        config.padding_out,
-    )
+        per_axis_fields(self, 3, _AXIS_SETTINGS)
 
 
 class _ConvTranspose(Module):

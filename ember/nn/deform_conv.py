@@ -22,7 +22,7 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _check_channels, _positive, init_conv_params
+from ember.nn.conv import _positive, config_params, per_axis_fields
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig2d, padding_2d
@@ -196,10 +196,7 @@ class DeformConv2dConfig(Config):
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        self.channels = tuple(self.channels)
-        self.kernel_size = per_axis("DeformConv2dConfig", "kernel_size", self.kernel_size, 2)
-        self.stride = per_axis("DeformConv2dConfig", "stride", self.stride, 2)
-        self.dilation = per_axis("DeformConv2dConfig", "dilation", self.dilation, 2)
+        per_axis_fields(self, 2)
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "DeformConv2d":
@@ -215,22 +212,13 @@ class DeformConv2dConfig(Config):
         Raises:
             ValueError: channels not multiples of the groups, or a non-positive kernel/stride/dilation.
         """
-        c_in, c_out = self.channels
-        _check_channels("DeformConv2dConfig", c_in, c_out, self.weight_groups)
         _positive("DeformConv2dConfig", "offset_groups", (self.offset_groups,))
-        if c_in % self.offset_groups:
+        if self.channels[0] % self.offset_groups:
             raise ValueError(
-                f"DeformConv2dConfig: channels_in ({c_in}) must be a multiple of offset_groups "
+                f"DeformConv2dConfig: channels_in ({self.channels[0]}) must be a multiple of offset_groups "
                 f"({self.offset_groups})"
             )
-        _positive(
-            "DeformConv2dConfig",
-            "kernel_size, stride and dilation",
-            self.kernel_size + self.stride + self.dilation,
-        )
-        weight, bias = init_conv_params(
-            self.initializer, self.bias, c_in, c_out, self.weight_groups, self.kernel_size, device, dtype
-        )
+        weight, bias = config_params(self, self.weight_groups, device, dtype)
         return DeformConv2d(
             weight, bias, self.stride, self.dilation, self.weight_groups, self.offset_groups, self.padding
         )
