@@ -37,11 +37,15 @@ def _torch_outputs(model, ids, mask, masked):
         return model(torch.tensor(ids), **kwargs)
 
 
-def _ember_outputs(model, ids, mask, masked, device):
-    args = (ember.tensor(ids, dtype=ember.int64, device=device),)
+def _ember_args(ids, mask, masked, device):
+    args = [ember.tensor(ids, dtype=ember.int64, device=device)]
     if masked:
-        args += (ember.tensor(mask, dtype=ember.int64, device=device),)
-    return model(*args).to(ember.float32).numpy()
+        args.append(ember.tensor(mask, dtype=ember.int64, device=device))
+    return args
+
+
+def _ember_outputs(model, ids, mask, masked, device):
+    return model(*_ember_args(ids, mask, masked, device)).to(ember.float32).numpy()
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
@@ -79,9 +83,7 @@ def test_float16_matches_transformers_float32(checkpoint, family, masked, device
     want_hidden = _torch_outputs(hf.base_model, ids, mask, masked).last_hidden_state.numpy()
     model = from_pretrained(directory, num_classes=3, dtype=ember.float16, device=device).valid()
     assert model.embeddings.word.weight.dtype is ember.float16
-    args = [ember.tensor(ids, dtype=ember.int64, device=device)]
-    if masked:
-        args.append(ember.tensor(mask, dtype=ember.int64, device=device))
+    args = _ember_args(ids, mask, masked, device)
     hidden = model.hidden_state(*args)
     assert hidden.dtype is ember.float16
     np.testing.assert_allclose(hidden.to(ember.float32).numpy(), want_hidden, atol=F16_TOL, rtol=0)
