@@ -27,6 +27,23 @@ class MetricLogger(Protocol):
     def close(self) -> None: ...
 
 
+class OpenWriters:
+    """Flush and close of a metric logger that keeps its open writers (log files, event
+    writers) in ``self._writers``."""
+
+    _writers: dict
+
+    def flush(self) -> None:
+        for writer in self._writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        """Close every writer and forget them."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+
 def file_name(metric_name: str) -> str:
     return metric_name.replace(" ", "_") + ".log"
 
@@ -58,7 +75,7 @@ def read_aggregate(path: str | os.PathLike) -> float | None:
     return total / weight if weight else None
 
 
-class FileMetricLogger:
+class FileMetricLogger(OpenWriters):
     """Writes every metric entry to its log file.
 
     Args:
@@ -69,7 +86,7 @@ class FileMetricLogger:
 
     def __init__(self, directory: str | os.PathLike, append_epochs: set | None = None):
         self.directory = Path(directory)
-        self._files: dict[tuple[str, int, str], TextIO] = {}
+        self._writers: dict[tuple[str, int, str], TextIO] = {}
         self._append = set(append_epochs or ())
 
     def continue_epoch(self, split: str, epoch: int) -> None:
@@ -82,7 +99,7 @@ class FileMetricLogger:
 
     def _file(self, split: str, epoch: int, name: str) -> TextIO:
         key = (split, epoch, name)
-        handle = self._files.get(key)
+        handle = self._writers.get(key)
         if handle is None:
             path = self.path(split, epoch, name)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +108,7 @@ class FileMetricLogger:
                 handle = open(path, "a", encoding="utf-8")
             else:
                 handle = open(path, "w", encoding="utf-8")
-            self._files[key] = handle
+            self._writers[key] = handle
         return handle
 
     def log(self, split: str, epoch: int, name: str, line: str) -> None:
@@ -100,21 +117,12 @@ class FileMetricLogger:
 
     def end_split(self, split: str, epoch: int) -> None:
         """Close the split's files (flushing them)."""
-        for key in [k for k in self._files if k[0] == split and k[1] == epoch]:
-            self._files.pop(key).close()
+        for key in [k for k in self._writers if k[0] == split and k[1] == epoch]:
+            self._writers.pop(key).close()
         self._append.discard((split, epoch))
 
     def read_numeric(self, split: str, name: str, epoch: int) -> float | None:
         return read_aggregate(self.path(split, epoch, name))
-
-    def flush(self) -> None:
-        for handle in self._files.values():
-            handle.flush()
-
-    def close(self) -> None:
-        for handle in self._files.values():
-            handle.close()
-        self._files.clear()
 
 
 def _drop_final_line(path: Path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ember.train.logger.metric_logger import OpenWriters
 from ember.train.metric.base import NumericEntry
 
 __all__ = ["TensorBoardLogger"]
@@ -44,7 +45,7 @@ def tag_name(metric_name: str) -> str:
     return metric_name.replace(" ", "_")
 
 
-class TensorBoardLogger:
+class TensorBoardLogger(OpenWriters):
     """A metric logger (``SupervisedTraining.with_metric_logger``) writing TensorBoard event
     files: per-batch and per-epoch scalars of every numeric metric, per split.
 
@@ -97,12 +98,3 @@ class TensorBoardLogger:
         """An epoch's aggregate written by this logger (None for one it did not see: event
         files are not read back, the file logs serve resumed runs)."""
         return self._finals.get((split, name, epoch))
-
-    def flush(self) -> None:
-        for writer in self._writers.values():
-            writer.flush()
-
-    def close(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._writers.clear()
