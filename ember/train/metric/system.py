@@ -76,14 +76,20 @@ def memory_bytes() -> tuple[int, int] | None:
 class _RefreshedMetric(NumericMetric):
     """A system figure read again at most every 200 ms, lower is better.
 
-    Subclasses set ``_clock`` and ``_last_refresh`` and implement :meth:`_refresh`,
-    :meth:`_reading` (the figure) and :meth:`_report` (the entry).
+    Subclasses implement :meth:`_refresh` (a new reading, at construction too; it sets
+    ``_last_refresh``), :meth:`_reading` (the figure) and :meth:`_report` (the entry).
+
+    Args:
+        clock: seconds as a float (tests inject one).
     """
 
     input_type = None
     higher_is_better = False
-    _clock: Callable[[], float]
     _last_refresh: float
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._refresh()
 
     def _refresh(self) -> None:
         raise NotImplementedError
@@ -125,12 +131,8 @@ class CpuUse(_RefreshedMetric):
 
     name = "CPU Usage"
     unit = "%"
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._last = cpu_times()
-        self._last_refresh = clock()
-        self.current = 0.0
+    current = 0.0  # until a refresh finds the cores' times advanced
+    _last: tuple[float, float] | None = None  # (busy, total) core times of the last refresh
 
     def _refresh(self) -> None:
         now = cpu_times()
@@ -156,11 +158,7 @@ class CpuMemory(_RefreshedMetric):
 
     name = "CPU Memory"
     unit = "Gb"
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self.used_bytes, self.total_bytes = 0, 0
-        self._refresh()
+    used_bytes, total_bytes = 0, 0  # where the system gives no reading
 
     def _refresh(self) -> None:
         reading = memory_bytes()
