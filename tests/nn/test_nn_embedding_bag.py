@@ -17,32 +17,40 @@ INDICES = np.array([3, 1, 3, 7, 0, 9, 9, 2, 5], dtype=np.int64)
 OFFSETS = np.array([0, 4, 4, 9], dtype=np.int64)
 
 
-def _torch_bag(torch, weight, mode):
-    ref = torch.nn.EmbeddingBag(weight.shape[0], weight.shape[1], mode=mode)
-    with torch.no_grad():
-        ref.weight.copy_(torch.from_numpy(weight))
-    return ref
-
-
 def _bag(device, mode, n=12, d=5, sparse=True, seed=0):
     ember.seed(seed)
     return nn.EmbeddingBagConfig(n, d, mode=mode, sparse=sparse).init(device)
+
+
+def _bag_and_torch(torch, device, mode):
+    """A bag and PyTorch's EmbeddingBag holding the same weight."""
+    bag = _bag(device, mode)
+    weight = bag.weight.numpy()
+    ref = torch.nn.EmbeddingBag(weight.shape[0], weight.shape[1], mode=mode)
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(weight))
+    return bag, ref
+
+
+def _backward_both(torch, out, ref_out, seed, device):
+    """Back-propagate one random upstream through PyTorch's output and ember's; returns ember's
+    gradients (PyTorch's are on its tensors)."""
+    up = np.random.default_rng(seed).standard_normal(out.shape).astype(np.float32)
+    (ref_out * torch.from_numpy(up)).sum().backward()
+    return (out * ember.tensor(up, device=device)).sum().backward()
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", MODES)
 def test_offsets_form_matches_torch(device, mode):
     torch = pytest.importorskip("torch")
-    bag = _bag(device, mode)
-    ref = _torch_bag(torch, bag.weight.numpy(), mode)
+    bag, ref = _bag_and_torch(torch, device, mode)
     out = bag(ember.tensor(INDICES, device=device), ember.tensor(OFFSETS, device=device))
     ref_out = ref(torch.from_numpy(INDICES), torch.from_numpy(OFFSETS))
     assert out.shape == (4, 5)
     np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert np.all(out.numpy()[[1, 3]] == 0)  # the empty bags
-    up = np.random.default_rng(1).standard_normal((4, 5)).astype(np.float32)
-    grad = (out * ember.tensor(up, device=device)).sum().backward().get(bag.weight.value)
-    (ref_out * torch.from_numpy(up)).sum().backward()
+    grad = _backward_both(torch, out, ref_out, 1, device).get(bag.weight.value)
     assert isinstance(grad, ember.RowSparse)
     assert grad.indices.tolist() == sorted(set(INDICES.tolist()))
     np.testing.assert_allclose(grad.to_dense().numpy(), ref.weight.grad.numpy(), rtol=1e-6, atol=1e-7)
@@ -61,8 +69,7 @@ def test_empty_bags_give_zeros():
 @pytest.mark.parametrize("mode", MODES)
 def test_padded_form_with_mask_matches_torch(device, mode):
     torch = pytest.importorskip("torch")
-    bag = _bag(device, mode)
-    ref = _torch_bag(torch, bag.weight.numpy(), mode)
+    bag, ref = _bag_and_torch(torch, device, mode)
     ids = np.array([[4, 2, 11, 0], [7, 7, 1, 5], [3, 9, 9, 9]], dtype=np.int64)
     pad = np.array([[False, False, True, True], [False, False, False, False], [True, True, True, True]])
     ids_with_junk = np.where(pad, -1, ids)  # padded positions are ignored, even out of range
@@ -72,9 +79,7 @@ def test_padded_form_with_mask_matches_torch(device, mode):
     ref_out = ref(torch.from_numpy(flat), torch.from_numpy(offsets))
     np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert np.all(out.numpy()[2] == 0)
-    up = np.random.default_rng(2).standard_normal(out.shape).astype(np.float32)
-    grad = (out * ember.tensor(up, device=device)).sum().backward().get(bag.weight.value)
-    (ref_out * torch.from_numpy(up)).sum().backward()
+    grad = _backward_both(torch, out, ref_out, 2, device).get(bag.weight.value)
     np.testing.assert_allclose(grad.to_dense().numpy(), ref.weight.grad.numpy(), rtol=1e-6, atol=1e-7)
     # without a mask every position counts (torch's 2-D input)
     out2 = bag(ember.tensor(ids, device=device))
@@ -86,8 +91,7 @@ def test_padded_form_with_mask_matches_torch(device, mode):
 @pytest.mark.parametrize("device", DEVICES)
 def test_per_sample_weights_match_torch(device):
     torch = pytest.importorskip("torch")
-    bag = _bag(device, "sum")
-    ref = _torch_bag(torch, bag.weight.numpy(), "sum")
+    bag, ref = _bag_and_torch(torch, device, "sum")
     psw = np.random.default_rng(3).uniform(-1, 2, INDICES.shape).astype(np.float32)
     w = ember.tensor(psw, device=device).require_grad()
     out = bag(
@@ -96,9 +100,7 @@ def test_per_sample_weights_match_torch(device):
     tw = torch.from_numpy(psw.copy()).requires_grad_()
     ref_out = ref(torch.from_numpy(INDICES), torch.from_numpy(OFFSETS), per_sample_weights=tw)
     np.testing.assert_allclose(out.numpy(), ref_out.detach().numpy(), rtol=1e-6, atol=1e-6)
-    up = np.random.default_rng(4).standard_normal(out.shape).astype(np.float32)
-    grads = (out * ember.tensor(up, device=device)).sum().backward()
-    (ref_out * torch.from_numpy(up)).sum().backward()
+    grads = _backward_both(torch, out, ref_out, 4, device)
     np.testing.assert_allclose(
         grads.get(bag.weight.value).to_dense().numpy(), ref.weight.grad.numpy(), rtol=1e-6, atol=1e-6
     )

@@ -90,6 +90,25 @@ def _triplet_case(name, loss, **torch_kwargs):
     )
 
 
+def _gaussian_case(name, var_shape):
+    """A GaussianNllLoss case on ``[4, 5]`` inputs with a variance of ``var_shape`` (a ``[4, 1]``
+    one is shared along the last dim); the input and the variance take gradients."""
+    return Case(
+        name,
+        lambda r: {
+            "x": r.standard_normal((4, 5)),
+            "y": r.standard_normal((4, 5)),
+            "v": r.random(var_shape) + 0.5,
+        },
+        _reduced(
+            lambda t, red: GAUSSIAN(t["x"], t["y"], t["v"], red),
+            lambda t: GAUSSIAN.forward_no_reduction(t["x"], t["y"], t["v"]),
+        ),
+        lambda F, t, red: F.gaussian_nll_loss(t["x"], t["y"], t["v"], full=True, reduction=red),
+        grad=("x", "v"),
+    )
+
+
 CASES = [
     Case(
         "smooth_l1",
@@ -168,34 +187,8 @@ CASES = [
             t["x"], t["y"], log_input=False, full=True, eps=1e-6, reduction=red
         ),
     ),
-    Case(
-        "gaussian_nll",
-        lambda r: {
-            "x": r.standard_normal((4, 5)),
-            "y": r.standard_normal((4, 5)),
-            "v": r.random((4, 5)) + 0.5,
-        },
-        _reduced(
-            lambda t, red: GAUSSIAN(t["x"], t["y"], t["v"], red),
-            lambda t: GAUSSIAN.forward_no_reduction(t["x"], t["y"], t["v"]),
-        ),
-        lambda F, t, red: F.gaussian_nll_loss(t["x"], t["y"], t["v"], full=True, reduction=red),
-        grad=("x", "v"),
-    ),
-    Case(
-        "gaussian_nll_shared_var",
-        lambda r: {
-            "x": r.standard_normal((4, 5)),
-            "y": r.standard_normal((4, 5)),
-            "v": r.random((4, 1)) + 0.5,
-        },
-        _reduced(
-            lambda t, red: GAUSSIAN(t["x"], t["y"], t["v"], red),
-            lambda t: GAUSSIAN.forward_no_reduction(t["x"], t["y"], t["v"]),
-        ),
-        lambda F, t, red: F.gaussian_nll_loss(t["x"], t["y"], t["v"], full=True, reduction=red),
-        grad=("x", "v"),
-    ),
+    _gaussian_case("gaussian_nll", (4, 5)),
+    _gaussian_case("gaussian_nll_shared_var", (4, 1)),
     Case(
         "cosine_embedding",
         lambda r: {"x": r.standard_normal((6, 4)), "x2": r.standard_normal((6, 4)), "y": _pm1(r, 6)},

@@ -21,17 +21,23 @@ GEOMETRIES = [
 ]
 
 
-def _torch_grad(torch, fn, x, up):
+def _check_against_torch(torch, rng, reference, layer, x, exact=False):
+    """``layer``'s output on ``x`` and its input gradient (for a random upstream) equal those of
+    the PyTorch function ``reference``; ``exact``: the output to the bit (max pooling picks
+    inputs)."""
     xt = torch.from_numpy(x).requires_grad_()
-    yt = fn(xt)
+    yt = reference(xt)
+    up = rng.standard_normal(tuple(yt.shape))
     (yt * torch.from_numpy(up)).sum().backward()
-    return yt.detach().numpy(), xt.grad.numpy()
-
-
-def _ember_grad(layer, x, up):
     xe = ember.tensor(x, device=DEV).require_grad()
     ye = layer(xe)
-    return ye.numpy(), (ye * ember.tensor(up, device=DEV)).sum().backward().get(xe).numpy()
+    grad = (ye * ember.tensor(up, device=DEV)).sum().backward().get(xe).numpy()
+    if exact:
+        np.testing.assert_array_equal(ye.numpy(), yt.detach().numpy())
+        np.testing.assert_allclose(grad, xt.grad.numpy(), rtol=1e-12)
+    else:
+        np.testing.assert_allclose(ye.numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(grad, xt.grad.numpy(), rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("kernel,stride,padding,dilation,ceil", GEOMETRIES)
@@ -41,14 +47,10 @@ def test_pools_match_torch_with_gradients(kernel, stride, padding, dilation, cei
     rng = np.random.default_rng(kernel * 10 + stride)
     x = rng.standard_normal((2, 3, 11))
     max_ref = lambda t: functional.max_pool1d(t, kernel, stride, padding, dilation, ceil_mode=ceil)
-    up = rng.standard_normal(max_ref(torch.from_numpy(x)).shape)
-    expected, expected_grad = _torch_grad(torch, max_ref, x, up)
     layer = nn.MaxPool1dConfig(
         kernel, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil
     ).init()
-    out, grad = _ember_grad(layer, x, up)
-    np.testing.assert_array_equal(out, expected)
-    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12)
+    _check_against_torch(torch, rng, max_ref, layer, x, exact=True)
     for include in (True, False):
         avg_ref = lambda t: functional.avg_pool1d(
             t,
@@ -58,14 +60,10 @@ def test_pools_match_torch_with_gradients(kernel, stride, padding, dilation, cei
             ceil_mode=ceil,
             count_include_pad=include,
         )
-        up = rng.standard_normal(avg_ref(torch.from_numpy(x)).shape)
-        expected, expected_grad = _torch_grad(torch, avg_ref, x, up)
         layer = nn.AvgPool1dConfig(
             kernel, stride=stride, padding=padding, count_include_pad=include, ceil_mode=ceil
         ).init()
-        out, grad = _ember_grad(layer, x, up)
-        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-14)
+        _check_against_torch(torch, rng, avg_ref, layer, x)
 
 
 @pytest.mark.parametrize("output_size", [1, 3, 4, 11, 15])
@@ -73,13 +71,13 @@ def test_adaptive_avg_pool_matches_torch_with_gradients(output_size):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(output_size)
     x = rng.standard_normal((2, 3, 11))
-    up = rng.standard_normal((2, 3, output_size))
-    expected, expected_grad = _torch_grad(
-        torch, lambda t: torch.nn.functional.adaptive_avg_pool1d(t, output_size), x, up
+    _check_against_torch(
+        torch,
+        rng,
+        lambda t: torch.nn.functional.adaptive_avg_pool1d(t, output_size),
+        nn.AdaptiveAvgPool1dConfig(output_size).init(),
+        x,
     )
-    out, grad = _ember_grad(nn.AdaptiveAvgPool1dConfig(output_size).init(), x, up)
-    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-14)
 
 
 def test_burn_padding_choices_match_numpy(device):

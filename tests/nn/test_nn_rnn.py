@@ -94,6 +94,19 @@ def _ember_loss(out, finals, upstream, device):
     return loss
 
 
+def _check_against_torch(device, pairs, out, finals, upstream, want_out, want_finals, want_grads):
+    """The outputs and final states equal PyTorch's, and so do the gradients of the loss that
+    weights them by ``upstream``: of each ``(tensor, want)`` in ``want_grads`` and of the
+    parameters tied in ``pairs``."""
+    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
+    for final, want in zip(finals, want_finals):
+        np.testing.assert_allclose(final.numpy(), want, rtol=1e-12, atol=1e-13)
+    grads = _ember_loss(out, finals, upstream, device).backward()
+    for tensor, want in want_grads:
+        np.testing.assert_allclose(grads.get(tensor).numpy(), want, rtol=1e-10, atol=1e-12)
+    _check_param_grads(grads, pairs)
+
+
 @pytest.mark.parametrize("seq, with_state", [(T, True), (20, False)])
 def test_lstm_matches_torch(device, seq, with_state):
     torch = pytest.importorskip("torch")
@@ -117,17 +130,17 @@ def test_lstm_matches_torch(device, seq, with_state):
         init = nn.LstmState(f64(state[1][0], device).require_grad(), f64(state[0][0], device).require_grad())
     out, final = lstm(xe, init)
     assert isinstance(final, nn.LstmState) and final.shape == (B, H)
-    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.hidden.numpy(), want_h[0], rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.cell.numpy(), want_c[0], rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(
-        out, [final.hidden, final.cell], [upstream[0], upstream[1][0], upstream[2][0]], device
-    ).backward()
-    np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
-    if with_state:
-        np.testing.assert_allclose(grads.get(init.hidden).numpy(), want_gs[0][0], rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(grads.get(init.cell).numpy(), want_gs[1][0], rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    state_grads = [(init.hidden, want_gs[0][0]), (init.cell, want_gs[1][0])] if with_state else []
+    _check_against_torch(
+        device,
+        pairs,
+        out,
+        [final.hidden, final.cell],
+        [upstream[0], upstream[1][0], upstream[2][0]],
+        want_out,
+        [want_h[0], want_c[0]],
+        [(xe, want_gx), *state_grads],
+    )
 
 
 def test_bilstm_matches_torch(device):
@@ -150,14 +163,16 @@ def test_bilstm_matches_torch(device):
     init = nn.LstmState(f64(state[1], device).require_grad(), f64(state[0], device).require_grad())
     out, final = bilstm(xe, init)
     assert out.shape == (B, T, 2 * H) and final.shape == (2, B, H)
-    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.hidden.numpy(), want_h, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.cell.numpy(), want_c, rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final.hidden, final.cell], upstream, device).backward()
-    np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(grads.get(init.hidden).numpy(), want_gs[0], rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(grads.get(init.cell).numpy(), want_gs[1], rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    _check_against_torch(
+        device,
+        pairs,
+        out,
+        [final.hidden, final.cell],
+        upstream,
+        want_out,
+        [want_h, want_c],
+        [(xe, want_gx), (init.hidden, want_gs[0]), (init.cell, want_gs[1])],
+    )
 
 
 def test_gru_and_bigru_match_torch(device):
@@ -175,11 +190,16 @@ def test_gru_and_bigru_match_torch(device):
     out = gru(xe, he)  # Burn's signature: the outputs only
     np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
     out, final = gru.forward_with_state(xe, he)
-    np.testing.assert_allclose(final.numpy(), want_h[0], rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final], [upstream[0], upstream[1][0]], device).backward()
-    np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(grads.get(he).numpy(), want_gh[0], rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    _check_against_torch(
+        device,
+        pairs,
+        out,
+        [final],
+        [upstream[0], upstream[1][0]],
+        want_out,
+        [want_h[0]],
+        [(xe, want_gx), (he, want_gh[0])],
+    )
 
     bigru = nn.BiGruConfig(D, H, bias=True, batch_first=False).init(device, "float64")
     ref = torch.nn.GRU(D, H, bidirectional=True).double()  # seq first
@@ -189,11 +209,7 @@ def test_gru_and_bigru_match_torch(device):
     want_out, (want_h,), want_gx, _ = _torch_run(torch, ref, x, None, upstream)
     xe = f64(x, device).require_grad()
     out, final = bigru(xe)
-    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.numpy(), want_h, rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final], upstream, device).backward()
-    np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    _check_against_torch(device, pairs, out, [final], upstream, want_out, [want_h], [(xe, want_gx)])
 
 
 @pytest.mark.parametrize("activation, nonlinearity", [("tanh", "tanh"), ("relu", "relu")])
@@ -209,11 +225,16 @@ def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
     want_out, (want_h,), want_gx, _ = _torch_run(torch, ref, x, None, upstream)
     xe = f64(x, device).require_grad()
     out, final = rnn(xe)
-    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.hidden.numpy(), want_h[0], rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final.hidden], [upstream[0], upstream[1][0]], device).backward()
-    np.testing.assert_allclose(grads.get(xe).numpy(), want_gx, rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    _check_against_torch(
+        device,
+        pairs,
+        out,
+        [final.hidden],
+        [upstream[0], upstream[1][0]],
+        want_out,
+        [want_h[0]],
+        [(xe, want_gx)],
+    )
 
     birnn = nn.BiRnnConfig(D, H, bias=False, hidden_activation=activation).init(device, "float64")
     ref = torch.nn.RNN(
@@ -225,11 +246,7 @@ def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
     want_out, (want_h,), want_gx, (want_gh,) = _torch_run(torch, ref, x, [h0], upstream)
     xe, he = f64(x, device).require_grad(), f64(h0, device).require_grad()
     out, final = birnn(xe, nn.RnnState(he))
-    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(final.hidden.numpy(), want_h, rtol=1e-12, atol=1e-13)
-    grads = _ember_loss(out, [final.hidden], upstream, device).backward()
-    np.testing.assert_allclose(grads.get(he).numpy(), want_gh, rtol=1e-10, atol=1e-12)
-    _check_param_grads(grads, pairs)
+    _check_against_torch(device, pairs, out, [final.hidden], upstream, want_out, [want_h], [(he, want_gh)])
 
 
 # ---- NumPy references for the options PyTorch does not have ------------------------------------
