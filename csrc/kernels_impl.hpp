@@ -110,50 +110,49 @@ EMBER_INLINE double gelu_grad_value(double x_in, bool approximate) {
     return 0.5 * std::erfc(-x * kInvSqrt2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
 }
 
-// `approximate` is a template parameter so the select disappears from the loop.
-template <typename T, bool Approx>
-void gelu_loop(const T* __restrict x, T* __restrict y, int64_t n, int threads) {
+// Runs body(begin, end) over [0, n) in pieces of kChunk elements, statically spread over
+// `threads` threads (one thread below kParallelMin elements); body holds the `omp simd` loop.
+template <typename Body>
+void for_each_chunk(int64_t n, int threads, const Body& body) {
     const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(threads) if (n >= kParallelMin)
     for (int64_t c = 0; c < chunks; ++c) {
         const int64_t begin = c * kChunk;
-        const int64_t end = begin + kChunk < n ? begin + kChunk : n;
-#pragma omp simd
-        for (int64_t i = begin; i < end; ++i) y[i] = gelu_value(x[i], Approx);
+        body(begin, begin + kChunk < n ? begin + kChunk : n);
     }
 }
 
-template <typename T, bool Approx>
-void gelu_backward_loop(const T* __restrict x, const T* __restrict dy, T* __restrict dx,
-                        int64_t n, int threads) {
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) num_threads(threads) if (n >= kParallelMin)
-    for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t begin = c * kChunk;
-        const int64_t end = begin + kChunk < n ? begin + kChunk : n;
-#pragma omp simd
-        for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * gelu_grad_value(x[i], Approx);
+// Calls f(std::true_type) or f(std::false_type): `approximate` as a compile-time constant,
+// so the select disappears from the loops f runs.
+template <typename F>
+void with_approximate(bool approximate, const F& f) {
+    if (approximate) {
+        f(std::true_type{});
+    } else {
+        f(std::false_type{});
     }
 }
 
 template <typename T>
 void gelu(const T* x, T* y, int64_t n, bool approximate, int threads) {
-    threads = resolve_threads(threads);
-    if (approximate) {
-        gelu_loop<T, true>(x, y, n, threads);
-    } else {
-        gelu_loop<T, false>(x, y, n, threads);
-    }
+    with_approximate(approximate, [=](auto approx) {
+        for_each_chunk(n, resolve_threads(threads), [=](int64_t begin, int64_t end) {
+#pragma omp simd
+            for (int64_t i = begin; i < end; ++i) y[i] = gelu_value(x[i], decltype(approx)::value);
+        });
+    });
 }
 
 template <typename T>
 void gelu_backward(const T* x, const T* dy, T* dx, int64_t n, bool approximate, int threads) {
-    threads = resolve_threads(threads);
-    if (approximate) {
-        gelu_backward_loop<T, true>(x, dy, dx, n, threads);
-    } else {
-        gelu_backward_loop<T, false>(x, dy, dx, n, threads);
-    }
+    with_approximate(approximate, [=](auto approx) {
+        for_each_chunk(n, resolve_threads(threads), [=](int64_t begin, int64_t end) {
+#pragma omp simd
+            for (int64_t i = begin; i < end; ++i) {
+                dx[i] = dy[i] * gelu_grad_value(x[i], decltype(approx)::value);
+            }
+        });
+    });
 }
 
 // ---------------------------------------------------------------------------
