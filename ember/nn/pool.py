@@ -64,6 +64,24 @@ def _pad(x: Tensor, pads, value: float) -> Tensor:
     return x
 
 
+def _window(op: str, kernel_size, strides) -> tuple:
+    """A config's ``kernel_size`` and ``strides`` as pairs; the strides are the kernel size
+    when None (Burn's default)."""
+    kernel = per_axis(op, "kernel_size", kernel_size, 2)
+    return kernel, kernel if strides is None else per_axis(op, "strides", strides, 2)
+
+
+class _Pool2d(Module):
+    """What MaxPool2d and AvgPool2d share: the window (the stride is the kernel size when
+    None), its padding and the ceil mode."""
+
+    def _set_window(self, kernel_size, stride, padding, ceil_mode: bool) -> None:
+        self.kernel_size = tuple(int(k) for k in kernel_size)
+        self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
+        self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
+        self.ceil_mode = bool(ceil_mode)
+
+
 class MaxPool2dConfig(Config):
     """Configuration of :class:`MaxPool2d`.
 
@@ -82,12 +100,7 @@ class MaxPool2dConfig(Config):
     ceil_mode: bool = False
 
     def __post_init__(self):
-        self.kernel_size = per_axis("MaxPool2dConfig", "kernel_size", self.kernel_size, 2)
-        self.strides = (
-            self.kernel_size
-            if self.strides is None
-            else per_axis("MaxPool2dConfig", "strides", self.strides, 2)
-        )
+        self.kernel_size, self.strides = _window("MaxPool2dConfig", self.kernel_size, self.strides)
         self.dilation = per_axis("MaxPool2dConfig", "dilation", self.dilation, 2)
         self.padding = padding_2d(self.padding)
 
@@ -95,7 +108,7 @@ class MaxPool2dConfig(Config):
         return MaxPool2d(self.kernel_size, self.strides, self.padding, self.dilation, self.ceil_mode)
 
 
-class MaxPool2d(Module):
+class MaxPool2d(_Pool2d):
     """Maximum over each window: ``[B, C, H, W] -> [B, C, H_out, W_out]``; each window's gradient
     goes to one element, PyTorch's choice (:func:`ember.nn.unfold.max_over_windows`).
 
@@ -111,11 +124,8 @@ class MaxPool2d(Module):
         dilation: tuple[int, int] = (1, 1),
         ceil_mode: bool = False,
     ):
-        self.kernel_size = tuple(int(k) for k in kernel_size)
-        self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
-        self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
+        self._set_window(kernel_size, stride, padding, ceil_mode)
         self.dilation = tuple(int(d) for d in dilation)
-        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool2d", x)
@@ -158,19 +168,14 @@ class AvgPool2dConfig(Config):
     ceil_mode: bool = False
 
     def __post_init__(self):
-        self.kernel_size = per_axis("AvgPool2dConfig", "kernel_size", self.kernel_size, 2)
-        self.strides = (
-            self.kernel_size
-            if self.strides is None
-            else per_axis("AvgPool2dConfig", "strides", self.strides, 2)
-        )
+        self.kernel_size, self.strides = _window("AvgPool2dConfig", self.kernel_size, self.strides)
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "AvgPool2d":
         return AvgPool2d(self.kernel_size, self.strides, self.padding, self.count_include_pad, self.ceil_mode)
 
 
-class AvgPool2d(Module):
+class AvgPool2d(_Pool2d):
     """Mean over each window. The divisor counts the window's elements inside the padded input
     (``count_include_pad=True``) or inside the input only; a ceil-mode overhang never counts.
 
@@ -186,11 +191,8 @@ class AvgPool2d(Module):
         count_include_pad: bool = True,
         ceil_mode: bool = False,
     ):
-        self.kernel_size = tuple(int(k) for k in kernel_size)
-        self.stride = self.kernel_size if stride is None else tuple(int(s) for s in stride)
-        self.padding = padding_2d(padding if padding is not None else PaddingConfig2d.Valid)
+        self._set_window(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad = bool(count_include_pad)
-        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool2d", x)

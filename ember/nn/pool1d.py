@@ -59,6 +59,20 @@ def _geometry(
     return left, right, overhang, n
 
 
+class _Pool1d(Module):
+    """What MaxPool1d and AvgPool1d share: the window (the stride is the kernel size when
+    None, Burn's default), its padding and the ceil mode."""
+
+    def _set_window(self, kernel_size: int, stride: int | None, padding, ceil_mode: bool, **more) -> None:
+        """Check and set the window; ``more`` are further settings that must be positive ints."""
+        stride = kernel_size if stride is None else stride
+        _check_positive(type(self).__name__, kernel_size=kernel_size, stride=stride, **more)
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding_1d(padding if padding is not None else PaddingConfig1d.Valid)
+        self.ceil_mode = bool(ceil_mode)
+
+
 class MaxPool1dConfig(Config):
     """Configuration of :class:`MaxPool1d`.
 
@@ -87,7 +101,7 @@ class MaxPool1dConfig(Config):
         return MaxPool1d(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
-class MaxPool1d(Module):
+class MaxPool1d(_Pool1d):
     """Maximum over each window: ``[B, C, L] -> [B, C, L_out]``; a NaN in a window gives NaN.
     Each window's gradient goes to one element, PyTorch's choice
     (:func:`ember.nn.unfold.max_over_windows`).
@@ -104,13 +118,8 @@ class MaxPool1d(Module):
         dilation: int = 1,
         ceil_mode: bool = False,
     ):
-        stride = kernel_size if stride is None else stride
-        _check_positive("MaxPool1d", kernel_size=kernel_size, stride=stride, dilation=dilation)
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding_1d(padding if padding is not None else PaddingConfig1d.Valid)
+        self._set_window(kernel_size, stride, padding, ceil_mode, dilation=dilation)
         self.dilation = dilation
-        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("MaxPool1d", x)
@@ -162,7 +171,7 @@ class AvgPool1dConfig(Config):
         return AvgPool1d(self.kernel_size, self.stride, self.padding, self.count_include_pad, self.ceil_mode)
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_Pool1d):
     """Mean over each window. The divisor counts the window's elements inside the padded input
     (``count_include_pad=True``) or inside the input only; a ceil-mode overhang never counts.
     As in ``AvgPool2d``, ``count_include_pad=False`` leaves out asymmetric padding too (Burn
@@ -180,13 +189,8 @@ class AvgPool1d(Module):
         count_include_pad: bool = True,
         ceil_mode: bool = False,
     ):
-        stride = kernel_size if stride is None else stride
-        _check_positive("AvgPool1d", kernel_size=kernel_size, stride=stride)
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding_1d(padding if padding is not None else PaddingConfig1d.Valid)
+        self._set_window(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad = bool(count_include_pad)
-        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         _check_input("AvgPool1d", x)
