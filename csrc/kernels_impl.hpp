@@ -183,30 +183,45 @@ EMBER_INLINE T fold_lanes(T* acc) {
     return fold_lanes<kLanes / 2>(acc);
 }
 
-// Sum of x[j] (Squares = false) or of (x[j] - m)^2 (Squares = true) over [0, n).
-template <typename T, bool Squares>
-EMBER_INLINE double row_sum(const T* __restrict x, int64_t n, T m) {
-    double total = 0.0;
+// The sums over j in [0, n) of K terms, terms(j, t) writing the K terms at j into t[0, K):
+// kLanes partial sums per term, kept in T for at most kBlock elements, then folded and added
+// into a double total (see above).
+template <int K, typename T, typename Terms>
+EMBER_INLINE void blocked_sums(int64_t n, const Terms& terms, double (&sums)[K]) {
+    double total[K] = {};
     int64_t j = 0;
     const int64_t full = n / kLanes * kLanes;
     while (j < full) {
         const int64_t stop = full - j < kBlock ? full : j + kBlock;
-        T acc[kLanes] = {};
+        T acc[K][kLanes] = {};
         for (; j < stop; j += kLanes) {
 #pragma omp simd
             for (int l = 0; l < kLanes; ++l) {
-                const T v = Squares ? (x[j + l] - m) : x[j + l];
-                acc[l] += Squares ? v * v : v;
+                T t[K];
+                terms(j + l, t);
+                for (int k = 0; k < K; ++k) acc[k][l] += t[k];
             }
         }
-        total += double(fold_lanes(acc));
+        for (int k = 0; k < K; ++k) total[k] += double(fold_lanes(acc[k]));
     }
-    T tail = T(0);
+    T tail[K] = {};
     for (; j < n; ++j) {
-        const T v = Squares ? (x[j] - m) : x[j];
-        tail += Squares ? v * v : v;
+        T t[K];
+        terms(j, t);
+        for (int k = 0; k < K; ++k) tail[k] += t[k];
     }
-    return total + double(tail);
+    for (int k = 0; k < K; ++k) sums[k] = total[k] + double(tail[k]);
+}
+
+// Sum of x[j] (Squares = false) or of (x[j] - m)^2 (Squares = true) over [0, n).
+template <typename T, bool Squares>
+EMBER_INLINE double row_sum(const T* __restrict x, int64_t n, T m) {
+    double sum[1];
+    blocked_sums<1, T>(n, [=](int64_t j, T* t) {
+        const T v = Squares ? (x[j] - m) : x[j];
+        t[0] = Squares ? v * v : v;
+    }, sum);
+    return sum[0];
 }
 
 // sum(g) and sum(g * xhat) for one row of the layer-norm backward pass, with
@@ -215,34 +230,14 @@ template <typename T, bool HasGamma>
 EMBER_INLINE void row_grad_sums(const T* __restrict dy, const T* __restrict x,
                                 const T* __restrict gamma, T m, T s, int64_t n,
                                 double* sum_g, double* sum_gx) {
-    double total_g = 0.0;
-    double total_gx = 0.0;
-    int64_t j = 0;
-    const int64_t full = n / kLanes * kLanes;
-    while (j < full) {
-        const int64_t stop = full - j < kBlock ? full : j + kBlock;
-        T acc_g[kLanes] = {};
-        T acc_gx[kLanes] = {};
-        for (; j < stop; j += kLanes) {
-#pragma omp simd
-            for (int l = 0; l < kLanes; ++l) {
-                const T g = HasGamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-                acc_g[l] += g;
-                acc_gx[l] += g * ((x[j + l] - m) * s);
-            }
-        }
-        total_g += double(fold_lanes(acc_g));
-        total_gx += double(fold_lanes(acc_gx));
-    }
-    T tail_g = T(0);
-    T tail_gx = T(0);
-    for (; j < n; ++j) {
+    double sums[2];
+    blocked_sums<2, T>(n, [=](int64_t j, T* t) {
         const T g = HasGamma ? dy[j] * gamma[j] : dy[j];
-        tail_g += g;
-        tail_gx += g * ((x[j] - m) * s);
-    }
-    *sum_g = total_g + double(tail_g);
-    *sum_gx = total_gx + double(tail_gx);
+        t[0] = g;
+        t[1] = g * ((x[j] - m) * s);
+    }, sums);
+    *sum_g = sums[0];
+    *sum_gx = sums[1];
 }
 
 // ---------------------------------------------------------------------------
