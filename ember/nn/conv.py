@@ -143,6 +143,46 @@ def config_params(config, groups: int, device, dtype) -> tuple:
     )
 
 
+class _ConvGeometry2d(Config):
+    """The fields the 2-D convolution configs begin with (Conv2d, DeformConv2d and
+    ConvTranspose2d): an int given for a per-axis setting stands for both axes.
+
+    Args:
+        channels: ``(channels_in, channels_out)``.
+        kernel_size: ``(kh, kw)``.
+        stride: ``(sh, sw)`` ((1, 1)).
+        dilation: ``(dh, dw)`` ((1, 1)).
+    """
+
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+
+    def __post_init__(self):
+        per_axis_fields(self, 2)
+
+
+class _ConvGeometry3d(Config):
+    """The fields the 3-D convolution configs begin with (Conv3d and ConvTranspose3d): an int
+    given for a per-axis setting stands for every axis.
+
+    Args:
+        channels: ``(channels_in, channels_out)``.
+        kernel_size: ``(kd, kh, kw)``.
+        stride: ``(sd, sh, sw)`` ((1, 1, 1)).
+        dilation: ``(dd, dh, dw)`` ((1, 1, 1)).
+    """
+
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int] = (1, 1, 1)
+    dilation: tuple[int, int, int] = (1, 1, 1)
+
+    def __post_init__(self):
+        per_axis_fields(self, 3)
+
+
 class Conv1dConfig(Config):
     """Configuration of :class:`Conv1d`.
 
@@ -242,31 +282,25 @@ class Conv1d(Module):
         }
 
 
-class Conv2dConfig(Config):
+class Conv2dConfig(_ConvGeometry2d):
     """Configuration of :class:`Conv2d`.
 
     Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
-        stride: ``(sh, sw)`` ((1, 1)); an int means the same on both axes.
-        dilation: ``(dh, dw)`` ((1, 1)); an int means the same on both axes.
+        channels, kernel_size, stride, dilation: ``(channels_in, channels_out)``, then
+            ``(h, w)`` pairs (stride and dilation (1, 1)); an int stands for both axes.
         groups: channel groups (1).
         padding: ``PaddingConfig2d.Valid`` (default), ``.Same`` or ``.Explicit(top, left, bottom, right)``.
         bias: learn a bias.
         initializer: KaimingUniform(1/√3) by default.
     """
 
-    channels: tuple[int, int]
-    kernel_size: tuple[int, int]
-    stride: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
     groups: int = 1
     padding: PaddingConfig2d = field(default_factory=lambda: PaddingConfig2d.Valid)
     bias: bool = True
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        per_axis_fields(self, 2)
+        super().__post_init__()
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "Conv2d":

@@ -10,24 +10,21 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from ember.nn.conv import ConvNd, config_params, per_axis_fields
+from ember.nn.conv import ConvNd, _ConvGeometry3d, config_params
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.padding import PaddingConfig3d, padding_3d
 from ember.nn.param import Param
-from ember.record.config import Config
 from ember.tensor.tensor import Tensor
 
 __all__ = ["Conv3d", "Conv3dConfig"]
 
 
-class Conv3dConfig(Config):
+class Conv3dConfig(_ConvGeometry3d):
     """Configuration of :class:`Conv3d`.
 
     Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kd, kh, kw)``; an int ``k`` means ``(k, k, k)``.
-        stride: ``(sd, sh, sw)`` ((1, 1, 1)); an int means the same on every axis.
-        dilation: ``(dd, dh, dw)`` ((1, 1, 1)); an int means the same on every axis.
+        channels, kernel_size, stride, dilation: ``(channels_in, channels_out)``, then
+            ``(d, h, w)`` triples (stride and dilation (1, 1, 1)); an int stands for every axis.
         groups: channel groups (1).
         padding: ``PaddingConfig3d.Valid`` (default), ``.Same`` or ``.Explicit(depth, height, width)``
             (both sides of each axis); an int or a triple means ``Explicit``.
@@ -35,17 +32,13 @@ class Conv3dConfig(Config):
         initializer: KaimingUniform(1/√3) by default, i.e. U(±1/√fan_in).
     """
 
-    channels: tuple[int, int]
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int] = (1, 1, 1)
-    dilation: tuple[int, int, int] = (1, 1, 1)
     groups: int = 1
     padding: PaddingConfig3d = field(default_factory=lambda: PaddingConfig3d.Valid)
     bias: bool = True
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        per_axis_fields(self, 3)
+        super().__post_init__()
         self.padding = padding_3d(self.padding)
 
     def init(self, device=None, dtype=None) -> "Conv3d":

@@ -20,7 +20,14 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _check_channels, _positive, init_conv_params, per_axis_fields
+from ember.nn.conv import (
+    _check_channels,
+    _ConvGeometry2d,
+    _ConvGeometry3d,
+    _positive,
+    init_conv_params,
+    per_axis_fields,
+)
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.param import Param
@@ -186,14 +193,13 @@ class ConvTranspose1dConfig(_ConvTransposeConfig):
         self.channels = tuple(self.channels)
 
 
-class ConvTranspose2dConfig(_ConvTransposeConfig):
+class ConvTranspose2dConfig(_ConvTransposeConfig, _ConvGeometry2d):
     """Configuration of :class:`ConvTranspose2d`.
 
     Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
-        stride: ``(sh, sw)`` ((1, 1)); an int means the same on both axes (so for the others).
-        dilation: ``(dh, dw)`` ((1, 1)).
+        channels, kernel_size, stride, dilation: ``(channels_in, channels_out)``, then
+            ``(h, w)`` pairs (stride and dilation (1, 1)); an int stands for both axes (so
+            for the paddings).
         groups: channel groups (1).
         padding: ``(ph, pw)`` cropped from both sides of each axis ((0, 0)).
         padding_out: ``(oh, ow)`` added at the end of each axis ((0, 0)).
@@ -201,10 +207,6 @@ class ConvTranspose2dConfig(_ConvTransposeConfig):
         initializer: KaimingUniform(1/√3) by default.
     """
 
-    channels: tuple[int, int]
-    kernel_size: tuple[int, int]
-    stride: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
     groups: int = 1
     padding: tuple[int, int] = (0, 0)
     padding_out: tuple[int, int] = (0, 0)
@@ -214,17 +216,17 @@ class ConvTranspose2dConfig(_ConvTransposeConfig):
     _n = 2
 
     def __post_init__(self):
-        per_axis_fields(self, 2, _AXIS_SETTINGS)
+        super().__post_init__()
+        per_axis_fields(self, 2, ("padding", "padding_out"))
 
 
-class ConvTranspose3dConfig(_ConvTransposeConfig):
+class ConvTranspose3dConfig(_ConvTransposeConfig, _ConvGeometry3d):
     """Configuration of :class:`ConvTranspose3d`.
 
     Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kd, kh, kw)``; an int ``k`` means ``(k, k, k)``.
-        stride: ``(sd, sh, sw)`` ((1, 1, 1)); an int means the same on every axis (so for the others).
-        dilation: ``(dd, dh, dw)`` ((1, 1, 1)).
+        channels, kernel_size, stride, dilation: ``(channels_in, channels_out)``, then
+            ``(d, h, w)`` triples (stride and dilation (1, 1, 1)); an int stands for every axis (so
+            for the paddings).
         groups: channel groups (1).
         padding: ``(pd, ph, pw)`` cropped from both sides of each axis ((0, 0, 0)).
         padding_out: ``(od, oh, ow)`` added at the end of each axis ((0, 0, 0)).
@@ -232,10 +234,6 @@ class ConvTranspose3dConfig(_ConvTransposeConfig):
         initializer: KaimingUniform(1/√3) by default.
     """
 
-    channels: tuple[int, int]
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int] = (1, 1, 1)
-    dilation: tuple[int, int, int] = (1, 1, 1)
     groups: int = 1
     padding: tuple[int, int, int] = (0, 0, 0)
     padding_out: tuple[int, int, int] = (0, 0, 0)
@@ -245,7 +243,8 @@ class ConvTranspose3dConfig(_ConvTransposeConfig):
     _n = 3
 
     def __post_init__(self):
-        per_axis_fields(self, 3, _AXIS_SETTINGS)
+        super().__post_init__()
+        per_axis_fields(self, 3, ("padding", "padding_out"))
 
 
 class _ConvTranspose(Module):

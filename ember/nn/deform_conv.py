@@ -22,13 +22,12 @@ from dataclasses import field
 
 import numpy as np
 
-from ember.nn.conv import _positive, config_params, per_axis_fields
+from ember.nn.conv import _ConvGeometry2d, _positive, config_params
 from ember.nn.init import Initializer, default_linear_initializer
 from ember.nn.module import Module
 from ember.nn.padding import PaddingConfig2d, padding_2d
 from ember.nn.param import Param
 from ember.nn.unfold import out_size, per_axis
-from ember.record.config import Config
 from ember.tensor.creation import from_numpy
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
@@ -169,14 +168,12 @@ def deform_conv2d(
     return out
 
 
-class DeformConv2dConfig(Config):
+class DeformConv2dConfig(_ConvGeometry2d):
     """Configuration of :class:`DeformConv2d`.
 
     Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: ``(kh, kw)``; an int ``k`` means ``(k, k)``.
-        stride: ``(sh, sw)`` ((1, 1)); an int means the same on both axes.
-        dilation: ``(dh, dw)`` ((1, 1)); an int means the same on both axes.
+        channels, kernel_size, stride, dilation: ``(channels_in, channels_out)``, then
+            ``(h, w)`` pairs (stride and dilation (1, 1)); an int stands for both axes.
         weight_groups: channel groups of the weight (1).
         offset_groups: channel groups sharing one set of offsets (1).
         padding: ``PaddingConfig2d.Valid`` (default), ``.Same`` or ``.Explicit(top, left, bottom, right)``.
@@ -185,10 +182,6 @@ class DeformConv2dConfig(Config):
         initializer: KaimingUniform(1/√3) by default, i.e. U(±1/√fan_in).
     """
 
-    channels: tuple[int, int]
-    kernel_size: tuple[int, int]
-    stride: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
     weight_groups: int = 1
     offset_groups: int = 1
     padding: PaddingConfig2d = field(default_factory=lambda: PaddingConfig2d.Valid)
@@ -196,7 +189,7 @@ class DeformConv2dConfig(Config):
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     def __post_init__(self):
-        per_axis_fields(self, 2)
+        super().__post_init__()
         self.padding = padding_2d(self.padding)
 
     def init(self, device=None, dtype=None) -> "DeformConv2d":
