@@ -37,6 +37,15 @@ def _reduced(loss_fn, unreduced_fn):
     return lambda t, red: unreduced_fn(t) if red == "none" else loss_fn(t, REDUCTION[red])
 
 
+def _loss_of(loss, *keys):
+    """An ember case function calling ``loss`` on the tensors named ``keys``: its
+    ``forward_no_reduction`` for "none", else the loss with that reduction."""
+    return _reduced(
+        lambda t, red: loss(*(t[k] for k in keys), red),
+        lambda t: loss.forward_no_reduction(*(t[k] for k in keys)),
+    )
+
+
 def _pm1(rng, shape):
     return np.where(rng.random(shape) < 0.5, -1, 1).astype(np.int64)
 
@@ -79,10 +88,7 @@ def _triplet_case(name, loss, **torch_kwargs):
     return Case(
         name,
         lambda r: {key: r.standard_normal((6, 4)) for key in ("x", "x2", "x3")},
-        _reduced(
-            lambda t, red: loss(t["x"], t["x2"], t["x3"], red),
-            lambda t: loss.forward_no_reduction(t["x"], t["x2"], t["x3"]),
-        ),
+        _loss_of(loss, "x", "x2", "x3"),
         lambda F, t, red: F.triplet_margin_loss(
             t["x"], t["x2"], t["x3"], eps=0.0, reduction=red, **torch_kwargs
         ),
@@ -100,10 +106,7 @@ def _gaussian_case(name, var_shape):
             "y": r.standard_normal((4, 5)),
             "v": r.random(var_shape) + 0.5,
         },
-        _reduced(
-            lambda t, red: GAUSSIAN(t["x"], t["y"], t["v"], red),
-            lambda t: GAUSSIAN.forward_no_reduction(t["x"], t["y"], t["v"]),
-        ),
+        _loss_of(GAUSSIAN, "x", "y", "v"),
         lambda F, t, red: F.gaussian_nll_loss(t["x"], t["y"], t["v"], full=True, reduction=red),
         grad=("x", "v"),
     )
@@ -122,28 +125,19 @@ CASES = [
     Case(
         "l1",
         lambda r: {"x": r.standard_normal((4, 5)), "y": r.standard_normal((4, 5))},
-        _reduced(
-            lambda t, red: nn.LpLossConfig.l1()(t["x"], t["y"], red),
-            lambda t: nn.LpLossConfig.l1().forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(nn.LpLossConfig.l1(), "x", "y"),
         lambda F, t, red: F.l1_loss(t["x"], t["y"], reduction=red),
     ),
     Case(
         "l2",
         lambda r: {"x": r.standard_normal((4, 5)), "y": r.standard_normal((4, 5))},
-        _reduced(
-            lambda t, red: nn.LpLossConfig.l2()(t["x"], t["y"], red),
-            lambda t: nn.LpLossConfig.l2().forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(nn.LpLossConfig.l2(), "x", "y"),
         lambda F, t, red: F.mse_loss(t["x"], t["y"], reduction=red),
     ),
     Case(
         "l3",
         lambda r: {"x": r.standard_normal((4, 5)), "y": r.standard_normal((4, 5))},
-        _reduced(
-            lambda t, red: nn.LpLossConfig(3.0).init()(t["x"], t["y"], red),
-            lambda t: nn.LpLossConfig(3.0).init().forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(nn.LpLossConfig(3.0).init(), "x", "y"),
         lambda F, t, red: _torch_reduce((t["x"] - t["y"]).abs() ** 3, red),
     ),
     Case(
@@ -152,7 +146,7 @@ CASES = [
             "x": _log_softmax(r.standard_normal((4, 6))),
             "y": np.exp(_log_softmax(r.standard_normal((4, 6)))),
         },
-        _reduced(lambda t, red: KL(t["x"], t["y"], red), lambda t: KL.forward_no_reduction(t["x"], t["y"])),
+        _loss_of(KL, "x", "y"),
         lambda F, t, red: _quiet(F.kl_div, t["x"], t["y"], reduction=red),
     ),
     Case(
@@ -161,28 +155,20 @@ CASES = [
             "x": _log_softmax(r.standard_normal((4, 6))),
             "y": _log_softmax(r.standard_normal((4, 6))),
         },
-        _reduced(
-            lambda t, red: KL_LOG(t["x"], t["y"], red), lambda t: KL_LOG.forward_no_reduction(t["x"], t["y"])
-        ),
+        _loss_of(KL_LOG, "x", "y"),
         lambda F, t, red: _quiet(F.kl_div, t["x"], t["y"], reduction=red, log_target=True),
         grad=("x", "y"),
     ),
     Case(
         "poisson_log",
         lambda r: {"x": r.standard_normal((4, 5)), "y": r.poisson(2.0, (4, 5)).astype(np.float64)},
-        _reduced(
-            lambda t, red: POISSON(t["x"], t["y"], red),
-            lambda t: POISSON.forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(POISSON, "x", "y"),
         lambda F, t, red: F.poisson_nll_loss(t["x"], t["y"], reduction=red),
     ),
     Case(
         "poisson_rate_full",
         lambda r: {"x": r.random((4, 5)) * 3 + 0.1, "y": r.poisson(2.0, (4, 5)).astype(np.float64)},
-        _reduced(
-            lambda t, red: POISSON_RATE(t["x"], t["y"], red),
-            lambda t: POISSON_RATE.forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(POISSON_RATE, "x", "y"),
         lambda F, t, red: F.poisson_nll_loss(
             t["x"], t["y"], log_input=False, full=True, eps=1e-6, reduction=red
         ),
@@ -205,44 +191,32 @@ CASES = [
     Case(
         "hinge_embedding",
         lambda r: {"x": r.standard_normal((4, 5)), "y": _pm1(r, (4, 5)).astype(np.float64)},
-        _reduced(
-            lambda t, red: HINGE(t["x"], t["y"], red), lambda t: HINGE.forward_no_reduction(t["x"], t["y"])
-        ),
+        _loss_of(HINGE, "x", "y"),
         lambda F, t, red: F.hinge_embedding_loss(t["x"], t["y"], margin=0.6, reduction=red),
     ),
     Case(
         "margin_ranking",
         lambda r: {"x": r.standard_normal(8), "x2": r.standard_normal(8), "y": _pm1(r, 8).astype(np.float64)},
-        _reduced(
-            lambda t, red: RANKING(t["x"], t["x2"], t["y"], red),
-            lambda t: RANKING.forward_no_reduction(t["x"], t["x2"], t["y"]),
-        ),
+        _loss_of(RANKING, "x", "x2", "y"),
         lambda F, t, red: F.margin_ranking_loss(t["x"], t["x2"], t["y"], margin=0.2, reduction=red),
         grad=("x", "x2"),
     ),
     Case(
         "multi_margin",
         lambda r: {"x": r.standard_normal((5, 4)), "y": r.integers(0, 4, 5)},
-        _reduced(
-            lambda t, red: MULTI(t["x"], t["y"], red), lambda t: MULTI.forward_no_reduction(t["x"], t["y"])
-        ),
+        _loss_of(MULTI, "x", "y"),
         lambda F, t, red: F.multi_margin_loss(t["x"], t["y"], reduction=red),
     ),
     Case(
         "multi_margin_squared",
         lambda r: {"x": r.standard_normal((5, 4)), "y": r.integers(0, 4, 5)},
-        _reduced(
-            lambda t, red: MULTI_SQ(t["x"], t["y"], red),
-            lambda t: MULTI_SQ.forward_no_reduction(t["x"], t["y"]),
-        ),
+        _loss_of(MULTI_SQ, "x", "y"),
         lambda F, t, red: F.multi_margin_loss(t["x"], t["y"], p=2, margin=0.8, reduction=red),
     ),
     Case(
         "soft_margin",
         lambda r: {"x": r.standard_normal((4, 5)) * 3, "y": _pm1(r, (4, 5)).astype(np.float64)},
-        _reduced(
-            lambda t, red: SOFT(t["x"], t["y"], red), lambda t: SOFT.forward_no_reduction(t["x"], t["y"])
-        ),
+        _loss_of(SOFT, "x", "y"),
         lambda F, t, red: F.soft_margin_loss(t["x"], t["y"], reduction=red),
     ),
     _triplet_case("triplet_margin", TRIPLET, margin=0.5),

@@ -58,6 +58,19 @@ def _tie(torch, torch_module, gates, *cells):
     return pairs
 
 
+@pytest.fixture
+def torch():
+    """PyTorch, the oracle of the layers it has (the test skips without it)."""
+    return pytest.importorskip("torch")
+
+
+def _seeded(seed: int) -> np.random.Generator:
+    """NumPy's generator for a test's data, with ember's seed (the layer's parameters) set to
+    the same ``seed``."""
+    ember.seed(seed)
+    return np.random.default_rng(seed)
+
+
 def _check_param_grads(grads, pairs):
     for param, tp, rows, is_weight in pairs:
         want = tp.grad[rows].numpy()
@@ -108,10 +121,8 @@ def _check_against_torch(device, pairs, out, finals, upstream, want_out, want_fi
 
 
 @pytest.mark.parametrize("seq, with_state", [(T, True), (20, False)])
-def test_lstm_matches_torch(device, seq, with_state):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(0)
-    ember.seed(0)
+def test_lstm_matches_torch(torch, device, seq, with_state):
+    rng = _seeded(0)
     lstm = nn.LstmConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.LSTM(D, H, batch_first=True).double()
     pairs = _tie(torch, ref, LSTM_ORDER, lstm)
@@ -143,10 +154,8 @@ def test_lstm_matches_torch(device, seq, with_state):
     )
 
 
-def test_bilstm_matches_torch(device):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(1)
-    ember.seed(1)
+def test_bilstm_matches_torch(torch, device):
+    rng = _seeded(1)
     bilstm = nn.BiLstmConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.LSTM(D, H, batch_first=True, bidirectional=True).double()
     pairs = _tie(torch, ref, LSTM_ORDER, bilstm.forward_lstm, bilstm.reverse)
@@ -175,10 +184,8 @@ def test_bilstm_matches_torch(device):
     )
 
 
-def test_gru_and_bigru_match_torch(device):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(2)
-    ember.seed(2)
+def test_gru_and_bigru_match_torch(torch, device):
+    rng = _seeded(2)
     gru = nn.GruConfig(D, H, bias=True).init(device, "float64")
     ref = torch.nn.GRU(D, H, batch_first=True).double()
     pairs = _tie(torch, ref, GRU_ORDER, gru)
@@ -213,10 +220,8 @@ def test_gru_and_bigru_match_torch(device):
 
 
 @pytest.mark.parametrize("activation, nonlinearity", [("tanh", "tanh"), ("relu", "relu")])
-def test_rnn_and_birnn_match_torch(device, activation, nonlinearity):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(3)
-    ember.seed(3)
+def test_rnn_and_birnn_match_torch(torch, device, activation, nonlinearity):
+    rng = _seeded(3)
     rnn = nn.RnnConfig(D, H, bias=True, hidden_activation=activation).init(device, "float64")
     ref = torch.nn.RNN(D, H, batch_first=True, nonlinearity=nonlinearity).double()
     pairs = _tie(torch, ref, (None,), rnn)
