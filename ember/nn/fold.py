@@ -45,6 +45,28 @@ def _blocks(op: str, size: tuple, kernel, stride, dilation, padding) -> tuple:
     return blocks
 
 
+class _Blocks(Module):
+    """What Unfold4d and Fold4d share: the block geometry (kernel size, stride, dilation and
+    padding, each a pair), the block positions it gives over an image, and its display."""
+
+    def _set_blocks(self, op: str, kernel_size, stride, dilation, padding) -> None:
+        self.kernel_size, self.stride, self.dilation, self.padding = _settings(
+            op, kernel_size, stride, dilation, padding
+        )
+
+    def _block_counts(self, op: str, size: tuple) -> tuple:
+        """Block positions per axis over an image of ``size``."""
+        return _blocks(op, size, self.kernel_size, self.stride, self.dilation, self.padding)
+
+    def extra_repr(self) -> dict:
+        return {
+            "kernel_size": list(self.kernel_size),
+            "stride": list(self.stride),
+            "dilation": list(self.dilation),
+            "padding": list(self.padding),
+        }
+
+
 class Unfold4dConfig(Config):
     """Configuration of :class:`Unfold4d`.
 
@@ -70,7 +92,7 @@ class Unfold4dConfig(Config):
         return Unfold4d(self.kernel_size, self.stride, self.dilation, self.padding)
 
 
-class Unfold4d(Module):
+class Unfold4d(_Blocks):
     """``[B, C, H, W] -> [B, C·kh·kw, L]``, the blocks as columns (see the module docstring).
 
     Args:
@@ -84,9 +106,7 @@ class Unfold4d(Module):
         dilation: tuple[int, int] = (1, 1),
         padding: tuple[int, int] = (0, 0),
     ):
-        self.kernel_size, self.stride, self.dilation, self.padding = _settings(
-            "Unfold4d", kernel_size, stride, dilation, padding
-        )
+        self._set_blocks("Unfold4d", kernel_size, stride, dilation, padding)
 
     def forward(self, x: Tensor) -> Tensor:
         """The blocks of ``x [B, C, H, W]`` as columns.
@@ -104,22 +124,12 @@ class Unfold4d(Module):
             got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"Unfold4d: expected input [batch, channels, height, width], got {got}")
         b, c = x.shape[:2]
-        blocks = _blocks(
-            "Unfold4d", tuple(x.shape[2:]), self.kernel_size, self.stride, self.dilation, self.padding
-        )
+        blocks = self._block_counts("Unfold4d", tuple(x.shape[2:]))
         ph, pw = self.padding
         if ph or pw:
             x = x.pad((pw, pw, ph, ph), 0.0)
         cols = unfold_windows(x, self.kernel_size, self.stride, self.dilation, blocks)  # [B, C, K, L]
         return cols.reshape(b, c * self.kernel_size[0] * self.kernel_size[1], blocks[0] * blocks[1])
-
-    def extra_repr(self) -> dict:
-        return {
-            "kernel_size": list(self.kernel_size),
-            "stride": list(self.stride),
-            "dilation": list(self.dilation),
-            "padding": list(self.padding),
-        }
 
 
 class Fold4dConfig(Config):
@@ -150,7 +160,7 @@ class Fold4dConfig(Config):
         return Fold4d(self.output_size, self.kernel_size, self.stride, self.dilation, self.padding)
 
 
-class Fold4d(Module):
+class Fold4d(_Blocks):
     """``[B, C·kh·kw, L] -> [B, C, H, W]``, overlapping blocks summed (see the module docstring).
 
     Args:
@@ -168,9 +178,7 @@ class Fold4d(Module):
         self.output_size = per_axis("Fold4d", "output_size", output_size, 2)
         if min(self.output_size) <= 0:
             raise ValueError(f"Fold4d: output_size must be positive, got {list(self.output_size)}")
-        self.kernel_size, self.stride, self.dilation, self.padding = _settings(
-            "Fold4d", kernel_size, stride, dilation, padding
-        )
+        self._set_blocks("Fold4d", kernel_size, stride, dilation, padding)
 
     def forward(self, x: Tensor) -> Tensor:
         """Sum the columns of ``x`` into images.
@@ -186,9 +194,7 @@ class Fold4d(Module):
                 an L that does not match ``output_size``.
         """
         k = self.kernel_size[0] * self.kernel_size[1]
-        blocks = _blocks(
-            "Fold4d", self.output_size, self.kernel_size, self.stride, self.dilation, self.padding
-        )
+        blocks = self._block_counts("Fold4d", self.output_size)
         if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1] % k or x.shape[2] != blocks[0] * blocks[1]:
             got = shape_str(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(
@@ -214,10 +220,4 @@ class Fold4d(Module):
         return image
 
     def extra_repr(self) -> dict:
-        return {
-            "output_size": list(self.output_size),
-            "kernel_size": list(self.kernel_size),
-            "stride": list(self.stride),
-            "dilation": list(self.dilation),
-            "padding": list(self.padding),
-        }
+        return {"output_size": list(self.output_size), **super().extra_repr()}
