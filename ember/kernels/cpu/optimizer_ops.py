@@ -26,6 +26,13 @@ from .checks import FLOAT_DTYPES
 from .optim_tables import ArrayTable, matching, pack_arrays
 
 
+def _fused(arrays) -> bool:
+    """Whether the Numba kernels take these arrays (an ArrayTable, or float32/float64 arrays)."""
+    if isinstance(arrays, (list, tuple)):
+        return not arrays or getattr(arrays[0], "dtype", None) in FLOAT_DTYPES
+    return isinstance(arrays, ArrayTable)
+
+
 class CpuOptimizerOps:
     """Optimizer updates and gradient clipping on ``cpu``."""
 
@@ -44,10 +51,8 @@ class CpuOptimizerOps:
             return pack_arrays(arrays, op="optim_pack", what="arrays")
         return arrays
 
-    @fused
+    @fused(accepts=_fused)
     def sgd_update(self, params, grads, state, args):
-        if not _fused(params):
-            return DECLINED
         p, g = _group("sgd_update", params, grads)
         bufs = state.momentum_bufs
         args.check_state(bufs is not None)
@@ -68,12 +73,9 @@ class CpuOptimizerOps:
             )
         return _listed(params), SgdState(_listed(bufs))
 
-    @fused
+    @fused(accepts=_fused)
     def adam_update(self, params, grads, state, args):
-        if not _fused(params):
-            return DECLINED
-        p, g = _group("adam_update", params, grads)
-        m, v = matching("adam_update", "m", state.m, p), matching("adam_update", "v", state.v, p)
+        p, g, m, v = _group("adam_update", params, grads, m=state.m, v=state.v)
         amsgrad = state.vmax is not None
         vmax = matching("adam_update", "vmax", state.vmax, p) if amsgrad else v
         per = args.per_tensor(len(p))
@@ -93,13 +95,10 @@ class CpuOptimizerOps:
             )
         return _listed(params), AdamState(_listed(state.m), _listed(state.v), _listed(state.vmax))
 
-    @fused
+    @fused(accepts=_fused)
     def rmsprop_update(self, params, grads, state, args):
-        if not _fused(params):
-            return DECLINED
         op = "rmsprop_update"
-        p, g = _group(op, params, grads)
-        s = matching(op, "square_avg", state.square_avg, p)
+        p, g, s = _group(op, params, grads, square_avg=state.square_avg)
         ga = matching(op, "grad_avg", state.grad_avg, p) if args.centered else s
         has_momentum = args.momentum > 0.0
         b = matching(op, "momentum_bufs", state.momentum_bufs, p) if has_momentum else s
@@ -126,12 +125,9 @@ class CpuOptimizerOps:
             _listed(state.momentum_bufs) if has_momentum else None,
         )
 
-    @fused
+    @fused(accepts=_fused)
     def adagrad_update(self, params, grads, state, args):
-        if not _fused(params):
-            return DECLINED
-        p, g = _group("adagrad_update", params, grads)
-        s = matching("adagrad_update", "sums", state.sums, p)
+        p, g, s = _group("adagrad_update", params, grads, sums=state.sums)
         rates = args.decayed_lr(len(p))
         if len(p):
             hp = np.array([args.eps, args.weight_decay], dtype=p.dtype)
@@ -140,12 +136,9 @@ class CpuOptimizerOps:
             )
         return _listed(params), AdagradState(_listed(state.sums))
 
-    @fused
+    @fused(accepts=_fused)
     def lion_update(self, params, grads, state, args):
-        if not _fused(params):
-            return DECLINED
-        p, g = _group("lion_update", params, grads)
-        m = matching("lion_update", "exp_avg", state.exp_avg, p)
+        p, g, m = _group("lion_update", params, grads, exp_avg=state.exp_avg)
         rates = args.lr_per_tensor(len(p))
         if len(p):
             per = np.stack([rates, 1.0 - rates * args.weight_decay], axis=1).astype(p.dtype)
@@ -157,17 +150,11 @@ class CpuOptimizerOps:
     # table and its state buffers in place (ember.kernels.cpu.optim_sparse_updates).
     @fused
     def sparse_sgd_update(self, param, rows, values, state, args):
-        if not _sparse_fused(param, *state):
-            return DECLINED
-        optim_sparse_updates.sparse_sgd_update(param, rows, values, state, args)
-        return param, state
+        return _sparse_update(optim_sparse_updates.sparse_sgd_update, param, rows, values, state, args)
 
     @fused
     def sparse_adam_update(self, param, rows, values, state, args):
-        if not _sparse_fused(param, *state):
-            return DECLINED
-        optim_sparse_updates.sparse_adam_update(param, rows, values, state, args)
-        return param, state
+        return _sparse_update(optim_sparse_updates.sparse_adam_update, param, rows, values, state, args)
 
     # Clipping writes fresh copies: gradients may be read-only views or shared between tensors.
     @fused
@@ -178,10 +165,8 @@ class CpuOptimizerOps:
     def clip_by_norm(self, grads, max_norm):
         return _clipped_copies(grads, optim_clipping.clip_by_norm_per_tensor, max_norm)
 
-    @fused
+    @fused(accepts=_fused)
     def grads_norm(self, grads) -> float:
-        if not _fused(grads):
-            return DECLINED
         return optim_clipping.global_norm(list(grads))
 
     @fused(ready_arg=None)
@@ -198,10 +183,21 @@ def _clipped_copies(grads, clip, bound):
     return out
 
 
-def _group(op: str, params, grads):
-    """The parameters' table (updated in place) and their gradients', checked to pair up."""
+def _group(op: str, params, grads, **buffers):
+    """The parameters' table (updated in place), their gradients' and those of the state
+    ``buffers`` named (updated in place, in the order given), checked to pair up."""
     p = pack_arrays(params, op=op, what="params")
-    return p, matching(op, "grads", grads, p, writeable=False)
+    g = matching(op, "grads", grads, p, writeable=False)
+    return (p, g, *(matching(op, name, arrays, p) for name, arrays in buffers.items()))
+
+
+def _sparse_update(update, param, rows, values, state, args):
+    """``update``, a row-sparse kernel of :mod:`.optim_sparse_updates`, in place on ``param``
+    and ``state``, which it returns; declined for arrays it does not take."""
+    if not _sparse_fused(param, *state):
+        return DECLINED
+    update(param, rows, values, state, args)
+    return param, state
 
 
 def _sparse_fused(*arrays) -> bool:
@@ -209,13 +205,6 @@ def _sparse_fused(*arrays) -> bool:
     return all(
         a is None or (a.dtype in FLOAT_DTYPES and a.flags.c_contiguous and a.flags.writeable) for a in arrays
     )
-
-
-def _fused(arrays) -> bool:
-    """Whether the Numba kernels take these arrays (an ArrayTable, or float32/float64 arrays)."""
-    if isinstance(arrays, (list, tuple)):
-        return not arrays or getattr(arrays[0], "dtype", None) in FLOAT_DTYPES
-    return isinstance(arrays, ArrayTable)
 
 
 def _listed(arrays):

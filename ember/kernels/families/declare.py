@@ -95,14 +95,16 @@ def composite(method=None, *, half: tuple | None = None):
     return declare if method is None else declare(method)
 
 
-def fused(method=None, *, half: bool = False, ready_arg: int | None = 0):
+def fused(method=None, *, half: bool = False, ready_arg: int | None = 0, accepts=None):
     """Mark a backend's fused override of the composite of the same name.
 
     ``half``: the kernel takes float32/float64 only, so float16 inputs run through it in
     float32 under the composite's own float16 rule. ``ready_arg``: the positional argument whose
     dtype must have its kernels ready (:meth:`~ember.kernels.families.creation.CreationOps.kernels_ready`)
-    before the kernel runs (``None``: the method decides itself). Returning :data:`DECLINED`,
-    or kernels not ready, runs the composite's default.
+    before the kernel runs (``None``: the method decides itself). ``accepts``: when given, a
+    test of the first argument (what the kernel takes: dtypes, launch limits); the method
+    declines an input that fails it. Returning :data:`DECLINED`, or kernels not ready, runs the
+    composite's default.
     """
 
     def mark(method):
@@ -116,6 +118,8 @@ def fused(method=None, *, half: bool = False, ready_arg: int | None = 0):
         stats = default.half
         if half and stats is None:
             raise TypeError(f"@fused(half=True) {name!r}: the composite has no float16 rule to follow")
+        if accepts is not None:
+            method = _declining(accepts, method)
         kernel = half_via_single(stats)(method) if half else method
 
         @functools.wraps(method)
@@ -137,13 +141,10 @@ def fused_call(function, *, half: bool = False, accepts=None):
     """The ``@fused`` override that calls ``function``, the backend module's entry point of the
     composite of the same name, with the method's arguments (``half`` as for :func:`fused`).
 
-    ``accepts``: when given, a test of the first argument (the kernel's launch limits); an
-    input that fails it is :data:`DECLINED`.
+    ``accepts``: as for :func:`fused` (the kernel's launch limits, say).
     """
 
     def method(self, *args, **kwargs):
-        if accepts is not None and not accepts(_argument(args, kwargs, 0)):
-            return DECLINED
         return function(*args, **kwargs)
 
     method.__name__ = method.__qualname__ = function.__name__
@@ -151,7 +152,19 @@ def fused_call(function, *, half: bool = False, accepts=None):
     signature = inspect.signature(function)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     method.__signature__ = signature.replace(parameters=[self_parameter, *signature.parameters.values()])
-    return fused(method, half=half)
+    return fused(method, half=half, accepts=accepts)
+
+
+def _declining(accepts, method):
+    """``method``, returning :data:`DECLINED` for a first argument that fails ``accepts``."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        if not accepts(_argument(args, kwargs, 0)):
+            return DECLINED
+        return method(self, *args, **kwargs)
+
+    return checked
 
 
 def _argument(args, kwargs, index):
