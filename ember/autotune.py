@@ -45,26 +45,36 @@ _LEVEL_VARIABLE = "EMBER_AUTOTUNE_LEVEL"
 
 @dataclasses.dataclass(frozen=True)
 class ModelShape:
-    """A pre-norm Transformer encoder classifier: token and position embeddings, ``layers``
-    encoder layers, a linear head on the first token."""
+    """A Transformer encoder classifier: token and position embeddings, ``encoder``, a linear
+    head on the first token, fed batches of ``tokens`` = (batch, sequence) ids."""
 
-    d_model: int
-    d_ff: int
-    heads: int
-    layers: int
+    encoder: nn.TransformerEncoderConfig
     classes: int = 4
     vocab: int = 28_996
-    batch: int = 32
-    seq: int = 256
-    quiet_softmax: bool = True
+    tokens: tuple[int, int] = (32, 256)
     dtype: str = "float32"
+
+
+def _encoder(d_model: int, d_ff: int, heads: int, layers: int, quiet_softmax: bool = True):
+    """The pre-norm encoder of the benchmark models."""
+    return nn.TransformerEncoderConfig(
+        d_model, d_ff, heads, layers, norm_first=True, quiet_softmax=quiet_softmax
+    )
 
 
 #: The models of the README's performance table (``bench/model_table.py``).
 MODELS = {
-    "agnews": ModelShape(d_model=128, d_ff=512, heads=4, layers=4, classes=4),
-    "dbpedia": ModelShape(d_model=256, d_ff=1024, heads=8, layers=4, classes=14),
+    "agnews": ModelShape(_encoder(128, 512, 4, 4), classes=4),
+    "dbpedia": ModelShape(_encoder(256, 1024, 8, 4), classes=14),
 }
+
+#: A model file's fields and their types: the encoder's four sizes are required, the rest
+#: default as in :class:`ModelShape` (``quiet_softmax`` true).
+_FILE_FIELDS = dict.fromkeys(
+    ("d_model", "d_ff", "heads", "layers", "classes", "vocab", "batch", "seq"), "int"
+)
+_FILE_FIELDS.update(quiet_softmax="bool", dtype="str")
+_REQUIRED = ("d_model", "d_ff", "heads", "layers")
 
 
 def load_shape(name_or_path: str) -> ModelShape:
@@ -87,43 +97,41 @@ def load_shape(name_or_path: str) -> ModelShape:
         raw = read_toml(path)
     else:
         raise ValueError(f"autotune --model {path}: a model file is .toml or .json, got {path.suffix!r}")
-    known = {f.name: f for f in dataclasses.fields(ModelShape)}
-    unknown = sorted(set(raw) - set(known))
-    missing = [n for n, f in known.items() if f.default is dataclasses.MISSING and n not in raw]
+    unknown = sorted(set(raw) - set(_FILE_FIELDS))
+    missing = [name for name in _REQUIRED if name not in raw]
     if unknown or missing:
         raise ValueError(
             f"autotune --model {path}: unknown fields {unknown}, missing fields {missing}; "
-            f"a model shape has {list(known)}"
+            f"a model shape has {list(_FILE_FIELDS)}"
         )
     for name, value in raw.items():
-        want = known[name].type  # "int", "bool" or "str" (annotations are strings here)
+        want = _FILE_FIELDS[name]
         if want == "int":
             ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
         else:
             ok = type(value).__name__ == want
         if not ok:
-            raise ValueError(
-                f"autotune --model {path}: {name} = {value!r}, expected {'an int > 0' if want == 'int' else 'a ' + want}"
-            )
-    shape = ModelShape(**raw)
-    ember.dtype(shape.dtype)  # an unknown dtype fails here, named
-    return shape
+            expected = "an int > 0" if want == "int" else "a " + want
+            raise ValueError(f"autotune --model {path}: {name} = {value!r}, expected {expected}")
+    ember.dtype(raw.get("dtype", "float32"))  # an unknown dtype fails here, named
+    default = ModelShape(MODELS["agnews"].encoder)
+    return ModelShape(
+        _encoder(*(raw[name] for name in _REQUIRED), raw.get("quiet_softmax", True)),
+        classes=raw.get("classes", default.classes),
+        vocab=raw.get("vocab", default.vocab),
+        tokens=(raw.get("batch", default.tokens[0]), raw.get("seq", default.tokens[1])),
+        dtype=raw.get("dtype", default.dtype),
+    )
 
 
 class _Classifier(nn.Module):
     def __init__(self, shape: ModelShape):
         dt = ember.dtype(shape.dtype)
-        self.tokens = nn.EmbeddingConfig(shape.vocab, shape.d_model).init(dtype=dt)
-        self.positions = nn.EmbeddingConfig(shape.seq, shape.d_model).init(dtype=dt)
-        self.encoder = nn.TransformerEncoderConfig(
-            shape.d_model,
-            shape.d_ff,
-            shape.heads,
-            shape.layers,
-            norm_first=True,
-            quiet_softmax=shape.quiet_softmax,
-        ).init(dtype=dt)
-        self.head = nn.LinearConfig(shape.d_model, shape.classes).init(dtype=dt)
+        d_model = shape.encoder.d_model
+        self.tokens = nn.EmbeddingConfig(shape.vocab, d_model).init(dtype=dt)
+        self.positions = nn.EmbeddingConfig(shape.tokens[1], d_model).init(dtype=dt)
+        self.encoder = shape.encoder.init(dtype=dt)
+        self.head = nn.LinearConfig(d_model, shape.classes).init(dtype=dt)
 
     def forward(self, ids, mask):
         positions = ember.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape)
@@ -133,14 +141,15 @@ class _Classifier(nn.Module):
 
 def _batches(shape: ModelShape, rng: np.random.Generator, random_rows: int):
     """A batch of full rows, then ``random_rows`` batches of rows of random length."""
-    rows = [np.full(shape.batch, shape.seq)] + [
-        rng.integers(max(shape.seq // 4, 1), shape.seq + 1, shape.batch) for _ in range(random_rows)
+    batch, seq = shape.tokens
+    rows = [np.full(batch, seq)] + [
+        rng.integers(max(seq // 4, 1), seq + 1, batch) for _ in range(random_rows)
     ]
     for lengths in rows:
-        ids = rng.integers(1, shape.vocab, (shape.batch, shape.seq))
-        mask = np.arange(shape.seq)[None, :] >= lengths[:, None]
+        ids = rng.integers(1, shape.vocab, (batch, seq))
+        mask = np.arange(seq)[None, :] >= lengths[:, None]
         ids[mask] = 0
-        yield ember.tensor(ids), ember.tensor(mask), ember.tensor(rng.integers(0, shape.classes, shape.batch))
+        yield ember.tensor(ids), ember.tensor(mask), ember.tensor(rng.integers(0, shape.classes, batch))
 
 
 def tune(shape: ModelShape, random_rows: int = 3) -> None:

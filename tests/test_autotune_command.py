@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from ember import nn
 from ember.autotune import MODELS, ModelShape, load_shape
 
 _TINY = "d_model = 16\nd_ff = 32\nheads = 2\nlayers = 1\nbatch = 4\nseq = 32\nvocab = 50\n"
@@ -54,13 +55,18 @@ def test_a_model_file_is_tuned_once_and_read_back_by_the_next_process(tmp_path):
 
 
 def test_built_in_models_and_json_files():
-    assert load_shape("agnews") == MODELS["agnews"] and MODELS["dbpedia"].d_model == 256
+    assert load_shape("agnews") == MODELS["agnews"] and MODELS["dbpedia"].encoder.d_model == 256
 
 
 def test_a_json_model_file(tmp_path):
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"d_model": 8, "d_ff": 16, "heads": 2, "layers": 1, "quiet_softmax": False}))
-    assert load_shape(str(path)) == ModelShape(8, 16, 2, 1, quiet_softmax=False)
+    path.write_text(
+        json.dumps({"d_model": 8, "d_ff": 16, "heads": 2, "layers": 1, "quiet_softmax": False, "seq": 64})
+    )
+    shape = load_shape(str(path))
+    assert shape == ModelShape(
+        nn.TransformerEncoderConfig(8, 16, 2, 1, norm_first=True, quiet_softmax=False), tokens=(32, 64)
+    )
 
 
 @pytest.mark.parametrize(
