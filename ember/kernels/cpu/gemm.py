@@ -195,11 +195,34 @@ def _split_rows(a, b, bias):
     return out
 
 
+def _split_depth(a, b, bias):
+    """The product's inner dimension split over ember's threads and the partial products
+    summed: a short, wide result over a long inner dimension (a weight's gradient, summed over
+    every token) reads each input once instead of once per thread."""
+    pool = threadpool.pool()
+    depth = a.shape[1]
+    parts = max(1, min(pool.threads, depth // _MIN_ROWS))
+    partial = np.empty((parts, a.shape[0], b.shape[1]), dtype=a.dtype)
+    pieces = [(a[:, k0:k1], b[k0:k1], partial[i]) for i, (k0, k1) in enumerate(_bounds(depth, parts))]
+    with _blas:
+        pool.run(_products(pieces))
+    out = partial[0]
+    for rest in partial[1:]:
+        np.add(out, rest, out=out)
+    if bias is not None:
+        np.add(out, bias, out=out)
+    return out
+
+
 #: A 2-D product's split, measured per class of shapes, layouts and thread count: where one
-#: call beats the split depends on the machine's BLAS kernels and cores.
+#: call beats a split, and which split, depends on the machine's BLAS kernels and cores.
 _MATMUL = autotune.Tunable(
     "cpu.matmul",
-    [autotune.Candidate("one", _one_call), autotune.Candidate("rows", _split_rows)],
+    [
+        autotune.Candidate("one", _one_call),
+        autotune.Candidate("rows", _split_rows),
+        autotune.Candidate("depth", _split_depth),
+    ],
     default="rows",
 )
 
