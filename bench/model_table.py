@@ -349,6 +349,7 @@ def _imported_first(args, model: str) -> list[str]:
 def _available(frameworks, args) -> list[str]:
     import importlib.util
 
+    frameworks = [fw for fw in frameworks if fw not in args.skip.split(",")]
     if args.no_torch:
         return [fw for fw in frameworks if fw == "ember"]
     needs = {"ember-torch": "torch", "torch": "torch", "onnxruntime": "onnxruntime"}
@@ -412,6 +413,9 @@ def main() -> None:
     ap.add_argument("--no-tune", action="store_true", help="do not run `python -m ember.autotune` first")
     ap.add_argument(
         "--no-torch", action="store_true", help="ember `cpu` only (no PyTorch, ember on torch, ONNX Runtime)"
+    )
+    ap.add_argument(
+        "--skip", default="", help="comma-separated frameworks to leave out: ember-torch, torch, onnxruntime"
     )
     ap.add_argument("--no-import-order", action="store_true", help="skip the import-order rows")
     ap.add_argument("--cold", type=int, default=0, help=argparse.SUPPRESS)
