@@ -13,24 +13,31 @@ _SQRT1_2 = 1 / math.sqrt(2)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
+def _last_axis_pair(name: str, forward_kernel, backward_kernel):
+    """The fused override of composite ``name`` over the last axis and of its backward, from
+    PyTorch's kernel pair (softmax and log-softmax share the calling convention)."""
+
+    def forward(self, x):
+        return forward_kernel(x, dim=-1)
+
+    def backward(self, y, dy):
+        return backward_kernel(dy, y, -1, y.dtype)
+
+    forward.__name__, backward.__name__ = name, f"{name}_backward"  # @fused reads the composite's name
+    forward.__qualname__, backward.__qualname__ = (
+        f"TorchActivationOps.{name}",
+        f"TorchActivationOps.{name}_backward",
+    )
+    return fused(half=True)(forward), fused(half=True)(backward)
+
+
 class TorchActivationOps:
     """The activation family's composites PyTorch fuses."""
 
-    @fused(half=True)
-    def softmax(self, x):
-        return torch.softmax(x, dim=-1)
-
-    @fused(half=True)
-    def softmax_backward(self, y, dy):
-        return torch._softmax_backward_data(dy, y, -1, y.dtype)
-
-    @fused(half=True)
-    def log_softmax(self, x):
-        return torch.log_softmax(x, dim=-1)
-
-    @fused(half=True)
-    def log_softmax_backward(self, y, dy):
-        return torch._log_softmax_backward_data(dy, y, -1, y.dtype)
+    softmax, softmax_backward = _last_axis_pair("softmax", torch.softmax, torch._softmax_backward_data)
+    log_softmax, log_softmax_backward = _last_axis_pair(
+        "log_softmax", torch.log_softmax, torch._log_softmax_backward_data
+    )
 
     # GELU: PyTorch's own kernels compute Phi as 0.5 (1 + erf) and 0.5 (1 + tanh), which cancel
     # in float32 for x << 0 (the suite checks the tails against float64), so the exact GELU
