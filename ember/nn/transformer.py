@@ -380,9 +380,7 @@ class TransformerEncoder(Module):
             ``[batch, n, d_model]``, the outputs of the new positions.
         """
         op = "TransformerEncoder.forward_step"
-        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
-        _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
-        _check_model_input(op, "input", x, self.d_model)
+        x, mask_pad, mask_attn = self._cached_input(op, input, cache, mask_pad, mask_attn)
         _check_cache_batch(op, cache, x.shape[0])
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer.forward_step(x, layer_cache, mask_pad, mask_attn)
@@ -402,9 +400,7 @@ class TransformerEncoder(Module):
         cached ones are computed. Returns ``[batch, seq, d_model]``, equal to :meth:`forward`
         on the same input."""
         op = "TransformerEncoder.forward_autoregressive_inference"
-        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
-        _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
-        _check_model_input(op, "input", x, self.d_model)
+        x, mask_pad, mask_attn = self._cached_input(op, input, cache, mask_pad, mask_attn)
         done = cache.length
         new = _continuation(op, x, done)
         self.forward_step(new, cache, mask_pad, _mask_rows(op, mask_attn, x, done))
@@ -413,6 +409,14 @@ class TransformerEncoder(Module):
     def new_autoregressive_cache(self) -> "TransformerEncoderAutoregressiveCache":
         """An empty cache for :meth:`forward_autoregressive_inference` / :meth:`forward_step`."""
         return TransformerEncoderAutoregressiveCache.empty(self.n_layers)
+
+    def _cached_input(self, op: str, input, cache, mask_pad, mask_attn) -> tuple:
+        """``(x, mask_pad, mask_attn)`` of a call that runs on ``cache``, the cache and the
+        input checked against this encoder."""
+        x, mask_pad, mask_attn = self._unpack(input, mask_pad, mask_attn)
+        _check_stack_cache(op, cache, TransformerEncoderAutoregressiveCache, self.n_layers)
+        _check_model_input(op, "input", x, self.d_model)
+        return x, mask_pad, mask_attn
 
     @staticmethod
     def _unpack(input, mask_pad, mask_attn):
