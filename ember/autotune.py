@@ -35,7 +35,7 @@ import numpy as np
 import ember
 from ember import config, nn
 from ember.config.files import read_toml
-from ember.kernels.autotune import LEVELS, cache_folder, measured_count, paced, reset, tunables
+from ember.kernels.autotune import LEVELS, cache_folder, measured_count, paced, remeasured, reset, tunables
 from ember.kernels.cpu.background_compile import compile_here
 
 __all__ = ["MODELS", "ModelShape", "load_shape", "tune"]
@@ -187,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         help="how thoroughly to measure (default: [autotune] level, or balanced where that is minimal)",
     )
     parser.add_argument("--random-rows", type=int, default=3, help="batches of random-length rows per model")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="measure every key again, even where the cache holds a decision (after tuning on a busy machine)",
+    )
     args = parser.parse_args(argv)
     try:
         shapes = [(name, load_shape(name)) for name in args.model]
@@ -199,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     level = _level(args.level)
     config_level = config.resolve("autotune.level")
-    with _env_level(level):
+    with _env_level(level), remeasured() if args.fresh else contextlib.nullcontext():
         reset()
         for name, shape in shapes:
             start = time.perf_counter()

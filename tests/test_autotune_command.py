@@ -54,6 +54,20 @@ def test_a_model_file_is_tuned_once_and_read_back_by_the_next_process(tmp_path):
     assert all(e["from"] == "cache" for e in again)
 
 
+def test_fresh_measures_every_key_again_and_the_new_line_wins(tmp_path):
+    (tmp_path / "tiny.toml").write_text(_TINY)
+    assert _run(tmp_path, "--model", "tiny.toml", "--random-rows", "0", log="first.log").returncode == 0
+    again = _run(tmp_path, "--model", "tiny.toml", "--random-rows", "0", "--fresh", log="fresh.log")
+    assert again.returncode == 0, again.stderr
+    first, fresh = _tunes(tmp_path / "first.log"), _tunes(tmp_path / "fresh.log")
+    assert {e["from"] for e in fresh} == {"measured"}
+    assert {(e["op"], e["key"]) for e in fresh} == {(e["op"], e["key"]) for e in first}
+    third = _run(tmp_path, "--model", "tiny.toml", "--random-rows", "0", log="third.log")
+    latest = {(e["op"], e["key"]): e["winner"] for e in fresh}
+    assert {(e["op"], e["key"]): e["winner"] for e in _tunes(tmp_path / "third.log")} == latest
+    assert "0 keys measured" in third.stdout
+
+
 def test_built_in_models_and_json_files():
     assert load_shape("agnews") == MODELS["agnews"] and MODELS["dbpedia"].encoder.d_model == 256
 

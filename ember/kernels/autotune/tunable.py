@@ -56,6 +56,7 @@ __all__ = [
     "key",
     "measured_count",
     "paced",
+    "remeasured",
     "reset",
     "store",
     "tunables",
@@ -140,6 +141,7 @@ _TUNABLES: dict[str, Tunable] = {}
 _STORE: list = [None]
 _FORCED: dict[str, str] = {}
 _PACING = _Pacing()
+_REMEASURE = [False]
 
 
 def tunables() -> dict[str, Tunable]:
@@ -169,6 +171,18 @@ def reset() -> None:
 def measured_count() -> int:
     """How many keys this process has measured (0 when every decision came from the cache)."""
     return sum(tunable.measured for tunable in _TUNABLES.values())
+
+
+@contextlib.contextmanager
+def remeasured():
+    """Measure every key met inside the block again, whatever the cache holds (the new line
+    replaces the old decision: the last line of a key wins)."""
+    before = _REMEASURE[0]
+    _REMEASURE[0] = True
+    try:
+        yield
+    finally:
+        _REMEASURE[0] = before
 
 
 @contextlib.contextmanager
@@ -310,7 +324,7 @@ class Tunable:
             return self._settle(seen, key, forced_name, "forced", {}, args)
         level = config.get("autotune.level")
         cache = store()
-        entry = cache.lookup(self.op, key, self.source)
+        entry = None if _REMEASURE[0] else cache.lookup(self.op, key, self.source)
         if entry is None or not self._good(entry, level, only):
             if level == "minimal":
                 return self._settle(seen, key, default, "default", {}, args)
@@ -318,7 +332,7 @@ class Tunable:
                 self._waiting[seen] = default
                 return self.candidates[default].run(*args)
             with cache.locked(self.op):  # another process may be measuring this key: wait for it
-                entry = cache.lookup(self.op, key, self.source, fresh=True)
+                entry = None if _REMEASURE[0] else cache.lookup(self.op, key, self.source, fresh=True)
                 if entry is None or not self._good(entry, level, only):
                     began = time.perf_counter()
                     winner, times, result = self._measure(key, args, level, only, default)
