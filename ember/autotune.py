@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -35,12 +34,19 @@ import numpy as np
 import ember
 from ember import config, nn
 from ember.config.files import read_toml
-from ember.kernels.autotune import LEVELS, cache_folder, measured_count, paced, remeasured, reset, tunables
+from ember.kernels.autotune import (
+    LEVELS,
+    cache_folder,
+    leveled,
+    measured_count,
+    paced,
+    remeasured,
+    reset,
+    tunables,
+)
 from ember.kernels.cpu.background_compile import compile_here
 
 __all__ = ["MODELS", "ModelShape", "load_shape", "tune"]
-
-_LEVEL_VARIABLE = "EMBER_AUTOTUNE_LEVEL"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,13 +120,12 @@ def load_shape(name_or_path: str) -> ModelShape:
             expected = "an int > 0" if want == "int" else "a " + want
             raise ValueError(f"autotune --model {path}: {name} = {value!r}, expected {expected}")
     ember.dtype(raw.get("dtype", "float32"))  # an unknown dtype fails here, named
-    default = ModelShape(MODELS["agnews"].encoder)
-    return ModelShape(
+    return ModelShape(  # a dataclass's defaults are its class attributes
         _encoder(*(raw[name] for name in _REQUIRED), raw.get("quiet_softmax", True)),
-        classes=raw.get("classes", default.classes),
-        vocab=raw.get("vocab", default.vocab),
-        tokens=(raw.get("batch", default.tokens[0]), raw.get("seq", default.tokens[1])),
-        dtype=raw.get("dtype", default.dtype),
+        classes=raw.get("classes", ModelShape.classes),
+        vocab=raw.get("vocab", ModelShape.vocab),
+        tokens=(raw.get("batch", ModelShape.tokens[0]), raw.get("seq", ModelShape.tokens[1])),
+        dtype=raw.get("dtype", ModelShape.dtype),
     )
 
 
@@ -204,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     level = _level(args.level)
     config_level = config.resolve("autotune.level")
-    with _env_level(level), remeasured() if args.fresh else contextlib.nullcontext():
+    with leveled(level), remeasured() if args.fresh else contextlib.nullcontext():
         reset()
         for name, shape in shapes:
             start = time.perf_counter()
@@ -227,20 +232,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     return 0
-
-
-@contextlib.contextmanager
-def _env_level(level: str):
-    """``EMBER_AUTOTUNE_LEVEL`` set to ``level`` inside the block (every decision reads it)."""
-    before = os.environ.get(_LEVEL_VARIABLE)
-    os.environ[_LEVEL_VARIABLE] = level
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(_LEVEL_VARIABLE, None)
-        else:
-            os.environ[_LEVEL_VARIABLE] = before
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ __all__ = [
     "anchor",
     "forced",
     "key",
+    "leveled",
     "measured_count",
     "paced",
     "remeasured",
@@ -141,7 +142,17 @@ _TUNABLES: dict[str, Tunable] = {}
 _STORE: list = [None]
 _FORCED: dict[str, str] = {}
 _PACING = _Pacing()
-_REMEASURE = [False]
+
+
+@dataclass
+class _Overrides:
+    """What ahead-of-time tuning changes for every decision: measure again, at another level."""
+
+    remeasure: bool = False
+    level: str | None = None
+
+
+_OVERRIDES = _Overrides()
 
 
 def tunables() -> dict[str, Tunable]:
@@ -174,15 +185,29 @@ def measured_count() -> int:
 
 
 @contextlib.contextmanager
-def remeasured():
-    """Measure every key met inside the block again, whatever the cache holds (the new line
-    replaces the old decision: the last line of a key wins)."""
-    before = _REMEASURE[0]
-    _REMEASURE[0] = True
+def _overriding(**change):
+    before = {name: getattr(_OVERRIDES, name) for name in change}
+    for name, value in change.items():
+        setattr(_OVERRIDES, name, value)
     try:
         yield
     finally:
-        _REMEASURE[0] = before
+        for name, value in before.items():
+            setattr(_OVERRIDES, name, value)
+
+
+def remeasured():
+    """Measure every key met inside the block again, whatever the cache holds (the new line
+    replaces the old decision: the last line of a key wins)."""
+    return _overriding(remeasure=True)
+
+
+def leveled(level: str):
+    """Decide at ``level`` inside the block, whatever ``[autotune] level`` says (ahead-of-time
+    tuning measures even where the configuration says ``minimal``)."""
+    if level not in LEVELS:
+        raise ValueError(f"autotune: level must be one of {LEVELS}, got {level!r}")
+    return _overriding(level=level)
 
 
 @contextlib.contextmanager
@@ -322,9 +347,9 @@ class Tunable:
                     f"its candidates are {', '.join(self.candidates)}"
                 )
             return self._settle(seen, key, forced_name, "forced", {}, args)
-        level = config.get("autotune.level")
+        level = _OVERRIDES.level or config.get("autotune.level")
         cache = store()
-        entry = None if _REMEASURE[0] else cache.lookup(self.op, key, self.source)
+        entry = None if _OVERRIDES.remeasure else cache.lookup(self.op, key, self.source)
         if entry is None or not self._good(entry, level, only):
             if level == "minimal":
                 return self._settle(seen, key, default, "default", {}, args)
@@ -332,7 +357,7 @@ class Tunable:
                 self._waiting[seen] = default
                 return self.candidates[default].run(*args)
             with cache.locked(self.op):  # another process may be measuring this key: wait for it
-                entry = None if _REMEASURE[0] else cache.lookup(self.op, key, self.source, fresh=True)
+                entry = None if _OVERRIDES.remeasure else cache.lookup(self.op, key, self.source, fresh=True)
                 if entry is None or not self._good(entry, level, only):
                     began = time.perf_counter()
                     winner, times, result = self._measure(key, args, level, only, default)
