@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ember.nn.param import Param, ParamId
+from ember.optim.burn_len import BurnLen
 from ember.tensor import Tensor
 from ember.tensor.device import as_device
 from ember.tensor.sparse import is_row_sparse
@@ -36,7 +37,7 @@ def _key(owner: str, param_id) -> ParamId:
     )
 
 
-class GradientsParams:
+class GradientsParams(BurnLen):
     """A mapping ``ParamId -> gradient Tensor`` (or :class:`ember.RowSparse` for a table
     trained with row-sparse gradients, e.g. ``nn.EmbeddingBag(sparse=True)``).
 
@@ -176,13 +177,6 @@ class GradientsParams:
 
     def __len__(self) -> int:
         return len(self._grads)
-
-    def len(self) -> int:
-        """Number of gradients (Burn's ``len``)."""
-        return len(self._grads)
-
-    def is_empty(self) -> bool:
-        return not self._grads
 
     def __contains__(self, param_id) -> bool:
         return _key("__contains__", param_id) in self._grads

@@ -16,22 +16,16 @@ from __future__ import annotations
 
 import enum
 import math
-import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ember._deprecation import renamed_globals, renamed_method
+from ember._deprecation import renamed_globals
 from ember.optim.grads_params import GradientsParams
 from ember.optim.line_search import dot, strong_wolfe
-from ember.optim.optimizer_record import SavedAsRecord
+from ember.optim.optimizer_record import SavedAsRecord, StateRecord
 from ember.record import UInt
-from ember.record import from_bytes as _from_bytes
-from ember.record import load as _load
-from ember.record import save as _save
-from ember.record import to_bytes as _to_bytes
 from ember.record.config import Config
 from ember.tensor.creation import tensor as make_tensor
 from ember.tensor.creation import zeros
@@ -79,7 +73,7 @@ class LbfgsConfig(Config):
         return Lbfgs(self)
 
 
-class LbfgsRecord:
+class LbfgsRecord(StateRecord):
     """The state of an :class:`Lbfgs` as a burnpack record, in Burn's layout: tensors
     ``history_s.{i}``, ``history_y.{i}``, ``d``, ``prev_flat_grad`` (no parameter ids) and
     scalars ``history_s.len``, ``history_y.len``, ``g_iter`` (``UInt``), ``t``, ``prev_loss``.
@@ -93,37 +87,12 @@ class LbfgsRecord:
         self.tensors = {name: np.asarray(array) for name, array in (tensors or {}).items()}
         self.scalars = dict(scalars or {})
 
-    def __len__(self) -> int:
-        return len(self.tensors)
-
-    def len(self) -> int:
-        """Number of tensors (Burn's ``len``)."""
-        return len(self.tensors)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the record as a burnpack file (``.bpk`` appended when there is no extension)."""
-        return _save(path, self.tensors, None, self.scalars)
-
-    def to_bytes(self) -> bytes:
-        """The record as burnpack bytes."""
-        return _to_bytes(self.tensors, None, self.scalars)
-
-    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
+    def _payload(self) -> tuple[dict, None, dict]:
+        return self.tensors, None, self.scalars
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "LbfgsRecord":
-        """Read a record written by :meth:`save` (or by Burn's ``LBFGS::save``)."""
-        with _load(path) as record:
-            return cls({n: v.numpy() for n, v in record.tensors.items()}, record.scalars)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "LbfgsRecord":
-        """Parse burnpack bytes from :meth:`to_bytes`."""
-        with _from_bytes(data) as record:
-            return cls({n: v.numpy() for n, v in record.tensors.items()}, record.scalars)
-
-    def __repr__(self) -> str:
-        return f"LbfgsRecord({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
+    def _from_record(cls, record) -> "LbfgsRecord":
+        return cls({n: v.numpy() for n, v in record.tensors.items()}, record.scalars)
 
 
 def _whole(owner: str, name: str, value, minimum: int) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember._deprecation import renamed_method
+from ember.optim.burn_len import BurnLen
 from ember.record import RecordError, TensorRecord
 from ember.record import from_bytes as _from_bytes
 from ember.record import load as _load
@@ -63,7 +64,57 @@ class SavedAsRecord:
         return self.load_record(self._record_type.from_bytes(data))
 
 
-class OptimizerRecord:
+class StateRecord(BurnLen):
+    """An optimizer's state as a burnpack record: ``tensors`` and ``scalars`` (name -> value),
+    written and read in Burn's layout. A subclass says what its file holds (``_payload``) and
+    how to rebuild itself from a file read back (``_from_record``)."""
+
+    tensors: dict[str, np.ndarray]
+    scalars: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
+
+    def _payload(self) -> tuple[Mapping[str, Any], Mapping[str, str] | None, Mapping[str, Any]]:
+        """``(tensors, metadata, scalars)`` as the burnpack writer takes them."""
+        raise NotImplementedError
+
+    @classmethod
+    def _from_record(cls, record):
+        """The record held by a burnpack file read back (``ember.record.load``)."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the record as a burnpack file (``.bpk`` appended when there is no extension).
+
+        Returns:
+            The path written.
+        """
+        return _save(path, *self._payload())
+
+    def to_bytes(self) -> bytes:
+        """The record as burnpack bytes (Burn's ``into_bytes``)."""
+        return _to_bytes(*self._payload())
+
+    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Read a record written by :meth:`save` (or by Burn's ``save`` of the same optimizer)."""
+        with _load(path) as record:
+            return cls._from_record(record)
+
+    @classmethod
+    def from_bytes(cls, data: bytes):
+        """Parse burnpack bytes from :meth:`to_bytes`."""
+        with _from_bytes(data) as record:
+            return cls._from_record(record)
+
+
+class OptimizerRecord(StateRecord):
     """Serialized optimizer state.
 
     Args:
@@ -102,52 +153,10 @@ class OptimizerRecord:
         self.scalars: dict[str, Any] = dict(scalars or {})
         self.paths: dict[str, str] = dict(paths or {})
 
-    # ---- inspection ---------------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.tensors)
-
-    def len(self) -> int:
-        """Number of tensors (Burn's ``len``)."""
-        return len(self.tensors)
-
-    def is_empty(self) -> bool:
-        return not self.tensors
-
-    def __repr__(self) -> str:
-        return f"OptimizerRecord({len(self.tensors)} tensors, {len(self.scalars)} scalars)"
-
     # ---- burnpack -------------------------------------------------------------------------
-    def _payload(self) -> dict:
+    def _payload(self) -> tuple[dict, dict, dict]:
         tensors = {name: TensorRecord(array, self.param_ids[name]) for name, array in self.tensors.items()}
-        return {"tensors": tensors, "metadata": dict(self.paths), "scalars": dict(self.scalars)}
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the record as a burnpack file (``.bpk`` appended when there is no extension).
-
-        Returns:
-            The path written.
-        """
-        payload = self._payload()
-        return _save(path, payload["tensors"], payload["metadata"], payload["scalars"])
-
-    def to_bytes(self) -> bytes:
-        """The record as burnpack bytes (Burn's ``into_bytes``)."""
-        payload = self._payload()
-        return _to_bytes(payload["tensors"], payload["metadata"], payload["scalars"])
-
-    into_bytes = renamed_method("into_bytes", "to_bytes")  # Burn's name, one release
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "OptimizerRecord":
-        """Read a record saved by :meth:`save` (or by Burn's ``OptimizerRecord::save``)."""
-        with _load(path) as record:
-            return cls._from_record(record)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "OptimizerRecord":
-        """Parse burnpack bytes from :meth:`to_bytes`."""
-        with _from_bytes(data) as record:
-            return cls._from_record(record)
+        return tensors, dict(self.paths), dict(self.scalars)
 
     @classmethod
     def _from_record(cls, record) -> "OptimizerRecord":
