@@ -37,6 +37,13 @@ def _key(owner: str, param_id) -> ParamId:
     )
 
 
+def require_module(owner: str, module) -> None:
+    """Raise TypeError unless ``module`` is an ``ember.nn.Module`` (anything with
+    ``named_parameters()``), naming ``owner``, the call that was given it."""
+    if not callable(getattr(module, "named_parameters", None)):
+        raise TypeError(f"{owner}: `module` must be an ember.nn.Module, got {type(module).__name__}")
+
+
 class GradientsParams(BurnLen):
     """A mapping ``ParamId -> gradient Tensor`` (or :class:`ember.RowSparse` for a table
     trained with row-sparse gradients, e.g. ``nn.EmbeddingBag(sparse=True)``).
@@ -110,10 +117,7 @@ class GradientsParams(BurnLen):
                 f"GradientsParams.{owner}: expected the ember.Gradients returned by "
                 f"backward(), got {type(grads).__name__}"
             )
-        if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(
-                f"GradientsParams.{owner}: expected an ember.nn.Module, got {type(module).__name__}"
-            )
+        require_module(f"GradientsParams.{owner}", module)
         out = cls()
         for _, param in module.named_parameters():
             if not param.is_require_grad() or (wanted is not None and param.id not in wanted):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember._deprecation import renamed_globals
-from ember.optim.grads_params import GradientsParams
+from ember.optim.grads_params import GradientsParams, require_module
 from ember.optim.line_search import dot, strong_wolfe
 from ember.optim.optimizer_record import SavedAsRecord, StateRecord
 from ember.record import UInt
@@ -171,8 +171,7 @@ class Lbfgs(SavedAsRecord):
     # ---- flattening ---------------------------------------------------------------------------
     @staticmethod
     def _trainable(module) -> list:
-        if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(f"Lbfgs.step: `module` must be an ember.nn.Module, got {type(module).__name__}")
+        require_module("Lbfgs.step", module)
         params = [p for _, p in module.named_parameters() if p.is_require_grad()]
         if not params:
             raise ValueError("Lbfgs.step: the module has no trainable parameter")

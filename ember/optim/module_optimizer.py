@@ -48,7 +48,7 @@ from ember.kernels.fusion.lazy import flush_all
 from ember.nn.param import ParamId
 from ember.nn.param_group import ParamGroup
 from ember.optim.clipping import GradientClipping, as_clipping, clip_buckets
-from ember.optim.grads_params import GradientsParams
+from ember.optim.grads_params import GradientsParams, require_module
 from ember.optim.optimizer import Optimizer, OptimizerConfig
 from ember.optim.optimizer_record import RANK_KEY, OptimizerRecord, SavedAsRecord
 from ember.record import UInt
@@ -252,10 +252,7 @@ class ModuleOptimizer(SavedAsRecord):
                 f"ModuleOptimizer.step: `grads` must be GradientsParams (use "
                 f"GradientsParams.from_grads(loss.backward(), model)), got {type(grads).__name__}"
             )
-        if not callable(getattr(module, "named_parameters", None)):
-            raise TypeError(
-                f"ModuleOptimizer.step: `module` must be an ember.nn.Module, got {type(module).__name__}"
-            )
+        require_module("ModuleOptimizer.step", module)
         # the fused updates write parameters and states in place: compute every pending fusion
         # value first, or one reading a parameter would see its updated value
         flush_all("optimizer step")
