@@ -48,30 +48,34 @@ def _ember_outputs(model, ids, mask, masked, device):
     return model(*_ember_args(ids, mask, masked, device)).to(ember.float32).numpy()
 
 
+def _assert_matches_transformers(hf, directory, family, masked=True, device=None, head=True):
+    """``from_pretrained(directory)`` against the transformers model ``hf`` on the same batch, to
+    ``F32_TOL``: the 3-class logits with ``head``, else the last hidden state. Returns the model
+    (in inference mode) and ember's output."""
+    ids, mask = _inputs(family, masked)
+    want = _torch_outputs(hf, ids, mask, masked)
+    want = (want.logits if head else want.last_hidden_state).numpy()
+    model = from_pretrained(directory, num_classes=3 if head else None, device=device).valid()
+    got = _ember_outputs(model, ids, mask, masked, device)
+    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    return model, got
+
+
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_last_hidden_state_matches_transformers(checkpoint, family, masked, device):
     directory, hf = checkpoint(family, head=False)
-    ids, mask = _inputs(family, masked)
-    want = _torch_outputs(hf, ids, mask, masked).last_hidden_state.numpy()
-    model = from_pretrained(directory, device=device).valid()
-    got = _ember_outputs(model, ids, mask, masked, device)
-    assert got.shape == want.shape == (3, 9, 32)
     # padded positions too: both attend them to the real keys only
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    _, got = _assert_matches_transformers(hf, directory, family, masked, device, head=False)
+    assert got.shape == (3, 9, 32)
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_classification_logits_match_transformers(checkpoint, family, masked, device):
     directory, hf = checkpoint(family)
-    ids, mask = _inputs(family, masked)
-    want = _torch_outputs(hf, ids, mask, masked).logits.numpy()
-    model = from_pretrained(directory, num_classes=3, device=device).valid()
-    assert model.fresh_parameters == []
-    got = _ember_outputs(model, ids, mask, masked, device)
-    assert got.shape == (3, 3)
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    model, got = _assert_matches_transformers(hf, directory, family, masked, device)
+    assert model.fresh_parameters == [] and got.shape == (3, 3)
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
@@ -132,10 +136,7 @@ def test_training_mode_drops_out_and_backward_reaches_every_parameter(checkpoint
 )
 def test_config_variants_match_transformers(checkpoint, family, extra):
     directory, hf = checkpoint(family, **extra)
-    ids, mask = _inputs(family, True)
-    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
-    got = _ember_outputs(from_pretrained(directory, num_classes=3).valid(), ids, mask, True, None)
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    _assert_matches_transformers(hf, directory, family)
 
 
 def test_sharded_checkpoint_loads_every_shard(checkpoint, tmp_path):
@@ -145,10 +146,7 @@ def test_sharded_checkpoint_loads_every_shard(checkpoint, tmp_path):
     assert (sharded / "model.safetensors.index.json").is_file() and not (
         sharded / "model.safetensors"
     ).exists()
-    ids, mask = _inputs("roberta", True)
-    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
-    got = _ember_outputs(from_pretrained(sharded, num_classes=3).valid(), ids, mask, True, None)
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    _assert_matches_transformers(hf, sharded, "roberta")
 
 
 def test_bfloat16_checkpoint_loads_its_values_exactly(checkpoint, tmp_path):
@@ -159,10 +157,7 @@ def test_bfloat16_checkpoint_loads_its_values_exactly(checkpoint, tmp_path):
 
     assert load_safetensors(halved / "model.safetensors")["classifier.weight"].dtype_name == "bfloat16"
     hf = hf.to(torch.float32)  # the bfloat16-rounded weights, computed in float32
-    ids, mask = _inputs("bert", True)
-    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
-    got = _ember_outputs(from_pretrained(halved, num_classes=3).valid(), ids, mask, True, None)
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    _assert_matches_transformers(hf, halved, "bert")
 
 
 def test_sequences_past_the_positions_are_refused(checkpoint):
@@ -185,10 +180,7 @@ def test_legacy_layer_norm_gamma_beta_names_load(checkpoint):
     }
     assert renamed.keys() != tensors.keys()
     save_file(renamed, str(path))
-    ids, mask = _inputs("bert", True)
-    want = _torch_outputs(hf, ids, mask, True).logits.numpy()
-    got = _ember_outputs(from_pretrained(directory, num_classes=3).valid(), ids, mask, True, None)
-    np.testing.assert_allclose(got, want, atol=F32_TOL, rtol=0)
+    _assert_matches_transformers(hf, directory, "bert")
 
 
 @pytest.mark.parametrize("composed", [False, True], ids=["fused-attention", "composed-attention"])
