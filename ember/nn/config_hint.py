@@ -3,8 +3,10 @@
 names the config to use, e.g. ``use nn.LinearConfig(3, 2).init()``.
 
 One mechanism serves every layer: :class:`~ember.nn.Module` wraps the ``__init__`` of each
-subclass that has a ``<Name>Config`` class (with an ``init`` method) in its module. Before the
-constructor runs, the call is checked against the constructor's signature and annotations:
+subclass that has a ``<Name>Config`` class (with an ``init`` method) in its module; a layer
+that inherits its constructor from a base without a config is checked against its own config.
+Before the constructor runs, the call is checked against the constructor's signature and
+annotations:
 
 * arguments that do not bind (sizes given to a constructor that takes parameters, keyword
   arguments it does not have, missing ones), or
@@ -39,13 +41,16 @@ def config_of(cls: type) -> type | None:
 
 
 def with_config_hint(cls: type, init):
-    """``init``, checked first when ``cls`` has a config (see the module docstring)."""
+    """``init``, checked first when ``cls`` has a config (see the module docstring), or, for a
+    layer that inherits ``init`` from a base without one (the transformer stacks), the layer's."""
     signature = hints = None  # worked out on the first call: the config may be defined later
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
         nonlocal signature, hints
         config = config_of(cls)
+        if config is None and type(self).__init__ is __init__:
+            config = config_of(type(self))
         if config is not None:
             if signature is None:
                 signature, hints = inspect.signature(init), _type_hints(init)

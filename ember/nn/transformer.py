@@ -292,13 +292,16 @@ class TransformerEncoderLayer(Module):
         )
 
 
-class TransformerEncoder(Module):
-    """A stack of :class:`TransformerEncoderLayer` (no final norm, as in Burn).
+class _TransformerStack(Module):
+    """A stack of transformer layers (no final norm, as in Burn): the constructor of
+    :class:`TransformerEncoder` and :class:`~ember.nn.TransformerDecoder`.
 
     Args:
         layers: the layers.
         d_model, d_ff, n_heads, dropout, norm_first, quiet_softmax: recorded for display.
     """
+
+    _skips_padding = False  # the encoder's forward may run on the real tokens only
 
     def __init__(
         self,
@@ -318,7 +321,23 @@ class TransformerEncoder(Module):
         self.dropout = float(dropout)
         self.norm_first = bool(norm_first)
         self.quiet_softmax = bool(quiet_softmax)
-        self.skip_padding = True
+        if self._skips_padding:
+            self.skip_padding = True
+
+
+class TransformerEncoder(_TransformerStack):
+    """A stack of :class:`TransformerEncoderLayer` (no final norm, as in Burn).
+
+    Args:
+        layers: the layers.
+        d_model, d_ff, n_heads, dropout, norm_first, quiet_softmax: recorded for display.
+
+    Attributes:
+        skip_padding: run the layers on the real tokens only when a padding mask allows it
+            (True; see :meth:`forward`).
+    """
+
+    _skips_padding = True
 
     def forward(self, input, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
         """Args:
@@ -429,7 +448,23 @@ class TransformerEncoder(Module):
         return input, mask_pad, mask_attn
 
 
-class TransformerEncoderLayerAutoregressiveCache:
+class _LayerCache:
+    """A layer's autoregressive cache: its attention caches (set by the subclass) and its
+    outputs so far, kept only when the layer is advanced by its own
+    ``forward_autoregressive_inference`` (a stack's cache keeps them once, at the top)."""
+
+    __slots__ = ("output",)
+
+    def __init__(self):
+        self.output = None
+
+    @classmethod
+    def empty(cls):
+        """An empty cache."""
+        return cls()
+
+
+class TransformerEncoderLayerAutoregressiveCache(_LayerCache):
     """The autoregressive cache of one :class:`TransformerEncoderLayer` (Burn's): the
     self-attention keys/values, and the layer's outputs when advanced by the layer's own
     ``forward_autoregressive_inference``.
@@ -440,16 +475,11 @@ class TransformerEncoderLayerAutoregressiveCache:
             layer is advanced through the encoder's cache, which keeps them once at the top).
     """
 
-    __slots__ = ("mha", "output")
+    __slots__ = ("mha",)
 
     def __init__(self):
+        super().__init__()
         self.mha = MhaCache.autoregressive()
-        self.output = None
-
-    @classmethod
-    def empty(cls) -> "TransformerEncoderLayerAutoregressiveCache":
-        """An empty cache."""
-        return cls()
 
     @property
     def length(self) -> int:

@@ -36,10 +36,12 @@ from ember.nn.transformer import (
     _check_model_input,
     _check_stack_cache,
     _continuation,
+    _LayerCache,
     _mask_rows,
     _residual_blocks,
     _StackCache,
     _TransformerConfig,
+    _TransformerStack,
 )
 from ember.tensor.ops._core import shape_str
 from ember.tensor.tensor import Tensor
@@ -226,32 +228,13 @@ class TransformerDecoderLayer(Module):
         )
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_TransformerStack):
     """A stack of :class:`TransformerDecoderLayer` (no final norm, as in Burn).
 
     Args:
         layers: the layers.
         d_model, d_ff, n_heads, dropout, norm_first, quiet_softmax: recorded for display.
     """
-
-    def __init__(
-        self,
-        layers: list,
-        d_model: int,
-        d_ff: int,
-        n_heads: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-        quiet_softmax: bool = False,
-    ):
-        self.layers = list(layers)
-        self.d_model = int(d_model)
-        self.d_ff = int(d_ff)
-        self.n_heads = int(n_heads)
-        self.n_layers = len(self.layers)
-        self.dropout = float(dropout)
-        self.norm_first = bool(norm_first)
-        self.quiet_softmax = bool(quiet_softmax)
 
     def forward(self, input, memory: Tensor | None = None, **masks) -> Tensor:
         """Args:
@@ -377,7 +360,7 @@ def _new_positions(op: str, input: TransformerDecoderInput, done: int) -> Transf
     return input._with_target(new, target_attn, memory_attn)
 
 
-class TransformerDecoderLayerAutoregressiveCache:
+class TransformerDecoderLayerAutoregressiveCache(_LayerCache):
     """The autoregressive cache of one :class:`TransformerDecoderLayer` (Burn's).
 
     Attributes:
@@ -388,17 +371,12 @@ class TransformerDecoderLayerAutoregressiveCache:
             them once, at the top).
     """
 
-    __slots__ = ("cross_attn", "output", "self_attn")
+    __slots__ = ("cross_attn", "self_attn")
 
     def __init__(self):
+        super().__init__()
         self.self_attn = MhaCache.autoregressive()
         self.cross_attn = MhaCache.autoregressive_cross_attention()
-        self.output = None
-
-    @classmethod
-    def empty(cls) -> "TransformerDecoderLayerAutoregressiveCache":
-        """An empty cache."""
-        return cls()
 
     @property
     def length(self) -> int:
