@@ -14,12 +14,33 @@ Every blocking wait is bounded by ``timeout`` seconds: a rank whose peer died or
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Communicator", "PendingCollective"]
+
+_FIRST_PAUSE_S, _MAX_PAUSE_S = 2e-5, 1e-3
+
+
+def poll_until(done: Callable[[], bool], timeout: float, spin_polls: int = 0) -> bool:
+    """Poll ``done()`` until it is true (then True) or ``timeout`` seconds have passed (then
+    False): the first ``spin_polls`` polls back to back, so a fast collective costs no sleep,
+    then sleeping between polls, 20 µs doubling up to 1 ms."""
+    deadline = time.monotonic() + timeout
+    polls, pause = 0, _FIRST_PAUSE_S
+    while not done():
+        polls += 1
+        if polls <= spin_polls:
+            continue
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, _MAX_PAUSE_S)
+    return True
 
 
 class PendingCollective(ABC):

@@ -10,12 +10,11 @@ MPICH wheel), or build mpi4py against a cluster's own MPI.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from .communicator import Communicator, HandlePending, PendingCollective
+from .communicator import Communicator, HandlePending, PendingCollective, poll_until
 from .environment import timeout_from_env
 from .errors import DistributedTimeoutError, MissingDistributedDependency
 from .failure import announce_rank, install_abort_on_exception
@@ -28,7 +27,6 @@ _INSTALL_HINT = (
 )
 # Polls of a request before the wait starts sleeping (a fast collective costs no sleep).
 _SPIN_POLLS = 200
-_MAX_PAUSE_S = 1e-3
 
 
 def import_mpi():
@@ -82,20 +80,12 @@ class MpiCommunicator(Communicator):
 
     # ---- waiting ----------------------------------------------------------------------------
     def _wait(self, request, what: str) -> None:
-        deadline = time.monotonic() + self.timeout
-        polls, pause = 0, 2e-5
-        while not request.Test():
-            polls += 1
-            if polls <= _SPIN_POLLS:
-                continue
-            if time.monotonic() > deadline:
-                raise DistributedTimeoutError(
-                    f"MpiCommunicator: rank {self.rank} of {self.world_size} waited {self.timeout:g} s in "
-                    f"{what} (collective #{self._count}) and the other ranks did not join: a rank has "
-                    "died, hangs, or runs far behind (raise EMBER_DISTRIBUTED_TIMEOUT if it is only slow)"
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, _MAX_PAUSE_S)
+        if not poll_until(request.Test, self.timeout, _SPIN_POLLS):
+            raise DistributedTimeoutError(
+                f"MpiCommunicator: rank {self.rank} of {self.world_size} waited {self.timeout:g} s in "
+                f"{what} (collective #{self._count}) and the other ranks did not join: a rank has "
+                "died, hangs, or runs far behind (raise EMBER_DISTRIBUTED_TIMEOUT if it is only slow)"
+            )
 
     def _started(self, request, what: str) -> HandlePending:
         self._count += 1

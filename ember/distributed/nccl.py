@@ -11,12 +11,11 @@ not done within the timeout aborts the NCCL communicator and raises.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import numpy as np
 
-from .communicator import Communicator, HandlePending, PendingCollective
+from .communicator import Communicator, HandlePending, PendingCollective, poll_until
 from .errors import DistributedTimeoutError, MissingDistributedDependency
 from .mpi import MpiCommunicator
 
@@ -117,17 +116,12 @@ class NcclCommunicator(Communicator):
         return HandlePending(self, event, what)
 
     def _wait(self, event, what: str) -> None:
-        deadline = time.monotonic() + self.timeout
-        pause = 2e-5
-        while not event.done:
-            if time.monotonic() > deadline:
-                self.comm.abort()
-                raise DistributedTimeoutError(
-                    f"NcclCommunicator: rank {self.rank} of {self.world_size} waited {self.timeout:g} s in "
-                    f"{what} and the other ranks did not join: a rank has died, hangs, or runs far behind"
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
+        if not poll_until(lambda: event.done, self.timeout):
+            self.comm.abort()
+            raise DistributedTimeoutError(
+                f"NcclCommunicator: rank {self.rank} of {self.world_size} waited {self.timeout:g} s in "
+                f"{what} and the other ranks did not join: a rank has died, hangs, or runs far behind"
+            )
 
     def start_allreduce_sum(self, array: Any) -> PendingCollective:
         kind = self._nccl_type("start_allreduce_sum", array)
