@@ -136,6 +136,11 @@ class _ConvTransposeConfig(Config):
 
     _n = 0
 
+    def __post_init__(self):
+        """The 2-D and 3-D configs' per-axis fields (the 1-D config, of plain ints, overrides this)."""
+        super().__post_init__()
+        per_axis_fields(self, self._n, ("padding", "padding_out"))
+
     def init(self, device=None, dtype=None) -> "_ConvTranspose":
         """Build the layer with freshly initialised weight (and bias).
 
@@ -215,10 +220,6 @@ class ConvTranspose2dConfig(_ConvTransposeConfig, _ConvGeometry2d):
 
     _n = 2
 
-    def __post_init__(self):
-        super().__post_init__()
-        per_axis_fields(self, 2, ("padding", "padding_out"))
-
 
 class ConvTranspose3dConfig(_ConvTransposeConfig, _ConvGeometry3d):
     """Configuration of :class:`ConvTranspose3d`.
@@ -241,10 +242,6 @@ class ConvTranspose3dConfig(_ConvTransposeConfig, _ConvGeometry3d):
     initializer: Initializer = field(default_factory=default_linear_initializer)
 
     _n = 3
-
-    def __post_init__(self):
-        super().__post_init__()
-        per_axis_fields(self, 3, ("padding", "padding_out"))
 
 
 class _ConvTranspose(Module):
