@@ -112,11 +112,16 @@ class ChannelNorm(Module):
     def affine(self) -> bool:
         return self.gamma is not None
 
-    def _normalize(self, op: str, x: Tensor, num_groups: int) -> Tensor:
-        check_norm_input(op, x, self.num_channels)
+    _groups: int  # the channel groups normalised together
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+        x: ``[batch, num_channels, *spatial]`` (rank >= 3).
+        """
+        check_norm_input(type(self).__name__, x, self.num_channels)
         gamma = None if self.gamma is None else self.gamma.val()
         beta = None if self.beta is None else self.beta.val()
-        return group_norm(x, gamma, beta, num_groups, self.epsilon)
+        return group_norm(x, gamma, beta, self._groups, self.epsilon)
 
 
 class GroupNorm(ChannelNorm):
@@ -154,11 +159,9 @@ class GroupNorm(ChannelNorm):
         self.num_channels = int(num_channels)
         self.epsilon = float(epsilon)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Args:
-        x: ``[batch, num_channels, *spatial]`` (rank >= 3).
-        """
-        return self._normalize("GroupNorm", x, self.num_groups)
+    @property
+    def _groups(self) -> int:
+        return self.num_groups
 
     def extra_repr(self) -> dict:
         return {

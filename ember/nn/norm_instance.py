@@ -6,7 +6,6 @@ from __future__ import annotations
 from ember.nn.norm_group import ChannelNorm, affine_params, check_affine
 from ember.nn.param import Param
 from ember.record.config import Config
-from ember.tensor.tensor import Tensor
 
 __all__ = ["InstanceNorm", "InstanceNormConfig"]
 
@@ -51,11 +50,9 @@ class InstanceNorm(ChannelNorm):
         self.num_channels = int(num_channels)
         self.epsilon = float(epsilon)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Args:
-        x: ``[batch, num_channels, *spatial]`` (rank >= 3).
-        """
-        return self._normalize("InstanceNorm", x, self.num_channels)
+    @property
+    def _groups(self) -> int:
+        return self.num_channels  # a group per channel
 
     def extra_repr(self) -> dict:
         return {"num_channels": self.num_channels, "epsilon": self.epsilon, "affine": self.affine}
