@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from ember.train.strategy import TrainingStrategy
 __all__ = ["RunControl"]
 
 
+@dataclass(eq=False, repr=False)
 class RunControl:
     """Stops, checkpoints and resumes one run.
 
@@ -36,27 +38,17 @@ class RunControl:
         is_main: whether this process holds the metrics (early stopping is decided there).
     """
 
-    def __init__(
-        self,
-        learner: Learner,
-        strategy: TrainingStrategy,
-        interrupter: Interrupter,
-        events: EventProcessor,
-        directory: Path,
-        checkpointer=None,
-        early_stopping=None,
-        is_main: bool = True,
-    ):
-        self.learner = learner
-        self.strategy = strategy
-        self.interrupter = interrupter
-        self.events = events
-        self.directory = directory
-        self.checkpointer = checkpointer
-        self.early_stopping = early_stopping
-        self.is_main = is_main
-        self.last_checkpoint: int | None = None  # the newest epoch checkpointed (or resumed from)
-        self._previous_handlers: dict[int, Any] = {}
+    learner: Learner
+    strategy: TrainingStrategy
+    interrupter: Interrupter
+    events: EventProcessor
+    directory: Path
+    checkpointer: Any = None
+    early_stopping: Any = None
+    is_main: bool = True
+    # the newest epoch checkpointed (or resumed from)
+    last_checkpoint: int | None = field(default=None, init=False)
+    _previous_handlers: dict[int, Any] = field(default_factory=dict, init=False)
 
     # ---- signals ----------------------------------------------------------------------------
     def install_signal_handlers(self, sigint: bool, sigterm: bool) -> None:
