@@ -84,7 +84,7 @@ class StateRecord(BurnLen):
 
     @classmethod
     def _from_record(cls, record):
-        """The record held by a burnpack file read back (``ember.record.load``)."""
+        """The record rebuilt from a burnpack file read back (what ``ember.record.load`` yields)."""
         raise NotImplementedError
 
     def save(self, path: str | os.PathLike) -> Path:
