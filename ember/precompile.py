@@ -8,13 +8,19 @@ Numba compiles every kernel it reaches, one after the other on one core. This co
 small workloads that reach the same kernels with the same argument types as real models (the
 same ``nn`` layers, only tiny), so their machine code lands in the on-disk cache
 (:func:`ember.kernels.cpu.jit.cache_dir`) and later processes load it instead. Numba compiles on
-one thread per process, so the work is split over ``--jobs`` processes — the attention kernels
-(the costliest) in one, every other kernel in another — and a last pass in this process runs a
-whole Transformer classifier to check that nothing is left to compile. `make install` runs it.
+one thread per process, so the work is split over ``--jobs`` processes, in two stages:
 
-The cache is keyed by ember's kernel sources, so it is filled once per installed version. At the
-end it marks the dtypes as compiled: a process that found the cache empty runs the composed
-kernels meanwhile and switches to the compiled ones then (:mod:`ember.kernels.cpu.background_compile`).
+1. the kernels of :data:`~ember.kernels.cpu.background_compile.FIRST_STAGE` (a Transformer
+   training step's costliest stand-ins): the attention kernels in one process, the others in
+   another, each running a workload that compiles only its share; then a first marker;
+2. every other kernel, on idle CPU time only (a training process that started this compile
+   runs on the first stage's kernels meanwhile): the attention workloads in one process, every
+   other kernel in another, and a last pass in this process runs a whole Transformer
+   classifier to check that nothing is left to compile; then the marker of the dtype.
+
+`make install` runs it. The cache is keyed by ember's kernel sources, so it is filled once per
+installed version. A process that found the cache empty runs the composed kernels meanwhile and
+switches to the compiled ones at each marker (:mod:`ember.kernels.cpu.background_compile`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import numpy as np
 import ember
 import ember.kernels.cpu
 from ember import nn
-from ember.kernels.cpu.background_compile import compile_here, mark_compiled
+from ember.kernels.cpu.background_compile import FIRST_STAGE, compile_here, mark_compiled
 from ember.kernels.cpu.jit import cache_dir
 from ember.nn.token_packing import TokenPacking
 from ember.optim import AdamConfig, AdamWConfig, GradientsParams
@@ -92,16 +98,27 @@ def _layers(dtype: str) -> None:
     with ember.no_grad():
         model.valid()(ids)
 
-    # token packing's row gather and scatter, at a size that takes the cpu row kernels
-    packing = TokenPacking(_padding_mask(ember, 16, 256))
-    wide = packing.unpack(ember.randn(packing.count, 64, dtype=dt).require_grad())
-    packing.pack(wide * 2.0).sum().backward()
+    _token_packing(dtype)
 
     bag = nn.EmbeddingBagConfig(50, 16).init(dtype=dt)
     offsets = ember.tensor([0, 5, 9])
     for optim in (AdamConfig().init(), AdamWConfig().init()):
         out = bag(ember.tensor(np.arange(14) % 50), offsets)
         optim.step(1e-3, bag, GradientsParams.from_grads(out.sum().backward(), bag))
+
+
+def _token_packing(dtype: str) -> None:
+    """Token packing's row gather and scatter, at a size that takes the cpu row kernels."""
+    packing = TokenPacking(_padding_mask(ember, 16, 256))
+    wide = packing.unpack(ember.randn(packing.count, 64, dtype=getattr(ember, dtype)).require_grad())
+    packing.pack(wide * 2.0).sum().backward()
+
+
+def _first_stage(dtype: str) -> None:
+    """A Transformer classifier's training step and inference (compiling, under
+    ``compile_here(only=...)``, just the first stage's share), and token packing's rows."""
+    _classifier(dtype)
+    _token_packing(dtype)
 
 
 def _classifier(dtype: str) -> None:
@@ -131,12 +148,33 @@ def _classifier(dtype: str) -> None:
             model.valid()(ids, mask)
 
 
-#: The workloads, by name; the first two run in parallel processes, the last one after them.
+#: The workloads, by name. Stage 1 runs ``first-stage`` twice in parallel processes, each
+#: compiling a share of FIRST_STAGE; stage 2 runs ``attention`` and ``layers`` in parallel
+#: processes and ``classifier`` after them.
 WORKLOADS: dict[str, Callable[[str], None]] = {
+    "first-stage": _first_stage,
     "attention": _attention,
     "layers": _layers,
     "classifier": _classifier,
 }
+
+# About half of the first stage's compile time. The attention backward compiles with the
+# forward: it runs fused only on what the fused forward made (the composed one keeps no lse).
+_FIRST_HALF = frozenset({"attention", "attention_backward"})
+#: Stage 1's processes: the workload each runs and the kernels it compiles.
+FIRST_STAGE_JOBS = (
+    ("first-stage", _FIRST_HALF),
+    ("first-stage", FIRST_STAGE - _FIRST_HALF),
+)
+
+
+def _yield_cpu() -> None:
+    """Run this process only when a CPU would otherwise idle (Linux's SCHED_IDLE; elsewhere the
+    lowest priority): stage 2 must not slow a training step running on stage 1's kernels."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux, or refused
+        os.nice(19)
 
 
 def _run_here(name: str, dtypes: Sequence[str]) -> None:
@@ -164,37 +202,22 @@ def precompile(
         raise ValueError(
             f"precompile: dtypes must be float32/float64 and jobs >= 1, got {bad or dtypes}, {jobs}"
         )
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    # stage 1: the first stage's kernels, then its marker
+    first = [(f"first stage: {', '.join(sorted(only))}", name, only) for name, only in FIRST_STAGE_JOBS]
+    seconds = _run_jobs(first, dtypes, jobs, False, timings, start)
+    for dtype in dtypes:
+        mark_compiled(dtype, first_stage=True)  # processes waiting on these kernels switch to them
+    if verbose:
+        print(f"  first stage: {seconds:.1f} s", flush=True)
+    # stage 2: everything else, yielding the CPU to a training process
+    second = [(name, name, None) for name in ("attention", "layers")]
+    seconds = _run_jobs(second, dtypes, jobs, True, timings, start)
+    if verbose:
+        print(f"  second stage: {seconds:.1f} s", flush=True)
     # The workloads must compile the kernels, not run their stand-ins (nor start a second compile).
     compile_here()
-
-    timings: dict[str, float] = {}
-    parallel = ["attention", "layers"]
-    start = time.perf_counter()
-    if jobs == 1:
-        for name in parallel:
-            t0 = time.perf_counter()
-            _run_here(name, dtypes)
-            timings[name] = time.perf_counter() - t0
-    else:
-        cmd = [sys.executable, "-m", "ember.precompile", "--dtype", ",".join(dtypes), "--workload"]
-        procs = {
-            name: subprocess.Popen(
-                [*cmd, name],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=os.environ.copy(),
-            )
-            for name in parallel
-        }
-        for name, proc in procs.items():
-            output, _ = proc.communicate()
-            if proc.returncode != 0:
-                raise RuntimeError(f"precompile: the {name!r} workload failed ({proc.returncode}):\n{output}")
-            timings[name] = time.perf_counter() - start
-    if verbose:
-        for name in parallel:
-            print(f"  {name}: {timings[name]:.1f} s", flush=True)
     t0 = time.perf_counter()
     _run_here("classifier", dtypes)
     timings["classifier"] = time.perf_counter() - t0
@@ -205,16 +228,51 @@ def precompile(
     return timings
 
 
+def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float) -> float:
+    """Run the workloads ``specs`` ((label, workload, kernels it compiles or None for all)),
+    in this process one after the other (``jobs`` 1) or each in a process of its own (on idle
+    CPU time only, with ``idle``); records when each one ended (seconds since ``start``) under its label and
+    returns the stage's seconds."""
+    t0 = time.perf_counter()
+    if jobs == 1:
+        for label, name, only in specs:
+            compile_here(only)
+            _run_here(name, dtypes)
+            timings[label] = time.perf_counter() - start
+    else:
+        procs = {}
+        for label, name, only in specs:
+            cmd = [sys.executable, "-m", "ember.precompile", "--dtype", ",".join(dtypes), "--workload", name]
+            cmd += ["--only", ",".join(sorted(only))] if only is not None else []
+            cmd += ["--idle"] if idle else []
+            procs[label] = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy()
+            )
+        for label, proc in procs.items():
+            output, _ = proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(
+                    f"precompile: the {label!r} workload failed ({proc.returncode}):\n{output}"
+                )
+            timings[label] = time.perf_counter() - start
+    return time.perf_counter() - t0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``python -m ember.precompile [--dtype f32,f64] [--jobs N]``."""
     ap = argparse.ArgumentParser(prog="python -m ember.precompile", description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", default="f32", help="comma-separated float dtypes: f32, f64 (default f32)")
     ap.add_argument("--jobs", type=int, default=2, help="processes compiling at once (default 2)")
+    # a stage's worker process: one workload, compiling only some kernels, maybe on idle CPU time
     ap.add_argument("--workload", choices=sorted(WORKLOADS), help=argparse.SUPPRESS)
+    ap.add_argument("--only", help=argparse.SUPPRESS)
+    ap.add_argument("--idle", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
-        compile_here()
+        if args.idle:
+            _yield_cpu()
+        compile_here(None if args.only is None else frozenset(args.only.split(",")))
         _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
         return
     start = time.perf_counter()

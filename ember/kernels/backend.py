@@ -113,9 +113,10 @@ class Backend(*FAMILIES):
 
     name = "abstract"
 
-    def kernels_ready(self, array) -> bool:
-        """Whether this backend's fused kernels for ``array``'s dtype can run now (the ``cpu``
-        backend compiles them in the background on first use; until then the defaults run)."""
+    def kernels_ready(self, array, kernel: str | None = None) -> bool:
+        """Whether this backend's fused kernel ``kernel`` (a composite's name; ``None``: every
+        kernel) for ``array``'s dtype can run now (the ``cpu`` backend compiles them in the
+        background on first use; until then the defaults run)."""
         return True
 
     def chain_runner(self):

@@ -243,13 +243,21 @@ class ArrayBackend(Backend):
     def dropout_keep_mask(self, shape, p, seed):
         xp = self.xp
         n = int(np.prod(shape)) if shape else 1
+        # In place, with one scratch array: this runs on every dropout while the cpu kernels
+        # compile, and each temporary of n uint64 costs as much as the arithmetic.
+        z = xp.arange(1, n + 1, dtype=_U64)
         with np.errstate(over="ignore"):
-            z = xp.arange(1, n + 1, dtype=_U64) * _U64(GOLDEN) + _U64(seed % 2**64)
-            z = (z ^ (z >> _U64(30))) * _U64(MIX1)
-            z = (z ^ (z >> _U64(27))) * _U64(MIX2)
-            z = z ^ (z >> _U64(31))
-        u = (z >> _U64(40)).astype(np.float64) * (1.0 / (1 << 24))
-        return xp.reshape(u >= p, shape)
+            xp.multiply(z, _U64(GOLDEN), out=z)
+            xp.add(z, _U64(seed % 2**64), out=z)
+            scratch = xp.right_shift(z, _U64(30))
+            for shift, mix in ((27, MIX1), (31, MIX2)):
+                xp.bitwise_xor(z, scratch, out=z)
+                xp.multiply(z, _U64(mix), out=z)
+                xp.right_shift(z, _U64(shift), out=scratch)
+            xp.bitwise_xor(z, scratch, out=z)
+        xp.right_shift(z, _U64(40), out=z)
+        # u = top 24 bits / 2**24 >= p  <=>  top 24 bits >= ceil(p * 2**24) (p * 2**24 is exact)
+        return xp.reshape(z >= _U64(math.ceil(p * (1 << 24))), shape)
 
 
 class ReferenceBackend(ArrayBackend):

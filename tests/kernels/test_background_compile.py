@@ -31,13 +31,17 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _writer(delay: float, calls=None, rc: int = 0):
+def _writer(delay: float, calls=None, rc: int = 0, first_delay: float | None = None):
     """A compile command that writes the marker after ``delay`` seconds (exit ``rc`` instead
-    when it is non-zero), appending a line to ``calls`` when it starts."""
+    when it is non-zero), appending a line to ``calls`` when it starts; with ``first_delay``,
+    the first stage's marker after that many seconds, then the marker ``delay`` seconds later."""
     script = (
         "import pathlib, sys, time\n"
-        "calls, marker, delay, rc = sys.argv[1:5]\n"
+        "calls, first, first_delay, marker, delay, rc = sys.argv[1:7]\n"
         "if calls != '-': open(calls, 'a').write('started\\n')\n"
+        "if float(first_delay) >= 0:\n"
+        "    time.sleep(float(first_delay))\n"
+        "    pathlib.Path(first).write_text('done')\n"
         "time.sleep(float(delay))\n"
         "if int(rc): sys.exit(int(rc))\n"
         "pathlib.Path(marker).write_text('done')\n"
@@ -49,6 +53,8 @@ def _writer(delay: float, calls=None, rc: int = 0):
             "-c",
             script,
             str(calls or "-"),
+            str(bg.first_stage_marker_path(dtype)),
+            str(-1.0 if first_delay is None else first_delay),
             str(bg.marker_path(dtype)),
             str(delay),
             str(rc),
@@ -102,6 +108,48 @@ def test_waits_for_the_marker_then_switches(cache, capfd):
     assert later.ready("float32")
 
 
+def test_the_first_stage_kernels_switch_at_their_own_marker(cache):
+    tiers = bg.BackgroundCompile(command=_writer(30.0, first_delay=0.3), poll_s=0.0)
+    assert not tiers.ready("float32", "attention")
+    assert bg.first_stage_marker_path("float32").name == f"compiled-first-float32-{bg.fingerprint()}"
+    deadline = time.monotonic() + 30
+    while not tiers.ready("float32", "attention"):
+        assert time.monotonic() < deadline, "the first stage's marker never switched its kernels"
+        time.sleep(0.05)
+    for kernel in bg.FIRST_STAGE:
+        assert tiers.ready_for(np.zeros(2, np.float32), kernel)
+    # the second stage's kernels, and a call that names none, still wait for the marker
+    assert not tiers.ready("float32", "gelu")
+    assert not tiers.ready("float32")
+    assert not tiers.ready("float64", "attention")  # another dtype: its own markers
+    tiers._children["float32"].kill()
+    bg.mark_compiled("float32")
+    assert tiers.ready("float32", "gelu") and tiers.ready("float32")
+
+
+def test_compile_here_only_some_kernels(cache, monkeypatch):
+    monkeypatch.setattr(bg, "_compile_here", False)
+    monkeypatch.setattr(bg, "_compile_only", None)
+    tiers = bg.BackgroundCompile(command=lambda d: pytest.fail("a compile worker starts nothing"))
+    bg.compile_here(only=frozenset({"attention"}))
+    assert tiers.ready("float32", "attention") and tiers.ready("float64", "attention")
+    assert not tiers.ready("float32", "dropout") and not tiers.ready("float32")
+    bg.compile_here()
+    assert tiers.ready("float32", "dropout") and tiers.ready("float32")
+
+
+def test_the_first_stage_workers_compile_only_their_share(cache, monkeypatch):
+    """Each stage-1 job compiles the kernels it names and no others: together, exactly
+    FIRST_STAGE (a kernel missing from both would compile in the training process)."""
+    from ember.precompile import FIRST_STAGE_JOBS
+
+    shares = [only for _, only in FIRST_STAGE_JOBS]
+    assert frozenset().union(*shares) == bg.FIRST_STAGE
+    assert sum(len(s) for s in shares) == len(bg.FIRST_STAGE)  # no kernel in two jobs
+    # the attention backward runs fused only after the fused forward: one job holds both
+    assert any({"attention", "attention_backward"} <= s for s in shares)
+
+
 def test_one_compile_process_for_many_ember_processes(cache):
     calls = cache / "calls"
     first = bg.BackgroundCompile(command=_writer(1.0, calls), poll_s=0.0)
@@ -131,7 +179,7 @@ def test_a_failed_compile_falls_back_to_compiling_here(cache):
 
 
 class _NeverReady:
-    def ready_for(self, array):
+    def ready_for(self, array, kernel=None):
         return False
 
 

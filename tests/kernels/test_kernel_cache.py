@@ -112,3 +112,55 @@ def test_precompile_rejects_bad_arguments():
         precompile(["int8"])
     with pytest.raises(ValueError, match="jobs >= 1"):
         precompile(jobs=0)
+
+
+_FIRST_STAGE_STEP = textwrap.dedent(
+    """
+    from numba.core import event
+    compiled = []
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+        def on_end(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    event.register("numba:compile", Listener())
+    from ember.kernels.cpu import background_compile as bg
+    bg.BackgroundCompile._start = lambda self, dtype, marker: None  # as if another process compiled
+    bg.mark_compiled("float32", first_stage=True)
+    from ember.precompile import WORKLOADS
+    WORKLOADS["first-stage"]("float32")
+    print("COMPILED", sorted(set(compiled) - {"chain"}))
+    """
+)
+
+
+def test_the_first_stage_leaves_nothing_to_compile_for_a_transformer_step(tmp_path):
+    """With only the first stage's marker, a Transformer classifier's training step, inference
+    batch and token packing run the first stage's kernels from the cache and stand-ins for the
+    rest: the training process compiles nothing (the fusion engine's own chains aside)."""
+    env = {
+        **os.environ,
+        "PYTHONWARNINGS": "ignore",
+        "NUMBA_CACHE_DIR": str(tmp_path),
+        "EMBER_BACKGROUND_COMPILE": "1",
+    }
+    from ember.precompile import FIRST_STAGE_JOBS
+
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ember.precompile", "--workload", name, "--only", ",".join(sorted(only))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for name, only in FIRST_STAGE_JOBS
+    ]
+    for worker in workers:
+        output, _ = worker.communicate(timeout=900)
+        assert worker.returncode == 0, output
+    check = subprocess.run(
+        [sys.executable, "-c", _FIRST_STAGE_STEP], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "COMPILED []" in check.stdout, check.stdout

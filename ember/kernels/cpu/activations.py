@@ -245,18 +245,20 @@ class CpuActivationOps:
     @fused(half=True, ready_arg=None)
     def gelu(self, x, approximate):
         native = self._native and x.dtype in FLOAT_DTYPES
-        if native and (not self.kernels_ready(x) or (not approximate and x.dtype == np.float64)):
+        ready = self.kernels_ready(x, "gelu")
+        if native and (not ready or (not approximate and x.dtype == np.float64)):
             return native_ops.gelu(x, approximate)
-        if not self.kernels_ready(x):
+        if not ready:
             return DECLINED
         return gelu(x, approximate)
 
     @fused(half=True, ready_arg=None)
     def gelu_backward(self, x, dy, approximate):
         native = self._native and x.dtype in FLOAT_DTYPES
-        if native and (not self.kernels_ready(x) or (not approximate and x.dtype == np.float64)):
+        ready = self.kernels_ready(x, "gelu_backward")
+        if native and (not ready or (not approximate and x.dtype == np.float64)):
             return native_ops.gelu_backward(x, dy, approximate)
-        if not self.kernels_ready(x):
+        if not ready:
             return DECLINED
         return gelu_backward(x, dy, approximate)
 

@@ -94,7 +94,7 @@ class CpuBackend(
     # ---- token packing's row gather and scatter: one parallel sweep --------------------
     def getitem(self, x, key):
         picked = _row_key(x, key)
-        if picked is None or not self._tiers.ready_for(x):
+        if picked is None or not self._tiers.ready_for(x, "rows"):
             return super().getitem(x, key)
         return embedding.embedding(x.reshape(x.shape[0], -1), picked).reshape(picked.shape + x.shape[1:])
 
@@ -120,20 +120,20 @@ class CpuBackend(
             or values.dtype != x.dtype
             or values.shape != picked.shape + x.shape[1:]
             or not values.flags.c_contiguous
-            or not self._tiers.ready_for(x)
+            or not self._tiers.ready_for(x, "rows")
         ):
             return None
         return picked
 
     def _erf(self, x):
-        if not self.kernels_ready(x):
+        if not self.kernels_ready(x, "erf"):
             return super()._erf(x)
         if x.dtype == np.float16:  # the kernel is float32/float64
             return activations.erf(x.astype(np.float32)).astype(np.float16)
         return activations.erf(x)
 
-    def kernels_ready(self, array) -> bool:
-        return self._tiers.ready_for(array)
+    def kernels_ready(self, array, kernel: str | None = None) -> bool:
+        return self._tiers.ready_for(array, kernel)
 
     def chain_runner(self):
         return self._chain_runner

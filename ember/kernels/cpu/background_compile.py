@@ -9,6 +9,13 @@ backend answers with the composed NumPy implementations of the backend contract 
 one counter-based hash). When the compile process has filled the cache it leaves a marker, and
 from the next call on the fused kernels run, loaded from the cache in milliseconds.
 
+The compile runs in two stages. The first compiles :data:`FIRST_STAGE`, the kernels of a
+Transformer training step whose stand-ins cost most (attention, dropout, cross-entropy,
+embedding, Adam, the token-packing rows, the layer-norm backward), and leaves a marker of its own,
+so those kernels take over after a few seconds; the second compiles everything else on idle CPU
+time only, while the step already runs on the first stage's kernels (GELU and the layer-norm
+forward run on their C++ kernels meanwhile).
+
 The marker (``compiled-<dtype>-<fingerprint>``, in Numba's cache directory) is keyed by the
 kernels' sources, the Numba and Python versions and the host CPU, so any change of those starts a
 new compile. One compile process per dtype runs at a time, whatever the number of ember processes
@@ -33,7 +40,16 @@ import numpy as np
 
 from ember import config
 
-__all__ = ["BackgroundCompile", "compile_here", "enabled", "fingerprint", "mark_compiled", "marker_path"]
+__all__ = [
+    "FIRST_STAGE",
+    "BackgroundCompile",
+    "compile_here",
+    "enabled",
+    "fingerprint",
+    "first_stage_marker_path",
+    "mark_compiled",
+    "marker_path",
+]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # How often a waiting process looks for the marker: a stat call, so cheap, but not every op.
@@ -48,14 +64,40 @@ _KERNEL_DTYPE = {
 }
 
 
+#: The kernels the first compile stage makes ready, by the name a backend asks about (the
+#: composite's, or ``"rows"`` for the token-packing row kernels): those a Transformer training
+#: step spends most time in when they run composed. GELU and the layer-norm forward are not among
+#: them: their C++ kernels (built at install) stand in until the second stage.
+FIRST_STAGE = frozenset(
+    {
+        "attention",
+        "attention_backward",
+        "dropout",
+        "dropout_backward",
+        "cross_entropy",
+        "cross_entropy_backward",
+        "embedding",
+        "embedding_backward",
+        "adam_update",
+        "layer_norm_backward",
+        "rows",
+    }
+)
+
 _compile_here = False
+# With compile_here(only=...): the kernels that compile here; the others run their stand-ins.
+_compile_only: frozenset[str] | None = None
 
 
-def compile_here() -> None:
+def compile_here(only: frozenset[str] | None = None) -> None:
     """From now on, in this process and the ones it starts, kernels compile on first use
-    (what ``ember.precompile`` needs of its workloads), whatever backends exist already."""
-    global _compile_here
+    (what ``ember.precompile`` needs of its workloads), whatever backends exist already.
+
+    ``only``: compile just these kernels (names as in :data:`FIRST_STAGE`); every other one runs
+    its stand-in, so a workload compiles one stage's share and nothing more."""
+    global _compile_here, _compile_only
     _compile_here = True
+    _compile_only = None if only is None else frozenset(only)
     os.environ["EMBER_BACKGROUND_COMPILE"] = "0"
 
 
@@ -98,9 +140,17 @@ def marker_path(dtype: str) -> Path | None:
     return None if root is None else root / f"compiled-{dtype}-{fingerprint()}"
 
 
-def mark_compiled(dtype: str) -> None:
-    """Record that the cache holds every kernel of ``dtype`` (``ember.precompile`` calls this)."""
-    path = marker_path(dtype)
+def first_stage_marker_path(dtype: str) -> Path | None:
+    """Where the marker saying "the :data:`FIRST_STAGE` kernels of ``dtype`` are in the cache"
+    lives (None: no cache)."""
+    root = _cache_root()
+    return None if root is None else root / f"compiled-first-{dtype}-{fingerprint()}"
+
+
+def mark_compiled(dtype: str, first_stage: bool = False) -> None:
+    """Record that the cache holds every kernel of ``dtype`` (``ember.precompile`` calls this),
+    or, with ``first_stage``, the :data:`FIRST_STAGE` ones."""
+    path = first_stage_marker_path(dtype) if first_stage else marker_path(dtype)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"compiled by pid {os.getpid()} at {time.time():.0f}\n", encoding="utf-8")
@@ -119,13 +169,14 @@ def _alive(pid: int) -> bool:
 class BackgroundCompile:
     """Per process: which dtypes' fused kernels may run now, and the compile processes started.
 
-    ``ready(dtype)`` is called before every fused kernel; once it has said yes for a dtype it
-    answers from a dict. ``command`` builds the compile process's argument list (the tests
-    replace it)."""
+    ``ready(dtype, kernel)`` is called before every fused kernel; once it has said yes for a
+    dtype (or for the first stage's kernels of a dtype) it answers from a dict. ``command``
+    builds the compile process's argument list (the tests replace it)."""
 
     def __init__(self, command=None, poll_s: float = _POLL_S):
         self._active = enabled() and _cache_root() is not None
         self._ready: dict[str, bool] = {}
+        self._first_ready: dict[str, bool] = {}
         self._next_poll: dict[str, float] = {}
         self._children: dict[str, subprocess.Popen] = {}
         self._command = command or (
@@ -137,22 +188,36 @@ class BackgroundCompile:
             # waits for the marker like any other process, through the lock file.
             os.register_at_fork(after_in_child=self._children.clear)
 
-    def ready_for(self, array) -> bool:
+    def ready_for(self, array, kernel: str | None = None) -> bool:
         """``ready`` for the dtype of ``array`` (an ndarray, or a list whose first item is one)."""
         if isinstance(array, (list, tuple)):
             array = array[0] if array else None
         dtype = _KERNEL_DTYPE.get(getattr(array, "dtype", None))
-        return True if dtype is None else self.ready(dtype)
+        return True if dtype is None else self.ready(dtype, kernel)
 
-    def ready(self, dtype: str) -> bool:
-        """Whether the fused kernels of ``dtype`` ("float32"/"float64") run now; starts their
-        compile process on the first call that finds them missing."""
-        state = self._ready.get(dtype)
-        if state:
+    def ready(self, dtype: str, kernel: str | None = None) -> bool:
+        """Whether the fused kernel ``kernel`` of ``dtype`` ("float32"/"float64") runs now
+        (``None``: every kernel of the dtype); starts the compile process on the first call that
+        finds the kernels missing."""
+        if self._ready.get(dtype):
             return True
-        if not self._active or _compile_here:
+        if _compile_here:
+            if _compile_only is not None:
+                return kernel in _compile_only
             self._ready[dtype] = True
             return True
+        if not self._active:
+            self._ready[dtype] = True
+            return True
+        first = kernel in FIRST_STAGE
+        if first and self._first_ready.get(dtype):
+            return True
+        return self._poll(dtype) or (first and self._first_ready.get(dtype, False))
+
+    def _poll(self, dtype: str) -> bool:
+        """Look for the markers (at most every ``poll_s``), start or take over the compile
+        process when none runs; whether every kernel of ``dtype`` is ready."""
+        state = self._ready.get(dtype)
         now = time.monotonic()
         if state is not None and now < self._next_poll[dtype]:
             return False
@@ -161,6 +226,9 @@ class BackgroundCompile:
         if marker.exists():
             self._ready[dtype] = True
             return True
+        first_marker = first_stage_marker_path(dtype)
+        if first_marker is not None and first_marker.exists():
+            self._first_ready[dtype] = True
         if state is None:
             self._ready[dtype] = not self._try_start(dtype, marker)
             return self._ready[dtype]

@@ -349,9 +349,10 @@ class CpuNormOps:
         if x.shape[-1] == 0:
             return DECLINED
         native = self._native and x.dtype in FLOAT_DTYPES
-        if native and (x.dtype == np.float32 or not self.kernels_ready(x)):
+        ready = self.kernels_ready(x, "layer_norm")
+        if native and (x.dtype == np.float32 or not ready):
             return native_ops.layer_norm(x, gamma, beta, eps)
-        if not self.kernels_ready(x):
+        if not ready:
             return DECLINED
         return layer_norm(x, gamma, beta, eps)
 
@@ -359,7 +360,7 @@ class CpuNormOps:
     def layer_norm_backward(self, dy, x, mean, rstd, gamma):
         if x.shape[-1] == 0:
             return DECLINED
-        if not self.kernels_ready(x):
+        if not self.kernels_ready(x, "layer_norm_backward"):
             if self._native and x.dtype in FLOAT_DTYPES:
                 return native_ops.layer_norm_backward(dy, x, mean, rstd, gamma)
             return DECLINED

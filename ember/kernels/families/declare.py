@@ -124,7 +124,7 @@ def fused(method=None, *, half: bool = False, ready_arg: int | None = 0, accepts
 
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            if ready_arg is None or self.kernels_ready(_argument(args, kwargs, ready_arg)):
+            if ready_arg is None or self.kernels_ready(_argument(args, kwargs, ready_arg), name):
                 out = kernel(self, *args, **kwargs)
                 if out is not DECLINED:
                     return out
