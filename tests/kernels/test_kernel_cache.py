@@ -71,9 +71,9 @@ def test_locator_applies_to_ember_kernels_only():
     assert str(locator.get_cache_path()).startswith(os.environ.get("NUMBA_CACHE_DIR", ""))
 
 
-_COUNT_COMPILES = textwrap.dedent(
+# The start of a script that lists, in `compiled`, the functions Numba compiles from then on.
+_LISTEN_TO_COMPILES = textwrap.dedent(
     """
-    import sys
     from numba.core import event
     compiled = []
     class Listener(event.Listener):
@@ -82,6 +82,11 @@ _COUNT_COMPILES = textwrap.dedent(
         def on_end(self, ev):
             compiled.append(ev.data["dispatcher"].py_func.__qualname__)
     event.register("numba:compile", Listener())
+    """
+)
+
+_COUNT_COMPILES = _LISTEN_TO_COMPILES + textwrap.dedent(
+    """
     from ember.precompile import WORKLOADS
     WORKLOADS["classifier"]("float32")
     print("COMPILED", len(compiled), sorted(set(compiled)))
@@ -114,16 +119,8 @@ def test_precompile_rejects_bad_arguments():
         precompile(jobs=0)
 
 
-_FIRST_STAGE_STEP = textwrap.dedent(
+_FIRST_STAGE_STEP = _LISTEN_TO_COMPILES + textwrap.dedent(
     """
-    from numba.core import event
-    compiled = []
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            pass
-        def on_end(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    event.register("numba:compile", Listener())
     from ember.kernels.cpu import background_compile as bg
     bg.BackgroundCompile._start = lambda self, dtype, marker: None  # as if another process compiled
     bg.mark_compiled("float32", first_stage=True)
