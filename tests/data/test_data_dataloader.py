@@ -48,6 +48,15 @@ def numbers(n: int) -> InMemDataset:
     return InMemDataset(range(n))
 
 
+def loader_of(batcher, n: int, batch_size: int, workers: int, **settings):
+    """A DataLoader of ``batcher`` over ``numbers(n)``; each keyword calls the builder's method
+    of that name (``timeout=0.3``, ``prefetch=3``, ...)."""
+    builder = DataLoaderBuilder(batcher).batch_size(batch_size).num_workers(workers)
+    for name, value in settings.items():
+        builder = getattr(builder, name)(value)
+    return builder.build(numbers(n))
+
+
 # -- length, order, progress ---------------------------------------------------------------------
 
 
@@ -201,13 +210,7 @@ def test_worker_death_is_reported():
 
 
 def test_timeout():
-    loader = (
-        DataLoaderBuilder(helpers.SlowBatcher(5.0))
-        .batch_size(2)
-        .num_workers(1)
-        .timeout(0.3)
-        .build(numbers(4))
-    )
+    loader = loader_of(helpers.SlowBatcher(5.0), 4, batch_size=2, workers=1, timeout=0.3)
     with pytest.raises(
         DataLoaderWorkerError,
         match=r"did not deliver batch 0 \(dataset indices \[0, 1\]\) within the 0.3 s timeout; its Python "
@@ -234,12 +237,8 @@ def test_sigusr1_prints_a_busy_workers_stack_and_keeps_it_running(capfd):
     import signal
 
     # spawn: the worker's stderr is this test's (a forkserver keeps the stderr it started with)
-    loader = (
-        DataLoaderBuilder(helpers.StallingBatcher(bad=2))
-        .batch_size(2)
-        .num_workers(1)
-        .multiprocessing_context("spawn")
-        .build(numbers(6))
+    loader = loader_of(
+        helpers.StallingBatcher(bad=2), 6, batch_size=2, workers=1, multiprocessing_context="spawn"
     )
     with iter(loader) as iterator:
         assert next(iterator) == [0, 1]  # the worker is up; it is now stuck on batch 1
@@ -293,13 +292,7 @@ def test_builder_validates_arguments():
 
 
 def test_early_break_stops_workers():
-    loader = (
-        DataLoaderBuilder(helpers.SlowBatcher(0.05))
-        .batch_size(2)
-        .num_workers(2)
-        .prefetch(3)
-        .build(numbers(100))
-    )
+    loader = loader_of(helpers.SlowBatcher(0.05), 100, batch_size=2, workers=2, prefetch=3)
     iterator = iter(loader)
     pids = []
     for _ in iterator:
@@ -315,9 +308,7 @@ def test_close_unblocks_workers_stuck_sending_large_batches(monkeypatch):
 
     # a generous grace period, so a busy machine cannot turn a clean exit into terminate()
     monkeypatch.setattr(dataloader_module, "_SHUTDOWN_GRACE_S", 10.0)
-    loader = (
-        DataLoaderBuilder(helpers.BigBatcher()).batch_size(1).num_workers(2).prefetch(2).build(numbers(50))
-    )
+    loader = loader_of(helpers.BigBatcher(), 50, batch_size=1, workers=2, prefetch=2)
     with iter(loader) as iterator:
         next(iterator)
         processes = [worker.process for worker in iterator._workers]
