@@ -10,9 +10,9 @@ same ``nn`` layers, only tiny), so their machine code lands in the on-disk cache
 (:func:`ember.kernels.cpu.jit.cache_dir`) and later processes load it instead. Numba compiles on
 one thread per process, so the work is split over ``--jobs`` processes, in two stages:
 
-1. the kernels of :data:`~ember.kernels.cpu.background_compile.FIRST_STAGE` (a Transformer
-   training step's costliest stand-ins): the attention kernels in one process, the others in
-   another, each running a workload that compiles only its share; then a first marker;
+1. the kernels of :data:`~ember.kernels.cpu.background_compile.FIRST_STAGE_GROUPS` (a
+   Transformer training step's costliest stand-ins): a process per group, each running a
+   workload that compiles only its group's kernels and marking the group when done;
 2. every other kernel, on idle CPU time only (a training process that started this compile
    runs on the first stage's kernels meanwhile): the attention workloads in one process, every
    other kernel in another, and a last pass in this process runs a whole Transformer
@@ -37,7 +37,7 @@ import numpy as np
 import ember
 import ember.kernels.cpu
 from ember import nn
-from ember.kernels.cpu.background_compile import FIRST_STAGE, compile_here, mark_compiled
+from ember.kernels.cpu.background_compile import FIRST_STAGE_GROUPS, compile_here, mark_compiled
 from ember.kernels.cpu.jit import cache_dir
 from ember.nn.token_packing import TokenPacking
 from ember.optim import AdamConfig, AdamWConfig, GradientsParams
@@ -148,8 +148,8 @@ def _classifier(dtype: str) -> None:
             model.valid()(ids, mask)
 
 
-#: The workloads, by name. Stage 1 runs ``first-stage`` twice in parallel processes, each
-#: compiling a share of FIRST_STAGE; stage 2 runs ``attention`` and ``layers`` in parallel
+#: The workloads, by name. Stage 1 runs ``first-stage`` once per group of FIRST_STAGE_GROUPS in
+#: parallel processes, each compiling its group's kernels; stage 2 runs ``attention`` and ``layers`` in parallel
 #: processes and ``classifier`` after them.
 WORKLOADS: dict[str, Callable[[str], None]] = {
     "first-stage": _first_stage,
@@ -157,15 +157,6 @@ WORKLOADS: dict[str, Callable[[str], None]] = {
     "layers": _layers,
     "classifier": _classifier,
 }
-
-# About half of the first stage's compile time. The attention backward compiles with the
-# forward: it runs fused only on what the fused forward made (the composed one keeps no lse).
-_FIRST_HALF = frozenset({"attention", "attention_backward"})
-#: Stage 1's processes: the workload each runs and the kernels it compiles.
-FIRST_STAGE_JOBS = (
-    ("first-stage", _FIRST_HALF),
-    ("first-stage", FIRST_STAGE - _FIRST_HALF),
-)
 
 
 def _yield_cpu() -> None:
@@ -205,10 +196,8 @@ def precompile(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     # stage 1: the first stage's kernels, then its marker
-    first = [(f"first stage: {', '.join(sorted(only))}", name, only) for name, only in FIRST_STAGE_JOBS]
+    first = [(f"first stage: {group}", "first-stage", group) for group in FIRST_STAGE_GROUPS]
     seconds = _run_jobs(first, dtypes, jobs, False, timings, start)
-    for dtype in dtypes:
-        mark_compiled(dtype, first_stage=True)  # processes waiting on these kernels switch to them
     if verbose:
         print(f"  first stage: {seconds:.1f} s", flush=True)
     # stage 2: everything else, yielding the CPU to a training process
@@ -229,21 +218,20 @@ def precompile(
 
 
 def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float) -> float:
-    """Run the workloads ``specs`` ((label, workload, kernels it compiles or None for all)),
-    in this process one after the other (``jobs`` 1) or each in a process of its own (on idle
-    CPU time only, with ``idle``); records when each one ended (seconds since ``start``) under its label and
-    returns the stage's seconds."""
+    """Run the workloads ``specs`` ((label, workload, first-stage group or None)), in this
+    process one after the other (``jobs`` 1) or each in a process of its own (on idle CPU time
+    only, with ``idle``); records when each one ended (seconds since ``start``) under its label
+    and returns the stage's seconds. A job with a group compiles only its kernels and marks it."""
     t0 = time.perf_counter()
     if jobs == 1:
-        for label, name, only in specs:
-            compile_here(only)
-            _run_here(name, dtypes)
+        for label, name, group in specs:
+            _run_worker(name, group, dtypes)
             timings[label] = time.perf_counter() - start
     else:
         procs = {}
-        for label, name, only in specs:
+        for label, name, group in specs:
             cmd = [sys.executable, "-m", "ember.precompile", "--dtype", ",".join(dtypes), "--workload", name]
-            cmd += ["--only", ",".join(sorted(only))] if only is not None else []
+            cmd += ["--group", group] if group is not None else []
             cmd += ["--idle"] if idle else []
             procs[label] = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy()
@@ -258,6 +246,16 @@ def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float)
     return time.perf_counter() - t0
 
 
+def _run_worker(name: str, group: str | None, dtypes: Sequence[str]) -> None:
+    """Run workload ``name``: compiling only the kernels of first-stage ``group`` (then marking
+    it: processes waiting on them switch to them), or every kernel it reaches."""
+    compile_here(None if group is None else FIRST_STAGE_GROUPS[group])
+    _run_here(name, dtypes)
+    if group is not None:
+        for dtype in dtypes:
+            mark_compiled(dtype, group)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``python -m ember.precompile [--dtype f32,f64] [--jobs N]``."""
     ap = argparse.ArgumentParser(prog="python -m ember.precompile", description=__doc__.splitlines()[0])
@@ -265,15 +263,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2, help="processes compiling at once (default 2)")
     # a stage's worker process: one workload, compiling only some kernels, maybe on idle CPU time
     ap.add_argument("--workload", choices=sorted(WORKLOADS), help=argparse.SUPPRESS)
-    ap.add_argument("--only", help=argparse.SUPPRESS)
+    ap.add_argument("--group", choices=sorted(FIRST_STAGE_GROUPS), help=argparse.SUPPRESS)
     ap.add_argument("--idle", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
         if args.idle:
             _yield_cpu()
-        compile_here(None if args.only is None else frozenset(args.only.split(",")))
-        _run_here(args.workload, [_DTYPES.get(d, d) for d in dtypes])
+        _run_worker(args.workload, args.group, [_DTYPES.get(d, d) for d in dtypes])
         return
     start = time.perf_counter()
     print(f"ember: compiling the cpu kernels ({', '.join(dtypes)}) into {cache_dir()}", flush=True)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -542,6 +543,35 @@ def test_a_waiting_key_found_in_the_cache_is_not_put_off(tuning, clock):
     with autotune.paced(True):
         assert op("k2", 5) == ("b", 5)
     assert autotune.measured_count() == 1
+
+
+def test_nothing_is_measured_while_kernels_compile(tuning, clock, monkeypatch):
+    calls = []
+    op = declare("t_deferred", clock, calls, {"a": 400.0, "b": 300.0})
+    busy = [True]
+    monkeypatch.setattr(tunable_module._PACING, "busy", None)  # restored after the test
+    autotune.defer_while(lambda: busy[0])
+    with autotune.paced(True):
+        clock.now += 100.0  # plenty of allowance: only the compile holds the key back
+        assert op("k1", 1) == ("a", 1) and op("k1", 2) == ("a", 2)  # the default, twice
+        assert op.choice("k1") is None and autotune.measured_count() == 0
+        busy[0] = False
+        assert op("k1", 3) == ("b", 3)  # measured once the compile is over
+        assert op.choice("k1") == "b" and autotune.measured_count() == 1
+    busy[0] = True
+    with autotune.paced(False):  # ahead-of-time tuning measures regardless
+        assert op("k2", 4) == ("b", 4) and autotune.measured_count() == 2
+
+
+def test_the_cpu_backend_defers_tuning_to_the_end_of_its_background_compile(monkeypatch):
+    from ember.kernels.cpu import background_compile as bg
+
+    assert tunable_module._PACING.busy is bg.compiling
+    monkeypatch.setattr(bg, "_PENDING", {"float32"})
+    monkeypatch.setattr(bg, "marker_path", lambda dtype: Path("/nonexistent/marker"))
+    assert bg.compiling()
+    monkeypatch.setattr(bg, "marker_path", lambda dtype: Path(__file__))  # the marker is there
+    assert not bg.compiling() and set() == bg._PENDING
 
 
 def test_without_pacing_every_key_is_measured_as_it_comes(tuning, clock):

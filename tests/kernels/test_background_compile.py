@@ -34,7 +34,8 @@ def cache(tmp_path, monkeypatch):
 def _writer(delay: float, calls=None, rc: int = 0, first_delay: float | None = None):
     """A compile command that writes the marker after ``delay`` seconds (exit ``rc`` instead
     when it is non-zero), appending a line to ``calls`` when it starts; with ``first_delay``,
-    the first stage's marker after that many seconds, then the marker ``delay`` seconds later."""
+    the marker of the first stage's attention group after that many seconds, then the marker
+    ``delay`` seconds later."""
     script = (
         "import pathlib, sys, time\n"
         "calls, first, first_delay, marker, delay, rc = sys.argv[1:7]\n"
@@ -53,7 +54,7 @@ def _writer(delay: float, calls=None, rc: int = 0, first_delay: float | None = N
             "-c",
             script,
             str(calls or "-"),
-            str(bg.first_stage_marker_path(dtype)),
+            str(bg.first_stage_marker_path(dtype, "attention")),
             str(-1.0 if first_delay is None else first_delay),
             str(bg.marker_path(dtype)),
             str(delay),
@@ -108,20 +109,25 @@ def test_waits_for_the_marker_then_switches(cache, capfd):
     assert later.ready("float32")
 
 
-def test_the_first_stage_kernels_switch_at_their_own_marker(cache):
+def test_each_first_stage_group_switches_at_its_own_marker(cache):
     tiers = bg.BackgroundCompile(command=_writer(30.0, first_delay=0.3), poll_s=0.0)
     assert not tiers.ready("float32", "attention")
-    assert bg.first_stage_marker_path("float32").name == f"compiled-first-float32-{bg.fingerprint()}"
+    marker = bg.first_stage_marker_path("float32", "attention")
+    assert marker.name == f"compiled-first-attention-float32-{bg.fingerprint()}"
     deadline = time.monotonic() + 30
     while not tiers.ready("float32", "attention"):
-        assert time.monotonic() < deadline, "the first stage's marker never switched its kernels"
+        assert time.monotonic() < deadline, "the group's marker never switched its kernels"
         time.sleep(0.05)
-    for kernel in bg.FIRST_STAGE:
+    for kernel in bg.FIRST_STAGE_GROUPS["attention"]:
         assert tiers.ready_for(np.zeros(2, np.float32), kernel)
-    # the second stage's kernels, and a call that names none, still wait for the marker
+    # another group, the second stage's kernels and a call that names none still wait
+    assert not tiers.ready("float32", "dropout")
     assert not tiers.ready("float32", "gelu")
     assert not tiers.ready("float32")
     assert not tiers.ready("float64", "attention")  # another dtype: its own markers
+    bg.mark_compiled("float32", "layers")
+    assert tiers.ready("float32", "dropout") and tiers.ready("float32", "rows")
+    assert not tiers.ready("float32", "gelu")
     tiers._children["float32"].kill()
     bg.mark_compiled("float32")
     assert tiers.ready("float32", "gelu") and tiers.ready("float32")
@@ -138,16 +144,12 @@ def test_compile_here_only_some_kernels(cache, monkeypatch):
     assert tiers.ready("float32", "dropout") and tiers.ready("float32")
 
 
-def test_the_first_stage_workers_compile_only_their_share(cache, monkeypatch):
-    """Each stage-1 job compiles the kernels it names and no others: together, exactly
-    FIRST_STAGE (a kernel missing from both would compile in the training process)."""
-    from ember.precompile import FIRST_STAGE_JOBS
-
-    shares = [only for _, only in FIRST_STAGE_JOBS]
-    assert frozenset().union(*shares) == bg.FIRST_STAGE
-    assert sum(len(s) for s in shares) == len(bg.FIRST_STAGE)  # no kernel in two jobs
-    # the attention backward runs fused only after the fused forward: one job holds both
-    assert any({"attention", "attention_backward"} <= s for s in shares)
+def test_the_first_stage_groups_are_disjoint_and_keep_the_attention_pair_together():
+    groups = list(bg.FIRST_STAGE_GROUPS.values())
+    assert sum(len(g) for g in groups) == len(bg.FIRST_STAGE)  # no kernel in two groups
+    # the attention backward runs fused only after the fused forward: one group holds both
+    assert any({"attention", "attention_backward"} <= g for g in groups)
+    assert not bg.FIRST_STAGE & {"gelu", "gelu_backward", "layer_norm"}  # C++ stands in for these
 
 
 def test_one_compile_process_for_many_ember_processes(cache):

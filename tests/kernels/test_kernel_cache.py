@@ -123,7 +123,6 @@ _FIRST_STAGE_STEP = _LISTEN_TO_COMPILES + textwrap.dedent(
     """
     from ember.kernels.cpu import background_compile as bg
     bg.BackgroundCompile._start = lambda self, dtype, marker: None  # as if another process compiled
-    bg.mark_compiled("float32", first_stage=True)
     from ember.precompile import WORKLOADS
     WORKLOADS["first-stage"]("float32")
     print("COMPILED", sorted(set(compiled) - {"chain"}))
@@ -132,7 +131,7 @@ _FIRST_STAGE_STEP = _LISTEN_TO_COMPILES + textwrap.dedent(
 
 
 def test_the_first_stage_leaves_nothing_to_compile_for_a_transformer_step(tmp_path):
-    """With only the first stage's marker, a Transformer classifier's training step, inference
+    """With only the first stage's markers, a Transformer classifier's training step, inference
     batch and token packing run the first stage's kernels from the cache and stand-ins for the
     rest: the training process compiles nothing (the fusion engine's own chains aside)."""
     env = {
@@ -141,21 +140,23 @@ def test_the_first_stage_leaves_nothing_to_compile_for_a_transformer_step(tmp_pa
         "NUMBA_CACHE_DIR": str(tmp_path),
         "EMBER_BACKGROUND_COMPILE": "1",
     }
-    from ember.precompile import FIRST_STAGE_JOBS
+    from ember.kernels.cpu.background_compile import FIRST_STAGE_GROUPS, fingerprint
 
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "ember.precompile", "--workload", name, "--only", ",".join(sorted(only))],
+            [sys.executable, "-m", "ember.precompile", "--workload", "first-stage", "--group", group],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
         )
-        for name, only in FIRST_STAGE_JOBS
+        for group in FIRST_STAGE_GROUPS
     ]
     for worker in workers:
         output, _ = worker.communicate(timeout=900)
         assert worker.returncode == 0, output
+    for group in FIRST_STAGE_GROUPS:  # each worker marked its group
+        assert (tmp_path / f"compiled-first-{group}-float32-{fingerprint()}").exists()
     check = subprocess.run(
         [sys.executable, "-c", _FIRST_STAGE_STEP], capture_output=True, text=True, env=env, timeout=600
     )

@@ -52,6 +52,7 @@ __all__ = [
     "Candidate",
     "Tunable",
     "anchor",
+    "defer_while",
     "forced",
     "key",
     "leveled",
@@ -120,7 +121,8 @@ def key(*parts) -> str:
 
 class _Pacing:
     """The time first-use tuning may take: what the process spent on other work since its
-    first decision, plus :attr:`GRACE_S` (so the first step may tune its largest keys)."""
+    first decision, plus :attr:`GRACE_S` (so the first step may tune its largest keys); and
+    nothing while :attr:`busy` says the machine is busy compiling kernels."""
 
     GRACE_S = 0.5
 
@@ -128,10 +130,13 @@ class _Pacing:
         self.on = True
         self.start: float | None = None
         self.spent = 0.0  # seconds measured so far
+        self.busy: Callable[[], bool] | None = None
 
     def allows(self) -> bool:
         if not self.on:
             return True
+        if self.busy is not None and self.busy():
+            return False
         now = time.perf_counter()
         if self.start is None:
             self.start = now
@@ -220,6 +225,15 @@ def paced(on: bool):
         yield
     finally:
         _PACING.on = before
+
+
+def defer_while(busy: Callable[[], bool] | None) -> None:
+    """Measure no key while ``busy()`` is true (the keys met meanwhile run their default and are
+    measured on a later call): the ``cpu`` backend passes "kernels are compiling in the
+    background", whose processes would time themselves into every candidate and whose stand-ins
+    are not the kernels to tune. ``None`` removes the check. Ahead-of-time tuning
+    (``paced(False)``) measures regardless."""
+    _PACING.busy = busy
 
 
 @contextlib.contextmanager

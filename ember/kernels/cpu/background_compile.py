@@ -11,10 +11,10 @@ from the next call on the fused kernels run, loaded from the cache in millisecon
 
 The compile runs in two stages. The first compiles :data:`FIRST_STAGE`, the kernels of a
 Transformer training step whose stand-ins cost most (attention, dropout, cross-entropy,
-embedding, Adam, the token-packing rows, the layer-norm backward), and leaves a marker of its own,
-so those kernels take over after a few seconds; the second compiles everything else on idle CPU
-time only, while the step already runs on the first stage's kernels (GELU and the layer-norm
-forward run on their C++ kernels meanwhile).
+embedding, Adam, the token-packing rows, the layer-norm backward), in groups that compile in
+parallel processes and leave a marker each, so those kernels take over group by group after a few
+seconds; the second compiles everything else on idle CPU time only, while the step already runs
+on the first stage's kernels (GELU and the layer-norm forward run on their C++ kernels meanwhile).
 
 The marker (``compiled-<dtype>-<fingerprint>``, in Numba's cache directory) is keyed by the
 kernels' sources, the Numba and Python versions and the host CPU, so any change of those starts a
@@ -39,11 +39,14 @@ from pathlib import Path
 import numpy as np
 
 from ember import config
+from ember.kernels import autotune
 
 __all__ = [
     "FIRST_STAGE",
+    "FIRST_STAGE_GROUPS",
     "BackgroundCompile",
     "compile_here",
+    "compiling",
     "enabled",
     "fingerprint",
     "first_stage_marker_path",
@@ -64,25 +67,33 @@ _KERNEL_DTYPE = {
 }
 
 
-#: The kernels the first compile stage makes ready, by the name a backend asks about (the
-#: composite's, or ``"rows"`` for the token-packing row kernels): those a Transformer training
-#: step spends most time in when they run composed. GELU and the layer-norm forward are not among
-#: them: their C++ kernels (built at install) stand in until the second stage.
-FIRST_STAGE = frozenset(
-    {
-        "attention",
-        "attention_backward",
-        "dropout",
-        "dropout_backward",
-        "cross_entropy",
-        "cross_entropy_backward",
-        "embedding",
-        "embedding_backward",
-        "adam_update",
-        "layer_norm_backward",
-        "rows",
-    }
-)
+#: The kernels the first compile stage makes ready, in groups that compile in parallel and
+#: switch on one by one, by the name a backend asks about (the composite's, or ``"rows"`` for the
+#: token-packing row kernels): those a Transformer training step spends most time in when they run
+#: composed. GELU and the layer-norm forward are not among them: their C++ kernels (built at
+#: install) stand in until the second stage. The attention backward compiles with the forward: it
+#: runs fused only on what the fused forward made (the composed one keeps no lse).
+FIRST_STAGE_GROUPS: dict[str, frozenset[str]] = {
+    "attention": frozenset({"attention", "attention_backward"}),
+    "layers": frozenset(
+        {
+            "dropout",
+            "dropout_backward",
+            "cross_entropy",
+            "cross_entropy_backward",
+            "embedding",
+            "embedding_backward",
+            "adam_update",
+            "layer_norm_backward",
+            "rows",
+        }
+    ),
+}
+FIRST_STAGE = frozenset().union(*FIRST_STAGE_GROUPS.values())
+_GROUP_OF = {kernel: group for group, kernels in FIRST_STAGE_GROUPS.items() for kernel in kernels}
+
+# The dtypes whose kernels this process found missing and still waits for.
+_PENDING: set[str] = set()
 
 _compile_here = False
 # With compile_here(only=...): the kernels that compile here; the others run their stand-ins.
@@ -140,20 +151,29 @@ def marker_path(dtype: str) -> Path | None:
     return None if root is None else root / f"compiled-{dtype}-{fingerprint()}"
 
 
-def first_stage_marker_path(dtype: str) -> Path | None:
-    """Where the marker saying "the :data:`FIRST_STAGE` kernels of ``dtype`` are in the cache"
-    lives (None: no cache)."""
+def first_stage_marker_path(dtype: str, group: str) -> Path | None:
+    """Where the marker saying "the kernels of :data:`FIRST_STAGE_GROUPS` ``group`` of ``dtype``
+    are in the cache" lives (None: no cache)."""
     root = _cache_root()
-    return None if root is None else root / f"compiled-first-{dtype}-{fingerprint()}"
+    return None if root is None else root / f"compiled-first-{group}-{dtype}-{fingerprint()}"
 
 
-def mark_compiled(dtype: str, first_stage: bool = False) -> None:
+def mark_compiled(dtype: str, group: str | None = None) -> None:
     """Record that the cache holds every kernel of ``dtype`` (``ember.precompile`` calls this),
-    or, with ``first_stage``, the :data:`FIRST_STAGE` ones."""
-    path = first_stage_marker_path(dtype) if first_stage else marker_path(dtype)
+    or, with ``group``, those of that group of the first stage."""
+    path = marker_path(dtype) if group is None else first_stage_marker_path(dtype, group)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"compiled by pid {os.getpid()} at {time.time():.0f}\n", encoding="utf-8")
+
+
+def compiling() -> bool:
+    """Whether this process waits for a background compile (of any dtype) to finish (the
+    marker is looked for again here: a process may stop asking for the kernels meanwhile)."""
+    for dtype in list(_PENDING):
+        if marker_path(dtype).exists():
+            _PENDING.discard(dtype)
+    return bool(_PENDING)
 
 
 def _alive(pid: int) -> bool:
@@ -176,7 +196,7 @@ class BackgroundCompile:
     def __init__(self, command=None, poll_s: float = _POLL_S):
         self._active = enabled() and _cache_root() is not None
         self._ready: dict[str, bool] = {}
-        self._first_ready: dict[str, bool] = {}
+        self._first_ready: set[tuple[str, str]] = set()  # (dtype, group) marked
         self._next_poll: dict[str, float] = {}
         self._children: dict[str, subprocess.Popen] = {}
         self._command = command or (
@@ -209,14 +229,22 @@ class BackgroundCompile:
         if not self._active:
             self._ready[dtype] = True
             return True
-        first = kernel in FIRST_STAGE
-        if first and self._first_ready.get(dtype):
+        group = _GROUP_OF.get(kernel)
+        if group is not None and (dtype, group) in self._first_ready:
             return True
-        return self._poll(dtype) or (first and self._first_ready.get(dtype, False))
+        return self._poll(dtype) or (dtype, group) in self._first_ready
 
     def _poll(self, dtype: str) -> bool:
         """Look for the markers (at most every ``poll_s``), start or take over the compile
         process when none runs; whether every kernel of ``dtype`` is ready."""
+        ready = self._look(dtype)
+        if ready:
+            _PENDING.discard(dtype)
+        else:
+            _PENDING.add(dtype)
+        return ready
+
+    def _look(self, dtype: str) -> bool:
         state = self._ready.get(dtype)
         now = time.monotonic()
         if state is not None and now < self._next_poll[dtype]:
@@ -226,9 +254,9 @@ class BackgroundCompile:
         if marker.exists():
             self._ready[dtype] = True
             return True
-        first_marker = first_stage_marker_path(dtype)
-        if first_marker is not None and first_marker.exists():
-            self._first_ready[dtype] = True
+        for group in FIRST_STAGE_GROUPS:
+            if first_stage_marker_path(dtype, group).exists():
+                self._first_ready.add((dtype, group))
         if state is None:
             self._ready[dtype] = not self._try_start(dtype, marker)
             return self._ready[dtype]
@@ -307,3 +335,8 @@ class BackgroundCompile:
             file=sys.stderr,
             flush=True,
         )
+
+
+# Autotune measures nothing while this process waits for its kernels: the compile processes
+# would time themselves into every candidate, and the decisions would persist.
+autotune.defer_while(compiling)
