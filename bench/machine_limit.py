@@ -36,15 +36,23 @@ def sgemm_gflops(sizes=(1024, 2048, 3072), repeats: int = 10) -> dict:
 
 
 def transformer_flops(shape: dict, lengths, train: bool) -> float:
-    """FLOPs of the matrix products of a pre-norm Transformer encoder classifier over rows of
-    ``lengths`` real tokens: per layer the four attention projections, the two feed-forward
-    products and the attention's two products over each row's own tokens, and the head; a
+    """FLOPs of the matrix products of a pre-norm Transformer encoder classifier with its head on
+    the first token, over rows of ``lengths`` real tokens: per layer the four attention
+    projections, the two feed-forward products and the attention's two products over each row's
+    own tokens, except in the last layer, whose output is needed at position 0 only (its key and
+    value projections over every token, the rest for one query per row); and the head. A
     training step adds the backward's two products per forward product (3x)."""
     lengths = np.asarray(lengths, dtype=np.float64)
-    tokens, squares = lengths.sum(), (lengths**2).sum()
+    rows, tokens, squares = len(lengths), lengths.sum(), (lengths**2).sum()
     d, ff = shape["d_model"], shape["d_ff"]
-    per_layer = 2 * tokens * d * (4 * d) + 2 * 2 * tokens * d * ff + 2 * 2 * squares * d
-    forward = shape["layers"] * per_layer + 2 * len(lengths) * d * shape["classes"]
+
+    def layer(queries, pairs):  # `queries` positions computed, attending over `pairs` in all
+        keys_values = 2 * tokens * d * (2 * d)
+        return keys_values + 2 * queries * d * (2 * d) + 2 * 2 * queries * d * ff + 2 * 2 * pairs * d
+
+    forward = (
+        (shape["layers"] - 1) * layer(tokens, squares) + layer(rows, tokens) + 2 * rows * d * shape["classes"]
+    )
     return float(forward * (3 if train else 1))
 
 

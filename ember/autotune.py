@@ -141,7 +141,7 @@ class _Classifier(nn.Module):
     def forward(self, ids, mask):
         positions = ember.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape)
         x = (self.tokens(ids) + self.positions(positions)) / 2
-        return self.head(self.encoder(nn.TransformerEncoderInput(x).mask_pad(mask))[:, 0])
+        return self.head(self.encoder.forward_first_token(nn.TransformerEncoderInput(x).mask_pad(mask)))
 
 
 def _batches(shape: ModelShape, rng: np.random.Generator, random_rows: int):

@@ -13,7 +13,7 @@ import pytest
 from ember import nn
 from ember.autotune import MODELS, ModelShape, load_shape
 
-_TINY = "d_model = 16\nd_ff = 32\nheads = 2\nlayers = 1\nbatch = 4\nseq = 32\nvocab = 50\n"
+_TINY = "d_model = 16\nd_ff = 32\nheads = 2\nlayers = 2\nbatch = 4\nseq = 32\nvocab = 50\n"
 
 
 def _run(tmp_path, *args, cache=None, log="autotune.log"):

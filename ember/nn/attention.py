@@ -265,6 +265,24 @@ class MultiHeadAttention(Module):
         context = context.swap_dims(1, 2).reshape(packing.batch, packing.span, self.d_model)
         return self.output(packing.pack_span(context))
 
+    def forward_packed_first(self, x: Tensor, packing) -> Tensor:
+        """:meth:`forward_packed` for each row's position 0 only: its query attends to every
+        real token as :meth:`forward_packed` does, and no other query is computed.
+
+        Args:
+            x: ``[N, D]``, the real tokens of ``packing``.
+            packing: a :class:`~ember.nn.token_packing.TokenPacking` of the padding mask.
+
+        Returns:
+            ``[B, 1, D]``: the context of position 0 after the output projection (rows whose
+            position 0 is padding hold the value of a zero query: the caller discards them).
+        """
+        q = self._heads(self.query(packing.firsts(x)))
+        k = self._heads(packing.unpack_span(self.key(x)))
+        v = self._heads(packing.unpack_span(self.value(x)))
+        _, context = self._attend(q, k, v, packing.span_mask, None, False)
+        return self.output(context.swap_dims(1, 2).reshape(packing.batch, 1, self.d_model))
+
     @property
     def masks_exactly(self) -> bool:
         """Whether a masked key's weight is exactly 0 (its fill value's exponential underflows

@@ -39,7 +39,17 @@ class TokenPacking:
         span_mask: ``mask_pad[:, :span]``, the padding mask of the span layout.
     """
 
-    __slots__ = ("_rows", "_span_rows", "batch", "count", "seq", "span", "span_mask")
+    __slots__ = (
+        "_first_at",
+        "_first_rows",
+        "_rows",
+        "_span_rows",
+        "batch",
+        "count",
+        "seq",
+        "span",
+        "span_mask",
+    )
 
     def __init__(self, mask_pad: Tensor):
         if not isinstance(mask_pad, Tensor) or mask_pad.ndim != 2 or not mask_pad.dtype.is_bool:
@@ -58,6 +68,10 @@ class TokenPacking:
         self.span_mask = mask_pad[:, : self.span] if self.span < self.seq else mask_pad
         span_rows = (rows // self.seq) * self.span + rows % self.seq
         self._span_rows = tensor(span_rows.astype(np.int64), device=device)
+        # where each row's position 0 sits among the packed rows, for the rows where it is real
+        first_real = np.flatnonzero(real[:, 0]) if self.seq else np.zeros(0, np.int64)
+        self._first_rows = tensor(first_real.astype(np.int64), device=device)
+        self._first_at = tensor(np.searchsorted(rows, first_real * self.seq).astype(np.int64), device=device)
 
     @property
     def fraction(self) -> float:
@@ -80,6 +94,13 @@ class TokenPacking:
     def unpack_span(self, h: Tensor) -> Tensor:
         """``[N, ...]`` -> ``[B, span, ...]``, zeros at the padded positions."""
         return self._scatter("unpack_span", h, self.span, self._span_rows)
+
+    def firsts(self, h: Tensor) -> Tensor:
+        """``[N, ...]`` -> ``[B, 1, ...]``: each row's position 0, zeros where it is padding."""
+        self._check("firsts", h, (self.count,))
+        rest = tuple(h.shape[1:])
+        out = zeros((self.batch,) + rest, dtype=h.dtype, device=h.device)
+        return out.index_put(self._first_rows, h[self._first_at]).reshape((self.batch, 1) + rest)
 
     def _gather(self, op: str, x: Tensor, width: int, rows: Tensor) -> Tensor:
         self._check(op, x, (self.batch, width))

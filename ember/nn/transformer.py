@@ -240,6 +240,25 @@ class TransformerEncoderLayer(Module):
 
         return self._run(x, attend)
 
+    def forward_first(self, x: Tensor, mask_pad: Tensor | None = None) -> Tensor:
+        """:meth:`forward`'s output at position 0 only, ``[batch, 1, d_model]``: the keys and
+        values still come from every position, but no other position's query, output
+        projection or feed-forward is computed."""
+
+        def attend(h):
+            return self.mha(MhaInput(h[:, :1], h, h).mask_pad(mask_pad)).context
+
+        return self._run(x, attend, first=lambda t: t[:, :1])
+
+    def forward_packed_first(self, x: Tensor, packing: TokenPacking) -> Tensor:
+        """:meth:`forward_first` on packed real tokens ``[N, d_model]``: ``[batch, 1, d_model]``
+        (rows whose position 0 is padding hold values the caller discards)."""
+
+        def attend(h):
+            return self.mha.forward_packed_first(h, packing)
+
+        return self._run(x, attend, first=packing.firsts)
+
     def forward_step(
         self,
         x: Tensor,
@@ -285,10 +304,11 @@ class TransformerEncoderLayer(Module):
         cache.output = _append_positions(cache.output, out)
         return cache.output
 
-    def _run(self, x: Tensor, attend) -> Tensor:
-        """The layer around ``attend`` (self-attention of its normalised/raw input)."""
+    def _run(self, x: Tensor, attend, first=None) -> Tensor:
+        """The layer around ``attend`` (self-attention of its normalised/raw input); with
+        ``first``, attention's residual is ``first(x)`` (the positions ``attend`` returns)."""
         return _residual_blocks(
-            x, (attend, self.pwff), (self.norm_1, self.norm_2), self.norm_first, self.dropout
+            x, (attend, self.pwff), (self.norm_1, self.norm_2), self.norm_first, self.dropout, first
         )
 
 
@@ -362,6 +382,35 @@ class TransformerEncoder(_TransformerStack):
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)
         return x
+
+    def forward_first_token(self, input, mask_pad: Tensor | None = None) -> Tensor:
+        """``forward(input)[:, 0]``, ``[batch, d_model]``, for a head that reads the first token
+        (BERT's ``[CLS]``, Burn's text classifier): the last layer computes position 0 only. Its
+        keys and values still cover every token, but the other positions' queries, attention,
+        output projection and feed-forward are left out: all of that layer's work but its key
+        and value projections.
+
+        Args:
+            input: a :class:`TransformerEncoderInput` (an attention mask is taken as
+                :meth:`forward` takes it, every position computed), or ``[batch, seq, d_model]``.
+            mask_pad: ``[batch, seq]`` bool (overrides the input's).
+        """
+        x, mask_pad, mask_attn = self._unpack(input, mask_pad, None)
+        if mask_attn is not None or not self.layers or not isinstance(x, Tensor) or x.ndim != 3:
+            return self.forward(input, mask_pad)[:, 0]
+        *body, last = self.layers
+        if self._packs(x, mask_pad, mask_attn):
+            packing = TokenPacking(mask_pad)
+            if packing.count < packing.batch * packing.seq and packing.count:
+                h = packing.pack(x)
+                for layer in body:
+                    h = layer.forward_packed(h, packing)
+                out = last.forward_packed_first(h, packing)[:, 0]
+                # as forward's, position 0 comes out as 0 where it is padding
+                return out.mask_fill(mask_pad[:, :1], 0.0)
+        for layer in body:
+            x = layer(x, mask_pad)
+        return last.forward_first(x, mask_pad)[:, 0]
 
     def _packs(self, x, mask_pad, mask_attn) -> bool:
         """Whether the layers may run on the real tokens only: a padding mask of the input's
@@ -553,14 +602,16 @@ def _check_cache_batch(op: str, cache, batch: int) -> None:
         )
 
 
-def _residual_blocks(x: Tensor, blocks, norms, norm_first: bool, dropout) -> Tensor:
+def _residual_blocks(x: Tensor, blocks, norms, norm_first: bool, dropout, first=None) -> Tensor:
     """Burn's residual sublayers: ``norms[i]`` follows block ``i`` (post-norm); pre-norm feeds
-    block ``i`` through ``norms[i - 1]``, the first block through the last norm."""
+    block ``i`` through ``norms[i - 1]``, the first block through the last norm. With ``first``,
+    the first block reads every position but returns fewer, and its residual is ``first(x)``."""
     for i, block in enumerate(blocks):
+        residual = first(x) if first is not None and i == 0 else x
         if norm_first:
-            x = x + dropout(block(norms[i - 1](x)))
+            x = residual + dropout(block(norms[i - 1](x)))
         else:
-            x = norms[i](x + dropout(block(x)))
+            x = norms[i](residual + dropout(block(x)))
     return x
 
 

@@ -141,12 +141,13 @@ class TextClassificationModel(ClassifierModule):
         tokens, mask_pad = on_device(tokens, device), on_device(mask_pad, device)
         positions = ember.arange(seq_length, device=device)
         embedding = (self.embedding_pos(positions) + self.embedding_token(tokens)) / 2  # [S,d] + [B,S,d]
-        encoded = self.transformer(nn.TransformerEncoderInput(embedding).mask_pad(mask_pad))
-        if self.pooling == "mean":
-            keep = (~mask_pad).to(encoded.dtype).reshape(batch_size, seq_length, 1)  # 1 at real tokens
-            pooled = (encoded * keep).sum(1) / keep.sum(1).clamp_min(1.0)
-            return self.output(pooled)
-        return self.output(encoded[:, 0])
+        encoder_input = nn.TransformerEncoderInput(embedding).mask_pad(mask_pad)
+        if self.pooling == "first":  # the last layer computes position 0 only
+            return self.output(self.transformer.forward_first_token(encoder_input))
+        encoded = self.transformer(encoder_input)
+        keep = (~mask_pad).to(encoded.dtype).reshape(batch_size, seq_length, 1)  # 1 at real tokens
+        pooled = (encoded * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        return self.output(pooled)
 
     def batch_logits(
         self, batch: TextClassificationTrainingBatch | TextClassificationInferenceBatch
