@@ -11,8 +11,9 @@ same ``nn`` layers, only tiny), so their machine code lands in the on-disk cache
 one thread per process, so the work is split over ``--jobs`` processes, in two stages:
 
 1. the kernels of :data:`~ember.kernels.cpu.background_compile.FIRST_STAGE_GROUPS` (a
-   Transformer training step's costliest stand-ins): a process per group, each running a
-   workload that compiles only its group's kernels and marking the group when done;
+   Transformer training step's costliest stand-ins): the processes of :data:`FIRST_STAGE_WORKERS`
+   compile their groups one after the other, each by a workload that compiles only the kernels
+   of the groups so far, and mark each group when done;
 2. every other kernel, on idle CPU time only (a training process that started this compile
    runs on the first stage's kernels meanwhile): the attention workloads in one process, every
    other kernel in another, and a last pass in this process runs a whole Transformer
@@ -148,8 +149,8 @@ def _classifier(dtype: str) -> None:
             model.valid()(ids, mask)
 
 
-#: The workloads, by name. Stage 1 runs ``first-stage`` once per group of FIRST_STAGE_GROUPS in
-#: parallel processes, each compiling its group's kernels; stage 2 runs ``attention`` and ``layers`` in parallel
+#: The workloads, by name. Stage 1 runs ``first-stage`` in the processes of FIRST_STAGE_WORKERS,
+#: once per group, each time compiling that group's kernels; stage 2 runs ``attention`` and ``layers`` in parallel
 #: processes and ``classifier`` after them.
 WORKLOADS: dict[str, Callable[[str], None]] = {
     "first-stage": _first_stage,
@@ -157,6 +158,20 @@ WORKLOADS: dict[str, Callable[[str], None]] = {
     "layers": _layers,
     "classifier": _classifier,
 }
+
+#: Stage 1's processes, each with the groups it compiles in turn: dropout's kernels compile in a
+#: fraction of a second and are the costliest stand-in, so they come before the attention's.
+FIRST_STAGE_WORKERS = (("dropout", "attention"), ("layers",))
+
+
+def _group_list(text: str) -> tuple[str, ...]:
+    groups = tuple(g for g in text.split(",") if g)
+    unknown = [g for g in groups if g not in FIRST_STAGE_GROUPS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown first-stage groups {unknown}; known: {sorted(FIRST_STAGE_GROUPS)}"
+        )
+    return groups
 
 
 def _yield_cpu() -> None:
@@ -196,7 +211,7 @@ def precompile(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     # stage 1: the first stage's kernels, then its marker
-    first = [(f"first stage: {group}", "first-stage", group) for group in FIRST_STAGE_GROUPS]
+    first = [(f"first stage: {', '.join(groups)}", "first-stage", groups) for groups in FIRST_STAGE_WORKERS]
     seconds = _run_jobs(first, dtypes, jobs, False, timings, start)
     if verbose:
         print(f"  first stage: {seconds:.1f} s", flush=True)
@@ -218,20 +233,20 @@ def precompile(
 
 
 def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float) -> float:
-    """Run the workloads ``specs`` ((label, workload, first-stage group or None)), in this
+    """Run the workloads ``specs`` ((label, workload, first-stage groups, or ()), in this
     process one after the other (``jobs`` 1) or each in a process of its own (on idle CPU time
     only, with ``idle``); records when each one ended (seconds since ``start``) under its label
-    and returns the stage's seconds. A job with a group compiles only its kernels and marks it."""
+    and returns the stage's seconds. A job with groups compiles and marks them one by one."""
     t0 = time.perf_counter()
     if jobs == 1:
-        for label, name, group in specs:
-            _run_worker(name, group, dtypes)
+        for label, name, groups in specs:
+            _run_worker(name, groups, dtypes)
             timings[label] = time.perf_counter() - start
     else:
         procs = {}
-        for label, name, group in specs:
+        for label, name, groups in specs:
             cmd = [sys.executable, "-m", "ember.precompile", "--dtype", ",".join(dtypes), "--workload", name]
-            cmd += ["--group", group] if group is not None else []
+            cmd += ["--groups", ",".join(groups)] if groups else []
             cmd += ["--idle"] if idle else []
             procs[label] = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy()
@@ -246,12 +261,18 @@ def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float)
     return time.perf_counter() - t0
 
 
-def _run_worker(name: str, group: str | None, dtypes: Sequence[str]) -> None:
-    """Run workload ``name``: compiling only the kernels of first-stage ``group`` (then marking
-    it: processes waiting on them switch to them), or every kernel it reaches."""
-    compile_here(None if group is None else FIRST_STAGE_GROUPS[group])
-    _run_here(name, dtypes)
-    if group is not None:
+def _run_worker(name: str, groups: Sequence[str], dtypes: Sequence[str]) -> None:
+    """Run workload ``name`` once per first-stage group of ``groups``, compiling only the
+    kernels of the groups so far and then marking the group (processes waiting on its kernels
+    switch to them); without groups, once, compiling every kernel it reaches."""
+    if not groups:
+        compile_here()
+        _run_here(name, dtypes)
+    kernels: frozenset[str] = frozenset()
+    for group in groups:
+        kernels |= FIRST_STAGE_GROUPS[group]
+        compile_here(kernels)
+        _run_here(name, dtypes)
         for dtype in dtypes:
             mark_compiled(dtype, group)
 
@@ -263,14 +284,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2, help="processes compiling at once (default 2)")
     # a stage's worker process: one workload, compiling only some kernels, maybe on idle CPU time
     ap.add_argument("--workload", choices=sorted(WORKLOADS), help=argparse.SUPPRESS)
-    ap.add_argument("--group", choices=sorted(FIRST_STAGE_GROUPS), help=argparse.SUPPRESS)
+    ap.add_argument("--groups", type=_group_list, default=(), help=argparse.SUPPRESS)
     ap.add_argument("--idle", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if args.workload:
         if args.idle:
             _yield_cpu()
-        _run_worker(args.workload, args.group, [_DTYPES.get(d, d) for d in dtypes])
+        _run_worker(args.workload, args.groups, [_DTYPES.get(d, d) for d in dtypes])
         return
     start = time.perf_counter()
     print(f"ember: compiling the cpu kernels ({', '.join(dtypes)}) into {cache_dir()}", flush=True)

@@ -126,7 +126,9 @@ def test_each_first_stage_group_switches_at_its_own_marker(cache):
     assert not tiers.ready("float32")
     assert not tiers.ready("float64", "attention")  # another dtype: its own markers
     bg.mark_compiled("float32", "layers")
-    assert tiers.ready("float32", "dropout") and tiers.ready("float32", "rows")
+    assert tiers.ready("float32", "rows") and not tiers.ready("float32", "dropout")
+    bg.mark_compiled("float32", "dropout")
+    assert tiers.ready("float32", "dropout")
     assert not tiers.ready("float32", "gelu")
     tiers._children["float32"].kill()
     bg.mark_compiled("float32")
@@ -150,6 +152,10 @@ def test_the_first_stage_groups_are_disjoint_and_keep_the_attention_pair_togethe
     # the attention backward runs fused only after the fused forward: one group holds both
     assert any({"attention", "attention_backward"} <= g for g in groups)
     assert not bg.FIRST_STAGE & {"gelu", "gelu_backward", "layer_norm"}  # C++ stands in for these
+    from ember.precompile import FIRST_STAGE_WORKERS
+
+    workers = [g for groups in FIRST_STAGE_WORKERS for g in groups]
+    assert sorted(workers) == sorted(bg.FIRST_STAGE_GROUPS)  # each group compiled by one worker
 
 
 def test_one_compile_process_for_many_ember_processes(cache):

@@ -141,21 +141,30 @@ def test_the_first_stage_leaves_nothing_to_compile_for_a_transformer_step(tmp_pa
         "EMBER_BACKGROUND_COMPILE": "1",
     }
     from ember.kernels.cpu.background_compile import FIRST_STAGE_GROUPS, fingerprint
+    from ember.precompile import FIRST_STAGE_WORKERS
 
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "ember.precompile", "--workload", "first-stage", "--group", group],
+            [
+                sys.executable,
+                "-m",
+                "ember.precompile",
+                "--workload",
+                "first-stage",
+                "--groups",
+                ",".join(groups),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
         )
-        for group in FIRST_STAGE_GROUPS
+        for groups in FIRST_STAGE_WORKERS
     ]
     for worker in workers:
         output, _ = worker.communicate(timeout=900)
         assert worker.returncode == 0, output
-    for group in FIRST_STAGE_GROUPS:  # each worker marked its group
+    for group in FIRST_STAGE_GROUPS:  # each worker marked its groups
         assert (tmp_path / f"compiled-first-{group}-float32-{fingerprint()}").exists()
     check = subprocess.run(
         [sys.executable, "-c", _FIRST_STAGE_STEP], capture_output=True, text=True, env=env, timeout=600

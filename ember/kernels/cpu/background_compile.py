@@ -74,11 +74,10 @@ _KERNEL_DTYPE = {
 #: install) stand in until the second stage. The attention backward compiles with the forward: it
 #: runs fused only on what the fused forward made (the composed one keeps no lse).
 FIRST_STAGE_GROUPS: dict[str, frozenset[str]] = {
+    "dropout": frozenset({"dropout", "dropout_backward"}),  # the costliest stand-in, compiled first
     "attention": frozenset({"attention", "attention_backward"}),
     "layers": frozenset(
         {
-            "dropout",
-            "dropout_backward",
             "cross_entropy",
             "cross_entropy_backward",
             "embedding",
