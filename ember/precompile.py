@@ -150,8 +150,8 @@ def _classifier(dtype: str) -> None:
 
 
 #: The workloads, by name. Stage 1 runs ``first-stage`` in the processes of FIRST_STAGE_WORKERS,
-#: once per group, each time compiling that group's kernels; stage 2 runs ``attention`` and ``layers`` in parallel
-#: processes and ``classifier`` after them.
+#: once per group, each time compiling that group's kernels; stage 2 runs ``attention`` and
+#: ``layers`` in parallel processes and ``classifier`` after them.
 WORKLOADS: dict[str, Callable[[str], None]] = {
     "first-stage": _first_stage,
     "attention": _attention,
@@ -210,13 +210,13 @@ def precompile(
         )
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    # stage 1: the first stage's kernels, then its marker
+    # stage 1: the first stage's kernels, each group marked as soon as it is cached
     first = [(f"first stage: {', '.join(groups)}", "first-stage", groups) for groups in FIRST_STAGE_WORKERS]
     seconds = _run_jobs(first, dtypes, jobs, False, timings, start)
     if verbose:
         print(f"  first stage: {seconds:.1f} s", flush=True)
     # stage 2: everything else, yielding the CPU to a training process
-    second = [(name, name, None) for name in ("attention", "layers")]
+    second = [(name, name, ()) for name in ("attention", "layers")]
     seconds = _run_jobs(second, dtypes, jobs, True, timings, start)
     if verbose:
         print(f"  second stage: {seconds:.1f} s", flush=True)
@@ -233,7 +233,7 @@ def precompile(
 
 
 def _run_jobs(specs, dtypes, jobs: int, idle: bool, timings: dict, start: float) -> float:
-    """Run the workloads ``specs`` ((label, workload, first-stage groups, or ()), in this
+    """Run the workloads ``specs`` ((label, workload, first-stage groups or ())), in this
     process one after the other (``jobs`` 1) or each in a process of its own (on idle CPU time
     only, with ``idle``); records when each one ended (seconds since ``start``) under its label
     and returns the stage's seconds. A job with groups compiles and marks them one by one."""
@@ -268,6 +268,7 @@ def _run_worker(name: str, groups: Sequence[str], dtypes: Sequence[str]) -> None
     if not groups:
         compile_here()
         _run_here(name, dtypes)
+        return
     kernels: frozenset[str] = frozenset()
     for group in groups:
         kernels |= FIRST_STAGE_GROUPS[group]

@@ -338,3 +338,22 @@ def test_compile_here_wins_over_a_backend_made_earlier(cache, monkeypatch):
     assert tiers.ready("float32")  # its workloads now compile the kernels
     assert os.environ["EMBER_BACKGROUND_COMPILE"] == "0"
     tiers._children["float32"].kill()
+
+
+def test_one_process_precompile_runs_each_group_then_everything(cache, monkeypatch):
+    """``--jobs 1``: the workers' work in this process, in order: each first-stage group with the
+    kernels of the groups so far, marked when done; then a workload compiling every kernel."""
+    from ember import precompile
+
+    runs, marks = [], []
+    monkeypatch.setattr(bg, "_compile_here", False)
+    monkeypatch.setattr(bg, "_compile_only", None)
+    monkeypatch.setitem(precompile.WORKLOADS, "fake", lambda dtype: runs.append((dtype, bg._compile_only)))
+    monkeypatch.setattr(precompile, "mark_compiled", lambda dtype, group=None: marks.append((dtype, group)))
+    timings: dict = {}
+    specs = [("a", "fake", ("dropout", "attention")), ("b", "fake", ())]
+    precompile._run_jobs(specs, ["float32"], 1, False, timings, 0.0)
+    dropout, attention = bg.FIRST_STAGE_GROUPS["dropout"], bg.FIRST_STAGE_GROUPS["attention"]
+    assert runs == [("float32", dropout), ("float32", dropout | attention), ("float32", None)]
+    assert marks == [("float32", "dropout"), ("float32", "attention")]
+    assert set(timings) == {"a", "b"}
