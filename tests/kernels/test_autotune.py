@@ -568,6 +568,8 @@ def test_the_cpu_backend_defers_tuning_to_the_end_of_its_background_compile(monk
 
     assert tunable_module._PACING.busy is bg.compiling
     monkeypatch.setattr(bg, "_PENDING", {"float32"})
+    monkeypatch.setattr(bg, "_POLL_S", 0.0)  # look for the marker at every call
+    monkeypatch.setattr(bg, "_next_look", [0.0])
     monkeypatch.setattr(bg, "marker_path", lambda dtype: Path("/nonexistent/marker"))
     assert bg.compiling()
     monkeypatch.setattr(bg, "marker_path", lambda dtype: Path(__file__))  # the marker is there

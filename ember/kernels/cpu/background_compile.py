@@ -91,8 +91,10 @@ FIRST_STAGE_GROUPS: dict[str, frozenset[str]] = {
 FIRST_STAGE = frozenset().union(*FIRST_STAGE_GROUPS.values())
 _GROUP_OF = {kernel: group for group, kernels in FIRST_STAGE_GROUPS.items() for kernel in kernels}
 
-# The dtypes whose kernels this process found missing and still waits for.
+# The dtypes whose kernels this process found missing and still waits for, and when compiling()
+# may look for their markers next (autotune asks it on every call of a key it has put off).
 _PENDING: set[str] = set()
+_next_look = [0.0]
 
 _compile_here = False
 # With compile_here(only=...): the kernels that compile here; the others run their stand-ins.
@@ -144,17 +146,21 @@ def _cache_root() -> Path | None:
     return Path(root) if root else None
 
 
+def _in_cache(name: str) -> Path | None:
+    """``name``, a marker stamped with the fingerprint, in the kernel cache (None: no cache)."""
+    root = _cache_root()
+    return None if root is None else root / f"{name}-{fingerprint()}"
+
+
 def marker_path(dtype: str) -> Path | None:
     """Where the marker saying "``dtype``'s kernels are in the cache" lives (None: no cache)."""
-    root = _cache_root()
-    return None if root is None else root / f"compiled-{dtype}-{fingerprint()}"
+    return _in_cache(f"compiled-{dtype}")
 
 
 def first_stage_marker_path(dtype: str, group: str) -> Path | None:
     """Where the marker saying "the kernels of :data:`FIRST_STAGE_GROUPS` ``group`` of ``dtype``
     are in the cache" lives (None: no cache)."""
-    root = _cache_root()
-    return None if root is None else root / f"compiled-first-{group}-{dtype}-{fingerprint()}"
+    return _in_cache(f"compiled-first-{group}-{dtype}")
 
 
 def mark_compiled(dtype: str, group: str | None = None) -> None:
@@ -168,10 +174,14 @@ def mark_compiled(dtype: str, group: str | None = None) -> None:
 
 def compiling() -> bool:
     """Whether this process waits for a background compile (of any dtype) to finish (the
-    marker is looked for again here: a process may stop asking for the kernels meanwhile)."""
-    for dtype in list(_PENDING):
-        if marker_path(dtype).exists():
-            _PENDING.discard(dtype)
+    marker is looked for again here, at most every poll interval: a process may stop asking for
+    the kernels meanwhile)."""
+    now = time.monotonic()
+    if _PENDING and now >= _next_look[0]:
+        _next_look[0] = now + _POLL_S
+        for dtype in list(_PENDING):
+            if marker_path(dtype).exists():
+                _PENDING.discard(dtype)
     return bool(_PENDING)
 
 
